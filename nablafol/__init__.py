@@ -1,0 +1,1 @@
+"""nablafol: differentiable first-order logic (∇-FOL) for visual question answering."""

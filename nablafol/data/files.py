@@ -1,0 +1,73 @@
+"""Opening the user's files for reading and writing results safely.
+
+Every failure to open becomes one :class:`~nablafol.errors.InputFileError` line naming the
+file; outputs are written to a temporary file beside the target and renamed into place, so
+an interrupted run never leaves half a predictions file behind.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import IO, Iterator
+
+from nablafol.errors import InputFileError
+
+
+def open_text(path: str | os.PathLike) -> IO[str]:
+    """Open ``path`` as UTF-8 text (a leading BOM is tolerated) or raise InputFileError."""
+    path = Path(path)
+    if path.is_dir():
+        raise InputFileError(path, "is a folder, expected a file")
+    try:
+        return open(path, encoding="utf-8-sig", newline="")
+    except FileNotFoundError:
+        raise InputFileError(path, "no such file") from None
+    except OSError as error:
+        raise InputFileError(path, f"cannot be read ({error.strerror or error})") from None
+
+
+def _natural_key(name: str) -> list:
+    # train_all_questions_2.json sorts before train_all_questions_10.json
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
+
+
+def json_inputs(path: str | os.PathLike) -> list[Path]:
+    """The JSON files behind ``path``: the file itself, or a folder's ``*.json`` files.
+
+    A folder (GQA's ``train_all_questions/``) is read in natural sorted order of file
+    names, ``_2`` before ``_10``, so results never depend on the file system's order.
+    """
+    path = Path(path)
+    if path.is_dir():
+        parts = sorted((p for p in path.iterdir() if p.suffix == ".json" and p.is_file()),
+                       key=lambda p: _natural_key(p.name))
+        if not parts:
+            raise InputFileError(path, "folder holds no .json files")
+        return parts
+    if not path.exists():
+        raise InputFileError(path, "no such file or folder")
+    return [path]
+
+
+@contextlib.contextmanager
+def atomic_text_writer(path: str | os.PathLike) -> Iterator[IO[str]]:
+    """Write text to ``path`` all at once: a temp file in the same folder, then ``os.replace``."""
+    path = Path(path)
+    folder = path.parent if str(path.parent) else Path(".")
+    if not folder.is_dir():
+        raise InputFileError(path, "cannot be written: its folder does not exist")
+    try:
+        handle, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+    except OSError as error:
+        raise InputFileError(path, f"cannot be written ({error.strerror or error})") from None
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as stream:
+            yield stream
+        os.replace(temp_name, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp_name)
+        raise

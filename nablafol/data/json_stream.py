@@ -1,0 +1,192 @@
+"""Reading a big JSON object member by member.
+
+GQA's files are one top-level object (``{questionId: question}``, ``{imageId: scene
+graph}``, ``{imageId: feature index}``) of up to hundreds of MB. ``json.load`` would build
+every member at once; :func:`iter_object_members` instead yields ``(key, value)`` pairs,
+decoding one member at a time with the C decoder (``json.JSONDecoder.raw_decode``) over a
+buffer refilled in chunks, so memory stays at one chunk plus one member.
+
+A member cut by a chunk boundary fails to decode at (or a few characters before) the end
+of the buffer; the reader then reads more and retries. A decode error anywhere else, or at
+the end of the file, is a real error and is reported with its line and column.
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import IO, Any, Iterator
+
+from nablafol.data.fields import json_type
+from nablafol.data.files import open_text
+from nablafol.errors import InputFileError
+
+CHUNK_CHARS = 1 << 20
+# An error (or a value's end) this close to the buffer's end may be an artefact of the
+# chunk boundary: the longest cut token is a ``\uXXXX\uXXXX`` escape pair (12 characters).
+_CUT_MARGIN = 16
+_WHITESPACE = re.compile(r"[ \t\n\r]*")
+_DECODER = json.JSONDecoder()
+
+
+class _ObjectReader:
+    """Cursor over one file's text, holding only the unread part of the current chunk."""
+
+    def __init__(self, stream: IO[str], path: Path, chunk_chars: int):
+        self.stream = stream
+        self.path = path
+        self.chunk_chars = chunk_chars
+        self.buffer = ""
+        self.pos = 0
+        self.eof = False
+        self.lines_before = 0  # newlines in text already dropped from the buffer
+        self.column_before = 0  # characters since the last dropped newline
+
+    # -- buffer --------------------------------------------------------------------------
+    def _fill(self) -> None:
+        """Append at least one chunk (more when the pending member is large: O(n) total)."""
+        pending = len(self.buffer) - self.pos
+        try:
+            text = self.stream.read(max(self.chunk_chars, pending))
+        except UnicodeDecodeError as error:
+            raise InputFileError(self.path, f"is not UTF-8 text ({error.reason})") from None
+        except OSError as error:
+            raise InputFileError(self.path, f"cannot be read ({error.strerror or error})") from None
+        if not text:
+            self.eof = True
+            return
+        self._drop_consumed()
+        self.buffer += text
+
+    def _drop_consumed(self) -> None:
+        consumed = self.buffer[: self.pos]
+        newlines = consumed.count("\n")
+        if newlines:
+            self.lines_before += newlines
+            self.column_before = len(consumed) - consumed.rfind("\n") - 1
+        else:
+            self.column_before += len(consumed)
+        self.buffer = self.buffer[self.pos:]
+        self.pos = 0
+
+    def _location(self, index: int) -> str:
+        newlines = self.buffer.count("\n", 0, index)
+        line = self.lines_before + newlines + 1
+        if newlines:
+            column = index - self.buffer.rfind("\n", 0, index)
+        else:
+            column = self.column_before + index + 1
+        return f"line {line}, column {column}"
+
+    def error(self, message: str, index: int | None = None) -> InputFileError:
+        where = self._location(self.pos if index is None else index)
+        return InputFileError(self.path, f"not valid JSON at {where}: {message}")
+
+    # -- tokens --------------------------------------------------------------------------
+    def peek(self) -> str:
+        """Skip whitespace and return the next character ('' at the end of the file)."""
+        while True:
+            self.pos = _WHITESPACE.match(self.buffer, self.pos).end()
+            if self.pos < len(self.buffer):
+                return self.buffer[self.pos]
+            if self.eof:
+                return ""
+            self._fill()
+
+    def take(self, expected: str, what: str) -> None:
+        found = self.peek()
+        if found != expected:
+            shown = repr(found) if found else "end of file"
+            raise self.error(f"expected {what}, found {shown}")
+        self.pos += 1
+
+    def value(self) -> Any:
+        """Decode the JSON value starting at the cursor (after :meth:`peek`)."""
+        while True:
+            try:
+                value, end = _DECODER.raw_decode(self.buffer, self.pos)
+            except json.JSONDecodeError as error:
+                near_end = error.pos >= len(self.buffer) - _CUT_MARGIN
+                if not self.eof and (near_end or error.msg.startswith("Unterminated string")):
+                    self._fill()
+                    continue
+                raise self.error(error.msg, error.pos) from None
+            # a number near the buffer's end may continue after it ("10" of "10.5", "1" of
+            # "1e5"): accept a value only when the rest of the buffer cannot extend it
+            if len(self.buffer) - end < _CUT_MARGIN and not self.eof:
+                self._fill()
+                continue
+            self.pos = end
+            return value
+
+    def compact(self) -> None:
+        if self.pos > self.chunk_chars:
+            self._drop_consumed()
+
+
+def iter_object_members(path: str | Path, *, expected: str,
+                        chunk_chars: int = CHUNK_CHARS) -> Iterator[tuple[str, Any]]:
+    """Yield the ``(key, value)`` members of the JSON object in file ``path``, in file order.
+
+    ``expected`` names the content for the message when the file is not an object, e.g.
+    ``"{questionId: question}"``. Every problem raises :class:`InputFileError` naming the
+    file, with line and column for syntax errors. Duplicate keys are yielded as they come
+    (the caller decides).
+
+    >>> import tempfile, os
+    >>> with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+    ...     _ = f.write('{"a": [1, 2], "b": {"c": null}}')
+    >>> list(iter_object_members(f.name, expected="{key: value}"))
+    [('a', [1, 2]), ('b', {'c': None})]
+    >>> os.unlink(f.name)
+    """
+    path = Path(path)
+    with open_text(path) as stream:
+        reader = _ObjectReader(stream, path, chunk_chars)
+        first = reader.peek()
+        if first != "{":
+            if not first:
+                raise InputFileError(path, f"is empty, expected a JSON object {expected}")
+            found = "a list" if first == "[" else repr(first)
+            raise InputFileError(path, f"expected a JSON object {expected} at the top level, "
+                                       f"found {found}")
+        reader.pos += 1
+        if reader.peek() == "}":
+            reader.pos += 1
+        else:
+            while True:
+                if reader.peek() != '"':
+                    raise reader.error("expected a string key")
+                key = reader.value()
+                reader.take(":", "':' after a key")
+                if not reader.peek():
+                    raise reader.error("expected a value, found end of file")
+                yield key, reader.value()
+                reader.compact()
+                separator = reader.peek()
+                if separator == ",":
+                    reader.pos += 1
+                    continue
+                if separator == "}":
+                    reader.pos += 1
+                    break
+                shown = repr(separator) if separator else "end of file"
+                raise reader.error(f"expected ',' or '}}' after a member, found {shown}")
+        if reader.peek():
+            raise reader.error("unexpected text after the top-level object")
+
+
+def load_json(path: str | Path, *, expected_type: type, expected: str) -> Any:
+    """``json.load`` of a small file, with every failure as one InputFileError line."""
+    path = Path(path)
+    with open_text(path) as stream:
+        try:
+            value = json.load(stream)
+        except json.JSONDecodeError as error:
+            raise InputFileError(path, f"not valid JSON at line {error.lineno}, column "
+                                       f"{error.colno}: {error.msg}") from None
+        except UnicodeDecodeError as error:
+            raise InputFileError(path, f"is not UTF-8 text ({error.reason})") from None
+    if not isinstance(value, expected_type):
+        raise InputFileError(path, f"expected {expected} at the top level, found {json_type(value)}")
+    return value

@@ -1,0 +1,192 @@
+"""GQA questions: ``*_questions.json`` files, ``{questionId: record}``, read as :class:`Question`.
+
+A record is GQA's exactly (https://cs.stanford.edu/people/dorarad/gqa/download.html)::
+
+    "20968244": {"imageId": "2354786", "question": "...", "answer": "horse",
+                 "semantic": [{"operation": "select", "argument": "man (3817110)",
+                               "dependencies": []}, ...],
+                 "semanticStr": "select: man (3817110)->...", "entailed": [...],
+                 "equivalent": [...], "types": {"detailed", "semantic", "structural"},
+                 "groups": {...}, "isBalanced": true, "fullAnswer": "...",
+                 "annotations": {...}}
+
+Only ``imageId`` is required here. A question without a program (neither ``semantic``
+nor ``semanticStr``) is still yielded: :meth:`Question.program_source` returns None and
+the caller skips it with a reason. Every field not named above is kept, verbatim, in
+:attr:`Question.extra`. A path may be one file or a folder of them (GQA's
+``train_all_questions/``), read in natural sorted order.
+
+Memory: :func:`iter_questions` decodes one record at a time; :func:`load_questions` keeps
+the compact records only (the fields the pipeline reads as Python values, everything else
+as its JSON text), which keeps GQA's validation split (132k questions, 130 MB of JSON)
+well under 2 GB (``benchmarks/bench_read.py`` measures it).
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Mapping, NamedTuple
+
+from nablafol.data.fields import RecordChecker, json_type
+from nablafol.data.files import atomic_text_writer, json_inputs
+from nablafol.data.json_stream import iter_object_members
+from nablafol.errors import InputFileError
+
+_EXPECTED = "{questionId: question}"
+# GQA's field name -> Question attribute, for the fields read into typed attributes
+_KNOWN = {"imageId": "image_id", "question": "question", "answer": "answer",
+          "semantic": "semantic", "semanticStr": "semantic_str", "entailed": "entailed",
+          "equivalent": "equivalent", "types": "types", "isBalanced": "is_balanced"}
+_intern = sys.intern
+
+
+class ProgramSource(NamedTuple):
+    """Where a question's program comes from: ``field`` is ``"semantic"`` (``value`` is
+    the list of steps, each a raw ``{"operation", "argument", "dependencies"}`` dict) or
+    ``"semanticStr"`` (``value`` is the one-line text)."""
+
+    field: str
+    value: Any
+
+
+@dataclass(frozen=True, slots=True)
+class Question:
+    """One GQA question. Treat the containers as read-only.
+
+    ``answer`` is None in test sets; ``semantic`` is the raw list of steps (a tuple) or
+    None; ``extra`` (a fresh dict on each access) holds every other field of the record
+    (``groups``, ``fullAnswer``, ``annotations``, anything a tool added) verbatim.
+    """
+
+    id: str
+    image_id: str
+    question: str | None = None
+    answer: str | None = None
+    semantic: tuple[dict, ...] | None = None
+    semantic_str: str | None = None
+    entailed: tuple[str, ...] = ()
+    equivalent: tuple[str, ...] = ()
+    types: Mapping[str, Any] = field(default_factory=dict)
+    is_balanced: bool | None = None
+    extra_json: str = field(default="{}", repr=False)
+
+    @property
+    def extra(self) -> dict[str, Any]:
+        """The record's other fields, verbatim (kept as JSON text: one string per question)."""
+        return json.loads(self.extra_json)
+
+    def program_source(self) -> ProgramSource | None:
+        """``semantic`` when present and non-empty, else ``semanticStr``, else None."""
+        if self.semantic:
+            return ProgramSource("semantic", self.semantic)
+        if self.semantic_str is not None and self.semantic_str.strip():
+            return ProgramSource("semanticStr", self.semantic_str)
+        return None
+
+    def to_record(self) -> dict[str, Any]:
+        """The question as a GQA record: reading it back gives an equal Question.
+
+        ``entailed``, ``equivalent`` and ``types`` are always written (empty when the
+        source lacked them); other absent fields stay absent."""
+        record: dict[str, Any] = {"imageId": self.image_id}
+        for name, attribute in _KNOWN.items():
+            value = getattr(self, attribute)
+            if name == "imageId" or value is None:
+                continue
+            if isinstance(value, tuple):
+                value = list(value)
+            record[name] = value
+        record.update(self.extra)
+        return record
+
+
+def encode_extra(extra: Mapping[str, Any]) -> str:
+    """The canonical JSON text :attr:`Question.extra_json` holds (sorted keys, so equal
+    extras compare equal)."""
+    return json.dumps(extra, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def question_from_record(question_id: str, record: Any, *, path: Path | str = "<record>") -> Question:
+    """Build a :class:`Question` from one decoded GQA record, checking field types."""
+    check = RecordChecker(path, f"question {question_id}")
+    check.object(record, "the question record")
+    if "imageId" not in record:
+        raise check.fail("imageId is missing")
+    image_id = check.string(record["imageId"], "imageId")
+    semantic = record.get("semantic")
+    if semantic is not None:
+        if not isinstance(semantic, list):
+            raise check.fail(f"semantic must be a list of steps, found {json_type(semantic)}")
+        semantic = tuple(_compact_step(step) for step in semantic)
+    types = record.get("types")
+    if types is None:
+        types = {}
+    else:
+        types = {_intern(k): (_intern(v) if isinstance(v, str) else v)
+                 for k, v in check.object(types, "types").items()}
+    is_balanced = record.get("isBalanced")
+    extra = {key: value for key, value in record.items() if key not in _KNOWN}
+    return Question(
+        id=question_id,
+        image_id=_intern(image_id),
+        question=check.optional_string(record.get("question"), "question"),
+        answer=check.optional_string(record.get("answer"), "answer"),
+        semantic=semantic,
+        semantic_str=check.optional_string(record.get("semanticStr"), "semanticStr"),
+        entailed=check.string_list(record.get("entailed", []), "entailed"),
+        equivalent=check.string_list(record.get("equivalent", []), "equivalent"),
+        types=types,
+        is_balanced=None if is_balanced is None else check.boolean(is_balanced, "isBalanced"),
+        extra_json=encode_extra(extra) if extra else "{}",
+    )
+
+
+def _compact_step(step: Any) -> Any:
+    # Steps stay raw (the program reader judges them); only shared keys/operations are
+    # interned so 132k questions do not each hold their own copies of "operation".
+    if isinstance(step, dict):
+        return {_intern(k): (_intern(v) if k == "operation" and isinstance(v, str) else v)
+                for k, v in step.items()}
+    return step
+
+
+def iter_questions(path: str | os.PathLike) -> Iterator[Question]:
+    """Yield the questions of a file or folder, streaming, in file order.
+
+    Duplicate ids are not detected here (that needs every id in memory; see
+    :func:`load_questions`).
+    """
+    for part in json_inputs(path):
+        for question_id, record in iter_object_members(part, expected=_EXPECTED):
+            yield question_from_record(question_id, record, path=part)
+
+
+def load_questions(path: str | os.PathLike) -> dict[str, Question]:
+    """All questions of a file or folder as ``{questionId: Question}``, in file order.
+
+    A question id seen twice (in one file or across a folder's files) is an error.
+    """
+    questions: dict[str, Question] = {}
+    for part in json_inputs(path):
+        for question_id, record in iter_object_members(part, expected=_EXPECTED):
+            if question_id in questions:
+                raise InputFileError(part, "appears twice", f"question {question_id}")
+            questions[question_id] = question_from_record(question_id, record, path=part)
+    return questions
+
+
+def write_questions(path: str | os.PathLike, questions: Iterable[Question]) -> None:
+    """Write questions as one GQA ``*_questions.json`` file (ids must be unique)."""
+    seen: set[str] = set()
+    with atomic_text_writer(path) as stream:
+        stream.write("{")
+        for question in questions:
+            if question.id in seen:
+                raise ValueError(f"question {question.id} given twice")
+            stream.write(("\n" if not seen else ",\n") + json.dumps(question.id) + ": "
+                         + json.dumps(question.to_record(), ensure_ascii=False))
+            seen.add(question.id)
+        stream.write("\n}\n")

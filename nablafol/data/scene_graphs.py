@@ -1,0 +1,276 @@
+"""GQA scene graphs, plain and probabilistic: ``*_sceneGraphs.json`` read as :class:`SceneGraph`.
+
+GQA's layout (``{imageId: graph}``)::
+
+    "2354786": {"width": 500, "height": 333, "location": "...", "weather": "...",
+                "objects": {"3817110": {"name": "man", "x": 12, "y": 40, "w": 110, "h": 250,
+                                        "attributes": ["standing", "young"],
+                                        "relations": [{"name": "riding", "object": "3817112"}]}}}
+
+A relation is stored on its subject: object A with ``{"name": "riding", "object": B}``
+means ``riding(A, B)``.
+
+The probabilistic extension (what a scene-graph generator emits) gives each listed fact a
+probability; anything not listed has probability 0:
+
+- ``"names": {name: p, ...}`` instead of, or beside, ``"name"``;
+- ``"attributes": {value: p, ...}`` instead of a list;
+- ``"p"`` on a relation (default 1).
+
+A plain graph is the case where every listed fact has p = 1, so both read into the same
+types: ``names`` and ``attributes`` become ``{value: p}`` dicts (``"name": "man"`` ->
+``{"man": 1.0}``).
+
+Decisions (checked by the tests):
+
+- ``name`` and ``names`` together: ``names`` is the distribution and ``name`` (kept as
+  :attr:`SceneObject.name`, the object's label) must be one of its keys; with ``names``
+  only, the label is the most probable name (the first listed on ties).
+- A relation whose target is not an object of the same image is an error, not a skip:
+  a scene graph that points outside itself is broken, and dropping facts silently would
+  change answers.
+- Probabilities must be numbers in [0, 1] (NaN and infinities refused); boxes and image
+  sizes finite numbers, ``w``, ``h`` >= 0 and ``width``, ``height`` > 0.
+- Object order is the file's; duplicate relations are kept as listed (not merged).
+- Fields this module does not know are kept verbatim in ``extra`` (graph and object level).
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Iterable, Iterator, Mapping
+
+from nablafol.data.fields import RecordChecker, json_type
+from nablafol.data.files import atomic_text_writer, json_inputs
+from nablafol.data.json_stream import iter_object_members
+from nablafol.errors import InputFileError
+
+_EXPECTED = "{imageId: scene graph}"
+_NO_EXTRA: Mapping[str, Any] = MappingProxyType({})
+_GRAPH_FIELDS = ("width", "height", "location", "weather", "objects")
+_OBJECT_FIELDS = ("name", "names", "x", "y", "w", "h", "attributes", "relations")
+_RELATION_FIELDS = ("name", "object", "p")
+
+
+def _no_extra() -> Mapping[str, Any]:
+    return _NO_EXTRA
+
+
+@dataclass(frozen=True, slots=True)
+class SceneRelation:
+    """``name(subject, object_id)`` with probability ``p``; the subject is the object that
+    lists this relation."""
+
+    name: str
+    object_id: str
+    p: float = 1.0
+    extra: Mapping[str, Any] = field(default_factory=_no_extra, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class SceneObject:
+    """One object: a name distribution, a box (x, y, w, h in pixels, GQA's convention),
+    attribute probabilities and the relations it is the subject of.
+
+    ``name`` is the label (defaults to the most probable name); it is always a key of
+    ``names``.
+    """
+
+    id: str
+    names: Mapping[str, float]
+    x: float
+    y: float
+    w: float
+    h: float
+    attributes: Mapping[str, float] = field(default_factory=_no_extra)
+    relations: tuple[SceneRelation, ...] = ()
+    name: str | None = None
+    extra: Mapping[str, Any] = field(default_factory=_no_extra, repr=False)
+
+    def __post_init__(self) -> None:
+        if not self.names:
+            raise ValueError(f"object {self.id}: names is empty")
+        if self.name is None:
+            object.__setattr__(self, "name", max(self.names, key=self.names.__getitem__))
+        elif self.name not in self.names:
+            raise ValueError(f"object {self.id}: name {self.name!r} is not among names")
+
+    @property
+    def is_plain(self) -> bool:
+        """Whether every listed fact is certain (a plain GQA object)."""
+        return (len(self.names) == 1 and all(p == 1.0 for p in self.names.values())
+                and all(p == 1.0 for p in self.attributes.values())
+                and all(r.p == 1.0 for r in self.relations))
+
+    def to_record(self) -> dict[str, Any]:
+        """GQA layout; ``names``/attribute dicts/``p`` appear only where a fact is uncertain,
+        so a plain object is written exactly as GQA writes it."""
+        record: dict[str, Any] = {"name": self.name}
+        if dict(self.names) != {self.name: 1.0}:
+            record["names"] = dict(self.names)
+        record.update(x=self.x, y=self.y, w=self.w, h=self.h)
+        if all(p == 1.0 for p in self.attributes.values()):
+            record["attributes"] = list(self.attributes)
+        else:
+            record["attributes"] = dict(self.attributes)
+        record["relations"] = [
+            {"name": r.name, "object": r.object_id, **({} if r.p == 1.0 else {"p": r.p}),
+             **r.extra} for r in self.relations]
+        record.update(self.extra)
+        return record
+
+
+@dataclass(frozen=True, slots=True)
+class SceneGraph:
+    """One image's scene graph; ``objects`` in file order."""
+
+    image_id: str
+    width: float
+    height: float
+    objects: tuple[SceneObject, ...]
+    location: str | None = None
+    weather: str | None = None
+    extra: Mapping[str, Any] = field(default_factory=_no_extra, repr=False)
+
+    @property
+    def object_ids(self) -> tuple[str, ...]:
+        return tuple(obj.id for obj in self.objects)
+
+    def find(self, object_id: str) -> SceneObject | None:
+        """The object with this id, or None."""
+        return next((obj for obj in self.objects if obj.id == object_id), None)
+
+    @property
+    def is_plain(self) -> bool:
+        """Whether every fact of the graph has probability 1."""
+        return all(obj.is_plain for obj in self.objects)
+
+    def to_record(self) -> dict[str, Any]:
+        record: dict[str, Any] = {"width": self.width, "height": self.height}
+        if self.location is not None:
+            record["location"] = self.location
+        if self.weather is not None:
+            record["weather"] = self.weather
+        record["objects"] = {obj.id: obj.to_record() for obj in self.objects}
+        record.update(self.extra)
+        return record
+
+
+def scene_graph_from_record(image_id: str, record: Any, *,
+                            path: Path | str = "<record>") -> SceneGraph:
+    """Build and check a :class:`SceneGraph` from one decoded ``{imageId: graph}`` value."""
+    check = RecordChecker(path, f"image {image_id}")
+    check.object(record, "the scene graph")
+    for required in ("width", "height", "objects"):
+        if required not in record:
+            raise check.fail(f"{required} is missing")
+    objects_record = check.object(record["objects"], "objects")
+    objects = tuple(_object_from_record(image_id, object_id, value, path)
+                    for object_id, value in objects_record.items())
+    for obj in objects:
+        for relation in obj.relations:
+            if relation.object_id not in objects_record:
+                raise InputFileError(
+                    path, f"relation {relation.name!r} points to object {relation.object_id}, "
+                          f"which is not an object of this image",
+                    f"image {image_id}, object {obj.id}")
+    extra = {k: v for k, v in record.items() if k not in _GRAPH_FIELDS}
+    return SceneGraph(
+        image_id=image_id,
+        width=check.positive(record["width"], "width"),
+        height=check.positive(record["height"], "height"),
+        objects=objects,
+        location=check.optional_string(record.get("location"), "location"),
+        weather=check.optional_string(record.get("weather"), "weather"),
+        extra=extra or _NO_EXTRA,
+    )
+
+
+def _object_from_record(image_id: str, object_id: str, record: Any, path: Path | str) -> SceneObject:
+    check = RecordChecker(path, f"image {image_id}, object {object_id}")
+    check.object(record, "the object")
+    name = check.optional_string(record.get("name"), "name")
+    if record.get("names") is not None:
+        names = check.probability_map(record["names"], "names")
+        if not names:
+            raise check.fail("names is empty")
+        if name is not None and name not in names:
+            raise check.fail(f"name {name!r} is not among names {sorted(names)}")
+    elif name is not None:
+        names = {name: 1.0}
+    else:
+        raise check.fail("has neither name nor names")
+    box = {}
+    for side in ("x", "y", "w", "h"):
+        if side not in record:
+            raise check.fail(f"{side} is missing")
+        box[side] = check.number(record[side], side)
+    for side in ("w", "h"):
+        check.non_negative(box[side], side)
+    attributes_record = record.get("attributes", [])
+    if isinstance(attributes_record, list):
+        attributes = {check.string(a, "attributes"): 1.0 for a in attributes_record}
+    elif isinstance(attributes_record, dict):
+        attributes = check.probability_map(attributes_record, "attributes")
+    else:
+        raise check.fail(f"attributes must be a list or {{value: p}}, "
+                         f"found {json_type(attributes_record)}")
+    relations_record = record.get("relations", [])
+    if not isinstance(relations_record, list):
+        raise check.fail("relations must be a list of {\"name\", \"object\"} objects")
+    relations = tuple(_relation_from_record(check, index, value)
+                      for index, value in enumerate(relations_record))
+    extra = {k: v for k, v in record.items() if k not in _OBJECT_FIELDS}
+    return SceneObject(id=object_id, names=names, attributes=attributes, relations=relations,
+                       name=name, extra=extra or _NO_EXTRA, **box)
+
+
+def _relation_from_record(check: RecordChecker, index: int, record: Any) -> SceneRelation:
+    what = f"relations[{index}]"
+    check.object(record, what)
+    for required in ("name", "object"):
+        if required not in record:
+            raise check.fail(f"{what}.{required} is missing")
+    extra = {k: v for k, v in record.items() if k not in _RELATION_FIELDS}
+    return SceneRelation(
+        name=check.string(record["name"], f"{what}.name"),
+        object_id=check.string(record["object"], f"{what}.object"),
+        p=check.probability(record["p"], f"{what}.p") if "p" in record else 1.0,
+        extra=extra or _NO_EXTRA,
+    )
+
+
+def iter_scene_graphs(path: str | os.PathLike) -> Iterator[SceneGraph]:
+    """Yield the scene graphs of a file (or a folder of files), streaming, in file order."""
+    for part in json_inputs(path):
+        for image_id, record in iter_object_members(part, expected=_EXPECTED):
+            yield scene_graph_from_record(image_id, record, path=part)
+
+
+def load_scene_graphs(path: str | os.PathLike) -> dict[str, SceneGraph]:
+    """All scene graphs as ``{imageId: SceneGraph}``; an image id seen twice is an error."""
+    graphs: dict[str, SceneGraph] = {}
+    for part in json_inputs(path):
+        for image_id, record in iter_object_members(part, expected=_EXPECTED):
+            if image_id in graphs:
+                raise InputFileError(part, "appears twice", f"image {image_id}")
+            graphs[image_id] = scene_graph_from_record(image_id, record, path=part)
+    return graphs
+
+
+def write_scene_graphs(path: str | os.PathLike, graphs: Iterable[SceneGraph]) -> None:
+    """Write scene graphs as one ``*_sceneGraphs.json`` file (image ids must be unique;
+    NaN or infinite numbers are refused: they are not JSON)."""
+    seen: set[str] = set()
+    with atomic_text_writer(path) as stream:
+        stream.write("{")
+        for graph in graphs:
+            if graph.image_id in seen:
+                raise ValueError(f"image {graph.image_id} given twice")
+            stream.write(("\n" if not seen else ",\n") + json.dumps(graph.image_id) + ": "
+                         + json.dumps(graph.to_record(), ensure_ascii=False, allow_nan=False))
+            seen.add(graph.image_id)
+        stream.write("\n}\n")

@@ -1,0 +1,571 @@
+"""The batched DFOL executor: many different programs, one tensor operation per operator kind.
+
+How a batch runs:
+
+1. every program is flattened once into a :class:`ProgramPlan` (cached on the program):
+   its distinct nodes in topological order, each with its *level* (1 + the level of its
+   deepest input) and its inputs as local indices;
+2. the plans of the batch are concatenated with numpy, and nodes are sorted by
+   ``(level, operator kind)`` so that each level's nodes of one kind are contiguous rows;
+3. the oracle is asked once for all distinct ``(scene, unary predicate)`` pairs and once
+   for all ``(scene, binary predicate)`` pairs of the batch;
+4. level by level, each operator kind runs as **one** call of its :mod:`operators` function
+   on all its rows (``Filter`` rows of every program together, every ∃-``Relate`` together,
+   ...), reading its inputs from the rows of earlier levels.
+
+So a batch costs a handful of tensor operations per level whatever its size; the only
+Python work per program is the flattening, cached per program and done once.
+
+Example (the paper's formula (1) on one scene of two objects):
+    >>> import torch
+    >>> from nablafol.ir import Predicate, Program, Aggregate, Filter, Relate, Top
+    >>> from nablafol.oracle import TableOracle
+    >>> chair, left = Predicate("Chair"), Predicate("Left", arity=2)
+    >>> program = Program.yes_no(Aggregate(Quantifier.EXISTS,
+    ...                                    Filter(chair, Relate.of(left, Quantifier.FORALL, Top()))))
+    >>> oracle = TableOracle([{chair: [0.9, 0.2], left: [[1.0, 0.8], [0.1, 1.0]]}])
+    >>> Engine()([program], oracle).probs()
+    tensor([[0.7256]])
+"""
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass, field
+from typing import Callable, Optional, Protocol, Sequence
+
+import numpy as np
+import torch
+
+from . import operators as ops
+from .errors import OracleError, ProbabilityError, ProgramStructureError, ShapeError
+from .ir import Aggregate, And, Attention, Conjoin, Filter, Neg, Not, Or, Predicate, Program, Relate, Top
+from .operators import Quantifier
+from .oracle import Oracle, Requests
+
+__all__ = ["Engine", "Answers", "Calibration", "ProgramPlan", "BatchPlan", "Quantifier"]
+
+NEG_INF = float("-inf")
+_QUANTS = (Quantifier.EXISTS, Quantifier.FORALL, Quantifier.NOT_EXISTS)
+
+# operator kinds (vector-valued, then scalar-valued); the order is the order of execution within a level
+V_TOP, V_FILTER, V_NEG, V_CONJOIN, V_RELATE_E, V_RELATE_A, V_RELATE_N = range(7)
+S_AGG_E, S_AGG_A, S_AGG_N, S_NOT, S_AND, S_OR = range(6)
+_V_RELATE = {Quantifier.EXISTS: V_RELATE_E, Quantifier.FORALL: V_RELATE_A, Quantifier.NOT_EXISTS: V_RELATE_N}
+_S_AGG = {Quantifier.EXISTS: S_AGG_E, Quantifier.FORALL: S_AGG_A, Quantifier.NOT_EXISTS: S_AGG_N}
+
+
+class Calibration(Protocol):
+    """A function the engine calls on every attention it computes (except ``Top``).
+
+    ``log_a`` ``(G, N)`` are the rows of one operator kind at one level, ``mask`` their
+    objects, ``program`` ``(G,)`` the index of each row's program in the batch and ``step``
+    ``(G,)`` the row's position in ``ProgramPlan.attention_steps`` of that program. It
+    returns calibrated log-attentions of the same shape. The engine does not import any
+    calibrator; ``calibration/`` implements this protocol.
+    """
+
+    def __call__(self, log_a: torch.Tensor, mask: torch.Tensor, program: torch.Tensor,
+                 step: torch.Tensor) -> torch.Tensor: ...
+
+
+# --- one program, flattened ------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ProgramPlan:
+    """A program as arrays of local indices (see the module docstring)."""
+
+    # vector (attention) nodes
+    v_kind: np.ndarray
+    v_level: np.ndarray
+    v_in0: np.ndarray  # local vector input (-1: none)
+    v_in1: np.ndarray
+    v_pred: np.ndarray  # local unary predicate (Filter), else -1
+    # relate atoms: (node, local binary predicate, reversed)
+    a_node: np.ndarray
+    a_pred: np.ndarray
+    a_rev: np.ndarray
+    # scalar (truth) nodes
+    s_kind: np.ndarray
+    s_level: np.ndarray
+    s_vin: np.ndarray  # local vector input (Aggregate), else -1
+    # scalar arguments of Not/And/Or: (node, local scalar input)
+    e_node: np.ndarray
+    e_arg: np.ndarray
+    candidates: np.ndarray  # local scalar rows of the answers
+    focus: int  # local vector row, -1 when none
+    unary: tuple[Predicate, ...]
+    binary: tuple[Predicate, ...]
+    attention_steps: tuple[Attention, ...]  # the vector nodes, in the order of `step`
+
+    @classmethod
+    def of(cls, program: Program) -> "ProgramPlan":
+        if not isinstance(program, Program):
+            raise ProgramStructureError(f"expected a nablafol.ir.Program, got {type(program).__name__} {program!r:.60}")
+        cached = program.__dict__.get("_plan")
+        if cached is not None:
+            return cached
+        plan = cls._build(program)
+        object.__setattr__(program, "_plan", plan)
+        return plan
+
+    @classmethod
+    def _build(cls, program: Program) -> "ProgramPlan":
+        vec: dict = {}
+        sca: dict = {}
+        unary: dict = {}
+        binary: dict = {}
+        v_rows, s_rows, atoms, edges, vnodes = [], [], [], [], []
+        for node in program.nodes():
+            if isinstance(node, Attention):
+                i = len(vec)
+                vec[node] = i
+                vnodes.append(node)
+                in0 = in1 = pred = -1
+                if isinstance(node, Top):
+                    kind = V_TOP
+                elif isinstance(node, Filter):
+                    kind, in0 = V_FILTER, vec[node.input]
+                    pred = unary.setdefault(node.predicate, len(unary))
+                elif isinstance(node, Neg):
+                    kind, in0 = V_NEG, vec[node.input]
+                elif isinstance(node, Conjoin):
+                    kind, in0, in1 = V_CONJOIN, vec[node.left], vec[node.right]
+                elif isinstance(node, Relate):
+                    kind, in0 = _V_RELATE[node.quantifier], vec[node.input]
+                    for a in node.atoms:
+                        atoms.append((i, binary.setdefault(a.predicate, len(binary)), a.reverse))
+                else:
+                    raise ProgramStructureError(f"unknown attention node {type(node).__name__}")
+                level = 0 if in0 < 0 else 1 + max(v_rows[in0][1], v_rows[in1][1] if in1 >= 0 else 0)
+                v_rows.append((kind, level, in0, in1, pred))
+            else:
+                j = len(sca)
+                sca[node] = j
+                if isinstance(node, Aggregate):
+                    kind, vin = _S_AGG[node.quantifier], vec[node.input]
+                    level = 1 + v_rows[vin][1]
+                    args = ()
+                else:
+                    kind = S_NOT if isinstance(node, Not) else S_AND if isinstance(node, And) else S_OR
+                    if not isinstance(node, (Not, And, Or)):
+                        raise ProgramStructureError(f"unknown truth node {type(node).__name__}")
+                    vin = -1
+                    args = node.children()
+                    level = 1 + max(s_rows[sca[a]][1] for a in args)
+                s_rows.append((kind, level, vin))
+                edges.extend((j, sca[a]) for a in args)
+        v = np.array(v_rows, dtype=np.int64).reshape(-1, 5)
+        s = np.array(s_rows, dtype=np.int64).reshape(-1, 3)
+        a = np.array(atoms, dtype=np.int64).reshape(-1, 3)
+        e = np.array(edges, dtype=np.int64).reshape(-1, 2)
+        return cls(
+            v_kind=v[:, 0], v_level=v[:, 1], v_in0=v[:, 2], v_in1=v[:, 3], v_pred=v[:, 4],
+            a_node=a[:, 0], a_pred=a[:, 1], a_rev=a[:, 2].astype(bool),
+            s_kind=s[:, 0], s_level=s[:, 1], s_vin=s[:, 2],
+            e_node=e[:, 0], e_arg=e[:, 1],
+            candidates=np.array([sca[t] for t in program.candidates], dtype=np.int64),
+            focus=vec[program.focus] if program.focus is not None else -1,
+            unary=tuple(unary), binary=tuple(binary), attention_steps=tuple(vnodes),
+        )
+
+
+# --- a batch of programs, as sorted index arrays ----------------------------------------
+
+@dataclass
+class _Group:
+    kind: int
+    start: int  # first row (sorted order) of this group in its store
+    stop: int
+    arrays: dict = field(default_factory=dict)  # numpy index arrays the kernel needs
+
+
+@dataclass
+class BatchPlan:
+    """The merged plan of a batch: per level, contiguous groups of one operator kind."""
+
+    n_programs: int
+    levels: list  # per level: (vector groups, scalar groups)
+    v_scene: np.ndarray  # scene of each vector row (sorted order)
+    v_program: np.ndarray
+    v_step: np.ndarray
+    unary_keys: np.ndarray  # distinct (scene, predicate id) pairs, as scene * P + id
+    binary_keys: np.ndarray
+    predicates: list  # predicate id -> Predicate
+    candidates: np.ndarray  # (P, K) scalar rows (sorted order), -1 padding
+    focus: np.ndarray  # (P,) vector row or -1
+    labels: list
+
+    @property
+    def kernel_groups(self) -> int:
+        """Operator calls the batch makes (a measure of batching: independent of batch size)."""
+        return sum(len(v) + len(s) for v, s in self.levels)
+
+
+def _concat(parts: list[np.ndarray]) -> np.ndarray:
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+
+
+def _padded(owner: np.ndarray, values: np.ndarray, n_rows: int, fill: int) -> np.ndarray:
+    """Scatter ``values`` into an ``(n_rows, width)`` matrix by ``owner`` row, padding with ``fill``."""
+    if owner.size == 0:
+        return np.full((n_rows, 1), fill, dtype=np.int64)
+    order = np.argsort(owner, kind="stable")
+    owner, values = owner[order], values[order]
+    counts = np.bincount(owner, minlength=n_rows)
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    pos = np.arange(owner.size) - starts[owner]
+    out = np.full((n_rows, max(1, int(counts.max()))), fill, dtype=np.int64)
+    out[owner, pos] = values
+    return out
+
+
+class _Registry:
+    """Predicate -> small int, per engine (a cache of the programs' predicate ids)."""
+
+    def __init__(self):
+        self.ids: dict[Predicate, int] = {}
+        self.predicates: list[Predicate] = []
+        self.by_plan = weakref.WeakKeyDictionary()
+
+    def plan_ids(self, program: Program, plan: ProgramPlan) -> tuple[np.ndarray, np.ndarray]:
+        got = self.by_plan.get(program)
+        if got is None:
+            got = (self._ids(plan.unary), self._ids(plan.binary))
+            self.by_plan[program] = got
+        return got
+
+    def _ids(self, preds) -> np.ndarray:
+        out = np.empty(len(preds), dtype=np.int64)
+        for i, p in enumerate(preds):
+            j = self.ids.get(p)
+            if j is None:
+                j = self.ids[p] = len(self.predicates)
+                self.predicates.append(p)
+            out[i] = j
+        return out
+
+
+def build_batch_plan(programs: Sequence[Program], scenes: np.ndarray, registry: _Registry) -> BatchPlan:
+    plans = [ProgramPlan.of(p) for p in programs]
+    n_prog = len(plans)
+    nv = np.array([len(p.v_kind) for p in plans], dtype=np.int64)
+    ns = np.array([len(p.s_kind) for p in plans], dtype=np.int64)
+    v_off = np.concatenate([[0], np.cumsum(nv)[:-1]]) if n_prog else nv
+    s_off = np.concatenate([[0], np.cumsum(ns)[:-1]]) if n_prog else ns
+    ids = [registry.plan_ids(prog, plan) for prog, plan in zip(programs, plans)]
+    n_pred_ids = max(1, len(registry.predicates))
+
+    def cat(name, offsets=None, prog_wise=None):
+        parts = []
+        for k, p in enumerate(plans):
+            arr = getattr(p, name)
+            if offsets is not None:
+                arr = np.where(arr >= 0, arr + offsets[k], -1)
+            parts.append(arr)
+        return _concat(parts)
+
+    # vector nodes (global unsorted index = v_off[prog] + local)
+    v_kind, v_level = cat("v_kind"), cat("v_level")
+    v_in0, v_in1 = cat("v_in0", v_off), cat("v_in1", v_off)
+    v_program = np.repeat(np.arange(n_prog), nv)
+    v_scene = scenes[v_program] if n_prog else v_program
+    v_step = _concat([np.arange(n) for n in nv])
+    v_pred_local = cat("v_pred")
+    v_pred = np.full(v_kind.shape, -1, dtype=np.int64)
+    has = v_pred_local >= 0
+    if has.any():
+        uid = _concat([u[p.v_pred[p.v_pred >= 0]] for (u, _), p in zip(ids, plans)])
+        v_pred[has] = uid
+    # relate atoms
+    a_node = cat("a_node", v_off)
+    a_pred = _concat([b[p.a_pred] for (_, b), p in zip(ids, plans)])
+    a_rev = _concat([p.a_rev for p in plans]).astype(bool)
+    # scalar nodes
+    s_kind, s_level = cat("s_kind"), cat("s_level")
+    s_vin = cat("s_vin", v_off)
+    e_node, e_arg = cat("e_node", s_off), cat("e_arg", s_off)
+
+    # distinct oracle requests, as keys scene * n_pred_ids + predicate id
+    u_key_per_node = np.where(has, v_scene * n_pred_ids + np.maximum(v_pred, 0), -1)
+    unary_keys = np.unique(u_key_per_node[has])
+    b_key_per_atom = v_scene[a_node] * n_pred_ids + a_pred if a_node.size else np.zeros(0, dtype=np.int64)
+    binary_keys = np.unique(b_key_per_atom)
+
+    # sort rows by (level, kind): each level's kinds become contiguous groups
+    v_order = np.lexsort((v_kind, v_level))
+    v_rank = np.empty_like(v_order)
+    v_rank[v_order] = np.arange(v_order.size)
+    s_order = np.lexsort((s_kind, s_level))
+    s_rank = np.empty_like(s_order)
+    s_rank[s_order] = np.arange(s_order.size)
+    CONST = 2  # scalar store rows 0 and 1 hold log 1 and log 0 (padding of And / Or)
+
+    def vrow(x):
+        return np.where(x >= 0, v_rank[np.maximum(x, 0)], -1)
+
+    levels = []
+    max_level = int(max(v_level.max(initial=-1), s_level.max(initial=-1)))
+    v_sorted_kind, v_sorted_level = v_kind[v_order], v_level[v_order]
+    s_sorted_kind, s_sorted_level = s_kind[s_order], s_level[s_order]
+    # relate atoms and scalar args, grouped by their (sorted) owner row
+    a_owner = v_rank[a_node] if a_node.size else a_node
+    a_req = np.searchsorted(binary_keys, b_key_per_atom) if a_node.size else a_node
+    e_owner = s_rank[e_node] if e_node.size else e_node
+    e_row = s_rank[e_arg] + CONST if e_arg.size else e_arg
+    for level in range(max_level + 1):
+        vgroups, sgroups = [], []
+        lo, hi = np.searchsorted(v_sorted_level, [level, level + 1])
+        kinds = v_sorted_kind[lo:hi]
+        for kind in np.unique(kinds):
+            a, b = lo + np.searchsorted(kinds, kind), lo + np.searchsorted(kinds, kind, side="right")
+            g = _Group(int(kind), int(a), int(b))
+            orig = v_order[a:b]
+            if kind == V_FILTER:
+                g.arrays["in0"] = vrow(v_in0[orig])
+                g.arrays["table"] = np.searchsorted(unary_keys, u_key_per_node[orig])
+            elif kind in (V_NEG,) or kind >= V_RELATE_E:
+                g.arrays["in0"] = vrow(v_in0[orig])
+            elif kind == V_CONJOIN:
+                g.arrays["in0"], g.arrays["in1"] = vrow(v_in0[orig]), vrow(v_in1[orig])
+            if kind >= V_RELATE_E:
+                sel = (a_owner >= a) & (a_owner < b)
+                neutral = len(binary_keys)  # an all-ones table appended after the oracle's
+                g.arrays["tables"] = _padded(a_owner[sel] - a, a_req[sel], b - a, neutral)
+                g.arrays["reverse"] = _padded(a_owner[sel] - a, a_rev[sel].astype(np.int64), b - a, 0).astype(bool)
+            vgroups.append(g)
+        lo, hi = np.searchsorted(s_sorted_level, [level, level + 1])
+        kinds = s_sorted_kind[lo:hi]
+        for kind in np.unique(kinds):
+            a, b = lo + np.searchsorted(kinds, kind), lo + np.searchsorted(kinds, kind, side="right")
+            g = _Group(int(kind), int(a), int(b))
+            orig = s_order[a:b]
+            if kind <= S_AGG_N:
+                g.arrays["vin"] = vrow(s_vin[orig])
+            else:
+                sel = (e_owner >= a) & (e_owner < b)
+                fill = 1 if kind == S_OR else 0  # Or pads with log 0, And/Not with log 1
+                g.arrays["args"] = _padded(e_owner[sel] - a, e_row[sel], b - a, fill)
+            sgroups.append(g)
+        levels.append((vgroups, sgroups))
+
+    k_max = max((len(p.candidates) for p in plans), default=1)
+    candidates = np.full((n_prog, k_max), -1, dtype=np.int64)
+    focus = np.full(n_prog, -1, dtype=np.int64)
+    for k, p in enumerate(plans):
+        candidates[k, : len(p.candidates)] = s_rank[p.candidates + s_off[k]] + CONST
+        if p.focus >= 0:
+            focus[k] = v_rank[p.focus + v_off[k]]
+    return BatchPlan(
+        n_programs=n_prog, levels=levels,
+        v_scene=v_scene[v_order], v_program=v_program[v_order], v_step=v_step[v_order],
+        unary_keys=unary_keys, binary_keys=binary_keys, predicates=list(registry.predicates),
+        candidates=candidates, focus=focus, labels=[p.labels for p in programs],
+    )
+
+
+# --- results ------------------------------------------------------------------------------
+
+@dataclass
+class Answers:
+    """What a batch of programs evaluates to.
+
+    ``log_probs`` ``(P, K)``: per program, the log-probability of each candidate (a yes/no
+    program has one candidate, the probability of *yes*); ``-inf`` pads programs with
+    fewer candidates (``candidate_mask`` False there). ``focus`` ``(P, N)``: the
+    log-attention of each program's focus node (``-inf`` rows when it has none).
+    """
+
+    log_probs: torch.Tensor
+    candidate_mask: torch.Tensor
+    labels: list
+    focus: torch.Tensor
+    object_mask: torch.Tensor  # (P, N)
+
+    def probs(self) -> torch.Tensor:
+        return self.log_probs.exp()
+
+    @property
+    def is_yes_no(self) -> list[bool]:
+        return [lbl is None for lbl in self.labels]
+
+    def predictions(self, threshold: float = 0.5) -> list[str]:
+        """Algorithm 1: ``yes`` iff ``α(F) > θ`` for yes/no programs, else the argmax label."""
+        lp = self.log_probs.detach()
+        best = lp.argmax(dim=1).tolist()
+        yes = (lp[:, 0] > float(np.log(threshold)) if threshold > 0 else lp[:, 0] > NEG_INF).tolist()
+        return [("yes" if y else "no") if lbl is None else lbl[b] for lbl, b, y in zip(self.labels, best, yes)]
+
+    def distribution(self, i: int) -> dict[str, float]:
+        """Candidate -> probability for program ``i`` (``{"yes": p, "no": 1 - p}`` for yes/no)."""
+        p = self.log_probs[i].detach().exp().tolist()
+        if self.labels[i] is None:
+            return {"yes": p[0], "no": 1.0 - p[0]}
+        return dict(zip(self.labels[i], p))
+
+
+# --- the engine ---------------------------------------------------------------------------
+
+class Engine(torch.nn.Module):
+    """Evaluates batches of DFOL programs over an oracle; a parameter-free ``nn.Module``.
+
+    ``calibration`` (optional) is called after every attention step (see
+    :class:`Calibration`); when it is a module its parameters belong to the engine.
+    ``validate`` checks what oracles return (shape, NaN, probabilities above 1) and names
+    the offending predicate. ``compile=True`` runs the Q-product through ``torch.compile``
+    (fused, several times faster for large scenes; costs a compilation on first use).
+    """
+
+    def __init__(self, calibration: Optional[Callable] = None, validate: bool = True, compile: bool = False):
+        super().__init__()
+        self.calibration = calibration
+        self.validate = validate
+        self._registry = _Registry()
+        self._q_product = ops.q_product
+        if compile:
+            self._q_product = torch.compile(ops.q_product_fused, dynamic=True)
+
+    def plan(self, programs: Sequence[Program], scenes=None) -> BatchPlan:
+        scenes = np.zeros(len(programs), dtype=np.int64) if scenes is None else np.asarray(scenes, dtype=np.int64)
+        return build_batch_plan(programs, scenes, self._registry)
+
+    def forward(self, programs: Sequence[Program], oracle: Oracle, scenes=None) -> Answers:
+        """Evaluate ``programs``; program ``k`` runs on scene ``scenes[k]`` of the oracle's batch.
+
+        ``scenes`` defaults to ``0, 1, 2, ...`` when the oracle holds one scene per program,
+        and to all zeros when it holds a single scene.
+        """
+        programs = list(programs)
+        num_objects = oracle.num_objects
+        n_scenes = int(num_objects.shape[0])
+        if scenes is None:
+            if n_scenes == len(programs):
+                scenes = np.arange(len(programs))
+            elif n_scenes == 1:
+                scenes = np.zeros(len(programs), dtype=np.int64)
+            else:
+                raise ShapeError(f"{len(programs)} programs over {n_scenes} scenes: pass scenes= to say which is which")
+        scenes = np.asarray(scenes.cpu() if torch.is_tensor(scenes) else scenes, dtype=np.int64).reshape(-1)
+        if scenes.shape[0] != len(programs):
+            raise ShapeError(f"scenes has {scenes.shape[0]} entries for {len(programs)} programs")
+        if scenes.size and (scenes.min() < 0 or scenes.max() >= n_scenes):
+            raise ShapeError(f"scene index {int(scenes.max() if scenes.max() >= n_scenes else scenes.min())} "
+                             f"out of range for an oracle of {n_scenes} scenes")
+        plan = self.plan(programs, scenes)
+        return self.run(plan, oracle)
+
+    # -- execution ---------------------------------------------------------------------
+    def _requests(self, keys: np.ndarray, plan: BatchPlan, device) -> Requests:
+        n_ids = max(1, len(plan.predicates))
+        scene, pid = keys // n_ids, keys % n_ids
+        distinct, local = np.unique(pid, return_inverse=True)
+        return Requests(
+            torch.as_tensor(scene, device=device),
+            torch.as_tensor(local.reshape(-1), device=device),
+            tuple(plan.predicates[i] for i in distinct),
+        )
+
+    def _ask(self, oracle, requests: Requests, arity: int, n: int, object_mask: torch.Tensor) -> torch.Tensor:
+        name = "unary" if arity == 1 else "binary"
+        try:
+            table = oracle.unary(requests) if arity == 1 else oracle.binary(requests)
+        except (OracleError, ShapeError):
+            raise
+        expected = (len(requests),) + (n,) * arity
+        if not torch.is_tensor(table) or tuple(table.shape) != expected:
+            shape = tuple(table.shape) if torch.is_tensor(table) else type(table).__name__
+            raise ShapeError(f"{type(oracle).__name__}.{name} returned {shape}, expected {expected} "
+                             f"(requests x objects{' x objects' if arity == 2 else ''})")
+        if self.validate and len(requests):
+            valid = object_mask[requests.scene]
+            if arity == 2:
+                valid = valid[:, :, None] & valid[:, None, :]
+            bad = (torch.isnan(table) | (table > 0)) & valid
+            if bool(bad.any()):
+                r = int(bad.flatten(1).any(1).nonzero()[0])
+                pred = requests.predicates[int(requests.predicate[r])]
+                idx = tuple(int(i) for i in bad[r].nonzero()[0])
+                value = float(table[r][idx].exp()) if not torch.isnan(table[r][idx]) else float("nan")
+                raise ProbabilityError(f"{type(oracle).__name__}: predicate {pred.name!r} (scene "
+                                       f"{int(requests.scene[r])}, objects {idx}) has probability {value!r}, "
+                                       f"outside [0, 1]")
+        return table
+
+    def run(self, plan: BatchPlan, oracle: Oracle) -> Answers:
+        num_objects = oracle.num_objects
+        device = num_objects.device
+        n = int(num_objects.max()) if num_objects.numel() else 0
+        object_mask = torch.arange(n, device=device)[None, :] < num_objects[:, None]  # (B, N)
+        idx = lambda a: torch.as_tensor(a, dtype=torch.long, device=device)  # noqa: E731
+
+        u_req = self._requests(plan.unary_keys, plan, device)
+        b_req = self._requests(plan.binary_keys, plan, device)
+        unary = self._ask(oracle, u_req, 1, n, object_mask) if len(u_req) else None
+        binary = self._ask(oracle, b_req, 2, n, object_mask) if len(b_req) else None
+        dtype = unary.dtype if unary is not None else binary.dtype if binary is not None else torch.get_default_dtype()
+        if binary is not None:  # the neutral all-ones table that pads relates with fewer atoms
+            binary = torch.cat([binary, binary.new_zeros((1, n, n))])
+
+        v_scene = idx(plan.v_scene)
+        vec = torch.zeros((0, n), dtype=dtype, device=device)
+        sca = torch.tensor([0.0, NEG_INF], dtype=dtype, device=device)
+        for vgroups, sgroups in plan.levels:
+            outs = []
+            for g in vgroups:
+                rows = slice(g.start, g.stop)
+                mask = object_mask[v_scene[rows]]
+                out = self._vector_kernel(g, vec, unary, binary, mask, idx)
+                if self.calibration is not None and g.kind != V_TOP:
+                    out = self.calibration(out, mask, idx(plan.v_program[rows]), idx(plan.v_step[rows]))
+                    out = out.masked_fill(~mask, NEG_INF)
+                outs.append(out)
+            if outs:
+                vec = torch.cat([vec] + outs)
+            outs = []
+            for g in sgroups:
+                outs.append(self._scalar_kernel(g, vec, sca, object_mask, v_scene, idx))
+            if outs:
+                sca = torch.cat([sca] + outs)
+
+        cand = idx(plan.candidates)
+        cand_mask = cand >= 0
+        log_probs = sca[cand.clamp(min=0)].masked_fill(~cand_mask, NEG_INF)
+        focus_rows = idx(plan.focus)
+        has_focus = focus_rows >= 0
+        focus = vec[focus_rows.clamp(min=0)] if vec.shape[0] else vec.new_full((len(focus_rows), n), NEG_INF)
+        focus = focus.masked_fill(~has_focus[:, None], NEG_INF)
+        program_mask = object_mask[idx(plan.v_scene[plan.focus.clip(0)] if len(plan.v_scene) else np.zeros(0, int))] \
+            if plan.focus.size and len(plan.v_scene) else torch.zeros((plan.n_programs, n), dtype=torch.bool, device=device)
+        return Answers(log_probs, cand_mask, plan.labels, focus, program_mask)
+
+    def _vector_kernel(self, g: _Group, vec, unary, binary, mask, idx) -> torch.Tensor:
+        if g.kind == V_TOP:
+            return torch.zeros(mask.shape, dtype=vec.dtype, device=vec.device).masked_fill(~mask, NEG_INF)
+        x = vec[idx(g.arrays["in0"])]
+        if g.kind == V_FILTER:
+            return ops.filter_(x, unary[idx(g.arrays["table"])], mask)
+        if g.kind == V_NEG:
+            return ops.neg(x, mask)
+        if g.kind == V_CONJOIN:
+            return ops.conjoin(x, vec[idx(g.arrays["in1"])], mask)
+        tables, reverse = idx(g.arrays["tables"]), g.arrays["reverse"]
+        log_r = None
+        for k in range(tables.shape[1]):
+            t = binary[tables[:, k]]
+            if reverse[:, k].any():
+                flip = torch.as_tensor(reverse[:, k], device=t.device)[:, None, None]
+                t = torch.where(flip, t.transpose(1, 2), t)
+            log_r = t if log_r is None else log_r + t
+        quantifier = {V_RELATE_E: Quantifier.EXISTS, V_RELATE_A: Quantifier.FORALL,
+                      V_RELATE_N: Quantifier.NOT_EXISTS}[g.kind]
+        return self._q_product(log_r, x, mask, mask, quantifier)
+
+    def _scalar_kernel(self, g: _Group, vec, sca, object_mask, v_scene, idx) -> torch.Tensor:
+        if g.kind <= S_AGG_N:
+            rows = idx(g.arrays["vin"])
+            quantifier = {S_AGG_E: Quantifier.EXISTS, S_AGG_A: Quantifier.FORALL,
+                          S_AGG_N: Quantifier.NOT_EXISTS}[g.kind]
+            return ops.aggregate(vec[rows], object_mask[v_scene[rows]], quantifier)
+        args = sca[idx(g.arrays["args"])]
+        if g.kind == S_NOT:
+            return ops.not_(args[:, 0])
+        return ops.and_(args) if g.kind == S_AND else ops.or_(args)

@@ -1,0 +1,464 @@
+"""DFOL programs: the operators of the paper as an immutable expression DAG.
+
+Two kinds of nodes:
+
+* an :class:`Attention` is a formula with one free variable, evaluated to one probability
+  per object (``α(F | X)``): :class:`Top`, :class:`Filter`, :class:`Neg`, :class:`Relate`,
+  :class:`Conjoin`;
+* a :class:`Truth` is a closed formula, evaluated to one probability:
+  :class:`Aggregate` (``A_q``), and the scalar combinators :class:`Not`, :class:`And`,
+  :class:`Or` that terminal GQA steps need.
+
+A :class:`Program` is one yes/no truth, or a list of labelled candidate truths (an open
+question: Algorithm 1 takes the argmax). It prints as a DFOL term and as the equivalent
+FOL formula:
+
+    >>> chair, left = Predicate("Chair"), Predicate("Left", arity=2)
+    >>> p = Program.yes_no(Aggregate(Quantifier.EXISTS,
+    ...                              Filter(chair, Relate.of(left, Quantifier.FORALL, Top()))))
+    >>> print(p.term())
+    A_∃(Filter_Chair[Relate_{Left,∀}[1]])
+    >>> print(p.formula())
+    ∃X ∀Y: Chair(X) ∧ Left(X, Y)
+
+Nodes are frozen dataclasses, compared structurally and hashed once, so equal subterms
+are evaluated once per program.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Iterator, Union
+
+from .errors import ProgramStructureError
+from .operators import Quantifier
+
+__all__ = [
+    "Predicate", "Quantifier", "Node", "Attention", "Truth", "Top", "Filter", "Neg", "Relate",
+    "Atom", "Conjoin", "Aggregate", "Not", "And", "Or", "Program",
+]
+
+
+class _Hashed:
+    """Structural equality with the hash computed once (nodes are immutable DAGs)."""
+
+    __slots__ = ()
+
+    def __hash__(self) -> int:
+        try:
+            return self.__dict__["_hash"]
+        except KeyError:
+            h = hash((type(self).__name__,) + tuple(getattr(self, f.name) for f in fields(self)))
+            object.__setattr__(self, "_hash", h)
+            return h
+
+
+@dataclass(frozen=True, eq=True)
+class Predicate(_Hashed):
+    """A unary (``arity=1``) or binary (``arity=2``) predicate, by name.
+
+    ``kind`` is a namespace the program's author chooses (the GQA compiler uses ``name``,
+    ``attr``, ``rel``, ...); the engine only compares predicates and hands them to oracles.
+    """
+
+    name: str
+    arity: int = 1
+    kind: str = ""
+
+    def __post_init__(self):
+        if self.arity not in (1, 2):
+            raise ProgramStructureError(f"predicate {self.name!r}: arity must be 1 or 2, got {self.arity}")
+        if not isinstance(self.name, str) or not self.name:
+            raise ProgramStructureError(f"predicate name must be a non-empty string, got {self.name!r}")
+
+    def __str__(self) -> str:
+        return self.name.replace(" ", "_")
+
+    __hash__ = _Hashed.__hash__
+
+
+class Node(_Hashed):
+    """Base of DFOL nodes."""
+
+    def children(self) -> tuple["Node", ...]:
+        return ()
+
+    def term(self) -> str:
+        raise NotImplementedError
+
+
+class Attention(Node):
+    """A formula with one free variable: one probability per object."""
+
+
+class Truth(Node):
+    """A closed formula: one probability."""
+
+
+def _check(value, kind, where):
+    if not isinstance(value, kind):
+        name = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
+        raise ProgramStructureError(f"{where}: expected {name}, got {type(value).__name__} {value!r:.60}")
+
+
+@dataclass(frozen=True, eq=True)
+class Top(Attention):
+    """``⊤``: the all-ones attention (Lemma 3.2)."""
+
+    def term(self) -> str:
+        return "1"
+
+    __hash__ = _Hashed.__hash__
+
+
+@dataclass(frozen=True, eq=True)
+class Filter(Attention):
+    """``Filter_π[α] = α ⊙ α(π | X)``: ``π(X) ∧ F(X)``."""
+
+    predicate: Predicate
+    input: Attention
+
+    def __post_init__(self):
+        _check(self.predicate, Predicate, "Filter predicate")
+        if self.predicate.arity != 1:
+            raise ProgramStructureError(f"Filter needs a unary predicate, {self.predicate.name!r} is binary")
+        _check(self.input, Attention, f"Filter_{self.predicate} input")
+
+    def children(self):
+        return (self.input,)
+
+    def term(self) -> str:
+        return f"Filter_{self.predicate}[{self.input.term()}]"
+
+    __hash__ = _Hashed.__hash__
+
+
+@dataclass(frozen=True, eq=True)
+class Neg(Attention):
+    """``Neg[α] = 1 - α``: ``¬F(X)``."""
+
+    input: Attention
+
+    def __post_init__(self):
+        _check(self.input, Attention, "Neg input")
+
+    def children(self):
+        return (self.input,)
+
+    def term(self) -> str:
+        return f"Neg[{self.input.term()}]"
+
+    __hash__ = _Hashed.__hash__
+
+
+@dataclass(frozen=True, eq=True)
+class Atom(_Hashed):
+    """One binary predicate of a relate: ``π(X, Y)``, or ``π(Y, X)`` when ``reverse``.
+
+    ``X`` is the relate's output variable, ``Y`` the variable it quantifies away.
+    """
+
+    predicate: Predicate
+    reverse: bool = False
+
+    def __post_init__(self):
+        _check(self.predicate, Predicate, "Relate predicate")
+        if self.predicate.arity != 2:
+            raise ProgramStructureError(f"Relate needs binary predicates, {self.predicate.name!r} is unary")
+
+    def __str__(self) -> str:
+        return f"{self.predicate}⁻¹" if self.reverse else str(self.predicate)
+
+    def formula(self, x: str, y: str) -> str:
+        a, b = (y, x) if self.reverse else (x, y)
+        return f"{self.predicate}({a}, {b})"
+
+    __hash__ = _Hashed.__hash__
+
+
+@dataclass(frozen=True, eq=True)
+class Relate(Attention):
+    """``Relate_{Π,q}[α_Y] = (⊙_{π∈Π} α(π | X, Y)) ×_q α_Y``: ``q Y: ∧Π(X, Y) ∧ G(Y)``."""
+
+    atoms: tuple[Atom, ...]
+    quantifier: Quantifier
+    input: Attention
+
+    def __post_init__(self):
+        if not isinstance(self.atoms, tuple) or not self.atoms:
+            raise ProgramStructureError("Relate needs a non-empty tuple of Atom")
+        for a in self.atoms:
+            _check(a, Atom, "Relate atom")
+        _check(self.quantifier, Quantifier, "Relate quantifier")
+        _check(self.input, Attention, "Relate input")
+
+    @classmethod
+    def of(cls, predicate: Predicate, quantifier: Quantifier, input: Attention, reverse: bool = False) -> "Relate":
+        """The relate of a single binary predicate."""
+        return cls((Atom(predicate, reverse),), quantifier, input)
+
+    def children(self):
+        return (self.input,)
+
+    def term(self) -> str:
+        rel = "∧".join(str(a) for a in self.atoms)
+        return f"Relate_{{{rel},{self.quantifier.symbol}}}[{self.input.term()}]"
+
+    __hash__ = _Hashed.__hash__
+
+
+@dataclass(frozen=True, eq=True)
+class Conjoin(Attention):
+    """``α ⊙ β``: two formulas on the same variable, ``F(X) ∧ G(X)``."""
+
+    left: Attention
+    right: Attention
+
+    def __post_init__(self):
+        _check(self.left, Attention, "Conjoin left")
+        _check(self.right, Attention, "Conjoin right")
+
+    def children(self):
+        return (self.left, self.right)
+
+    def term(self) -> str:
+        return f"({self.left.term()} ⊙ {self.right.term()})"
+
+    __hash__ = _Hashed.__hash__
+
+
+@dataclass(frozen=True, eq=True)
+class Aggregate(Truth):
+    """``A_q(α)``: quantify the attention's variable away (Lemma 3.1)."""
+
+    quantifier: Quantifier
+    input: Attention
+
+    def __post_init__(self):
+        _check(self.quantifier, Quantifier, "Aggregate quantifier")
+        _check(self.input, Attention, "Aggregate input")
+
+    def children(self):
+        return (self.input,)
+
+    def term(self) -> str:
+        return f"A_{self.quantifier.symbol}({self.input.term()})"
+
+    __hash__ = _Hashed.__hash__
+
+
+@dataclass(frozen=True, eq=True)
+class Not(Truth):
+    """``1 - s``."""
+
+    input: Truth
+
+    def __post_init__(self):
+        _check(self.input, Truth, "Not input")
+
+    def children(self):
+        return (self.input,)
+
+    def term(self) -> str:
+        return f"¬{self.input.term()}"
+
+    __hash__ = _Hashed.__hash__
+
+
+@dataclass(frozen=True, eq=True)
+class And(Truth):
+    """``Π s_k``: all of independent closed formulas."""
+
+    inputs: tuple[Truth, ...]
+
+    def __post_init__(self):
+        if not isinstance(self.inputs, tuple) or not self.inputs:
+            raise ProgramStructureError("And needs a non-empty tuple of Truth")
+        for t in self.inputs:
+            _check(t, Truth, "And input")
+
+    def children(self):
+        return self.inputs
+
+    def term(self) -> str:
+        return "(" + " ∧ ".join(t.term() for t in self.inputs) + ")"
+
+    __hash__ = _Hashed.__hash__
+
+
+@dataclass(frozen=True, eq=True)
+class Or(Truth):
+    """``1 - Π (1 - s_k)``: any of independent closed formulas."""
+
+    inputs: tuple[Truth, ...]
+
+    def __post_init__(self):
+        if not isinstance(self.inputs, tuple) or not self.inputs:
+            raise ProgramStructureError("Or needs a non-empty tuple of Truth")
+        for t in self.inputs:
+            _check(t, Truth, "Or input")
+
+    def children(self):
+        return self.inputs
+
+    def term(self) -> str:
+        return "(" + " ∨ ".join(t.term() for t in self.inputs) + ")"
+
+    __hash__ = _Hashed.__hash__
+
+
+@dataclass(frozen=True, eq=True)
+class Program(_Hashed):
+    """A question as DFOL: one yes/no truth (``labels is None``), or labelled candidates.
+
+    ``focus`` is an optional attention the engine also returns (the objects the answer is
+    about, used to report grounding).
+    """
+
+    candidates: tuple[Truth, ...]
+    labels: Union[tuple[str, ...], None] = None
+    focus: Union[Attention, None] = None
+
+    def __post_init__(self):
+        if not isinstance(self.candidates, tuple) or not self.candidates:
+            raise ProgramStructureError("a Program needs a non-empty tuple of Truth candidates")
+        for t in self.candidates:
+            _check(t, Truth, "Program candidate")
+        if self.labels is None:
+            if len(self.candidates) != 1:
+                raise ProgramStructureError("a yes/no Program has exactly one candidate; give labels for several")
+        else:
+            if not isinstance(self.labels, tuple) or len(self.labels) != len(self.candidates):
+                raise ProgramStructureError(
+                    f"a Program with {len(self.candidates)} candidates needs as many labels, got {self.labels!r:.80}")
+            if len(set(self.labels)) != len(self.labels):
+                raise ProgramStructureError(f"candidate labels must be distinct: {self.labels!r:.80}")
+        if self.focus is not None:
+            _check(self.focus, Attention, "Program focus")
+
+    @classmethod
+    def yes_no(cls, truth: Truth, focus: Attention | None = None) -> "Program":
+        return cls((truth,), None, focus)
+
+    @classmethod
+    def choice(cls, options: dict[str, Truth] | list[tuple[str, Truth]], focus: Attention | None = None) -> "Program":
+        items = list(options.items()) if isinstance(options, dict) else list(options)
+        return cls(tuple(t for _, t in items), tuple(lbl for lbl, _ in items), focus)
+
+    @property
+    def is_yes_no(self) -> bool:
+        return self.labels is None
+
+    def nodes(self) -> Iterator[Node]:
+        """Every distinct node, each after its inputs (a topological order)."""
+        seen: set = set()
+        order: list[Node] = []
+        roots: list[Node] = list(self.candidates) + ([self.focus] if self.focus is not None else [])
+        for root in roots:
+            stack = [(root, False)]
+            while stack:
+                node, expanded = stack.pop()
+                if node in seen:
+                    continue
+                if expanded:
+                    seen.add(node)
+                    order.append(node)
+                else:
+                    stack.append((node, True))
+                    stack.extend((c, False) for c in reversed(node.children()) if c not in seen)
+        return iter(order)
+
+    def predicates(self) -> tuple[Predicate, ...]:
+        """The distinct predicates, in order of first use."""
+        out: dict[Predicate, None] = {}
+        for node in self.nodes():
+            if isinstance(node, Filter):
+                out.setdefault(node.predicate)
+            elif isinstance(node, Relate):
+                for a in node.atoms:
+                    out.setdefault(a.predicate)
+        return tuple(out)
+
+    def term(self) -> str:
+        """The DFOL term, e.g. ``A_∃(Filter_Chair[Relate_{Left,∀}[1]])``."""
+        if self.labels is None:
+            return self.candidates[0].term()
+        return "[" + ", ".join(f"{lbl}: {t.term()}" for lbl, t in zip(self.labels, self.candidates)) + "]"
+
+    def formula(self) -> str:
+        """The equivalent FOL formula, e.g. ``∃X ∀Y: Chair(X) ∧ Left(X, Y)``."""
+        if self.labels is None:
+            return formula(self.candidates[0])
+        return "[" + ", ".join(f"{lbl}: {formula(t)}" for lbl, t in zip(self.labels, self.candidates)) + "]"
+
+    def __str__(self) -> str:
+        return self.term()
+
+    __hash__ = _Hashed.__hash__
+
+
+# --- FOL rendering -------------------------------------------------------------------
+# ∃ and ∀ are pulled to the front (prenex form: Q X (A ∧ Q' Y B) = Q X Q' Y (A ∧ B) over a
+# non-empty domain); ∄ and ¬ keep their scope, written in place.
+
+_VAR_NAMES = "XYZWVU"
+
+
+class _Vars:
+    def __init__(self):
+        self.n = 0
+
+    def fresh(self) -> str:
+        i, self.n = self.n, self.n + 1
+        return _VAR_NAMES[i] if i < len(_VAR_NAMES) else f"X{i - len(_VAR_NAMES) + 1}"
+
+
+def _render(prefix: list[str], conjuncts: list[str]) -> str:
+    body = " ∧ ".join(conjuncts) if conjuncts else "⊤"
+    return f"{' '.join(prefix)}: {body}" if prefix else body
+
+
+def _attention(node: Attention, var: str, vars: _Vars) -> tuple[list[str], list[str]]:
+    if isinstance(node, Top):
+        return [], []
+    if isinstance(node, Filter):
+        prefix, conj = _attention(node.input, var, vars)
+        return prefix, [f"{node.predicate}({var})"] + conj
+    if isinstance(node, Neg):
+        prefix, conj = _attention(node.input, var, vars)
+        inner = _render(prefix, conj)
+        return [], [f"¬{inner}" if not prefix and len(conj) == 1 else f"¬({inner})"]
+    if isinstance(node, Conjoin):
+        p1, c1 = _attention(node.left, var, vars)
+        p2, c2 = _attention(node.right, var, vars)
+        return p1 + p2, c1 + c2
+    if isinstance(node, Relate):
+        y = vars.fresh()
+        prefix, conj = _attention(node.input, y, vars)
+        atoms = [a.formula(var, y) for a in node.atoms]
+        if node.quantifier is Quantifier.NOT_EXISTS:
+            return [], [f"(∄{y}{' ' + ' '.join(prefix) if prefix else ''}: {' ∧ '.join(atoms + conj)})"]
+        return [f"{node.quantifier.symbol}{y}"] + prefix, atoms + conj
+    raise ProgramStructureError(f"not an attention node: {node!r:.60}")
+
+
+def _truth(node: Truth, vars: _Vars) -> str:
+    if isinstance(node, Aggregate):
+        x = vars.fresh()
+        prefix, conj = _attention(node.input, x, vars)
+        return _render([f"{node.quantifier.symbol}{x}"] + prefix, conj)
+    if isinstance(node, Not):
+        return f"¬({_truth(node.input, vars)})"
+    if isinstance(node, (And, Or)):
+        op = " ∧ " if isinstance(node, And) else " ∨ "
+        parts = [_truth(t, vars) for t in node.inputs]
+        return parts[0] if len(parts) == 1 else op.join(f"({p})" for p in parts)
+    raise ProgramStructureError(f"not a truth node: {node!r:.60}")
+
+
+def formula(node: Node) -> str:
+    """FOL rendering of a truth (closed) or attention (free variable ``X``) node."""
+    vars = _Vars()
+    if isinstance(node, Attention):
+        x = vars.fresh()
+        return _render(*_attention(node, x, vars))
+    return _truth(node, vars)

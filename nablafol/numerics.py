@@ -1,0 +1,151 @@
+"""Numerical stability, in one place: log-space primitives with exact 0/1 and finite gradients.
+
+The engine carries every probability ``p`` as ``log p`` (float32 is enough: ``log p`` of a
+product of hundreds of probabilities does not underflow, and ``p`` close to 1 keeps its
+distance to 1 as ``log p ≈ -(1 - p)``). Three conversions are delicate and live here:
+
+* ``log p`` from ``p`` (:func:`safe_log`, :func:`safe_log1m`): exact ``-inf`` at 0;
+* ``log(1 - p)`` from ``log p`` (:func:`log1mexp`): exact at both ends, accurate in between
+  (Mächler, 2012: ``log(-expm1(x))`` near 0, ``log1p(-exp(x))`` below ``-log 2``);
+* their gradients. In log space an exact 0 carries no gradient (``∂/∂log p = p·∂/∂p = 0``),
+  so the naive chain rule meets ``0 · inf = nan`` at exact 0 and 1. The custom backward
+  passes below return the exact derivative in the open interval and a finite one (0 through
+  an exact 0) at the ends. Oracles that own logits should hand the engine
+  ``logsigmoid(z)`` directly: that is exact and never reaches the ends.
+
+Example:
+    >>> import torch
+    >>> x = torch.log(torch.tensor([0.0, 0.25, 1.0]))
+    >>> log1mexp(x).exp()
+    tensor([1.0000, 0.7500, 0.0000])
+"""
+from __future__ import annotations
+
+import torch
+
+
+
+def _log1mexp_forward(x: torch.Tensor) -> torch.Tensor:
+    x = x.clamp(max=0.0)  # log-probabilities are <= 0; guard against round-off above 0
+    near_zero = torch.log(-torch.expm1(x))  # accurate for x in (-log 2, 0]
+    far = torch.log1p(-torch.exp(x))  # accurate for x <= -log 2
+    return torch.where(x > -0.6931471805599453, near_zero, far)
+
+
+def _log1mexp_derivative(x: torch.Tensor) -> torch.Tensor:
+    """d/dx log(1 - e^x) = -1 / expm1(-x): finite everywhere, 0 at the exact end x = 0."""
+    x = x.clamp(max=0.0)
+    denom = torch.expm1(-x).clamp(min=torch.finfo(x.dtype).tiny)
+    return torch.where(x == 0, torch.zeros_like(x), -1.0 / denom)
+
+
+class _Log1mExp(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return _log1mexp_forward(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * _log1mexp_derivative(x)
+
+
+def log1mexp(x: torch.Tensor) -> torch.Tensor:
+    """``log(1 - exp(x))`` for log-probabilities ``x <= 0``: the log-space ``Neg``.
+
+    Exact at the ends (``x = 0 -> -inf``, ``x = -inf -> 0``), relative accuracy in between,
+    finite gradient everywhere.
+
+    >>> import torch
+    >>> log1mexp(torch.tensor([-1e-9])).item()  # log(1e-9), kept although p = 1 - 1e-9
+    -20.723...
+    """
+    if torch.is_grad_enabled() and x.requires_grad:
+        return _Log1mExp.apply(x)
+    return _log1mexp_forward(x)
+
+
+class _SafeLog(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, p):
+        ctx.save_for_backward(p)
+        return torch.log(p)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (p,) = ctx.saved_tensors
+        safe = torch.where(p > 0, p, torch.ones_like(p))
+        return torch.where(p > 0, grad / safe, torch.zeros_like(grad))
+
+
+class _SafeLog1m(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, p):
+        ctx.save_for_backward(p)
+        return torch.log1p(-p)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (p,) = ctx.saved_tensors
+        q = 1.0 - p
+        safe = torch.where(q > 0, q, torch.ones_like(q))
+        return torch.where(q > 0, -grad / safe, torch.zeros_like(grad))
+
+
+def safe_log(p: torch.Tensor) -> torch.Tensor:
+    """``log p`` for probabilities, ``-inf`` at 0 with a finite (zero) gradient there.
+
+    >>> import torch
+    >>> p = torch.tensor([0.0, 0.5], requires_grad=True)
+    >>> safe_log(p).sum().backward(); p.grad
+    tensor([0., 2.])
+    """
+    if torch.is_grad_enabled() and p.requires_grad:
+        return _SafeLog.apply(p)
+    return torch.log(p)
+
+
+def safe_log1m(p: torch.Tensor) -> torch.Tensor:
+    """``log(1 - p)`` for probabilities, ``-inf`` at 1 with a finite (zero) gradient there."""
+    if torch.is_grad_enabled() and p.requires_grad:
+        return _SafeLog1m.apply(p)
+    return torch.log1p(-p)
+
+
+class _LogAddExp(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        out = torch.logaddexp(a, b)
+        ctx.save_for_backward(a, b, out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b, out = ctx.saved_tensors
+        dead = torch.isneginf(out)  # both terms are exact zeros: no gradient flows
+        wa = torch.where(dead, torch.zeros_like(a), torch.exp(a - torch.where(dead, torch.zeros_like(out), out)))
+        wb = torch.where(dead, torch.zeros_like(b), torch.exp(b - torch.where(dead, torch.zeros_like(out), out)))
+        return _unbroadcast(grad * wa, a.shape), _unbroadcast(grad * wb, b.shape)
+
+
+def _unbroadcast(grad: torch.Tensor, shape: torch.Size) -> torch.Tensor:
+    while grad.dim() > len(shape):
+        grad = grad.sum(0)
+    for dim, size in enumerate(shape):
+        if size == 1 and grad.shape[dim] != 1:
+            grad = grad.sum(dim, keepdim=True)
+    return grad
+
+
+def log_add_exp(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """``log(e^a + e^b)`` whose gradient stays finite when both terms are ``-inf``."""
+    a, b = torch.broadcast_tensors(a, b) if a.shape != b.shape else (a, b)
+    return _LogAddExp.apply(a, b)
+
+
+def masked_sum(x: torch.Tensor, mask: torch.Tensor | None, dim: int = -1) -> torch.Tensor:
+    """Sum of log-space terms over ``dim`` where ``mask`` holds: padding adds log 1 = 0."""
+    if mask is not None:
+        x = x.masked_fill(~mask, 0.0)
+    return x.sum(dim)

@@ -1,0 +1,153 @@
+"""The oracle protocol, and the first oracle: explicit probability tables.
+
+An oracle answers "how probable is predicate π of these objects" for a batch of scenes.
+The engine asks it once per batch: one call for all unary requests and one for all
+binary requests, each request a distinct ``(scene, predicate)`` pair that some program
+of the batch needs. Answers are **log-probabilities** (``-inf`` is an exact 0), padded to
+the batch's largest scene:
+
+* ``unary(requests) -> (R, N)``: ``log α(π | x_i)``;
+* ``binary(requests) -> (R, N, N)``: ``log α(π | x_i, y_j)`` (row = first argument).
+
+Values at padded objects are ignored. Oracles don't know programs; the engine doesn't
+know where probabilities come from.
+
+Example:
+    >>> import torch
+    >>> from nablafol.ir import Predicate
+    >>> oracle = TableOracle([{"red": [0.9, 0.1]}, {"red": [0.5, 0.5, 1.0]}])
+    >>> oracle.num_objects
+    tensor([2, 3])
+    >>> req = Requests.build([1, 0], [Predicate("red"), Predicate("red")])
+    >>> oracle.unary(req).exp()
+    tensor([[0.5000, 0.5000, 1.0000],
+            [0.9000, 0.1000, 0.0000]])
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping, Protocol, Sequence, runtime_checkable
+
+import torch
+
+from .errors import ProbabilityError, ShapeError, UnknownPredicateError
+from .ir import Predicate
+from .numerics import safe_log
+
+
+@dataclass(frozen=True)
+class Requests:
+    """Distinct ``(scene, predicate)`` pairs: ``scene[r]`` and ``predicates[predicate[r]]``."""
+
+    scene: torch.Tensor  # (R,) int64, on the oracle's device
+    predicate: torch.Tensor  # (R,) int64 index into `predicates`
+    predicates: tuple[Predicate, ...]  # distinct predicates of one arity
+
+    def __len__(self) -> int:
+        return int(self.scene.shape[0])
+
+    @classmethod
+    def build(cls, scenes: Sequence[int], predicates: Sequence[Predicate], device=None) -> "Requests":
+        """Requests from parallel lists (convenience for tests and small uses)."""
+        distinct = tuple(dict.fromkeys(predicates))
+        index = {p: i for i, p in enumerate(distinct)}
+        return cls(
+            torch.as_tensor(list(scenes), dtype=torch.long, device=device),
+            torch.as_tensor([index[p] for p in predicates], dtype=torch.long, device=device),
+            distinct,
+        )
+
+    def pairs(self):
+        """``(scene, predicate)`` per request, as Python values (for oracles that loop)."""
+        for s, p in zip(self.scene.tolist(), self.predicate.tolist()):
+            yield s, self.predicates[p]
+
+
+@runtime_checkable
+class Oracle(Protocol):
+    """What the engine needs from a perception system (see the module docstring)."""
+
+    @property
+    def num_objects(self) -> torch.Tensor:
+        """``(B,)`` int64: the number of objects of each scene of the batch."""
+
+    def unary(self, requests: Requests) -> torch.Tensor:
+        """``(R, N)`` log-probabilities of unary predicates."""
+
+    def binary(self, requests: Requests) -> torch.Tensor:
+        """``(R, N, N)`` log-probabilities of binary predicates."""
+
+
+class TableOracle(torch.nn.Module):
+    """Predicate probabilities given explicitly, one dict per scene.
+
+    ``scenes[b]`` maps a predicate (a :class:`Predicate`, or a plain name: arity is then
+    read from the value's shape) to a probability vector ``(n_b,)`` or matrix
+    ``(n_b, n_b)``. Values may be tensors that require grad: gradients flow back to them.
+    ``num_objects`` gives scene sizes when a scene has no table to infer it from.
+
+    It is the building block of other oracles: anything that can produce such tables
+    (scene graphs, detectors) can hand them to this class.
+    """
+
+    def __init__(self, scenes: Sequence[Mapping], num_objects: Sequence[int] | None = None, device=None):
+        super().__init__()
+        if isinstance(scenes, Mapping):
+            scenes = [scenes]
+        self._unary: list[dict[Predicate, torch.Tensor]] = []
+        self._binary: list[dict[Predicate, torch.Tensor]] = []
+        sizes = []
+        for b, tables in enumerate(scenes):
+            unary, binary, n = {}, {}, None if num_objects is None else int(num_objects[b])
+            for key, value in tables.items():
+                t = torch.as_tensor(value, dtype=torch.get_default_dtype() if not torch.is_tensor(value) else None,
+                                    device=device)
+                if not torch.is_floating_point(t):
+                    t = t.to(torch.get_default_dtype())
+                pred = key if isinstance(key, Predicate) else Predicate(str(key), arity=t.dim() if t.dim() in (1, 2) else 1)
+                where = f"scene {b}, predicate {pred.name!r}"
+                if t.dim() != pred.arity or (t.dim() == 2 and t.shape[0] != t.shape[1]):
+                    raise ShapeError(f"{where}: expected a {'vector (n,)' if pred.arity == 1 else 'square matrix (n, n)'}, "
+                                     f"got shape {tuple(t.shape)}")
+                n = t.shape[0] if n is None else n
+                if t.shape[0] != n:
+                    raise ShapeError(f"{where}: has {t.shape[0]} objects, scene {b} has {n}")
+                bad = torch.isnan(t) | (t < 0) | (t > 1)
+                if bool(bad.any()):
+                    first = tuple(int(i) for i in bad.nonzero()[0])
+                    raise ProbabilityError(f"{where}: value {t[first].item()!r} at {first} is not a probability in [0, 1]")
+                (unary if pred.arity == 1 else binary)[pred] = t
+            if n is None:
+                raise ShapeError(f"scene {b}: no tables and no num_objects to tell its size")
+            self._unary.append(unary)
+            self._binary.append(binary)
+            sizes.append(n)
+        self.register_buffer("_num_objects", torch.tensor(sizes, dtype=torch.long, device=device), persistent=False)
+
+    @property
+    def num_objects(self) -> torch.Tensor:
+        return self._num_objects
+
+    def knows(self, predicate: Predicate) -> bool:
+        store = self._unary if predicate.arity == 1 else self._binary
+        return any(predicate in tables for tables in store)
+
+    def _gather(self, requests: Requests, store, arity: int) -> torch.Tensor:
+        n = int(self._num_objects.max()) if len(self._num_objects) else 0
+        rows = []
+        for scene, pred in requests.pairs():
+            table = store[scene].get(pred)
+            if table is None:
+                raise UnknownPredicateError(f"TableOracle: scene {scene} has no table for predicate {pred.name!r} "
+                                            f"(arity {pred.arity})")
+            pad = [0, n - table.shape[0]] * arity
+            rows.append(torch.nn.functional.pad(table, pad))
+        shape = (0,) + (n,) * arity
+        probs = torch.stack(rows) if rows else torch.zeros(shape, device=self._num_objects.device)
+        return safe_log(probs)
+
+    def unary(self, requests: Requests) -> torch.Tensor:
+        return self._gather(requests, self._unary, 1)
+
+    def binary(self, requests: Requests) -> torch.Tensor:
+        return self._gather(requests, self._binary, 2)

@@ -1,0 +1,9 @@
+"""Tools to property-test DFOL programs and DSLs built on the engine.
+
+* :func:`brute_force`: the exact probability of a program's formulas, by enumerating worlds;
+* :func:`repeated_predicates`: which predicates to make certain for a program to be read-once;
+* :mod:`nablafol.testing.strategies` (needs hypothesis): random programs and tables.
+"""
+from .reference import brute_force, repeated_predicates
+
+__all__ = ["brute_force", "repeated_predicates"]

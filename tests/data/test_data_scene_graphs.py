@@ -1,0 +1,190 @@
+"""Scene graphs, plain and probabilistic: fixtures, decisions, bad input, round trip."""
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from nablafol.data import (SceneGraph, SceneObject, SceneRelation, iter_scene_graphs,
+                           load_scene_graphs, write_scene_graphs)
+from nablafol.errors import InputFileError
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "gqa"
+PLAIN = FIXTURES / "val_sceneGraphs.json"
+PREDICTED = FIXTURES / "predicted_sceneGraphs.json"
+
+
+def raw(path: Path) -> dict:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def write(tmp_path: Path, graphs: dict, name: str = "sg.json") -> Path:
+    path = tmp_path / name
+    path.write_text(json.dumps(graphs), encoding="utf-8")
+    return path
+
+
+def test_plain_fixture_reads_as_certain_facts():
+    graphs = load_scene_graphs(PLAIN)
+    assert list(graphs) == ["2354786", "n161313", "2417468"]
+    street = graphs["2354786"]
+    assert (street.width, street.height, street.location, street.weather) == (500, 333, None, None)
+    assert street.object_ids == ("3817110", "3817112", "3817113", "3817114", "3817115")
+    man = street.find("3817110")
+    assert man.name == "man" and man.names == {"man": 1.0}
+    assert (man.x, man.y, man.w, man.h) == (190, 60, 90, 200)
+    assert man.attributes == {"young": 1.0}
+    assert man.relations == (SceneRelation("riding", "3817112"), SceneRelation("wearing", "3817113"),
+                             SceneRelation("to the left of", "3817114"))
+    assert graphs["2417468"].location == "beach" and graphs["2417468"].weather == "sunny"
+    assert all(graph.is_plain for graph in graphs.values())
+    assert street.find("no such id") is None
+
+
+def test_probabilistic_fixture_keeps_every_probability_and_the_label():
+    graphs = load_scene_graphs(PREDICTED)
+    street = graphs["2354786"]
+    man, horse, helmet, fence = street.objects
+    assert man.name == "man" and man.names == {"man": 0.82, "person": 0.11, "boy": 0.04}
+    assert horse.name == "horse"  # names only: the label is the most probable name
+    assert horse.attributes == {"brown": 0.93, "white": 0.05}
+    assert helmet.is_plain and not man.is_plain and not street.is_plain
+    assert [r.p for r in man.relations] == [0.91, 0.77, 0.95]
+    assert helmet.relations == (SceneRelation("on", "3817110", 1.0),)  # "p" defaults to 1
+    beach = graphs["2417468"]
+    surfer = beach.find("1589341")
+    assert surfer.name == "man" and surfer.names["person"] == 0.6  # names need not sum to 1
+    assert [(r.name, r.p) for r in surfer.relations] == [("holding", 0.88), ("wearing", 0.5),
+                                                         ("holding", 0.3)]  # kept as listed
+    assert beach.find("1589342").extra == {"score": 0.93}
+    assert beach.find("1589342").attributes == {}
+
+
+def test_a_plain_graph_is_the_probabilistic_graph_whose_facts_all_have_p_1(tmp_path):
+    explicit = copy.deepcopy(raw(PLAIN))
+    for graph in explicit.values():
+        for obj in graph["objects"].values():
+            obj["names"] = {obj.pop("name"): 1}
+            obj["attributes"] = {value: 1.0 for value in obj["attributes"]}
+            for relation in obj["relations"]:
+                relation["p"] = 1
+    assert load_scene_graphs(write(tmp_path, explicit)) == load_scene_graphs(PLAIN)
+
+
+def test_streaming_equals_loading_and_plain_records_are_written_back_verbatim(tmp_path):
+    graphs = list(iter_scene_graphs(PREDICTED))
+    assert graphs == list(load_scene_graphs(PREDICTED).values())
+    for image_id, record in raw(PLAIN).items():
+        assert load_scene_graphs(PLAIN)[image_id].to_record() == record
+
+
+def test_a_tie_in_names_is_labelled_with_the_first_listed():
+    assert SceneObject("1", {"cat": 0.5, "dog": 0.5}, 0, 0, 1, 1).name == "cat"
+    with pytest.raises(ValueError, match="name 'cow' is not among names"):
+        SceneObject("1", {"cat": 0.5}, 0, 0, 1, 1, name="cow")
+
+
+def base_graph() -> dict:
+    return {"2354786": {"width": 500, "height": 333, "objects": {
+        "1": {"name": "man", "x": 1, "y": 2, "w": 3, "h": 4, "attributes": ["tall"],
+              "relations": [{"name": "near", "object": "2"}]},
+        "2": {"name": "dog", "x": 5, "y": 6, "w": 7, "h": 8, "attributes": [], "relations": []}}}}
+
+
+def broken(where: str, change) -> dict:
+    graphs = base_graph()
+    target = graphs["2354786"] if where == "graph" else graphs["2354786"]["objects"]["1"]
+    change(target)
+    return graphs
+
+
+@pytest.mark.parametrize("graphs, location, problem", [
+    (broken("object", lambda o: o.update(names={"man": 1.5})), "image 2354786, object 1",
+     "names['man'] must be a probability in [0, 1], found 1.5"),
+    (broken("object", lambda o: o.update(attributes={"tall": -0.1})), "image 2354786, object 1",
+     "attributes['tall'] must be a probability in [0, 1], found -0.1"),
+    (broken("object", lambda o: o.update(attributes={"tall": "high"})), "image 2354786, object 1",
+     "attributes['tall'] must be a probability (a number in [0, 1]), found a string"),
+    (broken("object", lambda o: o["relations"][0].update(p=float("nan"))), "image 2354786, object 1",
+     "relations[0].p must be a probability in [0, 1], found nan"),
+    (broken("object", lambda o: o["relations"][0].update(p=True)), "image 2354786, object 1",
+     "relations[0].p must be a probability (a number in [0, 1]), found a boolean"),
+    (broken("object", lambda o: o.update(names={"cat": 0.9})), "image 2354786, object 1",
+     "name 'man' is not among names ['cat']"),
+    (broken("object", lambda o: o.update(names={})), "image 2354786, object 1", "names is empty"),
+    (broken("object", lambda o: o.pop("name")), "image 2354786, object 1", "has neither name nor names"),
+    (broken("object", lambda o: o["relations"][0].update(object="99")), "image 2354786, object 1",
+     "relation 'near' points to object 99, which is not an object of this image"),
+    (broken("object", lambda o: o["relations"][0].pop("object")), "image 2354786, object 1",
+     "relations[0].object is missing"),
+    (broken("object", lambda o: o.update(x="12")), "image 2354786, object 1",
+     "x must be a number, found a string"),
+    (broken("object", lambda o: o.pop("h")), "image 2354786, object 1", "h is missing"),
+    (broken("object", lambda o: o.update(w=-3)), "image 2354786, object 1", "w must be >= 0, found -3"),
+    (broken("object", lambda o: o.update(y=float("inf"))), "image 2354786, object 1",
+     "y must be a finite number, found inf"),
+    (broken("object", lambda o: o.update(attributes="tall")), "image 2354786, object 1",
+     "attributes must be a list or {value: p}, found a string"),
+    (broken("object", lambda o: o.update(relations={"near": "2"})), "image 2354786, object 1",
+     'relations must be a list of {"name", "object"} objects'),
+    (broken("graph", lambda g: g.update(width=0)), "image 2354786", "width must be > 0, found 0"),
+    (broken("graph", lambda g: g.pop("objects")), "image 2354786", "objects is missing"),
+    (broken("graph", lambda g: g.update(objects=[])), "image 2354786",
+     "objects must be a JSON object, found a list"),
+    (broken("graph", lambda g: g.update(weather=3)), "image 2354786",
+     "weather must be a string, found a number"),
+])
+def test_bad_graphs_name_file_image_object_and_problem(tmp_path, graphs, location, problem):
+    path = write(tmp_path, graphs)  # json.dumps writes NaN and Infinity literals, as some tools do
+    with pytest.raises(InputFileError) as caught:
+        load_scene_graphs(path)
+    assert str(caught.value) == f"{path} ({location}): {problem}"
+
+
+def test_base_graph_itself_is_valid(tmp_path):
+    assert load_scene_graphs(write(tmp_path, base_graph()))["2354786"].find("1").relations[0].p == 1.0
+
+
+def test_unusable_files_and_duplicate_images(tmp_path):
+    path = tmp_path / "list.json"
+    path.write_text("[]")
+    with pytest.raises(InputFileError, match=r"found a list"):
+        load_scene_graphs(path)
+    path.write_text('{"1": ' + json.dumps(base_graph()["2354786"]) + ', "1": {}}')
+    with pytest.raises(InputFileError, match=r"list\.json \(image 1\): appears twice"):
+        load_scene_graphs(path)
+
+
+names = st.text(st.sampled_from("abcdefgh "), min_size=1, max_size=6)
+probabilities = st.floats(0, 1) | st.just(1.0)
+coordinates = st.integers(0, 2000) | st.floats(0, 2000)
+
+
+@st.composite
+def scene_graphs(draw) -> SceneGraph:
+    ids = draw(st.lists(st.text("0123456789", min_size=1, max_size=7), unique=True, max_size=5))
+    objects = []
+    for object_id in ids:
+        name_distribution = draw(st.dictionaries(names, probabilities, min_size=1, max_size=3))
+        label = draw(st.sampled_from(sorted(name_distribution)))
+        relations = tuple(draw(st.lists(st.builds(SceneRelation, names, st.sampled_from(ids),
+                                                  probabilities), max_size=3)))
+        objects.append(SceneObject(
+            object_id, name_distribution, draw(coordinates), draw(coordinates), draw(coordinates),
+            draw(coordinates), draw(st.dictionaries(names, probabilities, max_size=3)), relations,
+            name=label))
+    return SceneGraph(draw(st.text("n0123456789", min_size=1, max_size=8)),
+                      draw(st.integers(1, 2000)), draw(st.integers(1, 2000)), tuple(objects),
+                      draw(st.none() | names), draw(st.none() | names))
+
+
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(graphs=st.lists(scene_graphs(), max_size=3, unique_by=lambda g: g.image_id))
+def test_write_then_read_gives_the_same_graphs(tmp_path, graphs):
+    path = tmp_path / "round_sceneGraphs.json"
+    write_scene_graphs(path, graphs)
+    assert list(iter_scene_graphs(path)) == graphs

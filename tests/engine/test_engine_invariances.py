@@ -1,0 +1,87 @@
+"""Algebraic and batching invariances of the engine."""
+import numpy as np
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from engine_helpers import run_engine
+from nablafol.engine import Engine
+from nablafol.ir import Aggregate, Conjoin, Filter, Neg, Not, Predicate, Program, Quantifier, Top
+from nablafol.oracle import TableOracle
+from nablafol.testing.strategies import attentions, default_vocabulary, scenes_and_programs, tables_for
+
+UNARY, BINARY = default_vocabulary()
+
+
+def _probs(answers, k=0):
+    return answers.log_probs[k].exp()
+
+
+@given(scenes_and_programs(max_objects=3), st.integers(1, 5))
+def test_padding_does_not_change_results(case, extra):
+    """The same program on its scene alone, or batched beside a larger scene (so padded)."""
+    alone = run_engine([case.program], [case.tables])
+    big = {p: np.full((case.n_objects + extra,) * p.arity, 0.5) for p in case.tables}
+    both = run_engine([case.program, case.program], [case.tables, big])
+    k = len(case.program.candidates)
+    assert torch.allclose(alone.log_probs[0, :k], both.log_probs[0, :k], atol=1e-6, equal_nan=False)
+
+
+@given(scenes_and_programs(max_objects=3), scenes_and_programs(max_objects=3))
+def test_batch_neighbours_do_not_change_results(a, b):
+    alone = run_engine([a.program], [a.tables])
+    together = run_engine([b.program, a.program, b.program], [b.tables, a.tables], scenes=[0, 1, 0])
+    k = len(a.program.candidates)
+    assert torch.equal(alone.log_probs[0, :k], together.log_probs[1, :k])
+
+
+@given(scenes_and_programs(max_objects=4), st.randoms(use_true_random=False))
+def test_permuting_objects_does_not_change_answers(case, rnd):
+    perm = list(range(case.n_objects))
+    rnd.shuffle(perm)
+    idx = np.array(perm)
+    permuted = {p: (t[idx] if p.arity == 1 else t[np.ix_(idx, idx)]) for p, t in case.tables.items()}
+    a = run_engine([case.program], [case.tables], dtype=torch.float64)
+    b = run_engine([case.program], [permuted], dtype=torch.float64)
+    assert torch.allclose(a.log_probs.exp(), b.log_probs.exp(), atol=1e-12)
+
+
+@given(attentions(UNARY, BINARY), st.integers(1, 3), st.data())
+def test_operator_identities(att, n, data):
+    tables = data.draw(tables_for(UNARY + BINARY, n))
+    agg_e = Aggregate(Quantifier.EXISTS, att)
+    programs = [
+        Program.yes_no(agg_e),
+        Program.yes_no(Aggregate(Quantifier.EXISTS, Neg(Neg(att)))),  # Neg∘Neg = id
+        Program.yes_no(Aggregate(Quantifier.NOT_EXISTS, att)),  # A_∄ = Neg∘A_∃
+        Program.yes_no(Not(agg_e)),
+        Program.yes_no(Aggregate(Quantifier.EXISTS, Conjoin(Top(), att))),  # Top is the identity of ⊙
+        Program.yes_no(Aggregate(Quantifier.FORALL, Filter(UNARY[0], Top()))),  # Filter_π[1] = α(π | X)
+    ]
+    lp = run_engine(programs, [tables], dtype=torch.float64).log_probs[:, 0].exp()
+    assert torch.allclose(lp[0], lp[1], atol=1e-12)
+    assert torch.allclose(lp[2], lp[3], atol=1e-12)
+    assert torch.allclose(lp[0], lp[4], atol=1e-12)
+    assert torch.allclose(lp[5], torch.tensor(np.prod(tables[UNARY[0]]), dtype=torch.float64), atol=1e-12)
+
+
+def test_focus_returns_the_attention():
+    red = Predicate("red")
+    att = Filter(red, Top())
+    program = Program.yes_no(Aggregate(Quantifier.EXISTS, att), focus=att)
+    answers = run_engine([program], [{red: [0.2, 1.0, 0.0]}])
+    assert torch.allclose(answers.focus.exp()[0], torch.tensor([0.2, 1.0, 0.0]))
+    assert answers.object_mask.tolist() == [[True, True, True]]
+
+
+def test_algorithm_1_predictions():
+    red, blue = Predicate("red"), Predicate("blue")
+    yes_no = Program.yes_no(Aggregate(Quantifier.EXISTS, Filter(red, Top())))
+    which = Program.choice({"red": Aggregate(Quantifier.EXISTS, Filter(red, Top())),
+                            "blue": Aggregate(Quantifier.EXISTS, Filter(blue, Top()))})
+    answers = run_engine([yes_no, which], [{red: [0.4, 0.3], blue: [0.9, 0.0]}])
+    # P(yes) = 1 - 0.6*0.7 = 0.58
+    assert answers.predictions() == ["yes", "blue"]
+    assert answers.predictions(threshold=0.6) == ["no", "blue"]
+    assert abs(answers.distribution(0)["no"] - 0.42) < 1e-6
+    assert answers.candidate_mask.tolist() == [[True, False], [True, True]]
