@@ -1,1 +1,41 @@
-"""nablafol: differentiable first-order logic (∇-FOL) for visual question answering."""
+"""nablafol: differentiable first-order logic (∇-FOL) for visual question answering.
+
+A question's program is a first-order formula, evaluated exactly and differentiably (in log
+space, batched) over what a visual oracle says about the objects of a scene:
+
+    >>> from nablafol import Engine, Predicate, Program, Aggregate, Filter, Top, Quantifier, TableOracle
+    >>> red = Predicate("red")
+    >>> program = Program.yes_no(Aggregate(Quantifier.EXISTS, Filter(red, Top())))
+    >>> Engine()([program], TableOracle([{red: [0.5, 0.5]}])).probs()
+    tensor([[0.7500]])
+
+The names below load on first use, so that torch-free parts (``nablafol.data``,
+``nablafol.metrics``, ``nablafol.scoring``) can be imported without torch.
+"""
+from importlib import import_module
+
+__version__ = "0.1.0"
+
+_EXPORTS = {
+    "Engine": "engine", "Answers": "engine", "Calibration": "engine",
+    "NablafolError": "errors",
+    "Predicate": "ir", "Program": "ir", "Attention": "ir", "Truth": "ir", "Top": "ir", "Filter": "ir",
+    "Neg": "ir", "Relate": "ir", "Atom": "ir", "Conjoin": "ir", "Aggregate": "ir", "Not": "ir", "And": "ir",
+    "Or": "ir",
+    "Quantifier": "operators",
+    "Oracle": "oracle", "Requests": "oracle", "TableOracle": "oracle",
+}
+__all__ = list(_EXPORTS)
+
+
+def __getattr__(name):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'nablafol' has no attribute {name!r}")
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(list(globals()) + __all__)

@@ -405,6 +405,24 @@ class Answers:
 
 # --- the engine ---------------------------------------------------------------------------
 
+class _CompiledQProduct:
+    """The Q-product through ``torch.compile``: one fused loop instead of a dozen passes.
+
+    The row count varies from batch to batch, so it is marked dynamic; the object count stays
+    static (one compilation per scene size seen), which keeps the inner loop vectorized.
+    """
+
+    def __init__(self):
+        self._fn = torch.compile(ops.q_product_fused, dynamic=None)
+
+    def __call__(self, log_r, log_y, mask_x, mask_y, quantifier):
+        if log_r.shape[0] < 2:  # size-0/1 dims cannot be marked dynamic; not worth compiling either
+            return ops.q_product(log_r, log_y, mask_x, mask_y, quantifier)
+        for t in (log_r, log_y, mask_x, mask_y):
+            torch._dynamo.mark_dynamic(t, 0)
+        return self._fn(log_r, log_y, mask_x, mask_y, quantifier)
+
+
 class Engine(torch.nn.Module):
     """Evaluates batches of DFOL programs over an oracle; a parameter-free ``nn.Module``.
 
@@ -420,9 +438,7 @@ class Engine(torch.nn.Module):
         self.calibration = calibration
         self.validate = validate
         self._registry = _Registry()
-        self._q_product = ops.q_product
-        if compile:
-            self._q_product = torch.compile(ops.q_product_fused, dynamic=True)
+        self._q_product = _CompiledQProduct() if compile else ops.q_product
 
     def plan(self, programs: Sequence[Program], scenes=None) -> BatchPlan:
         scenes = np.zeros(len(programs), dtype=np.int64) if scenes is None else np.asarray(scenes, dtype=np.int64)
@@ -475,10 +491,12 @@ class Engine(torch.nn.Module):
             shape = tuple(table.shape) if torch.is_tensor(table) else type(table).__name__
             raise ShapeError(f"{type(oracle).__name__}.{name} returned {shape}, expected {expected} "
                              f"(requests x objects{' x objects' if arity == 2 else ''})")
-        if self.validate and len(requests):
-            valid = object_mask[requests.scene]
-            if arity == 2:
-                valid = valid[:, :, None] & valid[:, None, :]
+        if not len(requests):
+            return table
+        valid = object_mask[requests.scene]
+        if arity == 2:
+            valid = valid[:, :, None] & valid[:, None, :]
+        if self.validate:
             bad = (torch.isnan(table) | (table > 0)) & valid
             if bool(bad.any()):
                 r = int(bad.flatten(1).any(1).nonzero()[0])
@@ -488,7 +506,7 @@ class Engine(torch.nn.Module):
                 raise ProbabilityError(f"{type(oracle).__name__}: predicate {pred.name!r} (scene "
                                        f"{int(requests.scene[r])}, objects {idx}) has probability {value!r}, "
                                        f"outside [0, 1]")
-        return table
+        return table.masked_fill(~valid, NEG_INF)  # whatever the oracle put at padding: an exact 0
 
     def run(self, plan: BatchPlan, oracle: Oracle) -> Answers:
         num_objects = oracle.num_objects

@@ -64,7 +64,8 @@ def conjoin(log_a: torch.Tensor, log_b: torch.Tensor, mask: torch.Tensor | None 
     return _pad(log_a + log_b, mask)
 
 
-BLOCK_ELEMENTS = 1 << 16  # terms per block of the ∃/∄ Q-product: a few cache-resident passes
+BLOCK_ELEMENTS = 1 << 18  # terms per block of the ∃/∄ Q-product: its passes stay in cache
+_LOG_HALF = -0.6931471805599453
 
 
 def q_product(
@@ -78,39 +79,78 @@ def q_product(
     """The Q-product ``C = R ×_q α_Y``, ``C_i = A_q(R_{i,·} ⊙ α_Y)`` (paper, eq. 9 and 12).
 
     ``log_r`` is ``(R, N, M)``: ``log α(Π | x_i, y_j)`` for the conjunction ``Π`` of the
-    relate's binary predicates; ``log_y`` is ``(R, M)``. Returns ``(R, N)``:
+    relate's binary predicates (any value but NaN or ``+inf`` at padding); ``log_y`` is
+    ``(R, M)``. Returns ``(R, N)``:
 
     * ``∀``: ``Σ_j log r_ij + Σ_j log y_j`` (the product factorizes);
     * ``∃``: ``log(1 - Π_j (1 - r_ij y_j))``;
     * ``∄``: ``log Π_j (1 - r_ij y_j)``.
 
     ∃ and ∄ take ``R·N·M`` evaluations of ``log(1 - e^t)``, the engine's only quadratic
-    work; it runs over blocks of ``block_elements`` terms so that its intermediate passes
-    stay in cache (``None``: one block, which is what ``torch.compile`` fuses best).
+    work. :class:`_NoneTrue` does it over blocks of ``block_elements`` terms in reused
+    buffers, so its passes stay in cache and nothing quadratic is kept for the backward
+    pass (``None``: plain tensor operations in one block, the form ``torch.compile`` fuses).
     """
+    if mask_y is not None:
+        log_y = log_y.masked_fill(~mask_y, NEG_INF)  # padding attends nothing: its terms vanish
     if quantifier is Quantifier.FORALL:
-        mask_j = None if mask_y is None else mask_y[:, None, :]
-        out = masked_sum(log_r, mask_j) + masked_sum(log_y, mask_y)[:, None]
-        return _pad(out, mask_x)
-    rows, n, m = log_r.shape
-    step = rows if block_elements is None else max(1, block_elements // max(1, n * m))
-    blocks = [
-        _none_true(log_r[s : s + step], log_y[s : s + step], None if mask_y is None else mask_y[s : s + step])
-        for s in range(0, rows, step)
-    ]
-    none_true = blocks[0] if len(blocks) == 1 else torch.cat(blocks)
+        log_r = log_r if mask_y is None else log_r.masked_fill(~mask_y[:, None, :], 0.0)
+        return _pad(log_r.sum(-1) + masked_sum(log_y, mask_y)[:, None], mask_x)
+    if block_elements is None:
+        none_true = log1mexp(log_r + log_y[:, None, :]).sum(-1)
+    else:
+        none_true = _NoneTrue.apply(log_r, log_y, block_elements)
     out = none_true if quantifier is Quantifier.NOT_EXISTS else log1mexp(none_true)
     return _pad(out, mask_x)
 
 
 def q_product_fused(log_r, log_y, mask_x, mask_y, quantifier: Quantifier) -> torch.Tensor:
-    """:func:`q_product` in one block: the form to hand to ``torch.compile``."""
+    """:func:`q_product` as plain tensor operations: the form to hand to ``torch.compile``."""
     return q_product(log_r, log_y, mask_x, mask_y, quantifier, block_elements=None)
 
 
-def _none_true(log_r: torch.Tensor, log_y: torch.Tensor, mask_y: torch.Tensor | None) -> torch.Tensor:
-    """``Σ_j log(1 - r_ij y_j)``: the log-probability that no ``j`` is both related and attended."""
-    return masked_sum(log1mexp(log_r + log_y[:, None, :]), None if mask_y is None else mask_y[:, None, :])
+class _NoneTrue(torch.autograd.Function):
+    """``S_i = Σ_j log(1 - e^{T_ij})``, ``T_ij = log r_ij + log y_j``, block by block.
+
+    Backward: ``∂S_i/∂T_ij = -1 / expm1(-T_ij)``, 0 at the exact end ``T_ij = 0``
+    (as :func:`nablafol.numerics.log1mexp`), recomputed from the inputs per block.
+    """
+
+    @staticmethod
+    def forward(ctx, log_r, log_y, block_elements):
+        rows, n, m = log_r.shape
+        step = min(rows, max(1, block_elements // max(1, n * m)))
+        out = log_r.new_empty((rows, n))
+        if rows:
+            t, a, b = (log_r.new_empty((step, n, m)) for _ in range(3))
+            near = torch.empty((step, n, m), dtype=torch.bool, device=log_r.device)
+            for s in range(0, rows, step):
+                k = min(rows, s + step) - s
+                tk = torch.add(log_r[s:s + k], log_y[s:s + k, None, :], out=t[:k])
+                ak = torch.expm1(tk, out=a[:k]).neg_().log_()  # log(-expm1(t)): accurate near t = 0
+                bk = torch.exp(tk, out=b[:k]).neg_().log1p_()  # log1p(-e^t): accurate below -log 2
+                torch.where(torch.gt(tk, _LOG_HALF, out=near[:k]), ak, bk, out=ak)
+                torch.sum(ak, dim=-1, out=out[s:s + k])
+        ctx.save_for_backward(log_r, log_y)
+        ctx.step = step
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        log_r, log_y = ctx.saved_tensors
+        rows = log_r.shape[0]
+        grad_r = torch.empty_like(log_r) if ctx.needs_input_grad[0] else None
+        grad_y = torch.empty_like(log_y) if ctx.needs_input_grad[1] else None
+        for s in range(0, rows, ctx.step):
+            e = min(rows, s + ctx.step)
+            t = log_r[s:e] + log_y[s:e, None, :]
+            d = torch.expm1(t.neg()).clamp_(min=torch.finfo(t.dtype).tiny).reciprocal_().neg_()
+            d = d.masked_fill_(t == 0, 0.0).mul_(grad[s:e, :, None])
+            if grad_r is not None:
+                grad_r[s:e] = d
+            if grad_y is not None:
+                grad_y[s:e] = d.sum(1)
+        return grad_r, grad_y, None
 
 
 def aggregate(log_a: torch.Tensor, mask: torch.Tensor | None, quantifier: Quantifier) -> torch.Tensor:
