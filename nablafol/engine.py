@@ -38,7 +38,7 @@ import torch
 
 from . import operators as ops
 from .errors import OracleError, ProbabilityError, ProgramStructureError, ShapeError
-from .ir import Aggregate, And, Attention, Conjoin, Filter, Neg, Not, Or, Predicate, Program, Relate, Top
+from .ir import Aggregate, AggregateEach, And, Attention, Conjoin, Filter, Neg, Not, Or, Predicate, Program, Relate, Top
 from .operators import Quantifier
 from .oracle import Oracle, Requests
 
@@ -95,7 +95,9 @@ class ProgramPlan:
     focus: int  # local vector row, -1 when none
     unary: tuple[Predicate, ...]
     binary: tuple[Predicate, ...]
-    attention_steps: tuple[Attention, ...]  # the vector nodes, in the order of `step`
+    # what each vector row computes, in the order of `step`: an Attention node, or
+    # (AggregateEach node, predicate) for the Filter rows such a node stands for
+    attention_steps: tuple
 
     @classmethod
     def of(cls, program: Program) -> "ProgramPlan":
@@ -110,16 +112,16 @@ class ProgramPlan:
 
     @classmethod
     def _build(cls, program: Program) -> "ProgramPlan":
-        vec: dict = {}
-        sca: dict = {}
+        vec: dict = {}  # attention node -> local vector row
+        sca: dict = {}  # truth node -> local scalar row
+        each: dict = {}  # AggregateEach node -> its scalar rows
         unary: dict = {}
         binary: dict = {}
-        v_rows, s_rows, atoms, edges, vnodes = [], [], [], [], []
+        v_rows, s_rows, atoms, edges, steps = [], [], [], [], []
         for node in program.nodes():
             if isinstance(node, Attention):
-                i = len(vec)
-                vec[node] = i
-                vnodes.append(node)
+                i = vec[node] = len(v_rows)
+                steps.append(node)
                 in0 = in1 = pred = -1
                 if isinstance(node, Top):
                     kind = V_TOP
@@ -138,34 +140,44 @@ class ProgramPlan:
                     raise ProgramStructureError(f"unknown attention node {type(node).__name__}")
                 level = 0 if in0 < 0 else 1 + max(v_rows[in0][1], v_rows[in1][1] if in1 >= 0 else 0)
                 v_rows.append((kind, level, in0, in1, pred))
+            elif isinstance(node, AggregateEach):
+                # K Filter rows on the shared input, then K aggregations, built in bulk
+                vin = vec[node.input]
+                level = 1 + v_rows[vin][1]
+                first_v, first_s = len(v_rows), len(s_rows)
+                v_rows.extend((V_FILTER, level, vin, -1, unary.setdefault(p, len(unary))) for p in node.predicates)
+                steps.extend((node, p) for p in node.predicates)
+                agg = _S_AGG[node.quantifier]
+                s_rows.extend((agg, level + 1, first_v + k) for k in range(len(node.predicates)))
+                each[node] = range(first_s, len(s_rows))
             else:
-                j = len(sca)
-                sca[node] = j
+                j = sca[node] = len(s_rows)
                 if isinstance(node, Aggregate):
                     kind, vin = _S_AGG[node.quantifier], vec[node.input]
                     level = 1 + v_rows[vin][1]
                     args = ()
-                else:
+                elif isinstance(node, (Not, And, Or)):
                     kind = S_NOT if isinstance(node, Not) else S_AND if isinstance(node, And) else S_OR
-                    if not isinstance(node, (Not, And, Or)):
-                        raise ProgramStructureError(f"unknown truth node {type(node).__name__}")
                     vin = -1
                     args = node.children()
                     level = 1 + max(s_rows[sca[a]][1] for a in args)
+                else:
+                    raise ProgramStructureError(f"unknown truth node {type(node).__name__}")
                 s_rows.append((kind, level, vin))
                 edges.extend((j, sca[a]) for a in args)
         v = np.array(v_rows, dtype=np.int64).reshape(-1, 5)
         s = np.array(s_rows, dtype=np.int64).reshape(-1, 3)
         a = np.array(atoms, dtype=np.int64).reshape(-1, 3)
         e = np.array(edges, dtype=np.int64).reshape(-1, 2)
+        candidates = [r for c in program.candidates for r in (each[c] if c in each else (sca[c],))]
         return cls(
             v_kind=v[:, 0], v_level=v[:, 1], v_in0=v[:, 2], v_in1=v[:, 3], v_pred=v[:, 4],
             a_node=a[:, 0], a_pred=a[:, 1], a_rev=a[:, 2].astype(bool),
             s_kind=s[:, 0], s_level=s[:, 1], s_vin=s[:, 2],
             e_node=e[:, 0], e_arg=e[:, 1],
-            candidates=np.array([sca[t] for t in program.candidates], dtype=np.int64),
+            candidates=np.array(candidates, dtype=np.int64),
             focus=vec[program.focus] if program.focus is not None else -1,
-            unary=tuple(unary), binary=tuple(binary), attention_steps=tuple(vnodes),
+            unary=tuple(unary), binary=tuple(binary), attention_steps=tuple(steps),
         )
 
 

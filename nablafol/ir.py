@@ -34,7 +34,7 @@ from .operators import Quantifier
 
 __all__ = [
     "Predicate", "Quantifier", "Node", "Attention", "Truth", "Top", "Filter", "Neg", "Relate",
-    "Atom", "Conjoin", "Aggregate", "Not", "And", "Or", "Program",
+    "Atom", "Conjoin", "Aggregate", "AggregateEach", "Not", "And", "Or", "Program",
 ]
 
 
@@ -247,6 +247,43 @@ class Aggregate(Truth):
 
 
 @dataclass(frozen=True, eq=True)
+class AggregateEach(Node):
+    """``[A_q(Filter_π[α]) for π in predicates]``: one truth per predicate, in one node.
+
+    The plausible answers of an open question (``query color``: one truth per color) share
+    their input; this node keeps them as one node whatever their number (GQA's ``query name``
+    has up to 1,232), which keeps compiling and planning cheap. It may stand among a
+    :class:`Program`'s candidates, where it counts as ``len(predicates)`` of them.
+    """
+
+    quantifier: Quantifier
+    predicates: tuple[Predicate, ...]
+    input: Attention
+
+    def __post_init__(self):
+        _check(self.quantifier, Quantifier, "AggregateEach quantifier")
+        if not isinstance(self.predicates, tuple) or not self.predicates:
+            raise ProgramStructureError("AggregateEach needs a non-empty tuple of unary predicates")
+        for p in self.predicates:
+            _check(p, Predicate, "AggregateEach predicate")
+            if p.arity != 1:
+                raise ProgramStructureError(f"AggregateEach needs unary predicates, {p.name!r} is binary")
+        _check(self.input, Attention, "AggregateEach input")
+
+    def children(self):
+        return (self.input,)
+
+    def truths(self) -> tuple[Truth, ...]:
+        """The truths this node stands for, as separate nodes."""
+        return tuple(Aggregate(self.quantifier, Filter(p, self.input)) for p in self.predicates)
+
+    def term(self) -> str:
+        return f"[A_{self.quantifier.symbol}(Filter_π[{self.input.term()}]) for π in {{{', '.join(map(str, self.predicates))}}}]"
+
+    __hash__ = _Hashed.__hash__
+
+
+@dataclass(frozen=True, eq=True)
 class Not(Truth):
     """``1 - s``."""
 
@@ -310,11 +347,13 @@ class Or(Truth):
 class Program(_Hashed):
     """A question as DFOL: one yes/no truth (``labels is None``), or labelled candidates.
 
-    ``focus`` is an optional attention the engine also returns (the objects the answer is
-    about, used to report grounding).
+    ``candidates`` holds truths, and :class:`AggregateEach` nodes that stand for one truth
+    per predicate; ``labels`` names every candidate truth in order. ``focus`` is an optional
+    attention the engine also returns (the objects the answer is about, used to report
+    grounding).
     """
 
-    candidates: tuple[Truth, ...]
+    candidates: tuple[Union[Truth, AggregateEach], ...]
     labels: Union[tuple[str, ...], None] = None
     focus: Union[Attention, None] = None
 
@@ -322,18 +361,30 @@ class Program(_Hashed):
         if not isinstance(self.candidates, tuple) or not self.candidates:
             raise ProgramStructureError("a Program needs a non-empty tuple of Truth candidates")
         for t in self.candidates:
-            _check(t, Truth, "Program candidate")
+            _check(t, (Truth, AggregateEach), "Program candidate")
         if self.labels is None:
-            if len(self.candidates) != 1:
-                raise ProgramStructureError("a yes/no Program has exactly one candidate; give labels for several")
+            if len(self.candidates) != 1 or not isinstance(self.candidates[0], Truth):
+                raise ProgramStructureError("a yes/no Program has exactly one Truth; give labels for several")
         else:
-            if not isinstance(self.labels, tuple) or len(self.labels) != len(self.candidates):
+            n = self.n_candidates
+            if not isinstance(self.labels, tuple) or len(self.labels) != n:
                 raise ProgramStructureError(
-                    f"a Program with {len(self.candidates)} candidates needs as many labels, got {self.labels!r:.80}")
+                    f"a Program with {n} candidates needs as many labels, got {self.labels!r:.80}")
             if len(set(self.labels)) != len(self.labels):
                 raise ProgramStructureError(f"candidate labels must be distinct: {self.labels!r:.80}")
         if self.focus is not None:
             _check(self.focus, Attention, "Program focus")
+
+    @property
+    def n_candidates(self) -> int:
+        return sum(len(c.predicates) if isinstance(c, AggregateEach) else 1 for c in self.candidates)
+
+    def truths(self) -> tuple[Truth, ...]:
+        """Every candidate as a separate truth (``AggregateEach`` expanded), in label order."""
+        out: list[Truth] = []
+        for c in self.candidates:
+            out.extend(c.truths() if isinstance(c, AggregateEach) else (c,))
+        return tuple(out)
 
     @classmethod
     def yes_no(cls, truth: Truth, focus: Attention | None = None) -> "Program":
@@ -373,6 +424,9 @@ class Program(_Hashed):
         for node in self.nodes():
             if isinstance(node, Filter):
                 out.setdefault(node.predicate)
+            elif isinstance(node, AggregateEach):
+                for p in node.predicates:
+                    out.setdefault(p)
             elif isinstance(node, Relate):
                 for a in node.atoms:
                     out.setdefault(a.predicate)
@@ -382,13 +436,13 @@ class Program(_Hashed):
         """The DFOL term, e.g. ``A_∃(Filter_Chair[Relate_{Left,∀}[1]])``."""
         if self.labels is None:
             return self.candidates[0].term()
-        return "[" + ", ".join(f"{lbl}: {t.term()}" for lbl, t in zip(self.labels, self.candidates)) + "]"
+        return "[" + ", ".join(f"{lbl}: {t.term()}" for lbl, t in zip(self.labels, self.truths())) + "]"
 
     def formula(self) -> str:
         """The equivalent FOL formula, e.g. ``∃X ∀Y: Chair(X) ∧ Left(X, Y)``."""
         if self.labels is None:
             return formula(self.candidates[0])
-        return "[" + ", ".join(f"{lbl}: {formula(t)}" for lbl, t in zip(self.labels, self.candidates)) + "]"
+        return "[" + ", ".join(f"{lbl}: {formula(t)}" for lbl, t in zip(self.labels, self.truths())) + "]"
 
     def __str__(self) -> str:
         return self.term()

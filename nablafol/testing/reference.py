@@ -111,7 +111,7 @@ def brute_force(program: Program, tables: Mapping, n_objects: int | None = None)
             return np.logical_or.reduce([tru(t) for t in node.inputs])
         raise ProgramStructureError(f"unknown truth node {type(node).__name__}")
 
-    return [float(weight[tru(t)].sum()) for t in program.candidates]
+    return [float(weight[tru(t)].sum()) for t in program.truths()]
 
 
 def _quantify(values: np.ndarray, q: Quantifier, axis: int) -> np.ndarray:
@@ -149,7 +149,7 @@ def repeated_predicates(program: Program) -> set[Predicate]:
             walk(c, inside)
 
     repeated: set[Predicate] = set()
-    for cand in program.candidates:
+    for cand in program.truths():
         uses.clear()
         walk(cand, False)
         repeated |= {p for p, c in uses.items() if c > 1}

@@ -20,7 +20,7 @@ try:
 except ImportError as e:  # pragma: no cover - hypothesis is a test dependency
     raise ImportError("nablafol.testing.strategies needs hypothesis: pip install hypothesis") from e
 
-from ..ir import (Aggregate, And, Atom, Attention, Conjoin, Filter, Neg, Not, Or, Predicate, Program, Quantifier,
+from ..ir import (Aggregate, AggregateEach, And, Atom, Attention, Conjoin, Filter, Neg, Not, Or, Predicate, Program, Quantifier,
                   Relate, Top, Truth)
 from .reference import repeated_predicates
 
@@ -68,9 +68,15 @@ def programs(unary, binary, max_depth: int = 4, max_candidates: int = 3) -> st.S
     """Random yes/no programs and open programs with labelled candidates."""
     t = truths(unary, binary, max_depth)
     yes_no = st.builds(Program.yes_no, t)
-    open_ = st.lists(t, min_size=1, max_size=max_candidates).map(
-        lambda ts: Program(tuple(ts), tuple(f"c{i}" for i in range(len(ts)))))
+    each = st.builds(AggregateEach, quantifiers, st.lists(st.sampled_from(list(unary)), min_size=1, max_size=3,
+                                                          unique=True).map(tuple), attentions(unary, binary, max_depth))
+    open_ = st.lists(t | each, min_size=1, max_size=max_candidates).map(_labelled)
     return st.one_of(yes_no, open_)
+
+
+def _labelled(candidates) -> Program:
+    n = sum(len(c.predicates) if isinstance(c, AggregateEach) else 1 for c in candidates)
+    return Program(tuple(candidates), tuple(f"c{i}" for i in range(n)))
 
 
 def tables_for(predicates, n_objects: int, crisp: bool = False, certain=()):

@@ -29,7 +29,7 @@ def test_gradcheck_float64(program, n, seed):
 
     def f(*leaves):
         oracle = TableOracle([dict(zip(preds, leaves))])
-        return engine([program], oracle).probs()[0, : len(program.candidates)]
+        return engine([program], oracle).probs()[0, : program.n_candidates]
 
     assert torch.autograd.gradcheck(f, tuple(tables.values()), eps=1e-6, atol=1e-5, rtol=1e-4)
 
@@ -42,7 +42,7 @@ def test_gradients_are_finite_at_exact_zeros_and_ones(program, n, seed):
     tables = {p: torch.tensor(rng.choice([0.0, 1.0, 0.3, 0.999999], size=(n,) * p.arity), dtype=torch.float32,
                               requires_grad=True) for p in UNARY + BINARY}
     answers = Engine()([program], TableOracle([tables]))
-    probs = answers.probs()[0, : len(program.candidates)]
+    probs = answers.probs()[0, : program.n_candidates]
     probs.sum().backward()
     used = set(program.predicates())
     for p, t in tables.items():

@@ -23,7 +23,7 @@ def test_padding_does_not_change_results(case, extra):
     alone = run_engine([case.program], [case.tables])
     big = {p: np.full((case.n_objects + extra,) * p.arity, 0.5) for p in case.tables}
     both = run_engine([case.program, case.program], [case.tables, big])
-    k = len(case.program.candidates)
+    k = case.program.n_candidates
     assert torch.allclose(alone.log_probs[0, :k], both.log_probs[0, :k], atol=1e-6, equal_nan=False)
 
 
@@ -31,7 +31,7 @@ def test_padding_does_not_change_results(case, extra):
 def test_batch_neighbours_do_not_change_results(a, b):
     alone = run_engine([a.program], [a.tables])
     together = run_engine([b.program, a.program, b.program], [b.tables, a.tables], scenes=[0, 1, 0])
-    k = len(a.program.candidates)
+    k = a.program.n_candidates
     assert torch.equal(alone.log_probs[0, :k], together.log_probs[1, :k])
 
 

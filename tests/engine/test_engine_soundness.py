@@ -16,15 +16,15 @@ from nablafol.testing.strategies import scenes_and_programs
 @given(scenes_and_programs(crisp=True, max_objects=4))
 def test_crisp_tables_give_classical_truth(case):
     answers = run_engine([case.program], [case.tables])
-    got = answers.probs()[0, : len(case.program.candidates)].tolist()
-    want = [1.0 if classical(t, case.tables, case.n_objects) else 0.0 for t in case.program.candidates]
+    got = answers.probs()[0, : case.program.n_candidates].tolist()
+    want = [1.0 if classical(t, case.tables, case.n_objects) else 0.0 for t in case.program.truths()]
     assert got == want  # exactly 0 or 1, no rounding
 
 
 @given(scenes_and_programs(read_once=True, max_objects=3))
 def test_read_once_formulas_equal_brute_force(case):
     answers = run_engine([case.program], [case.tables])
-    got = answers.probs()[0, : len(case.program.candidates)].tolist()
+    got = answers.probs()[0, : case.program.n_candidates].tolist()
     want = brute_force(case.program, case.tables)
     assert np.allclose(got, want, atol=1e-6, rtol=0), (case.program.formula(), got, want)
 
@@ -32,7 +32,7 @@ def test_read_once_formulas_equal_brute_force(case):
 @given(scenes_and_programs(read_once=True, max_objects=3))
 def test_read_once_formulas_equal_brute_force_in_float64(case):
     answers = run_engine([case.program], [case.tables], dtype=torch.float64)
-    got = answers.probs()[0, : len(case.program.candidates)].tolist()
+    got = answers.probs()[0, : case.program.n_candidates].tolist()
     assert np.allclose(got, brute_force(case.program, case.tables), atol=1e-12, rtol=0)
 
 

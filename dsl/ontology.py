@@ -1,0 +1,244 @@
+"""The vocabulary programs are written in: classes, categories, attributes, relations.
+
+    >>> from dsl import Ontology, normalize
+    >>> gqa = Ontology.gqa()
+    >>> sorted(gqa.classes_under("food"))[:3]
+    ['almond', 'anchovy', 'appetizer']
+    >>> sorted(gqa.values_of("vposition"))
+    ['bottom', 'middle', 'top']
+    >>> normalize("plates"), normalize("glasses"), normalize("tennis")
+    ('plate', 'glasses', 'tenni')
+    >>> gqa.raw_form("tenni")
+    'tennis'
+
+`Ontology.gqa()` is GQA's vocabulary as shipped in dsl/data/gqa (see SOURCE.md there),
+completed with what GQA programs use but the files lack: `vposition` (top, middle,
+bottom), `middle` for `hposition`, and the scene-level types `location` (indoors,
+outdoors), `place` and `room` (their values are the classes of the categories of
+those names). `sportActivity`/`sportactivity` are one type: types match case-
+insensitively, because GQA writes `filter sportActivity` while the file lists both.
+Names, values and relations match exactly: GQA writes them in lower case.
+
+Surface forms. The shipped names are singulars made by a naive singularizer
+(`tenni`, `adida`, `cactu`, `brushing tooth`) while GQA's programs and scene graphs
+use raw forms (`tennis`, `plates`, `skis`, `people`). One function maps raw to
+vocabulary forms, `normalize`, and `raw_form` maps back for reporting answers:
+
+  normalize(raw): `raw` itself if the vocabulary has it (so `glasses`, `pants`,
+    `shorts`, `grass`, `glass`, `bus` stay as they are: the vocabulary lists them);
+    else the first singular candidate of its last word (dsl.inflection) that the
+    vocabulary has, directly or through the table of naive-singularizer forms
+    (`pizza slice` -> `pizza slouse`, `wii` -> `wius`); else `raw` unchanged, for
+    the caller to report as unknown. It is idempotent.
+  raw_form(vocabulary form): GQA's spelling of it (`tenni` -> `tennis`); the identity
+    for the forms GQA writes itself. normalize(raw_form(v)) == v for every form v.
+
+The shipped files are copied unchanged; these decisions live here, in code.
+"""
+from __future__ import annotations
+
+import functools
+import json
+from importlib import resources
+from types import MappingProxyType
+from typing import Iterable, Mapping
+
+from .errors import UnknownConceptError
+from .inflection import singular_candidates
+
+__all__ = ["Ontology", "normalize", "raw_form", "KINDS"]
+
+KINDS = ("name", "value", "type", "relation")
+
+# Vocabulary forms produced by the naive singularizer that GQA never writes -> GQA's form.
+GQA_RAW_FORMS = {
+    "tenni": "tennis", "adida": "adidas", "cactu": "cactus", "octopu": "octopus",
+    "brushing tooth": "brushing teeth", "shaking hand": "shaking hands", "wius": "wii",
+    "pizza slouse": "pizza slice", "sunglass": "sunglasses", "pajama": "pajamas",
+    "bleacher": "bleachers", "headphone": "headphones", "earphone": "earphones",
+    "chopstick": "chopsticks", "sideway": "sideways",
+}
+# Types GQA asks of the whole image (`select: scene`) rather than of objects.
+GQA_SCENE_TYPES = ("location", "weather", "place", "room")
+
+
+class Ontology:
+    """A vocabulary: categories -> classes, attribute types -> values, relations.
+
+    Build one from plain data (`Ontology(hypernyms, attributes, relations)`, the layout of
+    the GQA files: {category: [class, ...]}, {type: [value, ...]}, [relation, ...]) or get
+    GQA's with `Ontology.gqa()`. Query methods take vocabulary forms; `lookup`/`require`
+    take raw forms and normalize them first.
+    """
+
+    def __init__(self, hypernyms: Mapping[str, Iterable[str]], attributes: Mapping[str, Iterable[str]],
+                 relations: Iterable[str], *, raw_forms: Mapping[str, str] | None = None,
+                 scene_types: Iterable[str] = ()):
+        self.categories: Mapping[str, frozenset[str]] = MappingProxyType(
+            {category: frozenset(classes) for category, classes in hypernyms.items()})
+        self.classes: frozenset[str] = frozenset().union(*self.categories.values())
+        merged: dict[str, set[str]] = {}
+        self._type_keys: dict[str, str] = {}  # casefolded -> first spelling seen
+        for type_name, values in attributes.items():
+            key = self._type_keys.setdefault(type_name.casefold(), type_name)
+            merged.setdefault(key, set()).update(values)
+        self.attribute_types: Mapping[str, frozenset[str]] = MappingProxyType(
+            {type_name: frozenset(values) for type_name, values in merged.items()})
+        self.relations: frozenset[str] = frozenset(relations)
+        by_value: dict[str, set[str]] = {}
+        for type_name, values in self.attribute_types.items():
+            for value in values:
+                by_value.setdefault(value, set()).add(type_name)
+        self._types_by_value = {value: frozenset(types) for value, types in by_value.items()}
+        self.scene_types: frozenset[str] = frozenset(self._type_keys.get(t.casefold(), t) for t in scene_types)
+        self._raw_forms = dict(raw_forms or {})
+        self._aliases = {raw: form for form, raw in self._raw_forms.items()}
+        self._vocabulary = (self.classes | set(self.categories) | set(self._types_by_value)
+                            | set(self.attribute_types) | self.relations)
+        self._normalized = functools.lru_cache(maxsize=1 << 14)(self._normalize_uncached)
+
+    # ------------------------------------------------------------------ construction
+
+    @classmethod
+    def gqa(cls) -> "Ontology":
+        """GQA's vocabulary (package data dsl/data/gqa), completed; built once."""
+        return _gqa_ontology()
+
+    # ------------------------------------------------------------------ queries (vocabulary forms)
+
+    def is_class(self, name: str) -> bool:
+        return name in self.classes
+
+    def is_category(self, name: str) -> bool:
+        return name in self.categories
+
+    def is_name(self, name: str) -> bool:
+        """A class or a category: what `select`/`relate` may name."""
+        return name in self.classes or name in self.categories
+
+    def classes_under(self, name: str) -> frozenset[str]:
+        """The classes NAME stands for: a class -> itself; a category -> its classes, and
+        itself too when it is also a class (`person`, `food`)."""
+        if name in self.categories:
+            extra = {name} if name in self.classes else set()
+            return self.categories[name] | extra
+        if name in self.classes:
+            return frozenset({name})
+        raise UnknownConceptError(name, "name")
+
+    def categories_of(self, class_name: str) -> frozenset[str]:
+        """The categories a class sits under (possibly several, possibly none)."""
+        if class_name not in self.classes and class_name not in self.categories:
+            raise UnknownConceptError(class_name, "name")
+        return frozenset(c for c, members in self.categories.items() if class_name in members)
+
+    def has_type(self, type_name: str) -> bool:
+        return type_name.casefold() in self._type_keys
+
+    def type_name(self, type_name: str) -> str:
+        """The vocabulary's spelling of an attribute type ('sportactivity' -> 'sportActivity')."""
+        try:
+            return self._type_keys[type_name.casefold()]
+        except KeyError:
+            raise UnknownConceptError(type_name, "type") from None
+
+    def values_of(self, type_name: str) -> frozenset[str]:
+        """The values of an attribute type (matched case-insensitively)."""
+        return self.attribute_types[self.type_name(type_name)]
+
+    def types_of(self, value: str) -> frozenset[str]:
+        """The attribute types a value belongs to ('light' -> {'tone', 'weight'})."""
+        try:
+            return self._types_by_value[value]
+        except KeyError:
+            raise UnknownConceptError(value, "value") from None
+
+    def is_attribute_value(self, value: str, type_name: str | None = None) -> bool:
+        """Whether `value` is a value (of `type_name`, when given)."""
+        if type_name is None:
+            return value in self._types_by_value
+        return self.has_type(type_name) and value in self.values_of(type_name)
+
+    def is_relation(self, name: str) -> bool:
+        return name in self.relations
+
+    # ------------------------------------------------------------------ surface forms
+
+    def normalize(self, raw: str) -> str:
+        """The vocabulary form of a raw GQA string (see the module doc); `raw` unchanged
+        when the vocabulary has no form for it."""
+        return self._normalized(raw)
+
+    def _normalize_uncached(self, raw: str) -> str:
+        if not isinstance(raw, str):
+            raise TypeError(f"normalize takes a str, got {type(raw).__name__}")
+        text = raw.strip()
+        if text in self._vocabulary:
+            return text
+        if text in self._aliases:
+            return self._aliases[text]
+        for candidate in singular_candidates(text):
+            if candidate in self._vocabulary:
+                return candidate
+            if candidate in self._aliases:
+                return self._aliases[candidate]
+        return text
+
+    def raw_form(self, form: str) -> str:
+        """GQA's spelling of a vocabulary form, for reporting answers ('tenni' -> 'tennis')."""
+        return self._raw_forms.get(form, form)
+
+    def lookup(self, raw: str, kind: str) -> str | None:
+        """The vocabulary form of `raw` as a `kind` ('name', 'value', 'type', 'relation'),
+        or None if the vocabulary has no such concept."""
+        if kind == "type":
+            return self._type_keys.get(raw.strip().casefold())
+        form = self.normalize(raw)
+        if kind == "name":
+            known = self.is_name(form)
+        elif kind == "value":
+            known = form in self._types_by_value
+        elif kind == "relation":
+            known = form in self.relations
+        else:
+            raise ValueError(f"unknown kind {kind!r}; expected one of {', '.join(KINDS)}")
+        return form if known else None
+
+    def require(self, raw: str, kind: str) -> str:
+        """Like `lookup`, but raise `UnknownConceptError` naming the concept when unknown."""
+        form = self.lookup(raw, kind)
+        if form is None:
+            raise UnknownConceptError(raw, kind, self.normalize(raw) if kind != "type" else raw)
+        return form
+
+    def __repr__(self) -> str:
+        return (f"Ontology({len(self.classes)} classes, {len(self.categories)} categories, "
+                f"{len(self.attribute_types)} attribute types, {len(self.relations)} relations)")
+
+
+def _load_json(name: str):
+    return json.loads(resources.files("dsl").joinpath(f"data/gqa/{name}").read_text(encoding="utf-8"))
+
+
+@functools.lru_cache(maxsize=None)
+def _gqa_ontology() -> Ontology:
+    hypernyms = _load_json("hypernyms.json")
+    attributes = {type_name: list(values) for type_name, values in _load_json("attributes.json").items()}
+    # What GQA's programs use but the files lack (see the module doc).
+    attributes["hposition"] = sorted(set(attributes["hposition"]) | {"middle"})
+    attributes["vposition"] = ["top", "middle", "bottom"]
+    attributes["location"] = ["indoors", "outdoors"]
+    attributes["place"] = sorted(hypernyms["place"])
+    attributes["room"] = sorted(set(attributes.get("room", ())) | set(hypernyms["room"]))
+    return Ontology(hypernyms, attributes, _load_json("relations.json"),
+                    raw_forms=GQA_RAW_FORMS, scene_types=GQA_SCENE_TYPES)
+
+
+def normalize(raw: str) -> str:
+    """Raw GQA surface form -> GQA vocabulary form: `Ontology.gqa().normalize(raw)`."""
+    return _gqa_ontology().normalize(raw)
+
+
+def raw_form(form: str) -> str:
+    """GQA vocabulary form -> GQA's raw spelling: `Ontology.gqa().raw_form(form)`."""
+    return _gqa_ontology().raw_form(form)
