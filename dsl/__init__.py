@@ -29,7 +29,7 @@ Only the standard library and lark are imported; nothing here knows about tensor
 """
 from .ast import (Alternatives, Argument, AttributeType, Empty, Objects, Program, Relation, Scene,
                   Step, Value)
-from .errors import ProgramError, UnknownConceptError
+from .errors import ProgramError, UnknownConceptError, VocabularyFileError
 from .ontology import Ontology, normalize, raw_form
 from .operations import COMPARATIVES, VERBS, Kind
 from .parser import clear_caches, parse_program, program_from_semantic, validate_program
@@ -38,6 +38,6 @@ __all__ = [
     "parse_program", "program_from_semantic", "validate_program", "clear_caches",
     "Program", "Step", "Argument", "Objects", "Scene", "Value", "Relation", "Alternatives",
     "AttributeType", "Empty", "Kind", "VERBS", "COMPARATIVES",
-    "ProgramError", "UnknownConceptError",
+    "ProgramError", "UnknownConceptError", "VocabularyFileError",
     "Ontology", "normalize", "raw_form",
 ]

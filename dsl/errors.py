@@ -18,7 +18,7 @@ relation the vocabulary does not know.
 """
 from __future__ import annotations
 
-__all__ = ["ProgramError", "UnknownConceptError"]
+__all__ = ["ProgramError", "UnknownConceptError", "VocabularyFileError"]
 
 # How many characters of the program to show on each side of the caret.
 _CONTEXT_SPAN = 40
@@ -87,6 +87,14 @@ class UnknownConceptError(LookupError):
 
     def __str__(self) -> str:  # LookupError would quote the message like a KeyError
         return self.args[0]
+
+
+class VocabularyFileError(ValueError):
+    """A vocabulary file that cannot be read: ``str()`` is ``"{path}: {problem}"``."""
+
+    def __init__(self, path, problem: str):
+        self.path, self.problem = str(path), problem
+        super().__init__(f"{self.path}: {problem}")
 
 
 def caret_context(text: str, line: int, column: int, span: int = _CONTEXT_SPAN) -> str:

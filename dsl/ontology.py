@@ -43,7 +43,7 @@ from importlib import resources
 from types import MappingProxyType
 from typing import Iterable, Mapping
 
-from .errors import UnknownConceptError
+from .errors import UnknownConceptError, VocabularyFileError
 from .inflection import singular_candidates
 
 __all__ = ["Ontology", "normalize", "raw_form", "KINDS"]
@@ -103,6 +103,31 @@ class Ontology:
     def gqa(cls) -> "Ontology":
         """GQA's vocabulary (package data dsl/data/gqa), completed; built once."""
         return _gqa_ontology()
+
+    @classmethod
+    def from_folder(cls, folder) -> "Ontology":
+        """A vocabulary in the layout of dsl/data/gqa (`hypernyms.json`, `attributes.json`,
+        `relations.json`), completed as GQA's is (positions, scene-level types). A dataset
+        may carry its own, smaller vocabulary this way (the embedded dataset does)."""
+        from pathlib import Path
+        folder = Path(folder)
+        loaded = []
+        for name in ("hypernyms.json", "attributes.json", "relations.json"):
+            path = folder / name
+            try:
+                loaded.append(json.loads(path.read_text(encoding="utf-8")))
+            except OSError as e:
+                raise VocabularyFileError(path, f"cannot read ({e.strerror or e})") from None
+            except ValueError as e:
+                raise VocabularyFileError(path, f"not JSON ({e})") from None
+        hypernyms, attributes, relations = loaded
+        if not (isinstance(hypernyms, dict) and all(isinstance(v, list) for v in hypernyms.values())):
+            raise VocabularyFileError(folder / "hypernyms.json", "expected {category: [class, ...]}")
+        if not (isinstance(attributes, dict) and all(isinstance(v, list) for v in attributes.values())):
+            raise VocabularyFileError(folder / "attributes.json", "expected {type: [value, ...]}")
+        if not (isinstance(relations, list) and all(isinstance(r, str) for r in relations)):
+            raise VocabularyFileError(folder / "relations.json", "expected [relation, ...]")
+        return _completed(*loaded)
 
     # ------------------------------------------------------------------ queries (vocabulary forms)
 
@@ -222,16 +247,18 @@ def _load_json(name: str):
 
 @functools.lru_cache(maxsize=None)
 def _gqa_ontology() -> Ontology:
-    hypernyms = _load_json("hypernyms.json")
-    attributes = {type_name: list(values) for type_name, values in _load_json("attributes.json").items()}
+    return _completed(_load_json("hypernyms.json"), _load_json("attributes.json"), _load_json("relations.json"))
+
+
+def _completed(hypernyms, attributes, relations) -> Ontology:
+    attributes = {type_name: list(values) for type_name, values in attributes.items()}
     # What GQA's programs use but the files lack (see the module doc).
-    attributes["hposition"] = sorted(set(attributes["hposition"]) | {"middle"})
+    attributes["hposition"] = sorted(set(attributes.get("hposition", ("left", "right"))) | {"middle"})
     attributes["vposition"] = ["top", "middle", "bottom"]
-    attributes["location"] = ["indoors", "outdoors"]
-    attributes["place"] = sorted(hypernyms["place"])
-    attributes["room"] = sorted(set(attributes.get("room", ())) | set(hypernyms["room"]))
-    return Ontology(hypernyms, attributes, _load_json("relations.json"),
-                    raw_forms=GQA_RAW_FORMS, scene_types=GQA_SCENE_TYPES)
+    attributes["location"] = sorted(set(attributes.get("location", ())) | {"indoors", "outdoors"})
+    attributes["place"] = sorted(set(attributes.get("place", ())) | set(hypernyms.get("place", ())))
+    attributes["room"] = sorted(set(attributes.get("room", ())) | set(hypernyms.get("room", ())))
+    return Ontology(hypernyms, attributes, relations, raw_forms=GQA_RAW_FORMS, scene_types=GQA_SCENE_TYPES)
 
 
 def normalize(raw: str) -> str:

@@ -95,7 +95,7 @@ class Truth(Node):
 
 
 def _check(value, kind, where):
-    if not isinstance(value, kind):
+    if not isinstance(value, kind):  # messages are built only on failure: nodes are made by the million
         name = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
         raise ProgramStructureError(f"{where}: expected {name}, got {type(value).__name__} {value!r:.60}")
 
@@ -121,7 +121,7 @@ class Filter(Attention):
         _check(self.predicate, Predicate, "Filter predicate")
         if self.predicate.arity != 1:
             raise ProgramStructureError(f"Filter needs a unary predicate, {self.predicate.name!r} is binary")
-        _check(self.input, Attention, f"Filter_{self.predicate} input")
+        _check(self.input, Attention, "Filter input")
 
     def children(self):
         return (self.input,)
@@ -264,10 +264,11 @@ class AggregateEach(Node):
         _check(self.quantifier, Quantifier, "AggregateEach quantifier")
         if not isinstance(self.predicates, tuple) or not self.predicates:
             raise ProgramStructureError("AggregateEach needs a non-empty tuple of unary predicates")
-        for p in self.predicates:
-            _check(p, Predicate, "AggregateEach predicate")
-            if p.arity != 1:
-                raise ProgramStructureError(f"AggregateEach needs unary predicates, {p.name!r} is binary")
+        if not all(type(p) is Predicate and p.arity == 1 for p in self.predicates):  # one fast pass
+            for p in self.predicates:
+                _check(p, Predicate, "AggregateEach predicate")
+                if p.arity != 1:
+                    raise ProgramStructureError(f"AggregateEach needs unary predicates, {p.name!r} is binary")
         _check(self.input, Attention, "AggregateEach input")
 
     def children(self):
@@ -278,7 +279,7 @@ class AggregateEach(Node):
         return tuple(Aggregate(self.quantifier, Filter(p, self.input)) for p in self.predicates)
 
     def term(self) -> str:
-        return f"[A_{self.quantifier.symbol}(Filter_π[{self.input.term()}]) for π in {{{', '.join(map(str, self.predicates))}}}]"
+        return f"A_{self.quantifier.symbol}(Filter_π[{self.input.term()}])"
 
     __hash__ = _Hashed.__hash__
 
@@ -436,19 +437,35 @@ class Program(_Hashed):
         """The DFOL term, e.g. ``A_∃(Filter_Chair[Relate_{Left,∀}[1]])``."""
         if self.labels is None:
             return self.candidates[0].term()
-        return "[" + ", ".join(f"{lbl}: {t.term()}" for lbl, t in zip(self.labels, self.truths())) + "]"
+        return self._listing(lambda node: node.term(), lambda each: each.term())
 
     def formula(self) -> str:
         """The equivalent FOL formula, e.g. ``∃X ∀Y: Chair(X) ∧ Left(X, Y)``."""
         if self.labels is None:
             return formula(self.candidates[0])
-        return "[" + ", ".join(f"{lbl}: {formula(t)}" for lbl, t in zip(self.labels, self.truths())) + "]"
+        return self._listing(formula, lambda each: formula(Aggregate(each.quantifier, Filter(_PI, each.input))))
+
+    def _listing(self, render, render_each) -> str:
+        """``[label: rendering, ...]``; an AggregateEach shows once, as ``{its labels}: π(X) ...``."""
+        parts, k = [], 0
+        for c in self.candidates:
+            if isinstance(c, AggregateEach):
+                labels = self.labels[k:k + len(c.predicates)]
+                shown = ", ".join(labels[:6]) + (f", … ({len(labels)})" if len(labels) > 6 else "")
+                parts.append(f"π ∈ {{{shown}}}: {render_each(c)}")
+                k += len(c.predicates)
+            else:
+                parts.append(f"{self.labels[k]}: {render(c)}")
+                k += 1
+        return "[" + ", ".join(parts) + "]"
 
     def __str__(self) -> str:
         return self.term()
 
     __hash__ = _Hashed.__hash__
 
+
+_PI = Predicate("π")  # stands for each predicate of an AggregateEach when printed
 
 # --- FOL rendering -------------------------------------------------------------------
 # ∃ and ∀ are pulled to the front (prenex form: Q X (A ∧ Q' Y B) = Q X Q' Y (A ∧ B) over a

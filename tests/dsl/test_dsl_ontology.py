@@ -159,3 +159,32 @@ def test_singular_candidates():
     assert singular_candidates("berries")[0] == "berry"
     assert singular_candidates("brushing teeth") == ["brushing tooth"]
     assert singular_candidates("glass") == [] and singular_candidates("is") == []
+
+
+def test_ontology_from_folder_matches_gqa(tmp_path):
+    import json
+    import shutil
+    from importlib import resources
+
+    from dsl import Ontology
+    for name in ("hypernyms.json", "attributes.json", "relations.json"):
+        shutil.copy(resources.files("dsl").joinpath(f"data/gqa/{name}"), tmp_path / name)
+    loaded, gqa = Ontology.from_folder(tmp_path), Ontology.gqa()
+    assert loaded.classes == gqa.classes and dict(loaded.attribute_types) == dict(gqa.attribute_types)
+    assert loaded.relations == gqa.relations
+
+
+def test_ontology_from_folder_reports_bad_files(tmp_path):
+    import pytest
+
+    from dsl import Ontology, VocabularyFileError
+    with pytest.raises(VocabularyFileError, match="hypernyms.json: cannot read"):
+        Ontology.from_folder(tmp_path)
+    (tmp_path / "hypernyms.json").write_text("{not json")
+    (tmp_path / "attributes.json").write_text("{}")
+    (tmp_path / "relations.json").write_text("[]")
+    with pytest.raises(VocabularyFileError, match="hypernyms.json: not JSON"):
+        Ontology.from_folder(tmp_path)
+    (tmp_path / "hypernyms.json").write_text('{"furniture": "chair"}')
+    with pytest.raises(VocabularyFileError, match=r"expected \{category"):
+        Ontology.from_folder(tmp_path)

@@ -1,0 +1,95 @@
+"""The GQA compiler: parsed program (``dsl``) -> DFOL program (``nablafol.ir``), cached.
+
+    >>> from compiler import Compiler
+    >>> c = Compiler()
+    >>> q = c.compile_text("select: wall (722332)->filter color: white [0]->relate: _,on,s (722335) [1]->exist: ? [2]")
+    >>> print(q.program.term())
+    A_∃(Relate_{on,∃}[Filter_white[Filter_wall[1]]])
+    >>> print(q.program.formula())
+    ∃X ∃Y: on(X, Y) ∧ white(Y) ∧ wall(Y)
+    >>> q.is_binary, q.answers
+    (True, ('yes', 'no'))
+
+Compiling is pure. Object ids in parentheses are GQA's annotation of the ground truth and
+never reach reasoning, so programs that differ only in ids share one compilation.
+"""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, replace
+from typing import Optional
+
+import dsl
+import dsl.ast as A
+
+from nablafol.ir import Program
+
+from .concepts import Concepts
+from .errors import CompileError
+from .translate import Translator
+
+CACHE_SIZE = 1 << 16
+
+
+@dataclass(frozen=True)
+class CompiledQuestion:
+    """A GQA program compiled: the DFOL program and how to read its answer.
+
+    ``program.labels`` are the plausible answers in GQA's raw form (``None`` for yes/no);
+    ``source`` is the parsed program with object ids removed.
+    """
+
+    program: Program
+    source: A.Program
+
+    @property
+    def is_binary(self) -> bool:
+        return self.program.labels is None
+
+    @property
+    def answers(self) -> tuple[str, ...]:
+        return ("yes", "no") if self.program.labels is None else self.program.labels
+
+    def formula(self) -> str:
+        return self.program.formula()
+
+
+def without_ids(program: A.Program) -> A.Program:
+    """The program with every object-id annotation dropped (what reasoning may see)."""
+    steps = []
+    for s in program.steps:
+        arg = s.argument
+        if isinstance(arg, (A.Objects, A.Relation)) and arg.ids is not None:
+            arg = arg.with_ids(None)
+        steps.append(s if arg is s.argument else replace(s, argument=arg))
+    return A.Program(tuple(steps))
+
+
+class Compiler:
+    """Compiles GQA programs against one ontology (GQA's by default), with a cache."""
+
+    def __init__(self, ontology: Optional[dsl.Ontology] = None, cache_size: int = CACHE_SIZE):
+        self.ontology = ontology or dsl.Ontology.gqa()
+        self.concepts = Concepts(self.ontology)
+        self._translator = Translator(self.concepts)
+        self._compile_stripped = functools.lru_cache(maxsize=cache_size)(self._compile_uncached)
+
+    def compile(self, program: A.Program) -> CompiledQuestion:
+        """Compile a parsed program; raises :class:`CompileError` naming the step."""
+        if not isinstance(program, A.Program):
+            raise CompileError(f"expected a dsl Program, got {type(program).__name__}", reason="unsupported")
+        return self._compile_stripped(without_ids(program))
+
+    def compile_text(self, text: str) -> CompiledQuestion:
+        """Parse (``dsl.parse_program``) and compile a ``semanticStr`` line."""
+        return self.compile(dsl.parse_program(text))
+
+    def compile_semantic(self, steps: list) -> CompiledQuestion:
+        """Parse (``dsl.program_from_semantic``) and compile a ``semantic`` list."""
+        return self.compile(dsl.program_from_semantic(steps))
+
+    def cache_info(self):
+        return self._compile_stripped.cache_info()
+
+    def _compile_uncached(self, program: A.Program) -> CompiledQuestion:
+        return CompiledQuestion(self._translator.program(program), program)

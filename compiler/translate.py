@@ -1,0 +1,195 @@
+"""GQA steps -> DFOL nodes: the fixed translation of gqa-programs.md (paper, Table 4).
+
+Each step's result is an :class:`ObjectSet` (an attention, with the name that selected it),
+a :class:`YesNo` (a closed formula), or, for the answer step, the final
+:class:`nablafol.ir.Program`. Operation by operation (``X``, ``Y`` the inputs' attentions):
+
+=================================  ==========================================================
+``select: NAME`` / ``scene``       ``Filter_NAME[1]`` / ``Filter_scene[1]``
+``filter [T]: V`` / ``not(V)``     ``Filter_V[X]`` / ``X ⊙ Neg[Filter_V[1]]``
+``relate: N,R,s`` / ``N,R,o``      ``Filter_N[Relate_{R,∃}[X]]`` / ``Filter_N[Relate_{R⁻¹,∃}[X]]``
+``exist``                          ``A_∃(X)``
+``verify [T]: V`` / ``verify rel``  ``A_∃(Filter_V[X])`` / ``A_∃(relate ...)``
+``query T``                        ``[A_∃(Filter_v[X]) for v in values(T)]``
+``choose [T]: V1|V2``              ``{V1: A_∃(Filter_V1[X]), V2: ...}``
+``choose rel: N,R1|R2,r``          ``{R1: A_∃(relate R1), R2: ...}`` (``left``/``right``)
+``choose COMP``                    ``{a: A_∃(X ⊙ Relate_{COMP,∃}[Y]), b: A_∃(Y ⊙ Relate_{COMP,∃}[X])}``
+``and`` / ``or``                   ``a ∧ b`` / ``a ∨ b``
+``same T`` (two inputs)            ``∨_v (A_∃(Filter_v[X]) ∧ A_∃(Filter_v[Y]))``
+``same: T`` (one input)            ``∨_v ¬A_∃(X ⊙ Neg[Filter_v[1]])``  (all of them share a value)
+``different``                      ``¬same``
+``common``                         ``{T: same T(X, Y) for T in the attribute types}``
+=================================  ==========================================================
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Union
+
+import dsl.ast as A
+
+from nablafol.ir import (Aggregate, AggregateEach, And, Attention, Conjoin, Filter, Neg, Not, Or, Program,
+                         Quantifier, Relate, Top, Truth)
+
+from .concepts import SCENE, Concepts
+from .errors import CompileError
+
+EXISTS = Quantifier.EXISTS
+LEFT_RIGHT = {"to the left of": "left", "to the right of": "right"}
+
+
+@dataclass(frozen=True)
+class ObjectSet:
+    """The objects a step attends to, and the name that selected them (vocabulary and raw form)."""
+
+    attention: Attention
+    source: Optional[str]  # vocabulary form of the last select/relate name; None for `_` and the scene
+    raw_name: Optional[str]  # that name as written in the program
+
+
+@dataclass(frozen=True)
+class YesNo:
+    truth: Truth
+    focus: Optional[Attention] = None
+
+
+Result = Union[ObjectSet, YesNo, Program]
+
+
+class Translator:
+    """Translates one parsed GQA program (pure: the same AST gives equal DFOL programs)."""
+
+    def __init__(self, concepts: Concepts):
+        self.c = concepts
+
+    def program(self, program: A.Program) -> Program:
+        results: list[Result] = []
+        for index, step in enumerate(program.steps):
+            try:
+                inputs = [results[d] for d in step.dependencies]
+                results.append(getattr(self, "_" + step.operation)(step, inputs))
+            except CompileError as e:
+                if e.step is None:
+                    raise CompileError(e.message, step=index, field=step.field, reason=e.reason) from None
+                raise
+            except AttributeError:
+                raise CompileError(f"operation {step.operation!r} is not a GQA operation", step=index,
+                                   field=step.field, reason="unsupported") from None
+        last = results[-1]
+        if isinstance(last, YesNo):
+            return Program.yes_no(last.truth, focus=last.focus)
+        if isinstance(last, Program):
+            return last
+        raise CompileError("the last step selects objects but does not answer", step=len(results) - 1,
+                           field=program.steps[-1].field, reason="unsupported")
+
+    # -- helpers --------------------------------------------------------------------------
+    @staticmethod
+    def _objects(step, inputs, k: int = 1) -> list[ObjectSet]:
+        if len(inputs) != k or not all(isinstance(x, ObjectSet) for x in inputs):
+            raise CompileError(f"needs {k} object set{'s' if k > 1 else ''} as input", reason="unsupported")
+        return inputs
+
+    def _related(self, x: ObjectSet, arg: A.Relation, relation: str) -> ObjectSet:
+        """``relate`` from ``x``: the objects named ``arg.name`` in ``relation`` with them."""
+        if arg.role not in ("s", "o"):
+            raise CompileError(f"relation role {arg.role!r} must be 's' or 'o'", reason="unsupported")
+        # role s: the new objects Y are the subject, REL(Y, X): Y is the relate's first argument
+        att: Attention = Relate.of(self.c.relation(relation), EXISTS, x.attention, reverse=arg.role == "o")
+        if arg.any_name:
+            return ObjectSet(att, None, None)
+        name = self.c.name(arg.name)
+        return ObjectSet(Filter(name, att), name.name, arg.name)
+
+    def _has(self, x: Attention, value: A.Value, type_: str | None) -> Attention:
+        pred = self.c.value(value.value, type_)
+        return Conjoin(x, Neg(Filter(pred, Top()))) if value.negated else Filter(pred, x)
+
+    def _two_same(self, type_: str, x: Attention, y: Attention) -> Truth:
+        preds, _ = self.c.candidates(type_)
+        return Or(tuple(And((Aggregate(EXISTS, Filter(p, x)), Aggregate(EXISTS, Filter(p, y)))) for p in preds))
+
+    def _all_same(self, type_: str, x: Attention) -> Truth:
+        preds, _ = self.c.candidates(type_)
+        return Or(tuple(Not(Aggregate(EXISTS, Conjoin(x, Neg(Filter(p, Top()))))) for p in preds))
+
+    # -- operations -----------------------------------------------------------------------
+    def _select(self, step: A.Step, inputs) -> ObjectSet:
+        if isinstance(step.argument, A.Scene):
+            return ObjectSet(Filter(SCENE, Top()), None, "scene")
+        name = self.c.name(step.argument.name)
+        return ObjectSet(Filter(name, Top()), name.name, step.argument.name)
+
+    def _filter(self, step, inputs) -> ObjectSet:
+        (x,) = self._objects(step, inputs)
+        return ObjectSet(self._has(x.attention, step.argument, step.type), x.source, x.raw_name)
+
+    def _relate(self, step, inputs) -> ObjectSet:
+        (x,) = self._objects(step, inputs)
+        return self._related(x, step.argument, step.argument.relation)
+
+    def _exist(self, step, inputs) -> YesNo:
+        (x,) = self._objects(step, inputs)
+        return YesNo(Aggregate(EXISTS, x.attention), x.attention)
+
+    def _verify(self, step, inputs) -> YesNo:
+        (x,) = self._objects(step, inputs)
+        if isinstance(step.argument, A.Relation):
+            return YesNo(Aggregate(EXISTS, self._related(x, step.argument, step.argument.relation).attention),
+                         x.attention)
+        return YesNo(Aggregate(EXISTS, self._has(x.attention, step.argument, step.type)), x.attention)
+
+    def _query(self, step, inputs) -> Program:
+        (x,) = self._objects(step, inputs)
+        preds, labels = self.c.candidates(step.argument.name, x.source)
+        return Program((AggregateEach(EXISTS, preds, x.attention),), labels, focus=x.attention)
+
+    def _choose(self, step, inputs) -> Program:
+        if step.is_comparative:
+            a, b = self._objects(step, inputs, 2)
+            comp = self.c.comparative(step.type)
+            labels = [o.raw_name or o.source for o in (a, b)]
+            if None in labels:
+                raise CompileError("a compared object set has no name to answer with", reason="unsupported")
+            score_a = Aggregate(EXISTS, Conjoin(a.attention, Relate.of(comp, EXISTS, b.attention)))
+            score_b = Aggregate(EXISTS, Conjoin(b.attention, Relate.of(comp, EXISTS, a.attention)))
+            if labels[0] == labels[1]:
+                return Program((score_a,), (labels[0],))
+            return Program((score_a, score_b), tuple(labels))
+        (x,) = self._objects(step, inputs)
+        options: dict[str, Truth] = {}
+        if isinstance(step.argument, A.Relation):
+            for relation in step.argument.relations:
+                label = LEFT_RIGHT.get(relation, relation)
+                options[label] = Aggregate(EXISTS, self._related(x, step.argument, relation).attention)
+        else:
+            type_ = None if step.type in (None, "") else step.type
+            for value in step.argument.values:
+                options[value] = Aggregate(EXISTS, Filter(self.c.value(value, type_), x.attention))
+        return Program.choice(options, focus=x.attention)
+
+    def _logic(self, step, inputs, combine) -> YesNo:
+        if len(inputs) != 2 or not all(isinstance(t, YesNo) for t in inputs):
+            raise CompileError("needs two yes/no results as input", reason="unsupported")
+        return YesNo(combine((inputs[0].truth, inputs[1].truth)))
+
+    def _and(self, step, inputs) -> YesNo:
+        return self._logic(step, inputs, And)
+
+    def _or(self, step, inputs) -> YesNo:
+        return self._logic(step, inputs, Or)
+
+    def _same(self, step, inputs) -> YesNo:
+        if step.type is not None:  # two inputs: do the two share a TYPE value
+            a, b = self._objects(step, inputs, 2)
+            return YesNo(self._two_same(step.type, a.attention, b.attention))
+        (x,) = self._objects(step, inputs)  # one input: do all of them share one
+        return YesNo(self._all_same(step.argument.name, x.attention), x.attention)
+
+    def _different(self, step, inputs) -> YesNo:
+        same = self._same(step, inputs)
+        return YesNo(Not(same.truth), same.focus)
+
+    def _common(self, step, inputs) -> Program:
+        a, b = self._objects(step, inputs, 2)
+        return Program.choice({t: self._two_same(t, a.attention, b.attention) for t in self.c.common_types})
