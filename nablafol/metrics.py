@@ -11,7 +11,10 @@ The definitions are those of GQA's official evaluation script (``eval.py`` of th
 challenge, Hudson & Manning 2019), where it is explicit:
 
 - a prediction is correct iff it equals the gold answer as a string (no lower-casing,
-  no stripping: ``"White" != "white"``);
+  no stripping: ``"White" != "white"``) -- :func:`exact_match`, the default; nablafol's own
+  commands compare with :func:`vocabulary_match` instead, which also accepts two surface
+  forms of one vocabulary concept (``skis`` = ``ski``), because a reasoner over a
+  vocabulary answers in its forms (see ``docs/design.md``);
 - a question is *open* iff ``types["structural"] == "query"``, else *binary* (verify,
   logical, choose, compare -- ``choose`` and ``compare`` answers are not yes/no);
 - consistency: see :class:`Consistency`.
@@ -46,7 +49,10 @@ __all__ = [
     "ConsistencyResult",
     "ScorableQuestion",
     "ScoringError",
+    "AnswerMatch",
     "answer_group",
+    "exact_match",
+    "vocabulary_match",
     "check_predictions",
     "check_questions",
     "prediction_of",
@@ -59,6 +65,28 @@ ANSWER_GROUPS: tuple[str, ...] = ("all", "open", "binary")
 UNKNOWN_STRUCTURAL = "unknown"
 
 _BINARY_ANSWERS = frozenset({"yes", "no"})
+
+#: How a prediction is compared with a gold answer.
+AnswerMatch = Callable[[Union[str, None], str], bool]
+
+
+def exact_match(prediction: str | None, answer: str) -> bool:
+    """GQA's ``eval.py``: the same string."""
+    return prediction == answer
+
+
+def vocabulary_match(prediction: str | None, answer: str) -> bool:
+    """The same string, or the same concept of GQA's vocabulary (``dsl.normalize``: ``skis`` = ``ski``).
+
+    >>> vocabulary_match("ski", "skis"), vocabulary_match("tennis", "tenni"), vocabulary_match("red", "blue")
+    (True, True, False)
+    """
+    if prediction is None:
+        return False
+    if prediction == answer:
+        return True
+    from dsl import normalize  # torch-free; imported here so exact scoring needs nothing else
+    return normalize(prediction) == normalize(answer)
 
 
 class ScoringError(NablafolError, ValueError):
@@ -223,6 +251,7 @@ class Accuracy:
     """
 
     is_binary: BinaryOverride = None
+    match: AnswerMatch = exact_match
     _correct: dict[str, int] = field(init=False, repr=False)
     _count: dict[str, int] = field(init=False, repr=False)
     _structural_correct: dict[str, int] = field(init=False, repr=False)
@@ -253,7 +282,7 @@ class Accuracy:
         for question in batch:
             predicted = prediction_of(predictions, question.id)
             structural = _structural_type(question) or UNKNOWN_STRUCTURAL
-            outcomes.append((question.id, predicted, predicted == question.answer,
+            outcomes.append((question.id, predicted, self.match(predicted, question.answer),
                              answer_group(question, self.is_binary), structural))
         for qid, predicted, correct, group, structural in outcomes:
             self._seen.add(qid)
@@ -336,6 +365,7 @@ class Consistency:
     """
 
     is_binary: BinaryOverride = None
+    match: AnswerMatch = exact_match
     _correct: dict[str, bool] = field(init=False, repr=False)
     _group: dict[str, str] = field(init=False, repr=False)
     _entailed: dict[str, tuple[str, ...]] = field(init=False, repr=False)
@@ -357,7 +387,7 @@ class Consistency:
         if already is not None:
             raise ScoringError(f"question {already!r} was already recorded by this Consistency")
         records = [
-            (q.id, prediction_of(predictions, q.id) == q.answer, answer_group(q, self.is_binary),
+            (q.id, self.match(prediction_of(predictions, q.id), q.answer), answer_group(q, self.is_binary),
              tuple(e for e in getattr(q, "entailed", None) or () if e != q.id))
             for q in batch
         ]

@@ -48,12 +48,14 @@ from os import PathLike
 from nablafol.metrics import (
     ANSWER_GROUPS,
     Accuracy,
+    AnswerMatch,
     AccuracyResult,
     BinaryOverride,
     Consistency,
     ConsistencyResult,
     ScorableQuestion,
     ScoringError,
+    exact_match,
     check_predictions,
     check_questions,
     prediction_of,
@@ -126,7 +128,8 @@ class Split:
         return cls(easy=data["easy"], hard=data["hard"], base_missing=data.get("base_missing", ()))
 
 
-def make_split(questions: Iterable[ScorableQuestion], base_predictions: Mapping[str, str]) -> Split:
+def make_split(questions: Iterable[ScorableQuestion], base_predictions: Mapping[str, str], *,
+               match: AnswerMatch = exact_match) -> Split:
     """Easy = questions the base model answers correctly (exact match), hard = the rest.
 
     Lists keep the questions' order; a question without a base prediction is hard and
@@ -137,7 +140,7 @@ def make_split(questions: Iterable[ScorableQuestion], base_predictions: Mapping[
     easy, hard, missing = [], [], []
     for question in checked:
         predicted = prediction_of(base_predictions, question.id)
-        (easy if predicted == question.answer else hard).append(question.id)
+        (easy if match(predicted, question.answer) else hard).append(question.id)
         if predicted is None:
             missing.append(question.id)
     return Split(easy=tuple(easy), hard=tuple(hard), base_missing=tuple(missing))
@@ -185,8 +188,8 @@ class SubsetScore:
 
 
 def _score_subset(questions: list[ScorableQuestion], predictions: Mapping[str, str],
-                  is_binary: BinaryOverride) -> SubsetScore:
-    accuracy, consistency = Accuracy(is_binary=is_binary), Consistency(is_binary=is_binary)
+                  is_binary: BinaryOverride, match: AnswerMatch = exact_match) -> SubsetScore:
+    accuracy, consistency = Accuracy(is_binary=is_binary, match=match), Consistency(is_binary=is_binary, match=match)
     accuracy.update(questions, predictions)
     consistency.update(questions, predictions)
     return SubsetScore(tally=accuracy.compute(), agreement=consistency.compute())
@@ -281,7 +284,8 @@ def _check_split_covers(split: Split, questions: list[ScorableQuestion]) -> None
 
 
 def score(questions: Iterable[ScorableQuestion], predictions: Mapping[str, str],
-          split: Split | None = None, *, is_binary: BinaryOverride = None) -> Scores:
+          split: Split | None = None, *, is_binary: BinaryOverride = None,
+          match: AnswerMatch = exact_match) -> Scores:
     """Accuracy and consistency of ``predictions`` on ``questions``; Acc_h / Err_e given a split.
 
     ``split`` must cover exactly the questions given. ``is_binary`` overrides the open /
@@ -292,13 +296,13 @@ def score(questions: Iterable[ScorableQuestion], predictions: Mapping[str, str],
     predictions = check_predictions(predictions)
     ids = {q.id for q in checked}
     unknown = tuple(sorted(str(k) for k in predictions if k not in ids))
-    overall = _score_subset(checked, predictions, is_binary)
+    overall = _score_subset(checked, predictions, is_binary, match)
     if split is None:
         return Scores(overall=overall, unknown_predictions=unknown)
     if not isinstance(split, Split):
         raise ScoringError(f"split must be a Split, got {type(split).__name__}")
     _check_split_covers(split, checked)
     hard_ids = set(split.hard)
-    hard = _score_subset([q for q in checked if q.id in hard_ids], predictions, is_binary)
-    easy = _score_subset([q for q in checked if q.id not in hard_ids], predictions, is_binary)
+    hard = _score_subset([q for q in checked if q.id in hard_ids], predictions, is_binary, match)
+    easy = _score_subset([q for q in checked if q.id not in hard_ids], predictions, is_binary, match)
     return Scores(overall=overall, hard=hard, easy=easy, unknown_predictions=unknown)

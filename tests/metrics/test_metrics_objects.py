@@ -142,3 +142,20 @@ def test_bad_input_is_one_clear_line_and_changes_nothing(metric_type, questions,
         metric.update(questions, predictions)
     assert "\n" not in str(caught.value)
     assert metric.compute() == before
+
+
+def test_vocabulary_match_accepts_surface_forms_of_one_concept():
+    from types import SimpleNamespace as Q
+
+    from nablafol.metrics import Accuracy, exact_match, vocabulary_match
+    from nablafol.scoring import make_split, score
+    qs = [Q(id="1", answer="skis", entailed=(), types={"structural": "query"}),
+          Q(id="2", answer="red", entailed=(), types={"structural": "query"})]
+    preds = {"1": "ski", "2": "blue"}
+    exact, vocab = Accuracy(), Accuracy(match=vocabulary_match)
+    exact.update(qs, preds)
+    vocab.update(qs, preds)
+    assert exact.compute().accuracy["all"] == 0.0 and vocab.compute().accuracy["all"] == 0.5
+    assert make_split(qs, preds, match=vocabulary_match).easy == ("1",)
+    assert make_split(qs, preds, match=exact_match).easy == ()
+    assert score(qs, preds, match=vocabulary_match).overall.accuracy["all"] == 0.5
