@@ -51,7 +51,12 @@ class CompiledQuestion:
         return ("yes", "no") if self.program.labels is None else self.program.labels
 
     def formula(self) -> str:
-        return self.program.formula()
+        """The FOL formula (computed once: compiled questions are shared by many questions)."""
+        cached = self.__dict__.get("_formula")
+        if cached is None:
+            cached = self.program.formula()
+            object.__setattr__(self, "_formula", cached)
+        return cached
 
 
 def without_ids(program: A.Program) -> A.Program:

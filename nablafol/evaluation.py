@@ -1,0 +1,205 @@
+"""Answering GQA questions in batches: compile, group by image, ask an oracle, run the engine.
+
+The same runner serves the golden oracle (scene graphs) and trained oracles (features):
+a :class:`Perception` turns a list of image ids into an oracle for them. Questions that
+cannot be answered are never dropped: each becomes a :class:`Skip` with a reason.
+
+    >>> from nablafol.data import load_questions, load_scene_graphs
+    >>> questions = load_questions("tests/fixtures/gqa/val_balanced_questions.json")
+    >>> perception = SceneGraphPerception(load_scene_graphs("tests/fixtures/gqa/val_sceneGraphs.json"))
+    >>> run = Evaluator(perception).run(questions.values())
+    >>> len(run.predictions) + len(run.skips) == len(questions)
+    True
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Iterator, Mapping, Optional, Protocol, Sequence
+
+import numpy as np
+import torch
+
+import dsl
+from compiler import CompileError, CompiledQuestion, Compiler
+
+from .engine import Engine
+from .errors import NablafolError
+from .ir import Predicate
+
+__all__ = ["Skip", "Outcome", "Perception", "SceneGraphPerception", "Evaluator", "EvaluationRun", "compile_question"]
+
+
+@dataclass(frozen=True)
+class Skip:
+    """A question that was not answered: ``reason`` is a short category, ``detail`` one line."""
+
+    question_id: str
+    reason: str
+    detail: str
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One answered question (what the details file records)."""
+
+    question_id: str
+    prediction: str
+    answers: dict  # candidate -> probability (the top ones for open questions)
+    grounding: tuple  # ids of the objects the focus attention puts at or above 0.5
+    formula: str | None = None
+
+
+class Perception(Protocol):
+    """Where oracles come from: one per batch of images."""
+
+    def has_image(self, image_id: str) -> bool: ...
+
+    def oracle(self, image_ids: Sequence[str]):
+        """An oracle over these images (scene ``b`` = ``image_ids[b]``) with ``object_ids(b)``."""
+
+    def knows(self, predicate: Predicate) -> bool: ...
+
+
+class SceneGraphPerception:
+    """The golden oracle over GQA scene graphs (plain or probabilistic)."""
+
+    def __init__(self, scene_graphs: Mapping, ontology: Optional[dsl.Ontology] = None, device=None):
+        from .oracles import SceneGraphOracle  # the GQA oracles live beside, not under, the engine
+        self.scene_graphs, self.ontology, self.device = scene_graphs, ontology, device
+        self._oracle_class = SceneGraphOracle
+        self._probe = SceneGraphOracle([], ontology=ontology)  # answers `knows` without a scene
+
+    def has_image(self, image_id: str) -> bool:
+        return image_id in self.scene_graphs
+
+    def knows(self, predicate: Predicate) -> bool:
+        return self._probe.knows(predicate)
+
+    def oracle(self, image_ids: Sequence[str]):
+        return self._oracle_class([self.scene_graphs[i] for i in image_ids], ontology=self.ontology,
+                                  device=self.device)
+
+
+def compile_question(question, compiler: Compiler) -> CompiledQuestion | Skip:
+    """The question's program (``semantic`` first, else ``semanticStr``), compiled, or why not."""
+    source = question.program_source()
+    if source is None:
+        return Skip(question.id, "no program", "the question has neither 'semantic' nor 'semanticStr'")
+    try:
+        if source.field == "semantic":
+            return compiler.compile_semantic(source.value)
+        return compiler.compile_text(source.value)
+    except dsl.ProgramError as e:
+        return Skip(question.id, "malformed program", f"{source.field}: {str(e).splitlines()[0]}")
+    except CompileError as e:
+        return Skip(question.id, e.reason, str(e))
+
+
+@dataclass
+class EvaluationRun:
+    """What a run produced: predictions, skipped questions, and (optionally) per-question outcomes."""
+
+    predictions: dict = field(default_factory=dict)
+    skips: list = field(default_factory=list)
+    outcomes: list = field(default_factory=list)
+
+    def skip_counts(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for s in self.skips:
+            counts[s.reason] = counts.get(s.reason, 0) + 1
+        return dict(sorted(counts.items(), key=lambda kv: -kv[1]))
+
+
+class Evaluator:
+    """Answers questions with an engine over a perception, ``batch_size`` questions at a time.
+
+    Questions are grouped by image so that a batch asks its oracle about few scenes.
+    ``details_top``: how many candidates of an open question an :class:`Outcome` keeps
+    (0: all); outcomes are produced only when ``keep_outcomes`` (they cost formulas).
+    """
+
+    def __init__(self, perception: Perception, compiler: Optional[Compiler] = None, engine: Optional[Engine] = None,
+                 batch_size: int = 1024, threshold: float = 0.5, keep_outcomes: bool = False, details_top: int = 10,
+                 progress: Optional[Callable[[int, int], None]] = None):
+        self.perception = perception
+        self.compiler = compiler or Compiler(getattr(perception, "ontology", None))
+        self.engine = engine or Engine()
+        self.batch_size, self.threshold = batch_size, threshold
+        self.keep_outcomes, self.details_top = keep_outcomes, details_top
+        self.progress = progress
+        self._known: dict[Predicate, bool] = {}
+
+    def run(self, questions: Iterable) -> EvaluationRun:
+        run = EvaluationRun()
+        ready = []
+        for question in questions:
+            compiled = compile_question(question, self.compiler)
+            if isinstance(compiled, Skip):
+                run.skips.append(compiled)
+            elif not self.perception.has_image(question.image_id):
+                run.skips.append(Skip(question.id, "no scene", f"no scene for image {question.image_id!r}"))
+            else:
+                unknown = self._unknown_predicate(compiled)
+                if unknown is not None:
+                    run.skips.append(Skip(question.id, "unknown predicate",
+                                          f"the oracle does not know {unknown.kind} {unknown.name!r}"))
+                else:
+                    ready.append((question, compiled))
+        ready.sort(key=lambda qc: qc[0].image_id)
+        total, done = len(ready), 0
+        for start in range(0, total, self.batch_size):
+            batch = ready[start:start + self.batch_size]
+            for outcome in self._answer(batch):
+                run.predictions[outcome.question_id] = outcome.prediction
+                if self.keep_outcomes:
+                    run.outcomes.append(outcome)
+            done += len(batch)
+            if self.progress is not None:
+                self.progress(done, total)
+        return run
+
+    def _unknown_predicate(self, compiled: CompiledQuestion) -> Predicate | None:
+        for p in compiled.program.predicates():
+            known = self._known.get(p)
+            if known is None:
+                known = self._known[p] = bool(self.perception.knows(p))
+            if not known:
+                return p
+        return None
+
+    def _answer(self, batch) -> Iterator[Outcome]:
+        images = sorted({q.image_id for q, _ in batch})
+        index = {image: b for b, image in enumerate(images)}
+        oracle = self.perception.oracle(images)
+        scenes = np.array([index[q.image_id] for q, _ in batch], dtype=np.int64)
+        with torch.no_grad():
+            answers = self.engine([c.program for _, c in batch], oracle, scenes)
+        predictions = answers.predictions(self.threshold)
+        if not self.keep_outcomes:
+            for (q, _), prediction in zip(batch, predictions):
+                yield Outcome(q.id, prediction, {}, ())
+            return
+        probs = answers.probs().cpu()
+        focus = (answers.focus >= math.log(0.5)) & answers.object_mask
+        focus = focus.cpu().numpy()
+        for k, ((q, compiled), prediction) in enumerate(zip(batch, predictions)):
+            row = probs[k]
+            if compiled.is_binary:
+                dist = {"yes": float(row[0]), "no": float(1.0 - row[0])}
+            else:
+                n = compiled.program.n_candidates
+                order = torch.argsort(row[:n], descending=True)
+                if self.details_top:
+                    order = order[: self.details_top]
+                dist = {compiled.answers[i]: float(row[i]) for i in order.tolist()}
+            ids = oracle.object_ids(int(scenes[k])) if hasattr(oracle, "object_ids") else None
+            grounding = tuple(ids[i] if ids is not None else str(i) for i in np.nonzero(focus[k])[0])
+            yield Outcome(q.id, prediction, dist, grounding, compiled.formula())
+
+
+def evaluation_error_line(error: Exception) -> str:
+    """One line for an error that ends a run (the CLI prints it and exits 2)."""
+    if isinstance(error, (NablafolError, dsl.ProgramError, dsl.VocabularyFileError)):
+        return str(error).splitlines()[0]
+    return f"{type(error).__name__}: {error}"

@@ -1,0 +1,44 @@
+"""A small progress bar for long commands (stderr; redraws in place on a terminal, else
+prints a line every 10%)."""
+from __future__ import annotations
+
+import sys
+import time
+
+
+class ProgressBar:
+    """``bar = ProgressBar("eval", total); bar(done)`` ... ``bar.close()``."""
+
+    def __init__(self, label: str, total: int | None = None, stream=None, width: int = 30, unit: str = "q"):
+        self.label, self.total, self.width, self.unit = label, total, width, unit
+        self.stream = stream or sys.stderr
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.start = time.perf_counter()
+        self._last_decile = -1
+        self._drawn = False
+
+    def __call__(self, done: int, total: int | None = None, note: str = "") -> None:
+        total = total if total is not None else self.total
+        elapsed = max(time.perf_counter() - self.start, 1e-9)
+        rate = done / elapsed
+        if total:
+            frac = min(1.0, done / total)
+            bar = "#" * int(frac * self.width) + "-" * (self.width - int(frac * self.width))
+            text = f"{self.label} [{bar}] {100 * frac:5.1f}% {done:,}/{total:,} {rate:,.0f} {self.unit}/s"
+            decile = int(frac * 10)
+        else:
+            text, decile = f"{self.label} {done:,} {rate:,.0f} {self.unit}/s", done
+        if note:
+            text += f" {note}"
+        if self.tty:
+            self.stream.write("\r" + text)
+            self._drawn = True
+        elif decile != self._last_decile:
+            self.stream.write(text + "\n")
+        self._last_decile = decile
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self.tty and self._drawn:
+            self.stream.write("\n")
+            self.stream.flush()
