@@ -54,8 +54,10 @@ class _Entry(NamedTuple):
 class FeatureStore:
     """``{imageId: ObjectFeatures}`` over a GQA features folder, read on demand.
 
-    >>> with FeatureStore("tests/fixtures/gqa/features") as store:  # doctest: +SKIP
+    >>> with FeatureStore("tests/fixtures/gqa/features") as store:
     ...     features, boxes, width, height = store["2354786"]
+    >>> features.shape[1], boxes.shape[1]
+    (16, 4)
     """
 
     def __init__(self, folder: str | os.PathLike, info: str | os.PathLike | None = None):

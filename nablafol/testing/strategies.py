@@ -2,12 +2,14 @@
 
 Use them to property-test a DSL built on the engine: generate programs and scenes, run
 them through your compiler and the engine, and compare with :func:`brute_force` or with
-your own crisp semantics.
+your own crisp semantics::
 
-    >>> from hypothesis import given
-    >>> from nablafol.testing import scenes_and_programs
-    >>> @given(scenes_and_programs(read_once=True))
-    ... def test_soundness(case): ...
+    from hypothesis import given
+    from nablafol.testing.strategies import scenes_and_programs
+
+    @given(scenes_and_programs(read_once=True))
+    def test_soundness(case):
+        ...  # compare the engine with nablafol.testing.brute_force(case.program, case.tables)
 """
 from __future__ import annotations
 
