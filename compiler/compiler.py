@@ -71,11 +71,16 @@ def without_ids(program: A.Program) -> A.Program:
 
 
 class Compiler:
-    """Compiles GQA programs against one ontology (GQA's by default), with a cache."""
+    """Compiles GQA programs against one ontology (GQA's by default), with a cache.
 
-    def __init__(self, ontology: Optional[dsl.Ontology] = None, cache_size: int = CACHE_SIZE):
+    ``knowledge_relations`` name the relations of a knowledge base that ``filter REL: TAIL``
+    and ``verify REL: TAIL`` steps may use (CRIC-style questions; see :class:`Concepts`).
+    """
+
+    def __init__(self, ontology: Optional[dsl.Ontology] = None, cache_size: int = CACHE_SIZE,
+                 knowledge_relations=()):
         self.ontology = ontology or dsl.Ontology.gqa()
-        self.concepts = Concepts(self.ontology)
+        self.concepts = Concepts(self.ontology, knowledge_relations)
         self._translator = Translator(self.concepts)
         self._compile_stripped = functools.lru_cache(maxsize=cache_size)(self._compile_uncached)
 

@@ -34,10 +34,16 @@ SCENE = Predicate("scene", 1, "scene")
 
 
 class Concepts:
-    """Resolves GQA's raw strings against one ontology (pure; results are cached)."""
+    """Resolves GQA's raw strings against one ontology (pure; results are cached).
 
-    def __init__(self, ontology: Ontology):
+    ``knowledge_relations`` (e.g. CRIC's ``CapableOf``, ``UsedFor``) extend the language the
+    way CRIC's programs do: ``filter CapableOf: lift food`` is the knowledge predicate
+    ``Predicate("CapableOf:lift food", 1, "kg")`` (true of objects whose class has that fact).
+    """
+
+    def __init__(self, ontology: Ontology, knowledge_relations=()):
         self.ontology = ontology
+        self.knowledge_relations = frozenset(knowledge_relations)
         self.pred = functools.lru_cache(maxsize=None)(Predicate)  # interned: equal predicates are one object
         self._candidates = functools.lru_cache(maxsize=4096)(self._candidates_uncached)
         excluded = POSITION_TYPES | set(ontology.scene_types)
@@ -64,6 +70,8 @@ class Concepts:
 
     def value(self, raw: str, type_: str | None) -> Predicate:
         """The predicate of ``filter/verify/choose [TYPE]: VALUE``."""
+        if type_ is not None and type_ in self.knowledge_relations:
+            return self.pred(f"{type_}:{raw.strip()}", 1, "kg")
         if type_ is not None:
             t = self.type(type_)
             if t == "name":

@@ -62,23 +62,50 @@ class Perception(Protocol):
 
 
 class SceneGraphPerception:
-    """The golden oracle over GQA scene graphs (plain or probabilistic)."""
+    """The golden oracle over GQA scene graphs (plain or probabilistic), and optionally a
+    knowledge base (CRIC-style facts about classes) composed with it."""
 
-    def __init__(self, scene_graphs: Mapping, ontology: Optional[dsl.Ontology] = None, device=None):
-        from .oracles import SceneGraphOracle  # the GQA oracles live beside, not under, the engine
-        self.scene_graphs, self.ontology, self.device = scene_graphs, ontology, device
-        self._oracle_class = SceneGraphOracle
-        self._probe = SceneGraphOracle([], ontology=ontology)  # answers `knows` without a scene
+    def __init__(self, scene_graphs: Mapping, ontology: Optional[dsl.Ontology] = None, device=None,
+                 knowledge=None):
+        from . import oracles  # the GQA oracles live beside, not under, the engine
+        self.scene_graphs, self.ontology, self.device, self.knowledge = scene_graphs, ontology, device, knowledge
+        self._oracles = oracles
+        probes = [oracles.SceneGraphOracle([], ontology=ontology)]  # answer `knows` without a scene
+        if knowledge is not None:
+            probes.append(oracles.KnowledgeOracle(knowledge, [], ontology=ontology))
+        self._probes = probes
+
+    @property
+    def knowledge_relations(self) -> frozenset:
+        return self.knowledge.relations if self.knowledge is not None else frozenset()
 
     def has_image(self, image_id: str) -> bool:
         return image_id in self.scene_graphs
 
     def knows(self, predicate: Predicate) -> bool:
-        return self._probe.knows(predicate)
+        return any(p.knows(predicate) for p in self._probes)
 
     def oracle(self, image_ids: Sequence[str]):
-        return self._oracle_class([self.scene_graphs[i] for i in image_ids], ontology=self.ontology,
-                                  device=self.device)
+        graphs = [self.scene_graphs[i] for i in image_ids]
+        scene_oracle = self._oracles.SceneGraphOracle(graphs, ontology=self.ontology, device=self.device)
+        if self.knowledge is None:
+            return scene_oracle
+        kg = self._oracles.KnowledgeOracle.from_scene_graphs(graphs, self.knowledge, ontology=self.ontology,
+                                                             device=self.device)
+        return _WithObjectIds(self._oracles.CompositeOracle([scene_oracle, kg]), scene_oracle)
+
+
+class _WithObjectIds:
+    """An oracle that reports another oracle's object ids (for grounding)."""
+
+    def __init__(self, oracle, ids_from):
+        self._oracle, self._ids_from = oracle, ids_from
+
+    def __getattr__(self, name):
+        return getattr(self._oracle, name)
+
+    def object_ids(self, scene: int):
+        return self._ids_from.object_ids(scene)
 
 
 def compile_question(question, compiler: Compiler) -> CompiledQuestion | Skip:
@@ -123,7 +150,8 @@ class Evaluator:
                  batch_size: int = 1024, threshold: float = 0.5, keep_outcomes: bool = False, details_top: int = 10,
                  progress: Optional[Callable[[int, int], None]] = None):
         self.perception = perception
-        self.compiler = compiler or Compiler(getattr(perception, "ontology", None))
+        self.compiler = compiler or Compiler(getattr(perception, "ontology", None),
+                                             knowledge_relations=getattr(perception, "knowledge_relations", ()))
         self.engine = engine or Engine()
         self.batch_size, self.threshold = batch_size, threshold
         self.keep_outcomes, self.details_top = keep_outcomes, details_top

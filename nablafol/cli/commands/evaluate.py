@@ -38,6 +38,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--exact", action="store_true", help="score by exact string match (GQA's eval.py) "
                         "instead of vocabulary forms")
     parser.add_argument("--strict", action="store_true", help="any skipped question is an error (exit 2)")
+    parser.add_argument("--knowledge", metavar="KB", help="a knowledge base (TSV or JSON triples; 'sample' for the "
+                        "built-in one) for CRIC-style steps such as `filter CapableOf: lift food`")
     parser.add_argument("--device", default="cpu")
     add_ontology_argument(parser)
 
@@ -61,7 +63,7 @@ def run(args) -> int:
     bar = ProgressBar("eval", unit="q")
     evaluator = Evaluator(perception, engine=Engine(), batch_size=args.batch_size, threshold=args.threshold,
                           keep_outcomes=bool(args.details), details_top=args.details_top, progress=bar,
-                          compiler=_compiler(ontology))
+                          compiler=_compiler(perception, ontology))
     run_ = evaluator.run(questions.values())
     bar.close()
     write_predictions(args.predictions, run_.predictions)
@@ -83,9 +85,9 @@ def run(args) -> int:
     return 2 if (args.strict and run_.skips) else 0
 
 
-def _compiler(ontology):
+def _compiler(perception, ontology):
     from compiler import Compiler
-    return Compiler(ontology)
+    return Compiler(ontology, knowledge_relations=getattr(perception, "knowledge_relations", ()))
 
 
 def _perception(args):
@@ -93,7 +95,12 @@ def _perception(args):
     if args.scene_graphs:
         from nablafol.data import load_scene_graphs
         from nablafol.evaluation import SceneGraphPerception
-        return SceneGraphPerception(load_scene_graphs(args.scene_graphs), ontology=ontology, device=args.device), ontology
+        knowledge = None
+        if args.knowledge:
+            from nablafol.oracles import KnowledgeBase
+            knowledge = KnowledgeBase.sample() if args.knowledge == "sample" else KnowledgeBase.load(args.knowledge)
+        return SceneGraphPerception(load_scene_graphs(args.scene_graphs), ontology=ontology, device=args.device,
+                                    knowledge=knowledge), ontology
     from nablafol.evaluation import FeaturePerception
     perception = FeaturePerception.load(args.features, args.model, device=args.device)
     return perception, perception.ontology

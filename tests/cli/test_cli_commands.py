@@ -1,0 +1,113 @@
+"""The `nablafol` command as a user meets it: outputs, exit statuses, one-line errors."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from nablafol.cli import main
+
+FIX = Path(__file__).resolve().parents[1] / "fixtures" / "gqa"
+EVERY = FIX / "every_operation"
+
+
+def run_cli(*args, capsys):
+    code = main([str(a) for a in args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_parse_prints_ast_dfol_and_fol(capsys):
+    code, out, _ = run_cli("parse", "select: chair->relate: _,to the left of,s [0]->exist: ? [1]", capsys=capsys)
+    assert code == 0
+    assert "[1] relate" in out
+    assert "DFOL: A_∃(Relate_{to_the_left_of,∃}[Filter_chair[1]])" in out
+    assert "FOL:  ∃X ∃Y: to_the_left_of(X, Y) ∧ chair(Y)" in out
+
+
+def test_parse_error_is_one_line_with_the_column(capsys):
+    code, out, err = run_cli("parse", "select: chair->exist: ? [4]", capsys=capsys)
+    assert code == 2 and out == ""
+    assert len(err.strip().splitlines()) == 1 and "column" in err and "Traceback" not in err
+
+
+def test_eval_writes_predictions_details_and_prints_scores(tmp_path, capsys):
+    preds, details = tmp_path / "p.json", tmp_path / "d.jsonl"
+    code, out, err = run_cli("eval", "--questions", EVERY / "questions.json", "--scene-graphs",
+                             EVERY / "sceneGraphs.json", "--predictions", preds, "--details", details,
+                             "--knowledge", "sample", capsys=capsys)
+    assert code == 0, err
+    predictions = json.loads(preds.read_text())
+    assert len(predictions) == 39 and {"questionId", "prediction"} == set(predictions[0])
+    lines = [json.loads(line) for line in details.read_text().splitlines()]
+    assert {"questionId", "prediction", "answers", "grounding", "formula"} <= set(lines[0])
+    assert "All      100.00%" in out and "39 questions, 39 answered, 0 skipped" in out
+
+
+def test_eval_lists_skips_and_strict_fails(tmp_path, capsys):
+    preds = tmp_path / "p.json"
+    args = ["eval", "--questions", EVERY / "questions.json", "--scene-graphs", EVERY / "sceneGraphs.json",
+            "--predictions", preds]
+    code, out, _ = run_cli(*args, capsys=capsys)
+    assert code == 0 and "skipped 1 questions (counted wrong): 1 unknown concept" in out
+    assert "op38: unknown concept" in out
+    skipped = json.loads(preds.with_suffix(".skipped.json").read_text())
+    assert skipped[0]["questionId"] == "op38"
+    code, _, _ = run_cli(*args, "--strict", capsys=capsys)
+    assert code == 2
+
+
+@pytest.mark.parametrize("content,message", [
+    (None, "no such file"),
+    ("{not json", "JSON"),
+    ("[1, 2]", ""),
+])
+def test_unusable_questions_file_is_one_line_exit_2(tmp_path, capsys, content, message):
+    q = tmp_path / "q.json"
+    if content is not None:
+        q.write_text(content)
+    code, out, err = run_cli("eval", "--questions", q, "--scene-graphs", EVERY / "sceneGraphs.json",
+                             "--predictions", tmp_path / "p.json", capsys=capsys)
+    assert code == 2
+    assert len(err.strip().splitlines()) == 1 and str(q) in err and message in err
+    assert "Traceback" not in err
+
+
+def test_unusable_scene_graphs_is_one_line_exit_2(tmp_path, capsys):
+    sg = tmp_path / "sg.json"
+    sg.write_text(json.dumps({"img": {"width": 10, "height": 10, "objects": {"1": {"name": "cup", "x": 0, "y": 0,
+                                                                                     "w": "wide", "h": 2}}}}))
+    code, _, err = run_cli("eval", "--questions", EVERY / "questions.json", "--scene-graphs", sg,
+                           "--predictions", tmp_path / "p.json", capsys=capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and str(sg) in err
+
+
+def test_features_without_model_is_a_usage_error(tmp_path, capsys):
+    code, _, err = run_cli("eval", "--questions", EVERY / "questions.json", "--features", FIX / "features",
+                           "--predictions", tmp_path / "p.json", capsys=capsys)
+    assert code == 2 and "--model" in err
+
+
+def test_split_then_score(tmp_path, capsys):
+    preds, split, scores = tmp_path / "p.json", tmp_path / "split.json", tmp_path / "scores.json"
+    base = {qid: ("yes" if i % 3 else "wrong") for i, qid in enumerate(sorted(json.loads((EVERY / "questions.json").read_text())))}
+    preds.write_text(json.dumps([{"questionId": k, "prediction": v} for k, v in base.items()]))
+    code, out, _ = run_cli("split", "--questions", EVERY / "questions.json", "--predictions", preds, "--out", split,
+                           capsys=capsys)
+    assert code == 0
+    data = json.loads(split.read_text())
+    assert len(data["easy"]) + len(data["hard"]) == 39 and data["base"] == str(preds)
+    code, out, _ = run_cli("score", "--questions", EVERY / "questions.json", "--predictions", preds, "--split", split,
+                           "--json", scores, capsys=capsys)
+    assert code == 0 and "Acc_h" in out
+    result = json.loads(scores.read_text())
+    assert result["hard"]["all"]["accuracy"] == 0.0 and result["easy"]["all"]["error"] == 0.0
+
+
+def test_console_script_is_installed():
+    import shutil
+    exe = shutil.which("nablafol")
+    assert exe is not None, "the nablafol console script is not on PATH (pip install -e .)"
+    out = subprocess.run([exe, "--help"], capture_output=True, text=True)
+    assert out.returncode == 0 and "parse" in out.stdout and "eval" in out.stdout
