@@ -148,3 +148,9 @@ def test_compiling_is_pure():
 def test_dsl_errors_pass_through_untouched():
     with pytest.raises(dsl.ProgramError):
         GQA.compile_text("select: wall->query: name [3]")
+
+
+def test_comparing_unnamed_objects_is_refused_with_a_reason():
+    with pytest.raises(CompileError, match="no name to answer with") as e:
+        GQA.compile_text("select: table->relate: _,on,s [0]->select: cup ->choose larger:  [1, 2]")
+    assert e.value.reason == "unsupported"

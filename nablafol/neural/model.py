@@ -1,0 +1,247 @@
+"""The neural visual oracle's network (the paper's section 6, "The visual oracle").
+
+For object ``i`` of a scene with features ``v_i`` and box ``b_i`` (x1, y1, x2, y2 pixels in an
+image ``W × H``)::
+
+    g_i = [x1/W, y1/H, x2/W, y2/H, w, h, w·h, cx, cy]         box features (normalized)
+    h_i = MLP_3([LayerNorm(v_i), g_i])                          3 hidden layers, ReLU, dropout
+    unary:  logit(π | x_i) = <U h_i, e_π> + c_π
+    scene:  s = MLP_scene(mean_i h_i)   logit(π | scene) = <s, e_π> + c_π   (scene-level π only)
+    binary: p_ij = MLP_pair([P_s h_i, P_o h_j, r_ij])            r_ij: relative geometry (below)
+            logit(π | x_i, y_j) = <p_ij, f_π> + d_π
+
+``e_π`` / ``f_π`` are the concept embeddings (one row per concept of the
+:class:`~nablafol.neural.concepts.ConceptVocabulary`, random-init; see
+:meth:`NeuralOracleModel.initialize_embeddings` for word vectors), ``c_π`` / ``d_π``
+per-concept biases starting at ``prior_logit`` (most concepts are false of most objects).
+``r_ij = [cx_j − cx_i, cy_j − cy_i, log w_i/w_j, log h_i/h_j, log area_i/area_j, IoU]``:
+spatial relations and comparatives (``left of``, ``larger``, ``higher``) need it.
+
+Probabilities are ``logsigmoid`` of the logits, never clamped (the engine needs exact logs).
+Memory: the pair MLP's hidden layer is computed once per scene, ``(M, M, pair_hidden_dim)``,
+and contracted with ``f_π`` pushed through the MLP's last (linear) layer, so requested
+predicates never multiply a ``(M, M, embedding_dim)`` tensor.
+
+Which objects may carry what (rules of the scene pseudo-object, applied by
+:class:`~nablafol.neural.oracle.NeuralOracle`): ordinary objects are never ``scene``; the
+pseudo-object is ``scene`` with probability exactly 1, carries only scene-level concepts
+(location, weather, place, room values) and takes part in no relation; no object is in a
+relation with itself (as in the scene-graph oracle, where ``same`` and the comparatives
+exclude ``X = Y`` and scene graphs store no self-relations).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, fields
+from typing import Mapping, NamedTuple, Sequence
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from .concepts import ConceptVocabulary
+from .errors import NeuralOracleError
+from .features import FeatureBatch
+
+__all__ = ["NeuralOracleConfig", "NeuralOracleModel", "ObjectEncoding", "box_features", "pair_geometry",
+           "BOX_FEATURES", "PAIR_GEOMETRY"]
+
+BOX_FEATURES = 9
+PAIR_GEOMETRY = 6
+_MIN_EXTENT = 1e-3  # smallest box side, as a fraction of the image: keeps log ratios finite
+
+
+@dataclass(frozen=True)
+class NeuralOracleConfig:
+    """Sizes of the network. ``num_unary`` / ``num_binary`` are the vocabulary's row counts."""
+
+    feature_dim: int
+    num_unary: int
+    num_binary: int
+    hidden_dim: int = 512
+    embedding_dim: int = 300  # GloVe's width, so word vectors can be loaded
+    projection_dim: int = 256  # each object's linear projection for binary predicates
+    pair_hidden_dim: int = 256
+    hidden_layers: int = 3
+    dropout: float = 0.1
+    prior_logit: float = -2.0  # initial concept bias: sigmoid(-2) ≈ 0.12
+
+    def __post_init__(self):
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name in ("dropout", "prior_logit"):
+                ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+                ok = ok and (0 <= value < 1 if f.name == "dropout" else True)
+                expected = "a number in [0, 1)" if f.name == "dropout" else "a finite number"
+            else:
+                ok = isinstance(value, int) and not isinstance(value, bool) and value >= (0 if f.name.startswith("num_") else 1)
+                expected = "a non-negative integer" if f.name.startswith("num_") else "a positive integer"
+            if not ok:
+                raise NeuralOracleError(f"neural oracle config: {f.name} must be {expected}, got {value!r}")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping) -> "NeuralOracleConfig":
+        if not isinstance(data, Mapping):
+            raise NeuralOracleError(f"neural oracle config: expected an object, got {type(data).__name__}")
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise NeuralOracleError(f"neural oracle config: unknown setting {unknown[0]!r}")
+        missing = [name for name in ("feature_dim", "num_unary", "num_binary") if name not in data]
+        if missing:
+            raise NeuralOracleError(f"neural oracle config: {missing[0]!r} is missing")
+        return cls(**data)
+
+
+class ObjectEncoding(NamedTuple):
+    """What the network computes once per batch of scenes, before any predicate is asked."""
+
+    hidden: torch.Tensor  # (B, M, hidden_dim) object representations h_i
+    scene: torch.Tensor  # (B, embedding_dim) the scene pseudo-object's representation s
+    boxes: torch.Tensor  # (B, M, BOX_FEATURES) normalized box features g_i
+    mask: torch.Tensor  # (B, M) real objects
+
+
+def box_features(boxes: torch.Tensor, image_size: torch.Tensor) -> torch.Tensor:
+    """``(..., M, 4)`` pixel boxes in ``(..., 2)`` images -> ``(..., M, 9)`` normalized features."""
+    scale = image_size.repeat_interleave(2, dim=-1)[..., None, :]  # W, H, W, H
+    x1, y1, x2, y2 = (boxes / scale).unbind(-1)
+    w = (x2 - x1).clamp(min=_MIN_EXTENT)
+    h = (y2 - y1).clamp(min=_MIN_EXTENT)
+    return torch.stack([x1, y1, x2, y2, w, h, w * h, x1 + w / 2, y1 + h / 2], dim=-1)
+
+
+def pair_geometry(g: torch.Tensor) -> torch.Tensor:
+    """``(S, M, 9)`` box features -> ``(S, M, M, 6)`` relative geometry of subject i and object j."""
+    x1, y1, x2, y2, w, h, area, cx, cy = g.unbind(-1)
+    i, j = (lambda t: t[:, :, None]), (lambda t: t[:, None, :])
+    inter_w = (torch.minimum(i(x2), j(x2)) - torch.maximum(i(x1), j(x1))).clamp(min=0)
+    inter_h = (torch.minimum(i(y2), j(y2)) - torch.maximum(i(y1), j(y1))).clamp(min=0)
+    inter = inter_w * inter_h
+    iou = inter / (i(area) + j(area) - inter).clamp(min=_MIN_EXTENT ** 2)
+    return torch.stack([j(cx) - i(cx), j(cy) - i(cy), torch.log(i(w) / j(w)), torch.log(i(h) / j(h)),
+                        torch.log(i(area) / j(area)), iou], dim=-1)
+
+
+class NeuralOracleModel(nn.Module):
+    """The oracle's network over one :class:`ConceptVocabulary` (see the module docstring).
+
+    ``model.bind(batch)`` gives the :class:`~nablafol.neural.oracle.NeuralOracle` the engine
+    queries for a :class:`~nablafol.neural.features.FeatureBatch`.
+
+    >>> from dsl import Ontology
+    >>> vocabulary = ConceptVocabulary.from_ontology(Ontology.gqa())
+    >>> model = NeuralOracleModel.for_vocabulary(vocabulary, feature_dim=2048)
+    >>> model.config.hidden_layers, model.config.dropout, model.unary_embedding.shape[0] == vocabulary.num_unary
+    (3, 0.1, True)
+    """
+
+    def __init__(self, config: NeuralOracleConfig, vocabulary: ConceptVocabulary):
+        super().__init__()
+        if (config.num_unary, config.num_binary) != (vocabulary.num_unary, vocabulary.num_binary):
+            raise NeuralOracleError(f"neural oracle: config has {config.num_unary} unary and {config.num_binary} "
+                                    f"binary concepts, the vocabulary {vocabulary.num_unary} and "
+                                    f"{vocabulary.num_binary}")
+        self.config, self.vocabulary = config, vocabulary
+        c, hidden = config, config.hidden_dim
+        self.input_norm = nn.LayerNorm(c.feature_dim)
+        layers, width = [], c.feature_dim + BOX_FEATURES
+        for _ in range(c.hidden_layers):
+            layers += [nn.Linear(width, hidden), nn.ReLU(), nn.Dropout(c.dropout)]
+            width = hidden
+        self.encoder = nn.Sequential(*layers)
+        self.unary_projection = nn.Linear(hidden, c.embedding_dim)
+        self.scene_encoder = nn.Sequential(nn.Linear(hidden, hidden), nn.ReLU(), nn.Dropout(c.dropout),
+                                           nn.Linear(hidden, c.embedding_dim))
+        self.subject_projection = nn.Linear(hidden, c.projection_dim)
+        self.object_projection = nn.Linear(hidden, c.projection_dim)
+        # one Linear over [P_s h_i, P_o h_j, r_ij], applied block by block (see pair_logits)
+        self.pair_hidden = nn.Linear(2 * c.projection_dim + PAIR_GEOMETRY, c.pair_hidden_dim)
+        self.pair_dropout = nn.Dropout(c.dropout)
+        self.pair_output = nn.Linear(c.pair_hidden_dim, c.embedding_dim)
+        scale = 1.0 / math.sqrt(c.embedding_dim)
+        self.unary_embedding = nn.Parameter(torch.randn(c.num_unary, c.embedding_dim) * scale)
+        self.unary_bias = nn.Parameter(torch.full((c.num_unary,), float(c.prior_logit)))
+        self.binary_embedding = nn.Parameter(torch.randn(c.num_binary, c.embedding_dim) * scale)
+        self.binary_bias = nn.Parameter(torch.full((c.num_binary,), float(c.prior_logit)))
+        # derived from the vocabulary, so not saved with the weights
+        self.register_buffer("scene_level", torch.as_tensor(vocabulary.scene_level_mask()), persistent=False)
+        self.scene_row = vocabulary.scene_row
+
+    @classmethod
+    def for_vocabulary(cls, vocabulary: ConceptVocabulary, feature_dim: int, **sizes) -> "NeuralOracleModel":
+        """A model sized for ``vocabulary``; ``sizes`` are other :class:`NeuralOracleConfig` fields."""
+        config = NeuralOracleConfig(feature_dim=feature_dim, num_unary=vocabulary.num_unary,
+                                    num_binary=vocabulary.num_binary, **sizes)
+        return cls(config, vocabulary)
+
+    # ------------------------------------------------------------------ the oracle
+    def bind(self, batch: FeatureBatch):
+        """The oracle of this model over ``batch`` (moved to the model's device)."""
+        from .oracle import NeuralOracle
+        return NeuralOracle(self, batch)
+
+    def forward(self, batch: FeatureBatch):
+        """Same as :meth:`bind` (so hooks and ``model(batch)`` work)."""
+        return self.bind(batch)
+
+    # ------------------------------------------------------------------ the network
+    def encode(self, batch: FeatureBatch) -> ObjectEncoding:
+        """Object and scene representations of every scene of ``batch``."""
+        mask = batch.object_mask
+        g = box_features(batch.boxes, batch.image_size)
+        hidden = self.encoder(torch.cat([self.input_norm(batch.features), g], dim=-1))
+        weights = mask.to(hidden.dtype)[..., None]
+        mean = (hidden * weights).sum(1) / weights.sum(1).clamp(min=1)  # an empty scene: zeros
+        return ObjectEncoding(hidden, self.scene_encoder(mean), g, mask)
+
+    def unary_logits(self, encoding: ObjectEncoding, scenes: torch.Tensor,
+                     rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Logits of unary concepts ``rows`` ``(P,)`` on scenes ``scenes`` ``(S,)``:
+        ``(S, P, M)`` for the objects and ``(S, P)`` for the scene pseudo-objects."""
+        embedding, bias = self.unary_embedding[rows], self.unary_bias[rows]
+        objects = self.unary_projection(encoding.hidden[scenes])  # (S, M, E)
+        object_logits = torch.einsum("sme,pe->spm", objects, embedding) + bias[None, :, None]
+        scene_logits = encoding.scene[scenes] @ embedding.T + bias[None, :]
+        return object_logits, scene_logits
+
+    def pair_logits(self, encoding: ObjectEncoding, scenes: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+        """Logits ``(S, P, M, M)`` of binary concepts ``rows`` for every ordered object pair
+        ``(i, j)`` (row = subject) of scenes ``scenes``."""
+        hidden = encoding.hidden[scenes]
+        p = self.config.projection_dim
+        weight = self.pair_hidden.weight  # [subject block | object block | geometry block]
+        first = (F.linear(self.subject_projection(hidden), weight[:, :p])[:, :, None, :]
+                 + F.linear(self.object_projection(hidden), weight[:, p:2 * p])[:, None, :, :]
+                 + F.linear(pair_geometry(encoding.boxes[scenes]), weight[:, 2 * p:], self.pair_hidden.bias))
+        pair = self.pair_dropout(F.relu(first))  # (S, M, M, pair_hidden_dim)
+        # <pair_output(pair), f> = <pair, Wᵀ f> + <b, f>: contract in the small width
+        embedding = self.binary_embedding[rows]
+        concept = embedding @ self.pair_output.weight  # (P, pair_hidden_dim)
+        offset = embedding @ self.pair_output.bias + self.binary_bias[rows]
+        return torch.einsum("sijh,ph->spij", pair, concept) + offset[None, :, None, None]
+
+    # ------------------------------------------------------------------ word vectors
+    @torch.no_grad()
+    def initialize_embeddings(self, vectors: Mapping[str, Sequence[float]]) -> int:
+        """Set each concept's embedding to the mean of its words' vectors (the paper used GloVe);
+        concepts with a word missing from ``vectors`` keep their random row. Returns the rows set."""
+        done = 0
+        for table, concepts in ((self.unary_embedding, self.vocabulary.unary),
+                                (self.binary_embedding, self.vocabulary.binary)):
+            for row, (_, name) in enumerate(concepts):
+                words = name.split()
+                if words and all(w in vectors for w in words):
+                    value = torch.as_tensor([list(vectors[w]) for w in words], dtype=table.dtype).mean(0)
+                    if value.shape != table.shape[1:]:
+                        raise NeuralOracleError(f"word vector of {name!r} has {value.shape[0]} dimensions, "
+                                                f"the embeddings {table.shape[1]}")
+                    table[row] = value.to(table.device)
+                    done += 1
+        return done
+
+    def extra_repr(self) -> str:
+        return f"{self.vocabulary!r}"
