@@ -105,6 +105,17 @@ class Ontology:
         return _gqa_ontology()
 
     @classmethod
+    def from_data(cls, hypernyms, attributes, relations) -> "Ontology":
+        """A vocabulary from the three files' contents, completed as GQA's is (see `from_folder`)."""
+        return _completed(hypernyms, attributes, relations)
+
+    def to_data(self) -> dict:
+        """The vocabulary as the three files' contents (`from_data` of it gives an equal vocabulary)."""
+        return {"hypernyms": {c: sorted(m) for c, m in sorted(self.categories.items())},
+                "attributes": {t: sorted(v) for t, v in sorted(self.attribute_types.items())},
+                "relations": sorted(self.relations)}
+
+    @classmethod
     def from_folder(cls, folder) -> "Ontology":
         """A vocabulary in the layout of dsl/data/gqa (`hypernyms.json`, `attributes.json`,
         `relations.json`), completed as GQA's is (positions, scene-level types). A dataset

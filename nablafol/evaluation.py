@@ -27,7 +27,7 @@ from .engine import Engine
 from .errors import NablafolError
 from .ir import Predicate
 
-__all__ = ["Skip", "Outcome", "Perception", "SceneGraphPerception", "Evaluator", "EvaluationRun", "compile_question"]
+__all__ = ["Skip", "Outcome", "Perception", "SceneGraphPerception", "FeaturePerception", "Evaluator", "EvaluationRun", "compile_question"]
 
 
 @dataclass(frozen=True)
@@ -93,6 +93,52 @@ class SceneGraphPerception:
         kg = self._oracles.KnowledgeOracle.from_scene_graphs(graphs, self.knowledge, ontology=self.ontology,
                                                              device=self.device)
         return _WithObjectIds(self._oracles.CompositeOracle([scene_oracle, kg]), scene_oracle)
+
+
+class FeaturePerception:
+    """A trained neural oracle over GQA object features (``FeatureStore``).
+
+    Objects are reported by their row in the image's feature file (``"0"``, ``"1"``, ...;
+    GQA's features carry no object ids), the scene pseudo-object as ``"scene"``.
+    """
+
+    def __init__(self, store, model, ontology: Optional[dsl.Ontology] = None, device=None):
+        self.store, self.model, self.device = store, model, device
+        self.vocabulary = model.vocabulary
+        self.ontology = ontology
+
+    @classmethod
+    def load(cls, features_folder, model_folder, device=None) -> "FeaturePerception":
+        """From a features folder and a model folder written by ``nablafol train``."""
+        from .data import FeatureStore
+        from .neural import load_model
+        model, _, extra = load_model(model_folder, device=device)
+        ontology = dsl.Ontology.from_data(**extra["ontology"]) if "ontology" in extra else None
+        return cls(FeatureStore(features_folder), model, ontology, device)
+
+    def has_image(self, image_id: str) -> bool:
+        return image_id in self.store
+
+    def knows(self, predicate: Predicate) -> bool:
+        return self.vocabulary.knows(predicate)
+
+    def oracle(self, image_ids: Sequence[str]):
+        from .neural import FeatureBatch
+        batch = FeatureBatch.from_store(self.store, list(image_ids), device=self.device)
+        return _RowIds(self.model.bind(batch), batch.counts.tolist())
+
+
+class _RowIds:
+    """An oracle whose objects are named by their feature row, then ``scene``."""
+
+    def __init__(self, oracle, counts):
+        self._oracle, self._counts = oracle, counts
+
+    def __getattr__(self, name):
+        return getattr(self._oracle, name)
+
+    def object_ids(self, scene: int):
+        return tuple(str(i) for i in range(self._counts[scene])) + ("scene",)
 
 
 class _WithObjectIds:

@@ -188,3 +188,11 @@ def test_ontology_from_folder_reports_bad_files(tmp_path):
     (tmp_path / "hypernyms.json").write_text('{"furniture": "chair"}')
     with pytest.raises(VocabularyFileError, match=r"expected \{category"):
         Ontology.from_folder(tmp_path)
+
+
+def test_ontology_data_round_trip():
+    from dsl import Ontology
+    gqa = Ontology.gqa()
+    again = Ontology.from_data(**gqa.to_data())
+    assert again.classes == gqa.classes and dict(again.attribute_types) == dict(gqa.attribute_types)
+    assert dict(again.categories) == dict(gqa.categories) and again.relations == gqa.relations
