@@ -15,6 +15,7 @@ SUBCOMMANDS = {
     "eval": commands.evaluate,
     "split": commands.split,
     "score": commands.score,
+    "train": commands.train,
 }
 
 
