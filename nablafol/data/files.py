@@ -66,8 +66,15 @@ def atomic_text_writer(path: str | os.PathLike) -> Iterator[IO[str]]:
     try:
         with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as stream:
             yield stream
+        os.chmod(temp_name, 0o666 & ~_umask())  # mkstemp makes 0600; a written file gets the usual mode
         os.replace(temp_name, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(temp_name)
         raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask

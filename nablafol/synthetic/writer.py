@@ -1,0 +1,213 @@
+"""The embedded dataset, generated and written in GQA's own formats.
+
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as out:
+    ...     summary = generate_dataset(out, n_train=4, n_val=2, n_testdev=2, questions_per_scene=3)
+    >>> summary.scenes
+    {'train': 4, 'val': 2, 'testdev': 2}
+
+writes::
+
+    train_balanced_questions.json  val_balanced_questions.json  testdev_balanced_questions.json
+    train_sceneGraphs.json         val_sceneGraphs.json          (no scene graphs for testdev, as in GQA)
+    features/gqa_objects_info.json features/gqa_objects_0.h5     (every split; rows in scene-graph object order)
+    ontology/                      hypernyms.json, attributes.json, relations.json, SOURCE.md
+    dataset_card.json              seed, sizes, answer counts, feature settings, per-concept strengths, vocabulary
+
+Deterministic: the same arguments give byte-identical files (every random draw comes from
+numpy generators seeded by ``(seed, stream, split)``, and nothing iterates over an
+unordered set). Each split's scenes, questions and the concept codes have their own
+stream, so changing ``n_val`` leaves the training split unchanged. The default sizes
+(1,500 / 300 / 300 scenes, about 10 questions each) keep a demo's training to a couple of
+minutes on two cores.
+"""
+from __future__ import annotations
+
+import itertools
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from nablafol.data import Question, SceneGraph, write_questions, write_scene_graphs
+from nablafol.errors import NablafolError
+
+from .crisp import CrispExecutor
+from .features import SLOTS, ConceptCodes, write_features
+from .questions import QuestionGenerator, balance_yes_no, to_questions
+from .scenes import SceneGenerator
+from .vocabulary import Vocabulary, write_ontology
+
+__all__ = ["generate_dataset", "build_dataset", "SyntheticDataset", "DatasetSummary", "DatasetError",
+           "SPLITS", "FORMAT_VERSION"]
+
+SPLITS = ("train", "val", "testdev")
+FORMAT_VERSION = 1
+_IMAGE_BASE = 2_000_000
+_OBJECT_BASE = 1_000_000
+_QUESTION_BASE = 10_000_000
+_STREAMS = {"scenes": 1, "questions": 2, "balance": 3, "codes": 4, "features": 5}
+
+Progress = Callable[[int, int, str], None]
+
+
+class DatasetError(NablafolError, ValueError):
+    """Arguments the generator cannot use (one line saying which and why)."""
+
+
+@dataclass
+class SyntheticDataset:
+    """The dataset in memory: per split its scene graphs and questions, and the vocabulary."""
+
+    seed: int
+    vocabulary: Vocabulary
+    scenes: dict[str, list[SceneGraph]]
+    questions: dict[str, list[Question]]
+    width: int
+    height: int
+
+
+@dataclass(frozen=True)
+class DatasetSummary:
+    """What :func:`generate_dataset` wrote: folder, seed, scenes and questions per split, files."""
+
+    out_dir: Path
+    seed: int
+    scenes: dict[str, int]
+    questions: dict[str, int]
+    files: tuple[str, ...] = field(default=())
+
+    def to_dict(self) -> dict:
+        return {"out_dir": str(self.out_dir), "seed": self.seed, "scenes": dict(self.scenes),
+                "questions": dict(self.questions), "files": list(self.files)}
+
+
+def _rng(seed: int, stream: str, split: int = 0) -> np.random.Generator:
+    return np.random.default_rng(np.random.SeedSequence([seed, _STREAMS[stream], split]))
+
+
+def _check(n_train, n_val, n_testdev, seed, feature_dim, questions_per_scene) -> None:
+    for name, value in (("n_train", n_train), ("n_val", n_val), ("n_testdev", n_testdev)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise DatasetError(f"{name} must be a whole number >= 0, got {value!r}")
+    if n_train + n_val + n_testdev == 0:
+        raise DatasetError("the dataset needs at least one scene (n_train + n_val + n_testdev > 0)")
+    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+        raise DatasetError(f"seed must be a whole number >= 0, got {seed!r}")
+    if not isinstance(feature_dim, int) or isinstance(feature_dim, bool) or feature_dim < 2:
+        raise DatasetError(f"feature_dim must be a whole number >= 2, got {feature_dim!r}")
+    if not isinstance(questions_per_scene, int) or isinstance(questions_per_scene, bool) or questions_per_scene < 1:
+        raise DatasetError(f"questions_per_scene must be a whole number >= 1, got {questions_per_scene!r}")
+
+
+def build_dataset(n_train: int = 1500, n_val: int = 300, n_testdev: int = 300, seed: int = 0, *,
+                  questions_per_scene: int = 10, vocabulary: Vocabulary | None = None,
+                  progress: Progress | None = None) -> SyntheticDataset:
+    """Scenes and questions of every split, in memory (what :func:`generate_dataset` writes)."""
+    _check(n_train, n_val, n_testdev, seed, 2, questions_per_scene)
+    vocabulary = vocabulary if vocabulary is not None else Vocabulary.default()
+    scene_generator = SceneGenerator(vocabulary)
+    question_generator = QuestionGenerator(vocabulary, CrispExecutor(vocabulary.ontology()))
+    sizes = dict(zip(SPLITS, (n_train, n_val, n_testdev)))
+    total, done = sum(sizes.values()), 0
+    image_ids = (str(_IMAGE_BASE + k) for k in itertools.count())
+    object_ids = (str(_OBJECT_BASE + k) for k in itertools.count())
+    next_question = _QUESTION_BASE
+    scenes: dict[str, list[SceneGraph]] = {}
+    questions: dict[str, list[Question]] = {}
+    for index, split in enumerate(SPLITS):
+        scene_rng, question_rng = _rng(seed, "scenes", index), _rng(seed, "questions", index)
+        graphs, generated = [], []
+        for _ in range(sizes[split]):
+            graph = scene_generator.generate(scene_rng, next(image_ids), object_ids)
+            graphs.append(graph)
+            generated += question_generator.for_scene(graph, question_rng, questions_per_scene)
+            done += 1
+            if progress is not None:
+                progress(done, total, f"{split} scenes and questions")
+        kept = balance_yes_no(generated, _rng(seed, "balance", index))
+        questions[split] = to_questions(kept, next_question)
+        next_question += len(kept)
+        scenes[split] = graphs
+    return SyntheticDataset(seed, vocabulary, scenes, questions, scene_generator.width, scene_generator.height)
+
+
+def generate_dataset(out_dir, n_train: int = 1500, n_val: int = 300, n_testdev: int = 300, seed: int = 0,
+                     feature_dim: int = 64, progress: Progress | None = None, *, questions_per_scene: int = 10,
+                     noise_std: float = 0.5, context_scale: float = 0.5,
+                     vocabulary: Vocabulary | None = None) -> DatasetSummary:
+    """Generate the dataset and write it into ``out_dir`` (created; files there are replaced).
+
+    ``progress(done, total, stage)`` is called as scenes are made and as their features are
+    written (``total`` is twice the number of scenes). Returns a :class:`DatasetSummary`.
+    """
+    _check(n_train, n_val, n_testdev, seed, feature_dim, questions_per_scene)
+    if not (isinstance(noise_std, (int, float)) and noise_std >= 0 and np.isfinite(noise_std)):
+        raise DatasetError(f"noise_std must be a finite number >= 0, got {noise_std!r}")
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise DatasetError(f"{out}: exists and is not a folder")
+    out.mkdir(parents=True, exist_ok=True)
+    total_scenes = n_train + n_val + n_testdev
+    total = 2 * total_scenes
+    scene_progress = None if progress is None else (lambda done, _total, stage: progress(done, total, stage))
+    dataset = build_dataset(n_train, n_val, n_testdev, seed, questions_per_scene=questions_per_scene,
+                            vocabulary=vocabulary, progress=scene_progress)
+    written: list[Path] = []
+    for split in SPLITS:
+        path = out / f"{split}_balanced_questions.json"
+        write_questions(path, dataset.questions[split])
+        written.append(path)
+        if split != "testdev":
+            path = out / f"{split}_sceneGraphs.json"
+            write_scene_graphs(path, dataset.scenes[split])
+            written.append(path)
+    written += write_ontology(out / "ontology", dataset.vocabulary)
+    codes = ConceptCodes.draw(dataset.vocabulary, feature_dim, _rng(seed, "codes"))
+    all_graphs = [g for split in SPLITS for g in dataset.scenes[split]]
+    done = [total_scenes]
+
+    def feature_progress(count: int) -> None:
+        done[0] += count
+        if progress is not None:
+            progress(done[0], total, "features")
+    written += write_features(out / "features", all_graphs, codes, _rng(seed, "features"),
+                              noise_std=noise_std, context_scale=context_scale, progress=feature_progress)
+    card = out / "dataset_card.json"
+    card.write_text(json.dumps(_card(dataset, codes, feature_dim, noise_std, context_scale), indent=1,
+                               ensure_ascii=False) + "\n", encoding="utf-8")
+    written.append(card)
+    return DatasetSummary(out, seed, {s: len(dataset.scenes[s]) for s in SPLITS},
+                          {s: len(dataset.questions[s]) for s in SPLITS},
+                          tuple(sorted(str(p.relative_to(out)) for p in written)))
+
+
+def _card(dataset: SyntheticDataset, codes: ConceptCodes, feature_dim: int, noise_std: float,
+          context_scale: float) -> dict:
+    splits = {}
+    for split in SPLITS:
+        answers = [q.answer for q in dataset.questions[split]]
+        splits[split] = {"scenes": len(dataset.scenes[split]), "questions": len(answers),
+                         "yes": answers.count("yes"), "no": answers.count("no"),
+                         "sceneGraphs": split != "testdev"}
+    return {
+        "name": "nablafol synthetic GQA",
+        "generator": "nablafol.synthetic",
+        "format_version": FORMAT_VERSION,
+        "seed": dataset.seed,
+        "image_size": {"width": dataset.width, "height": dataset.height},
+        "splits": splits,
+        "features": {
+            "file": "features/gqa_objects_0.h5", "info": "features/gqa_objects_info.json",
+            "dim": feature_dim, "slots": SLOTS, "noise_std": noise_std, "context_scale": context_scale,
+            "formula": "f = sum_c s_c u_c (class, attribute values) + context_scale * sum_c s_c u_c "
+                       "(scene location, weather) + noise_std * N(0, I); u_c unit random codes",
+            "row_order": "objects in scene-graph order, then zero padding; images: train, val, testdev",
+            "hidden_concepts": codes.hidden(),
+        },
+        "concepts": codes.to_json(),
+        "vocabulary": dataset.vocabulary.to_json(),
+        "ontology": "ontology/",
+    }

@@ -1,0 +1,125 @@
+"""Generated scenes: GQA's format, boxes inside the image, relations consistent with the boxes."""
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+from nablafol.synthetic import SceneGenerator, Vocabulary, VocabularyError
+from nablafol.synthetic.scenes import LEFT_RIGHT_MARGIN, NEAR_GAP, ON_BAND, Box, cover, relations_between
+
+
+@pytest.fixture(scope="module")
+def graphs(dataset):
+    return [g for split in ("train", "val", "testdev") for g in dataset.scenes[split]]
+
+
+def _box(obj) -> Box:
+    return Box(obj.x, obj.y, obj.w, obj.h)
+
+
+def test_scenes_have_gqa_shape_and_unique_ids(dataset, graphs):
+    image_ids = [g.image_id for g in graphs]
+    object_ids = [o.id for g in graphs for o in g.objects]
+    assert len(set(image_ids)) == len(image_ids) and len(set(object_ids)) == len(object_ids)
+    assert all(i.isdigit() for i in image_ids + object_ids)
+    vocabulary = dataset.vocabulary
+    for graph in graphs:
+        assert 4 <= len(graph.objects) <= 12 and (graph.width, graph.height) == (640, 480)
+        assert graph.location in ("indoors", "outdoors")
+        assert (graph.weather is None) == (graph.location == "indoors")
+        for obj in graph.objects:
+            assert obj.is_plain and obj.name in vocabulary.classes
+            assert 0 <= obj.x and obj.x + obj.w <= graph.width and 0 <= obj.y and obj.y + obj.h <= graph.height
+            assert obj.w >= 2 and obj.h >= 2
+            types = [vocabulary.type_of_value(v) for v in obj.attributes]
+            assert len(types) == len(set(types))  # at most one value per type
+            assert all(v in vocabulary.palette(obj.name, t) for v, t in zip(obj.attributes, types))
+
+
+def test_every_stored_relation_agrees_with_the_boxes(dataset, graphs):
+    people = set(dataset.vocabulary.categories["person"])
+    seen = set()
+    for graph in graphs:
+        boxes = {o.id: _box(o) for o in graph.objects}
+        names = {o.id: o.name for o in graph.objects}
+        stored = {(o.id, r.name, r.object_id) for o in graph.objects for r in o.relations}
+        for a, relation, b in stored:
+            A, B = boxes[a], boxes[b]
+            seen.add(relation)
+            if relation == "to the left of":
+                assert A.cx < B.cx - LEFT_RIGHT_MARGIN * graph.width and (b, "to the right of", a) in stored
+            elif relation == "to the right of":
+                assert A.cx > B.cx + LEFT_RIGHT_MARGIN * graph.width and (b, "to the left of", a) in stored
+            elif relation == "above":
+                assert A.y + A.h <= B.y and min(A.x + A.w, B.x + B.w) > max(A.x, B.x) and (b, "below", a) in stored
+            elif relation == "below":
+                assert (b, "above", a) in stored
+            elif relation == "on":
+                assert B.y <= A.y + A.h <= B.y + ON_BAND * B.h and B.x <= A.cx <= B.x + B.w
+                assert A.w * A.h < B.w * B.h and (b, "under", a) in stored
+            elif relation == "under":
+                assert (b, "on", a) in stored
+            elif relation == "near":
+                dx = max(0, max(A.x, B.x) - min(A.x + A.w, B.x + B.w))
+                dy = max(0, max(A.y, B.y) - min(A.y + A.h, B.y + B.h))
+                assert math.hypot(dx, dy) <= NEAR_GAP * graph.width and (b, "near", a) in stored
+            elif relation == "wearing":
+                assert names[a] in people and cover(B, A) >= 0.8
+            elif relation == "holding":
+                assert names[a] in people and cover(B, A) >= 0.6
+            else:
+                pytest.fail(f"unexpected relation {relation!r}")
+    assert seen == set(dataset.vocabulary.stored_relations)
+
+
+def test_left_and_right_are_complete_outside_wearing_and_holding(graphs):
+    for graph in graphs:
+        stored = {(o.id, r.name, r.object_id) for o in graph.objects for r in o.relations}
+        attached = {(a, b) for a, r, b in stored if r in ("wearing", "holding")}
+        for x, y in itertools.permutations(graph.objects, 2):
+            if (x.id, y.id) in attached or (y.id, x.id) in attached:
+                continue
+            dx = (x.x + x.w / 2) - (y.x + y.w / 2)
+            expected = ("to the left of" if dx < -LEFT_RIGHT_MARGIN * graph.width else
+                        "to the right of" if dx > LEFT_RIGHT_MARGIN * graph.width else None)
+            found = {r for a, r, b in stored if a == x.id and b == y.id and r in ("to the left of", "to the right of")}
+            assert found == ({expected} if expected else set())
+
+
+def test_stored_relations_are_exactly_the_rules(dataset, graphs):
+    people = frozenset(dataset.vocabulary.categories["person"])
+    for graph in graphs[:100]:
+        ids = graph.object_ids
+        rules = relations_between([o.name for o in graph.objects], [_box(o) for o in graph.objects],
+                                  graph.width, people)
+        stored = sorted((ids.index(o.id), r.name, ids.index(r.object_id)) for o in graph.objects for r in o.relations)
+        assert stored == sorted(rules)
+
+
+def test_generator_is_deterministic_and_checks_its_arguments():
+    generator = SceneGenerator(Vocabulary.default())
+    first = generator.generate(np.random.default_rng(7), "1", (str(i) for i in itertools.count(10)))
+    second = generator.generate(np.random.default_rng(7), "1", (str(i) for i in itertools.count(10)))
+    assert first.to_record() == second.to_record()
+    with pytest.raises(ValueError, match="min_objects"):
+        SceneGenerator(Vocabulary.default(), min_objects=9, max_objects=3)
+    vocabulary = Vocabulary(categories={"animal": ("dog", "lion")}, class_types={"dog": {}, "lion": {}})
+    with pytest.raises(VocabularyError, match="'lion'"):
+        SceneGenerator(vocabulary)
+
+
+def test_a_restricted_vocabulary_gives_scenes_of_its_classes_only():
+    vocabulary = Vocabulary.default(classes=["man", "woman", "table", "cup", "apple", "hat", "car", "bench"])
+    generator = SceneGenerator(vocabulary)
+    rng, ids = np.random.default_rng(1), (str(i) for i in itertools.count(10))
+    names = {o.name for k in range(30) for o in generator.generate(rng, str(k), ids).objects}
+    assert names <= set(vocabulary.classes) and len(names) >= 5
+
+
+def test_a_vocabulary_without_standing_things_is_refused_in_one_line():
+    with pytest.raises(VocabularyError) as caught:
+        SceneGenerator(Vocabulary.default(classes=["cup", "apple"]))
+    assert "cannot be built" in str(caught.value) and "\n" not in str(caught.value)
