@@ -265,7 +265,6 @@ def build_batch_plan(programs: Sequence[Program], scenes: np.ndarray, registry: 
     v_off = np.concatenate([[0], np.cumsum(nv)[:-1]]) if n_prog else nv
     s_off = np.concatenate([[0], np.cumsum(ns)[:-1]]) if n_prog else ns
     ids = [registry.plan_ids(prog, plan) for prog, plan in zip(programs, plans)]
-    n_pred_ids = max(1, len(registry.predicates))
 
     def cat(name, offsets=None, prog_wise=None):
         parts = []
@@ -296,6 +295,19 @@ def build_batch_plan(programs: Sequence[Program], scenes: np.ndarray, registry: 
     s_kind, s_level = cat("s_kind"), cat("s_level")
     s_vin = cat("s_vin", v_off)
     e_node, e_arg = cat("e_node", s_off), cat("e_arg", s_off)
+
+    # the batch's predicates, renumbered in a canonical order: what the oracle is asked (and in
+    # which order) depends on this batch alone, not on what the engine has seen before, so
+    # results are bit-for-bit reproducible (a resumed training run equals an uninterrupted one)
+    used = np.unique(np.concatenate([v_pred[has], a_pred]))
+    canonical = sorted(used.tolist(), key=lambda i: (registry.predicates[i].kind, registry.predicates[i].name,
+                                                     registry.predicates[i].arity))
+    rank = np.zeros(len(registry.predicates) + 1, dtype=np.int64)
+    rank[canonical] = np.arange(len(canonical))
+    v_pred = np.where(has, rank[np.maximum(v_pred, 0)], -1)
+    a_pred = rank[a_pred] if a_pred.size else a_pred
+    predicates = [registry.predicates[i] for i in canonical]
+    n_pred_ids = max(1, len(predicates))
 
     # distinct oracle requests, as keys scene * n_pred_ids + predicate id
     u_key_per_node = np.where(has, v_scene * n_pred_ids + np.maximum(v_pred, 0), -1)
@@ -370,7 +382,7 @@ def build_batch_plan(programs: Sequence[Program], scenes: np.ndarray, registry: 
     return BatchPlan(
         n_programs=n_prog, levels=levels,
         v_scene=v_scene[v_order], v_program=v_program[v_order], v_step=v_step[v_order],
-        unary_keys=unary_keys, binary_keys=binary_keys, predicates=list(registry.predicates),
+        unary_keys=unary_keys, binary_keys=binary_keys, predicates=predicates,
         candidates=candidates, focus=focus, labels=[p.labels for p in programs],
     )
 

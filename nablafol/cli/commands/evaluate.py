@@ -57,6 +57,9 @@ def run(args) -> int:
         raise UsageError("--features needs --model (a trained model folder)")
     if args.model and not args.features:
         raise UsageError("--model goes with --features")
+    for out in (args.predictions, args.details, args.skipped):  # fail before the work, not after it
+        if out:
+            Path(out).parent.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     questions = load_questions(args.questions)
     perception, ontology = _perception(args)
