@@ -27,7 +27,7 @@ def test_scenes_have_gqa_shape_and_unique_ids(dataset, graphs):
     assert all(i.isdigit() for i in image_ids + object_ids)
     vocabulary = dataset.vocabulary
     for graph in graphs:
-        assert 4 <= len(graph.objects) <= 12 and (graph.width, graph.height) == (640, 480)
+        assert 3 <= len(graph.objects) <= 8 and (graph.width, graph.height) == (640, 480)  # the default sizes
         assert graph.location in ("indoors", "outdoors")
         assert (graph.weather is None) == (graph.location == "indoors")
         for obj in graph.objects:

@@ -17,7 +17,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--testdev", type=int, default=300, metavar="N", help="test-dev scenes (default 300)")
     parser.add_argument("--questions-per-scene", type=int, default=10)
     parser.add_argument("--feature-dim", type=int, default=64)
-    parser.add_argument("--noise", type=float, default=0.5, help="standard deviation of the feature noise")
+    parser.add_argument("--noise", type=float, default=0.15, help="standard deviation of the feature noise")
+    parser.add_argument("--objects", type=int, nargs=2, default=(3, 8), metavar=("MIN", "MAX"),
+                        help="objects per scene (default 3 8)")
     parser.add_argument("--seed", type=int, default=0)
 
 
@@ -27,7 +29,8 @@ def run(args) -> int:
     bar = ProgressBar("generate", unit="steps")
     summary = generate_dataset(args.out, n_train=args.train, n_val=args.val, n_testdev=args.testdev, seed=args.seed,
                                feature_dim=args.feature_dim, progress=lambda d, t, stage: bar(d, t, note=stage),
-                               questions_per_scene=args.questions_per_scene, noise_std=args.noise)
+                               questions_per_scene=args.questions_per_scene, noise_std=args.noise,
+                               min_objects=args.objects[0], max_objects=args.objects[1])
     bar.close()
     counts = ", ".join(f"{split} {summary.scenes[split]:,} scenes / {summary.questions[split]:,} questions"
                        for split in summary.scenes)
