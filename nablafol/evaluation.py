@@ -48,6 +48,7 @@ class Outcome:
     answers: dict  # candidate -> probability (the top ones for open questions)
     grounding: tuple  # ids of the objects the focus attention puts at or above 0.5
     formula: str | None = None
+    attention: dict = field(default_factory=dict)  # object id -> focus attention (all objects)
 
 
 class Perception(Protocol):
@@ -255,8 +256,8 @@ class Evaluator:
                 yield Outcome(q.id, prediction, {}, ())
             return
         probs = answers.probs().cpu()
-        focus = (answers.focus >= math.log(0.5)) & answers.object_mask
-        focus = focus.cpu().numpy()
+        attention = answers.focus.exp().masked_fill(~answers.object_mask, 0.0).cpu().numpy()
+        focus = attention >= 0.5
         for k, ((q, compiled), prediction) in enumerate(zip(batch, predictions)):
             row = probs[k]
             if compiled.is_binary:
@@ -268,8 +269,10 @@ class Evaluator:
                     order = order[: self.details_top]
                 dist = {compiled.answers[i]: float(row[i]) for i in order.tolist()}
             ids = oracle.object_ids(int(scenes[k])) if hasattr(oracle, "object_ids") else None
-            grounding = tuple(ids[i] if ids is not None else str(i) for i in np.nonzero(focus[k])[0])
-            yield Outcome(q.id, prediction, dist, grounding, compiled.formula())
+            names = ids if ids is not None else tuple(str(i) for i in range(attention.shape[1]))
+            grounding = tuple(names[i] for i in np.nonzero(focus[k])[0])
+            att = {names[i]: round(float(attention[k, i]), 6) for i in range(min(len(names), attention.shape[1]))}
+            yield Outcome(q.id, prediction, dist, grounding, compiled.formula(), att)
 
 
 def evaluation_error_line(error: Exception) -> str:

@@ -17,6 +17,7 @@ SUBCOMMANDS = {
     "score": commands.score,
     "train": commands.train,
     "generate": commands.generate,
+    "demo": commands.demo,
 }
 
 

@@ -71,8 +71,8 @@ def run(args) -> int:
     bar.close()
     write_predictions(args.predictions, run_.predictions)
     if args.details:
-        write_details(args.details, (Details(o.question_id, o.prediction, o.answers, list(o.grounding), o.formula)
-                                     for o in run_.outcomes))
+        write_details(args.details, (Details(o.question_id, o.prediction, o.answers, list(o.grounding), o.formula,
+                                             {"attention": o.attention}) for o in run_.outcomes))
     elapsed = time.perf_counter() - t0
     scorable = [q for q in questions.values() if q.answer is not None]
     print(f"{len(questions):,} questions, {len(run_.predictions):,} answered, {len(run_.skips):,} skipped, "
