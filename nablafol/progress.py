@@ -15,10 +15,14 @@ class ProgressBar:
         self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
         self.start = time.perf_counter()
         self._last_decile = -1
+        self._last_done = 0
         self._drawn = False
 
     def __call__(self, done: int, total: int | None = None, note: str = "") -> None:
         total = total if total is not None else self.total
+        if done < self._last_done:  # a new pass (the next epoch): rates restart
+            self.start, self._last_decile = time.perf_counter(), -1
+        self._last_done = done
         elapsed = max(time.perf_counter() - self.start, 1e-9)
         rate = done / elapsed
         if total:

@@ -36,6 +36,7 @@ from dataclasses import asdict, dataclass, fields
 from typing import Mapping, NamedTuple, Sequence
 
 import torch
+from einops import einsum, rearrange
 from torch import nn
 from torch.nn import functional as F
 
@@ -204,7 +205,8 @@ class NeuralOracleModel(nn.Module):
         ``(S, P, M)`` for the objects and ``(S, P)`` for the scene pseudo-objects."""
         embedding, bias = self.unary_embedding[rows], self.unary_bias[rows]
         objects = self.unary_projection(encoding.hidden[scenes])  # (S, M, E)
-        object_logits = torch.einsum("sme,pe->spm", objects, embedding) + bias[None, :, None]
+        object_logits = einsum(objects, embedding, "scene obj emb, concept emb -> scene concept obj") \
+            + rearrange(bias, "concept -> 1 concept 1")
         scene_logits = encoding.scene[scenes] @ embedding.T + bias[None, :]
         return object_logits, scene_logits
 
@@ -222,7 +224,8 @@ class NeuralOracleModel(nn.Module):
         embedding = self.binary_embedding[rows]
         concept = embedding @ self.pair_output.weight  # (P, pair_hidden_dim)
         offset = embedding @ self.pair_output.bias + self.binary_bias[rows]
-        return torch.einsum("sijh,ph->spij", pair, concept) + offset[None, :, None, None]
+        return einsum(pair, concept, "scene subj obj hid, concept hid -> scene concept subj obj") \
+            + rearrange(offset, "concept -> 1 concept 1 1")
 
     # ------------------------------------------------------------------ word vectors
     @torch.no_grad()
