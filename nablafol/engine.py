@@ -57,6 +57,9 @@ _S_AGG = {Quantifier.EXISTS: S_AGG_E, Quantifier.FORALL: S_AGG_A, Quantifier.NOT
 class Calibration(Protocol):
     """A function the engine calls on every attention it computes (except ``Top``).
 
+    If it has a ``prepare(programs, device)`` method, the engine calls it first with the
+    batch's programs (in batch order), so that it can compute per-program parameters.
+
     ``log_a`` ``(G, N)`` are the rows of one operator kind at one level, ``mask`` their
     objects, ``program`` ``(G,)`` the index of each row's program in the batch and ``step``
     ``(G,)`` the row's position in ``ProgramPlan.attention_steps`` of that program. It
@@ -491,6 +494,9 @@ class Engine(torch.nn.Module):
             raise ShapeError(f"scene index {int(scenes.max() if scenes.max() >= n_scenes else scenes.min())} "
                              f"out of range for an oracle of {n_scenes} scenes")
         plan = self.plan(programs, scenes)
+        prepare = getattr(self.calibration, "prepare", None)
+        if prepare is not None:  # a calibrator that reads the programs first (e.g. their predicate sequences)
+            prepare(programs, device=oracle.num_objects.device)
         return self.run(plan, oracle)
 
     # -- execution ---------------------------------------------------------------------

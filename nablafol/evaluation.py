@@ -103,10 +103,11 @@ class FeaturePerception:
     GQA's features carry no object ids), the scene pseudo-object as ``"scene"``.
     """
 
-    def __init__(self, store, model, ontology: Optional[dsl.Ontology] = None, device=None):
+    def __init__(self, store, model, ontology: Optional[dsl.Ontology] = None, device=None, calibrator=None):
         self.store, self.model, self.device = store, model, device
         self.vocabulary = model.vocabulary
         self.ontology = ontology
+        self.calibrator = calibrator  # a top-down calibrator found beside the model, if any
 
     @classmethod
     def load(cls, features_folder, model_folder, device=None) -> "FeaturePerception":
@@ -115,7 +116,11 @@ class FeaturePerception:
         from .neural import load_model
         model, _, extra = load_model(model_folder, device=device)
         ontology = dsl.Ontology.from_data(**extra["ontology"]) if "ontology" in extra else None
-        return cls(FeatureStore(features_folder), model, ontology, device)
+        calibrator = None
+        from calibration import has_calibrator, load_calibrator  # a sibling package, used only if present
+        if has_calibrator(model_folder):
+            calibrator = load_calibrator(model_folder, device=device)
+        return cls(FeatureStore(features_folder), model, ontology, device, calibrator)
 
     def has_image(self, image_id: str) -> bool:
         return image_id in self.store

@@ -154,44 +154,54 @@ class Trainer:
     def __init__(self, model, train_perception: FeaturePerception, examples: list, out: Path,
                  config: TrainConfig = TrainConfig(), compiler: Optional[Compiler] = None,
                  val_perception: Optional[FeaturePerception] = None, val_questions: Sequence = (),
-                 ontology: Optional[dsl.Ontology] = None, progress=None, log=print):
+                 ontology: Optional[dsl.Ontology] = None, progress=None, log=print,
+                 trainable: Optional[torch.nn.Module] = None, engine: Optional[Engine] = None):
         self.model, self.train_perception, self.examples = model, train_perception, examples
         self.out, self.config = Path(out), config
         self.compiler = compiler or Compiler(ontology)
         self.val_perception, self.val_questions = val_perception, list(val_questions)
         self.ontology = ontology or self.compiler.ontology
         self.progress, self.log = progress, log
-        self.engine = Engine()
-        self.optimizer = torch.optim.Adam(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+        # what is trained: the oracle by default; a calibrator over a frozen oracle (calibration/)
+        self.trainable = trainable if trainable is not None else model
+        self.engine = engine or Engine()
+        self.optimizer = torch.optim.Adam(self.trainable.parameters(), lr=config.lr, weight_decay=config.weight_decay)
         self.curriculum = Curriculum([e.length for e in examples], config.curriculum_start, config.curriculum_step)
         self.epoch = 0
         self.history: list[dict] = []
 
     # -- checkpoints ----------------------------------------------------------------------
-    def save(self) -> None:
+    state_name = STATE_NAME
+    metrics_name = METRICS_NAME
+
+    def save_trained(self) -> None:
+        """Write what was trained into the model folder (the oracle; a calibrator overrides this)."""
         from .neural import save_model
-        self.out.mkdir(parents=True, exist_ok=True)
         save_model(self.out, self.model, extra={"ontology": self.ontology.to_data(), "train": asdict(self.config),
                                                 "epochs_done": self.epoch, "history": self.history})
+
+    def save(self) -> None:
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.save_trained()
         state = {"epoch": self.epoch, "optimizer": self.optimizer.state_dict(),
-                 "model": {k: v.detach().clone() for k, v in self.model.state_dict().items()}}
-        tmp = self.out / (STATE_NAME + ".tmp")
+                 "model": {k: v.detach().clone() for k, v in self.trainable.state_dict().items()}}
+        tmp = self.out / (self.state_name + ".tmp")
         torch.save(state, tmp)
-        tmp.replace(self.out / STATE_NAME)
+        tmp.replace(self.out / self.state_name)
 
     def resume(self) -> bool:
         """Load the last checkpoint of ``out`` if there is one; True when resumed."""
-        path = self.out / STATE_NAME
+        path = self.out / self.state_name
         if not path.exists():
             return False
         try:
             state = torch.load(path, weights_only=True)
-            self.model.load_state_dict(state["model"])
+            self.trainable.load_state_dict(state["model"])
             self.optimizer.load_state_dict(state["optimizer"])
         except Exception as e:  # a corrupt or foreign file: one line naming it
             raise InputFileError(path, f"cannot resume from this checkpoint ({type(e).__name__}: {e})") from None
         self.epoch = int(state["epoch"])
-        metrics = self.out / METRICS_NAME
+        metrics = self.out / self.metrics_name
         self.history = [json.loads(line) for line in metrics.read_text().splitlines()] if metrics.exists() else []
         self.history = self.history[: self.epoch]
         return True
@@ -219,7 +229,7 @@ class Trainer:
         torch.manual_seed(cfg.seed * 100_003 + epoch)  # dropout: reproducible per epoch, so resume matches
         pool = self.curriculum.pool(epoch)
         order = pool[rng.permutation(len(pool))]
-        self.model.train()
+        self.trainable.train()
         total, count, steps = 0.0, 0, 0
         for s in range(0, len(order), cfg.batch_size):
             batch = [self.examples[i] for i in order[s:s + cfg.batch_size]]
@@ -245,7 +255,7 @@ class Trainer:
         loss = answer_loss(answers, targets, binary)
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.clip_norm)
+        torch.nn.utils.clip_grad_norm_(self.trainable.parameters(), self.config.clip_norm)
         self.optimizer.step()
         return float(loss.detach())
 
@@ -254,16 +264,16 @@ class Trainer:
         if self.val_perception is None or not self.val_questions:
             return {}
         from .scoring import score
-        self.model.eval()
+        self.trainable.eval()
         run = Evaluator(self.val_perception, compiler=self.compiler, engine=self.engine,
                         threshold=self.config.threshold).run(self.val_questions)
         scored = [q for q in self.val_questions if q.answer is not None]
         acc = score(scored, run.predictions, match=vocabulary_match).overall.accuracy
-        self.model.train()
+        self.trainable.train()
         return {k: (None if v is None or (isinstance(v, float) and math.isnan(v)) else v) for k, v in acc.items()}
 
     def _write_metrics(self) -> None:
         self.out.mkdir(parents=True, exist_ok=True)
-        with open(self.out / METRICS_NAME, "w", encoding="utf-8") as f:
+        with open(self.out / self.metrics_name, "w", encoding="utf-8") as f:
             for record in self.history:
                 f.write(json.dumps(record) + "\n")

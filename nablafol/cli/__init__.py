@@ -16,6 +16,7 @@ SUBCOMMANDS = {
     "split": commands.split,
     "score": commands.score,
     "train": commands.train,
+    "calibrate": commands.calibrate,
     "generate": commands.generate,
     "demo": commands.demo,
 }

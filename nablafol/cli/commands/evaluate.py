@@ -64,7 +64,8 @@ def run(args) -> int:
     questions = load_questions(args.questions)
     perception, ontology = _perception(args)
     bar = ProgressBar("eval", unit="q")
-    evaluator = Evaluator(perception, engine=Engine(), batch_size=args.batch_size, threshold=args.threshold,
+    engine = Engine(calibration=getattr(perception, "calibrator", None))
+    evaluator = Evaluator(perception, engine=engine, batch_size=args.batch_size, threshold=args.threshold,
                           keep_outcomes=bool(args.details), details_top=args.details_top, progress=bar,
                           compiler=_compiler(perception, ontology))
     run_ = evaluator.run(questions.values())
