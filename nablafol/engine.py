@@ -407,6 +407,12 @@ class Answers:
     labels: list
     focus: torch.Tensor
     object_mask: torch.Tensor  # (P, N)
+    log_complement: Optional[torch.Tensor] = None  # (P, K): log(1 - p), exact where p is close to 1
+
+    def __post_init__(self):
+        if self.log_complement is None:
+            from .numerics import log1mexp
+            self.log_complement = log1mexp(self.log_probs).masked_fill(~self.candidate_mask, 0.0)
 
     def probs(self) -> torch.Tensor:
         return self.log_probs.exp()
@@ -417,6 +423,8 @@ class Answers:
 
     def predictions(self, threshold: float = 0.5) -> list[str]:
         """Algorithm 1: ``yes`` iff ``α(F) > θ`` for yes/no programs, else the argmax label."""
+        if not (isinstance(threshold, (int, float)) and 0.0 <= threshold <= 1.0):
+            raise ShapeError(f"threshold θ must be a number in [0, 1], got {threshold!r}")
         lp = self.log_probs.detach()
         best = lp.argmax(dim=1).tolist()
         yes = (lp[:, 0] > float(np.log(threshold)) if threshold > 0 else lp[:, 0] > NEG_INF).tolist()
@@ -555,7 +563,8 @@ class Engine(torch.nn.Module):
 
         v_scene = idx(plan.v_scene)
         vec = torch.zeros((0, n), dtype=dtype, device=device)
-        sca = torch.tensor([0.0, NEG_INF], dtype=dtype, device=device)
+        # scalars carry (log p, log(1 - p)): complements stay exact through ∃, ∄, ¬ and ∨
+        sca = torch.tensor([[0.0, NEG_INF], [NEG_INF, 0.0]], dtype=dtype, device=device)
         for vgroups, sgroups in plan.levels:
             outs = []
             for g in vgroups:
@@ -576,14 +585,16 @@ class Engine(torch.nn.Module):
 
         cand = idx(plan.candidates)
         cand_mask = cand >= 0
-        log_probs = sca[cand.clamp(min=0)].masked_fill(~cand_mask, NEG_INF)
+        picked = sca[cand.clamp(min=0)]
+        log_probs = picked[..., 0].masked_fill(~cand_mask, NEG_INF)
+        log_complement = picked[..., 1].masked_fill(~cand_mask, 0.0)
         focus_rows = idx(plan.focus)
         has_focus = focus_rows >= 0
         focus = vec[focus_rows.clamp(min=0)] if vec.shape[0] else vec.new_full((len(focus_rows), n), NEG_INF)
         focus = focus.masked_fill(~has_focus[:, None], NEG_INF)
         program_mask = object_mask[idx(plan.v_scene[plan.focus.clip(0)] if len(plan.v_scene) else np.zeros(0, int))] \
             if plan.focus.size and len(plan.v_scene) else torch.zeros((plan.n_programs, n), dtype=torch.bool, device=device)
-        return Answers(log_probs, cand_mask, plan.labels, focus, program_mask)
+        return Answers(log_probs, cand_mask, plan.labels, focus, program_mask, log_complement)
 
     def _vector_kernel(self, g: _Group, vec, unary, binary, mask, idx) -> torch.Tensor:
         if g.kind == V_TOP:
@@ -612,8 +623,12 @@ class Engine(torch.nn.Module):
             rows = idx(g.arrays["vin"])
             quantifier = {S_AGG_E: Quantifier.EXISTS, S_AGG_A: Quantifier.FORALL,
                           S_AGG_N: Quantifier.NOT_EXISTS}[g.kind]
-            return ops.aggregate(vec[rows], object_mask[v_scene[rows]], quantifier)
-        args = sca[idx(g.arrays["args"])]
+            return torch.stack(ops.aggregate_pair(vec[rows], object_mask[v_scene[rows]], quantifier), dim=-1)
+        args = sca[idx(g.arrays["args"])]  # (G, K, 2)
         if g.kind == S_NOT:
-            return ops.not_(args[:, 0])
-        return ops.and_(args) if g.kind == S_AND else ops.or_(args)
+            return args[:, 0].flip(-1)
+        if g.kind == S_AND:
+            log_p = ops.and_(args[..., 0])
+            return torch.stack([log_p, ops.not_(log_p)], dim=-1)
+        log_q = ops.and_(args[..., 1])  # Or: none of them holds
+        return torch.stack([ops.not_(log_q), log_q], dim=-1)

@@ -201,6 +201,8 @@ class Evaluator:
     def __init__(self, perception: Perception, compiler: Optional[Compiler] = None, engine: Optional[Engine] = None,
                  batch_size: int = 1024, threshold: float = 0.5, keep_outcomes: bool = False, details_top: int = 10,
                  progress: Optional[Callable[[int, int], None]] = None):
+        if not (isinstance(batch_size, int) and batch_size >= 1):
+            raise ValueError(f"batch_size must be a whole number >= 1, got {batch_size!r}")
         self.perception = perception
         self.compiler = compiler or Compiler(getattr(perception, "ontology", None),
                                              knowledge_relations=getattr(perception, "knowledge_relations", ()))
@@ -269,7 +271,7 @@ class Evaluator:
                 dist = {"yes": float(row[0]), "no": float(1.0 - row[0])}
             else:
                 n = compiled.program.n_candidates
-                order = torch.argsort(row[:n], descending=True)
+                order = torch.argsort(row[:n], descending=True, stable=True)  # ties: the predicted one first
                 if self.details_top:
                     order = order[: self.details_top]
                 dist = {compiled.answers[i]: float(row[i]) for i in order.tolist()}

@@ -164,6 +164,22 @@ def aggregate(log_a: torch.Tensor, mask: torch.Tensor | None, quantifier: Quanti
     return none_true if quantifier is Quantifier.NOT_EXISTS else log1mexp(none_true)
 
 
+def aggregate_pair(log_a: torch.Tensor, mask: torch.Tensor | None,
+                   quantifier: Quantifier) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(log A_q(α), log(1 - A_q(α)))``, each from the side where it is accurate.
+
+    ``A_∃`` is ``1 - Π(1 - a_i)``: its complement ``Π(1 - a_i)`` is a plain sum of logs, kept
+    exactly (a confidently wrong "yes" still has a finite, informative ``log P(no)``).
+    """
+    if quantifier is Quantifier.FORALL:
+        log_p = masked_sum(log_a, mask)
+        return log_p, log1mexp(log_p)
+    none_true = masked_sum(log1mexp(log_a), mask)
+    if quantifier is Quantifier.NOT_EXISTS:
+        return none_true, log1mexp(none_true)
+    return log1mexp(none_true), none_true
+
+
 def not_(log_s: torch.Tensor) -> torch.Tensor:
     """Scalar negation ``1 - s``."""
     return log1mexp(log_s)

@@ -38,7 +38,7 @@ from .numerics import log1mexp
 
 __all__ = ["TrainConfig", "TrainingExample", "Curriculum", "answer_loss", "prepare_examples", "Trainer"]
 
-LOG_FLOOR = -100.0  # log-probabilities below this count as this in the loss: a finite, bounded penalty
+LOG_FLOOR = -100.0  # an exact zero probability (log = -inf, no gradient) costs this much in the loss
 STATE_NAME = "training_state.pt"
 METRICS_NAME = "metrics.jsonl"
 
@@ -56,6 +56,20 @@ class TrainConfig:
     curriculum_start: int = 2  # steps of the shortest programs trained on first
     curriculum_step: int = 1  # steps added per epoch
     threshold: float = 0.5
+
+    def __post_init__(self):
+        for name in ("epochs", "batch_size", "curriculum_start", "curriculum_step"):
+            value = getattr(self, name)
+            if not (isinstance(value, int) and value >= 1):
+                raise ValueError(f"TrainConfig.{name} must be a whole number >= 1, got {value!r}")
+        for name in ("lr", "clip_norm"):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+                raise ValueError(f"TrainConfig.{name} must be a positive number, got {value!r}")
+        if not (isinstance(self.weight_decay, (int, float)) and math.isfinite(self.weight_decay) and self.weight_decay >= 0):
+            raise ValueError(f"TrainConfig.weight_decay must be a number >= 0, got {self.weight_decay!r}")
+        if not (isinstance(self.threshold, (int, float)) and 0.0 <= self.threshold <= 1.0):
+            raise ValueError(f"TrainConfig.threshold must be in [0, 1], got {self.threshold!r}")
 
 
 @dataclass(frozen=True)
@@ -104,14 +118,20 @@ def answer_loss(answers: Answers, targets: torch.Tensor, binary: torch.Tensor) -
     """Mean negative log-likelihood of the right answers (Algorithm 1's two cases).
 
     ``targets`` ``(P,)``: yes/no -> 0 (yes) or 1 (no); open -> the right candidate's index.
+    ``log P(no)`` is the engine's exact complement (``Answers.log_complement``), so a
+    confidently wrong "yes" still gets its full, informative gradient. Only an exact zero
+    probability (no gradient exists there) counts as ``LOG_FLOOR`` instead of ``-inf``.
     """
     lp = answers.log_probs
-    yes = lp[:, 0].clamp(min=LOG_FLOOR)
-    no = log1mexp(lp[:, 0]).clamp(min=LOG_FLOOR)
-    binary_ll = torch.where(targets == 0, yes, no)
-    scores = lp.clamp(min=LOG_FLOOR).masked_fill(~answers.candidate_mask, float("-inf"))
+    binary_ll = torch.where(targets == 0, lp[:, 0], answers.log_complement[:, 0])
+    scores = _finite(lp).masked_fill(~answers.candidate_mask, float("-inf"))
     open_ll = torch.log_softmax(scores, dim=1).gather(1, targets.clamp(max=lp.shape[1] - 1)[:, None])[:, 0]
-    return -torch.where(binary, binary_ll, open_ll).mean()
+    return -_finite(torch.where(binary, binary_ll, open_ll)).mean()
+
+
+def _finite(log_p: torch.Tensor) -> torch.Tensor:
+    """Exact zeros (``-inf``) as ``LOG_FLOOR``; every finite value, and its gradient, untouched."""
+    return torch.where(torch.isneginf(log_p), torch.full_like(log_p, LOG_FLOOR), log_p)
 
 
 class Curriculum:

@@ -115,6 +115,8 @@ def build_dataset(n_train: int = 1500, n_val: int = 300, n_testdev: int = 300, s
                   max_objects: int = MAX_OBJECTS) -> SyntheticDataset:
     """Scenes and questions of every split, in memory (what :func:`generate_dataset` writes)."""
     _check(n_train, n_val, n_testdev, seed, 2, questions_per_scene)
+    if not (isinstance(min_objects, int) and isinstance(max_objects, int) and 2 <= min_objects <= max_objects <= 100):
+        raise DatasetError(f"objects per scene: need 2 <= min <= max <= 100, got {min_objects!r}, {max_objects!r}")
     vocabulary = vocabulary if vocabulary is not None else Vocabulary.default()
     scene_generator = SceneGenerator(vocabulary, min_objects=min_objects, max_objects=max_objects)
     question_generator = QuestionGenerator(vocabulary, CrispExecutor(vocabulary.ontology()))

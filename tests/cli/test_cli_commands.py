@@ -61,7 +61,7 @@ def test_eval_lists_skips_and_strict_fails(tmp_path, capsys):
 @pytest.mark.parametrize("content,message", [
     (None, "no such file"),
     ("{not json", "JSON"),
-    ("[1, 2]", ""),
+    ("[1, 2]", "object"),
 ])
 def test_unusable_questions_file_is_one_line_exit_2(tmp_path, capsys, content, message):
     q = tmp_path / "q.json"
@@ -111,3 +111,47 @@ def test_console_script_is_installed():
     assert exe is not None, "the nablafol console script is not on PATH (pip install -e .)"
     out = subprocess.run([exe, "--help"], capture_output=True, text=True)
     assert out.returncode == 0 and "parse" in out.stdout and "eval" in out.stdout
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--batch-size", "0"], "at least 1"),
+    (["--batch-size", "-3"], "at least 1"),
+    (["--threshold", "nan"], "in [0, 1]"),
+    (["--threshold", "2"], "in [0, 1]"),
+    (["--details-top", "-1"], "0 or more"),
+])
+def test_eval_refuses_bad_option_values(tmp_path, capsys, args, message):
+    with pytest.raises(SystemExit) as e:
+        main(["eval", "--questions", str(EVERY / "questions.json"), "--scene-graphs", str(EVERY / "sceneGraphs.json"),
+              "--predictions", str(tmp_path / "p.json")] + args)
+    assert e.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_outputs_that_are_folders_are_refused_before_any_work(tmp_path, capsys):
+    code, _, err = run_cli("eval", "--questions", EVERY / "questions.json", "--scene-graphs", EVERY / "sceneGraphs.json",
+                           "--predictions", tmp_path, capsys=capsys)
+    assert code == 2 and "is a folder" in err
+    code, _, err = run_cli("split", "--questions", EVERY / "questions.json", "--predictions", tmp_path / "x.json",
+                           "--out", tmp_path, capsys=capsys)
+    assert code == 2 and "is a folder" in err and not list(tmp_path.parent.glob(tmp_path.name + ".tmp"))
+
+
+def test_unavailable_device_is_one_line(tmp_path, capsys):
+    code, _, err = run_cli("eval", "--questions", EVERY / "questions.json", "--scene-graphs", EVERY / "sceneGraphs.json",
+                           "--predictions", tmp_path / "p.json", "--device", "nosuchdevice", capsys=capsys)
+    assert code == 2 and "--device nosuchdevice" in err and len(err.strip().splitlines()) == 1
+
+
+def test_score_with_a_binary_split_file_is_one_line(tmp_path, capsys):
+    split = tmp_path / "split.json"
+    split.write_bytes(b"\xff\xfe\x00")
+    preds = tmp_path / "p.json"
+    preds.write_text("[]")
+    code, _, err = run_cli("score", "--questions", EVERY / "questions.json", "--predictions", preds, "--split", split,
+                           capsys=capsys)
+    assert code == 2 and str(split) in err and "Traceback" not in err
+
+
+def test_generate_refuses_impossible_scene_sizes(tmp_path, capsys):
+    code, _, err = run_cli("generate", "--out", tmp_path / "g", "--objects", "5", "2", capsys=capsys)
+    assert code == 2 and "objects per scene" in err

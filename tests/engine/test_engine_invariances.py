@@ -85,3 +85,11 @@ def test_algorithm_1_predictions():
     assert answers.predictions(threshold=0.6) == ["no", "blue"]
     assert abs(answers.distribution(0)["no"] - 0.42) < 1e-6
     assert answers.candidate_mask.tolist() == [[True, False], [True, True]]
+
+
+@given(scenes_and_programs(max_objects=3))
+def test_complements_agree_with_the_probabilities(case):
+    answers = run_engine([case.program], [case.tables], dtype=torch.float64)
+    k = case.program.n_candidates
+    p, q = answers.log_probs[0, :k].exp(), answers.log_complement[0, :k].exp()
+    assert torch.allclose(p + q, torch.ones_like(p), atol=1e-12)

@@ -43,8 +43,7 @@ def test_read_once_condition_is_needed():
     chair, red, on = Predicate("chair"), Predicate("red"), Predicate("on", arity=2)
     program = Program.yes_no(Aggregate(Quantifier.EXISTS, Filter(chair, Relate.of(on, Quantifier.EXISTS,
                                                                                     Filter(red, Top())))))
-    tables = {chair: [1.0, 1.0], red: [0.0, 0.5], on: [[0.0, 1.0], [0.0, 0.0]]}
-    tables[on] = [[0.0, 1.0], [1.0, 1.0]]
+    tables = {chair: [1.0, 1.0], red: [0.0, 0.5], on: [[0.0, 1.0], [1.0, 1.0]]}
     assert red in repeated_predicates(program)
     exact = brute_force(program, tables)[0]
     got = run_engine([program], [tables], dtype=torch.float64).probs()[0, 0].item()

@@ -38,6 +38,32 @@ def test_answer_loss_stays_finite_when_the_model_is_certain_and_wrong():
     assert torch.isfinite(loss) and loss.item() == pytest.approx(100.0)
 
 
+def test_confidently_wrong_answers_keep_their_gradient():
+    """∃ over two objects with logits 60: P(yes) rounds to 1 in float32, yet the gold "no" must
+    still pull the logits down (log P(no) = -120 exactly, from the engine's complement)."""
+    from nablafol.engine import Engine
+    from nablafol.ir import Aggregate, Filter, Predicate, Program, Quantifier, Top
+    from nablafol.oracle import Requests
+
+    red = Predicate("red")
+    z = torch.tensor([60.0, 60.0], requires_grad=True)
+
+    class Logits:
+        num_objects = torch.tensor([2])
+
+        def unary(self, requests):
+            return torch.nn.functional.logsigmoid(z)[None].expand(len(requests), 2)
+
+        def binary(self, requests):
+            return torch.zeros(len(requests), 2, 2)
+
+    answers = Engine()([Program.yes_no(Aggregate(Quantifier.EXISTS, Filter(red, Top())))], Logits())
+    loss = answer_loss(answers, torch.tensor([1]), torch.tensor([True]))
+    loss.backward()
+    assert loss.item() == pytest.approx(120.0, rel=1e-4)
+    assert torch.allclose(z.grad, torch.tensor([1.0, 1.0]), atol=1e-4)
+
+
 def test_curriculum_orders_by_program_length():
     lengths = [5, 2, 3, 2, 4, 3]
     c = Curriculum(lengths, start=2, step=1)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .common import UsageError
+from .common import UsageError, device, non_negative_int, positive_float, positive_int
 
 HELP = "train the top-down calibrator on a frozen trained oracle"
 
@@ -18,12 +18,12 @@ def add_arguments(parser) -> None:
     parser.add_argument("--questions", metavar="Q")
     parser.add_argument("--features", metavar="F")
     parser.add_argument("--val-questions", metavar="V")
-    parser.add_argument("--val-limit", type=int, default=0, metavar="N")
+    parser.add_argument("--val-limit", type=non_negative_int, default=0, metavar="N")
     parser.add_argument("--model", required=True, metavar="MODEL", help="a model folder from `nablafol train`")
-    parser.add_argument("--epochs", type=int, default=3)
-    parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--lr", type=float, default=1e-3)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--epochs", type=positive_int, default=3)
+    parser.add_argument("--batch-size", type=positive_int, default=64)
+    parser.add_argument("--lr", type=positive_float, default=1e-3)
+    parser.add_argument("--seed", type=non_negative_int, default=0)
     parser.add_argument("--resume", action="store_true")
     parser.add_argument("--ontology", metavar="DIR", help="ignored: the model folder carries its vocabulary")
     parser.add_argument("--device", default="cpu")
@@ -42,6 +42,7 @@ def run(args) -> int:
     from .train import dataset_paths
 
     train_q, features, val_q, _ = dataset_paths(args)
+    args.device = device(args.device)
     perception = FeaturePerception.load(features, args.model, device=args.device)
     if perception.ontology is None:
         raise UsageError(f"{args.model}: the model folder records no vocabulary (train it with `nablafol train`)")

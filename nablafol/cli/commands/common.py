@@ -31,8 +31,89 @@ def load_ontology(folder):
 
 
 def write_json(path, obj) -> None:
+    """Write JSON atomically (a unique temporary file, renamed; nothing left behind on failure)."""
+    from nablafol.data.files import atomic_text_writer
     path = Path(path)
+    if path.is_dir():
+        raise UsageError(f"{path}: is a folder; give a file path")
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(obj, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    tmp.replace(path)
+    with atomic_text_writer(path) as f:
+        f.write(json.dumps(obj, indent=1, ensure_ascii=False) + "\n")
+
+
+def output_file(path) -> Path:
+    """Check an output file path before any work: not a folder; its folder is created."""
+    path = Path(path)
+    if path.is_dir():
+        raise UsageError(f"{path}: is a folder; give a file path")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def positive_int(text: str) -> int:
+    import argparse
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    import argparse
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    return value
+
+
+def probability(text: str) -> float:
+    import argparse
+    import math
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not (math.isfinite(value) and 0.0 <= value <= 1.0):
+        raise argparse.ArgumentTypeError(f"must be in [0, 1], got {text}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    import argparse
+    import math
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
+    return value
+
+
+def non_negative_float(text: str) -> float:
+    import argparse
+    import math
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f"must be a number >= 0, got {text}")
+    return value
+
+
+def device(text: str):
+    """A torch device that exists here (checked before any work)."""
+    import torch
+    try:
+        dev = torch.device(text)
+        torch.empty(0, device=dev)
+    except (RuntimeError, AssertionError) as e:
+        raise UsageError(f"--device {text}: not available here ({str(e).splitlines()[0]})") from None
+    return dev

@@ -17,7 +17,7 @@ import json
 import time
 from pathlib import Path
 
-from .common import write_json
+from .common import non_negative_int, positive_float, positive_int, write_json
 
 HELP = "run the whole pipeline on the embedded dataset and write a report"
 
@@ -25,10 +25,10 @@ HELP = "run the whole pipeline on the embedded dataset and write a report"
 def add_arguments(parser) -> None:
     parser.add_argument("--out", default="runs/demo", metavar="DIR")
     parser.add_argument("--quick", action="store_true", help="small dataset, few epochs")
-    parser.add_argument("--epochs", type=int, default=None, help="training epochs (default 8; quick: 4)")
-    parser.add_argument("--lr", type=float, default=3e-3, help="Adam learning rate for the demo's short training "
+    parser.add_argument("--epochs", type=positive_int, default=None, help="training epochs (default 8; quick: 4)")
+    parser.add_argument("--lr", type=positive_float, default=3e-3, help="Adam learning rate for the demo's short training "
                         "(the paper's 1e-4 is `nablafol train`'s default)")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=non_negative_int, default=0)
 
 
 def run(args) -> int:

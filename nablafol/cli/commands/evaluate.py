@@ -16,7 +16,8 @@ import sys
 import time
 from pathlib import Path
 
-from .common import UsageError, add_ontology_argument, load_ontology, write_json
+from .common import (UsageError, add_ontology_argument, device, load_ontology, non_negative_int, output_file,
+                     positive_int, probability, write_json)
 
 HELP = "answer questions over scene graphs or features; print accuracy and consistency"
 
@@ -29,12 +30,12 @@ def add_arguments(parser) -> None:
     parser.add_argument("--model", metavar="M", help="trained model folder (with --features)")
     parser.add_argument("--predictions", required=True, metavar="OUT", help="where to write GQA predictions JSON")
     parser.add_argument("--details", metavar="D", help="also write per-question details (JSON lines)")
-    parser.add_argument("--details-top", type=int, default=10, metavar="K",
+    parser.add_argument("--details-top", type=non_negative_int, default=10, metavar="K",
                         help="candidates of an open question kept in details (0: all; default 10)")
     parser.add_argument("--skipped", metavar="PATH", help="write the skipped questions here (JSON); default "
                         "OUT with suffix .skipped.json when any")
-    parser.add_argument("--batch-size", type=int, default=1024)
-    parser.add_argument("--threshold", type=float, default=0.5, help="θ of Algorithm 1 for yes/no questions")
+    parser.add_argument("--batch-size", type=positive_int, default=1024)
+    parser.add_argument("--threshold", type=probability, default=0.5, help="θ of Algorithm 1 for yes/no questions")
     parser.add_argument("--exact", action="store_true", help="score by exact string match (GQA's eval.py) "
                         "instead of vocabulary forms")
     parser.add_argument("--strict", action="store_true", help="any skipped question is an error (exit 2)")
@@ -59,7 +60,8 @@ def run(args) -> int:
         raise UsageError("--model goes with --features")
     for out in (args.predictions, args.details, args.skipped):  # fail before the work, not after it
         if out:
-            Path(out).parent.mkdir(parents=True, exist_ok=True)
+            output_file(out)
+    args.device = device(args.device)
     t0 = time.perf_counter()
     questions = load_questions(args.questions)
     perception, ontology = _perception(args)

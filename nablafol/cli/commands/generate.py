@@ -7,20 +7,22 @@ noise differs per concept, and the dataset's vocabulary), so every command runs 
 """
 from __future__ import annotations
 
+from .common import non_negative_float, non_negative_int, positive_int
+
 HELP = "write the embedded GQA-like dataset (questions, scene graphs, features, vocabulary)"
 
 
 def add_arguments(parser) -> None:
     parser.add_argument("--out", required=True, metavar="DIR")
-    parser.add_argument("--train", type=int, default=1500, metavar="N", help="training scenes (default 1500)")
-    parser.add_argument("--val", type=int, default=300, metavar="N", help="validation scenes (default 300)")
-    parser.add_argument("--testdev", type=int, default=300, metavar="N", help="test-dev scenes (default 300)")
-    parser.add_argument("--questions-per-scene", type=int, default=10)
-    parser.add_argument("--feature-dim", type=int, default=64)
-    parser.add_argument("--noise", type=float, default=0.15, help="standard deviation of the feature noise")
-    parser.add_argument("--objects", type=int, nargs=2, default=(3, 8), metavar=("MIN", "MAX"),
+    parser.add_argument("--train", type=non_negative_int, default=1500, metavar="N", help="training scenes (default 1500)")
+    parser.add_argument("--val", type=non_negative_int, default=300, metavar="N", help="validation scenes (default 300)")
+    parser.add_argument("--testdev", type=non_negative_int, default=300, metavar="N", help="test-dev scenes (default 300)")
+    parser.add_argument("--questions-per-scene", type=positive_int, default=10)
+    parser.add_argument("--feature-dim", type=positive_int, default=64)
+    parser.add_argument("--noise", type=non_negative_float, default=0.15, help="standard deviation of the feature noise")
+    parser.add_argument("--objects", type=positive_int, nargs=2, default=(3, 8), metavar=("MIN", "MAX"),
                         help="objects per scene (default 3 8)")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=non_negative_int, default=0)
 
 
 def run(args) -> int:

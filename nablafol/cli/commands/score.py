@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 
-from .common import UsageError, write_json
+from .common import UsageError, output_file, write_json
 
 HELP = "accuracy, consistency, Acc_h and Err_e of any predictions file"
 
@@ -30,9 +30,12 @@ def run(args) -> int:
     if args.split:
         try:
             with open(args.split, encoding="utf-8") as f:
-                split = Split.from_json(json.load(f))
-        except json.JSONDecodeError as e:
-            raise UsageError(f"{args.split}: not JSON ({e})") from None
+                data = json.load(f)
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise UsageError(f"{args.split}: not a JSON split file ({str(e).splitlines()[0]})") from None
+        split = Split.from_json(data)
+    if args.json:
+        output_file(args.json)
     scores = score(questions.values(), read_predictions(args.predictions), split,
                    match=exact_match if args.exact else vocabulary_match)
     print(scores.format_table())

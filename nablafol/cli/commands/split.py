@@ -5,7 +5,7 @@ section 4): easy = the base model answers them correctly (perception alone suffi
 """
 from __future__ import annotations
 
-from .common import write_json
+from .common import output_file, write_json
 
 HELP = "hard/easy split from a base model's predictions"
 
@@ -21,6 +21,7 @@ def run(args) -> int:
     from nablafol.data import load_questions, read_predictions
     from nablafol.metrics import exact_match, vocabulary_match
     from nablafol.scoring import make_split
+    output_file(args.out)
     questions = load_questions(args.questions)
     split = make_split(questions.values(), read_predictions(args.predictions),
                        match=exact_match if args.exact else vocabulary_match)

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .common import UsageError, add_ontology_argument, load_ontology
+from .common import (UsageError, add_ontology_argument, device, load_ontology, non_negative_float,
+                     non_negative_int, positive_float, positive_int)
 
 HELP = "train the neural oracle through the reasoning (Algorithm 1)"
 
@@ -24,17 +25,17 @@ def add_arguments(parser) -> None:
     parser.add_argument("--questions", metavar="Q", help="training questions (file or folder)")
     parser.add_argument("--features", metavar="F", help="features folder of the training (and validation) images")
     parser.add_argument("--val-questions", metavar="V", help="validation questions")
-    parser.add_argument("--val-limit", type=int, default=0, metavar="N", help="validate on the first N (0: all)")
+    parser.add_argument("--val-limit", type=non_negative_int, default=0, metavar="N", help="validate on the first N (0: all)")
     parser.add_argument("--out", required=True, metavar="MODEL", help="the model folder to write")
     parser.add_argument("--resume", action="store_true", help="continue from the checkpoint in MODEL")
-    parser.add_argument("--epochs", type=int, default=10)
-    parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--lr", type=float, default=1e-4, help="Adam learning rate (paper: 1e-4)")
-    parser.add_argument("--weight-decay", type=float, default=1e-10, help="paper: 1e-10")
-    parser.add_argument("--clip", type=float, default=0.65, help="gradient clipping norm (paper: 0.65)")
-    parser.add_argument("--curriculum-start", type=int, default=2, help="program steps of the first epoch")
-    parser.add_argument("--hidden", type=int, default=256, help="hidden size of the oracle's layers")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--epochs", type=positive_int, default=10)
+    parser.add_argument("--batch-size", type=positive_int, default=64)
+    parser.add_argument("--lr", type=positive_float, default=1e-4, help="Adam learning rate (paper: 1e-4)")
+    parser.add_argument("--weight-decay", type=non_negative_float, default=1e-10, help="paper: 1e-10")
+    parser.add_argument("--clip", type=positive_float, default=0.65, help="gradient clipping norm (paper: 0.65)")
+    parser.add_argument("--curriculum-start", type=positive_int, default=2, help="program steps of the first epoch")
+    parser.add_argument("--hidden", type=positive_int, default=256, help="hidden size of the oracle's layers")
+    parser.add_argument("--seed", type=non_negative_int, default=0)
     parser.add_argument("--device", default="cpu")
     add_ontology_argument(parser)
 
@@ -65,6 +66,9 @@ def run(args) -> int:
     from nablafol.training import Trainer, TrainConfig, prepare_examples
 
     train_q, features, val_q, onto_dir = dataset_paths(args)
+    args.device = device(args.device)
+    if Path(args.out).exists() and not Path(args.out).is_dir():
+        raise UsageError(f"{args.out}: exists and is not a folder (a model is a folder)")
     ontology = load_ontology(onto_dir)
     store = FeatureStore(features)
     questions = load_questions(train_q)
