@@ -28,8 +28,8 @@ from typing import Optional, Union
 
 import dsl.ast as A
 
-from nablafol.ir import (Aggregate, AggregateEach, And, Attention, Conjoin, Filter, Neg, Not, Or, Program,
-                         Quantifier, Relate, Top, Truth)
+from nablafol.ir import (Aggregate, AggregateEach, AllOf, And, AnyOf, Attention, Conjoin, Filter, Neg, Not, Or,
+                         Pairwise, Program, Quantifier, Relate, Top, Truth)
 
 from .concepts import SCENE, Concepts
 from .errors import CompileError
@@ -106,12 +106,14 @@ class Translator:
         return Conjoin(x, Neg(Filter(pred, Top()))) if value.negated else Filter(pred, x)
 
     def _two_same(self, type_: str, x: Attention, y: Attention) -> Truth:
+        """``∨_v (A_∃(Filter_v[X]) ∧ A_∃(Filter_v[Y]))`` over the values of ``type_`` (TwoSame)."""
         preds, _ = self.c.candidates(type_)
-        return Or(tuple(And((Aggregate(EXISTS, Filter(p, x)), Aggregate(EXISTS, Filter(p, y)))) for p in preds))
+        return AnyOf(Pairwise(AggregateEach(EXISTS, preds, x), AggregateEach(EXISTS, preds, y)))
 
     def _all_same(self, type_: str, x: Attention) -> Truth:
+        """``∨_v ¬A_∃(X ⊙ Neg[Filter_v[1]]) = ¬∧_v A_∃(X ⊙ Neg[Filter_v[1]])`` (AllSame)."""
         preds, _ = self.c.candidates(type_)
-        return Or(tuple(Not(Aggregate(EXISTS, Conjoin(x, Neg(Filter(p, Top()))))) for p in preds))
+        return Not(AllOf(AggregateEach(EXISTS, preds, x, negate=True)))
 
     # -- operations -----------------------------------------------------------------------
     def _select(self, step: A.Step, inputs) -> ObjectSet:

@@ -38,7 +38,7 @@ import torch
 
 from . import operators as ops
 from .errors import OracleError, ProbabilityError, ProgramStructureError, ShapeError
-from .ir import Aggregate, AggregateEach, And, Attention, Conjoin, Filter, Neg, Not, Or, Predicate, Program, Relate, Top
+from .ir import Aggregate, AggregateEach, AllOf, And, AnyOf, Attention, Pairwise, Conjoin, Filter, Neg, Not, Or, Predicate, Program, Relate, Top
 from .operators import Quantifier
 from .oracle import Oracle, Requests
 
@@ -72,6 +72,8 @@ class Calibration(Protocol):
 
 
 # --- one program, flattened ------------------------------------------------------------
+
+_TOP = Top()
 
 @dataclass(frozen=True)
 class ProgramPlan:
@@ -144,15 +146,47 @@ class ProgramPlan:
                 level = 0 if in0 < 0 else 1 + max(v_rows[in0][1], v_rows[in1][1] if in1 >= 0 else 0)
                 v_rows.append((kind, level, in0, in1, pred))
             elif isinstance(node, AggregateEach):
-                # K Filter rows on the shared input, then K aggregations, built in bulk
-                vin = vec[node.input]
-                level = 1 + v_rows[vin][1]
-                first_v, first_s = len(v_rows), len(s_rows)
-                v_rows.extend((V_FILTER, level, vin, -1, unary.setdefault(p, len(unary))) for p in node.predicates)
-                steps.extend((node, p) for p in node.predicates)
+                # K rows per operator on the shared input, then K aggregations, built in bulk
+                vin, k_count = vec[node.input], len(node.predicates)
+                preds = [unary.setdefault(p, len(unary)) for p in node.predicates]
                 agg = _S_AGG[node.quantifier]
-                s_rows.extend((agg, level + 1, first_v + k) for k in range(len(node.predicates)))
+                if not node.negate:  # A_q(Filter_π[α])
+                    level = 1 + v_rows[vin][1]
+                    first_v = len(v_rows)
+                    v_rows.extend((V_FILTER, level, vin, -1, p) for p in preds)
+                    steps.extend((node, p) for p in node.predicates)
+                    last = range(first_v, len(v_rows))
+                else:  # A_q(α ⊙ Neg[Filter_π[1]])
+                    top = vec.get(_TOP)
+                    if top is None:
+                        top = vec[_TOP] = len(v_rows)
+                        v_rows.append((V_TOP, 0, -1, -1, -1))
+                        steps.append(_TOP)
+                    first_f = len(v_rows)
+                    v_rows.extend((V_FILTER, 1, top, -1, p) for p in preds)
+                    first_n = len(v_rows)
+                    v_rows.extend((V_NEG, 2, first_f + k, -1, -1) for k in range(k_count))
+                    level = 1 + max(2, v_rows[vin][1])
+                    first_c = len(v_rows)
+                    v_rows.extend((V_CONJOIN, level, vin, first_n + k, -1) for k in range(k_count))
+                    steps.extend((node, p) for _ in range(3) for p in node.predicates)
+                    last = range(first_c, len(v_rows))
+                first_s = len(s_rows)
+                s_rows.extend((agg, level + 1, r) for r in last)
                 each[node] = range(first_s, len(s_rows))
+            elif isinstance(node, Pairwise):
+                left, right = each[node.left], each[node.right]
+                first_s = len(s_rows)
+                s_rows.extend((S_AND, 1 + max(s_rows[a][1], s_rows[b][1]), -1) for a, b in zip(left, right))
+                for k, (a, b) in enumerate(zip(left, right)):
+                    edges.append((first_s + k, a))
+                    edges.append((first_s + k, b))
+                each[node] = range(first_s, len(s_rows))
+            elif isinstance(node, (AnyOf, AllOf)):
+                rows = each[node.each]
+                j = sca[node] = len(s_rows)
+                s_rows.append((S_OR if isinstance(node, AnyOf) else S_AND, 1 + max(s_rows[r][1] for r in rows), -1))
+                edges.extend((j, r) for r in rows)
             else:
                 j = sca[node] = len(s_rows)
                 if isinstance(node, Aggregate):

@@ -211,6 +211,7 @@ class Evaluator:
         self.keep_outcomes, self.details_top = keep_outcomes, details_top
         self.progress = progress
         self._known: dict[Predicate, bool] = {}
+        self._checked: dict = {}  # program -> its first predicate the perception does not know
 
     def run(self, questions: Iterable) -> EvaluationRun:
         run = EvaluationRun()
@@ -242,7 +243,14 @@ class Evaluator:
         return run
 
     def _unknown_predicate(self, compiled: CompiledQuestion) -> Predicate | None:
-        for p in compiled.program.predicates():
+        program = compiled.program
+        if program in self._checked:  # compiled programs are shared by many questions
+            return self._checked[program]
+        self._checked[program] = found = self._first_unknown(program)
+        return found
+
+    def _first_unknown(self, program) -> Predicate | None:
+        for p in program.predicates():
             known = self._known.get(p)
             if known is None:
                 known = self._known[p] = bool(self.perception.knows(p))

@@ -34,8 +34,12 @@ from .operators import Quantifier
 
 __all__ = [
     "Predicate", "Quantifier", "Node", "Attention", "Truth", "Top", "Filter", "Neg", "Relate",
-    "Atom", "Conjoin", "Aggregate", "AggregateEach", "Not", "And", "Or", "Program",
+    "Atom", "Conjoin", "Aggregate", "Truths", "AggregateEach", "Pairwise", "AnyOf", "AllOf", "Not", "And", "Or",
+    "Program",
 ]
+
+
+_FIELD_NAMES: dict = {}  # class -> its dataclass field names (dataclasses.fields is slow)
 
 
 class _Hashed:
@@ -47,7 +51,11 @@ class _Hashed:
         try:
             return self.__dict__["_hash"]
         except KeyError:
-            h = hash((type(self).__name__,) + tuple(getattr(self, f.name) for f in fields(self)))
+            cls = type(self)
+            names = _FIELD_NAMES.get(cls)
+            if names is None:
+                names = _FIELD_NAMES[cls] = tuple(f.name for f in fields(self))
+            h = hash((cls.__name__,) + tuple(getattr(self, n) for n in names))
             object.__setattr__(self, "_hash", h)
             return h
 
@@ -246,40 +254,106 @@ class Aggregate(Truth):
     __hash__ = _Hashed.__hash__
 
 
-@dataclass(frozen=True, eq=True)
-class AggregateEach(Node):
-    """``[A_q(Filter_π[α]) for π in predicates]``: one truth per predicate, in one node.
+class Truths(Node):
+    """Several truths, one per predicate of ``predicates``, kept in one node.
 
-    The plausible answers of an open question (``query color``: one truth per color) share
-    their input; this node keeps them as one node whatever their number (GQA's ``query name``
-    has up to 1,232), which keeps compiling and planning cheap. It may stand among a
-    :class:`Program`'s candidates, where it counts as ``len(predicates)`` of them.
+    Open questions list one truth per plausible answer (GQA's ``query name`` has up to
+    1,232) and ``same``/``common`` compare over every value of a type: one node for all of
+    them keeps compiling and planning cheap. A :class:`Program` may list such a node among
+    its candidates (it counts as ``len(predicates)`` of them); :class:`AnyOf` and
+    :class:`AllOf` reduce it to one truth.
+    """
+
+    predicates: tuple[Predicate, ...]
+
+    def truths(self) -> tuple[Truth, ...]:
+        """The truths this node stands for, as separate nodes (for printing and testing)."""
+        raise NotImplementedError
+
+    def generic(self) -> Truth:
+        """The k-th truth with the predicate written as ``π`` (for printing)."""
+        raise NotImplementedError
+
+
+def _check_unary_tuple(predicates, where):
+    if not isinstance(predicates, tuple) or not predicates:
+        raise ProgramStructureError(f"{where} needs a non-empty tuple of unary predicates")
+    if not all(type(p) is Predicate and p.arity == 1 for p in predicates):  # one fast pass
+        for p in predicates:
+            _check(p, Predicate, f"{where} predicate")
+            if p.arity != 1:
+                raise ProgramStructureError(f"{where} needs unary predicates, {p.name!r} is binary")
+
+
+@dataclass(frozen=True, eq=True)
+class AggregateEach(Truths):
+    """``[A_q(Filter_π[α]) for π in predicates]`` (``negate``: ``[A_q(α ⊙ Neg[Filter_π[1]])]``).
+
+    ``A_∃(Filter_π[α])`` is "some attended object is π"; with ``negate``, ``A_∃`` over
+    ``α ⊙ ¬π`` is "some attended object is not π" (what "all of them are π" negates).
     """
 
     quantifier: Quantifier
     predicates: tuple[Predicate, ...]
     input: Attention
+    negate: bool = False
 
     def __post_init__(self):
         _check(self.quantifier, Quantifier, "AggregateEach quantifier")
-        if not isinstance(self.predicates, tuple) or not self.predicates:
-            raise ProgramStructureError("AggregateEach needs a non-empty tuple of unary predicates")
-        if not all(type(p) is Predicate and p.arity == 1 for p in self.predicates):  # one fast pass
-            for p in self.predicates:
-                _check(p, Predicate, "AggregateEach predicate")
-                if p.arity != 1:
-                    raise ProgramStructureError(f"AggregateEach needs unary predicates, {p.name!r} is binary")
+        _check_unary_tuple(self.predicates, "AggregateEach")
         _check(self.input, Attention, "AggregateEach input")
 
     def children(self):
         return (self.input,)
 
+    def _one(self, p: Predicate) -> Truth:
+        body = Conjoin(self.input, Neg(Filter(p, Top()))) if self.negate else Filter(p, self.input)
+        return Aggregate(self.quantifier, body)
+
     def truths(self) -> tuple[Truth, ...]:
-        """The truths this node stands for, as separate nodes."""
-        return tuple(Aggregate(self.quantifier, Filter(p, self.input)) for p in self.predicates)
+        return tuple(self._one(p) for p in self.predicates)
+
+    def generic(self) -> Truth:
+        return self._one(_PI)
 
     def term(self) -> str:
-        return f"A_{self.quantifier.symbol}(Filter_π[{self.input.term()}])"
+        return self.generic().term()
+
+    __hash__ = _Hashed.__hash__
+
+
+@dataclass(frozen=True, eq=True)
+class Pairwise(Truths):
+    """``[a_k ∧ b_k]``: the truths of two :class:`AggregateEach` over the same predicates, paired.
+
+    ``AnyOf(Pairwise(A_∃ each over X, A_∃ each over Y))`` is "X and Y share one of the values"
+    (GQA's two-input ``same``; the paper's TwoSame).
+    """
+
+    left: AggregateEach
+    right: AggregateEach
+
+    def __post_init__(self):
+        _check(self.left, AggregateEach, "Pairwise left")
+        _check(self.right, AggregateEach, "Pairwise right")
+        if self.left.predicates != self.right.predicates:
+            raise ProgramStructureError("Pairwise needs two AggregateEach over the same predicates")
+
+    @property
+    def predicates(self) -> tuple[Predicate, ...]:
+        return self.left.predicates
+
+    def children(self):
+        return (self.left, self.right)
+
+    def truths(self) -> tuple[Truth, ...]:
+        return tuple(And((a, b)) for a, b in zip(self.left.truths(), self.right.truths()))
+
+    def generic(self) -> Truth:
+        return And((self.left.generic(), self.right.generic()))
+
+    def term(self) -> str:
+        return self.generic().term()
 
     __hash__ = _Hashed.__hash__
 
@@ -345,6 +419,53 @@ class Or(Truth):
 
 
 @dataclass(frozen=True, eq=True)
+class AnyOf(Truth):
+    """``∨_k t_k`` over the truths of one :class:`Truths` node (independent ones: ``1 - Π(1 - t_k)``)."""
+
+    each: Truths
+
+    def __post_init__(self):
+        _check(self.each, Truths, "AnyOf input")
+
+    def children(self):
+        return (self.each,)
+
+    def expanded(self) -> Truth:
+        return Or(self.each.truths())
+
+    def term(self) -> str:
+        return f"∨_{{π ∈ {_shown(self.each.predicates)}}} {self.each.term()}"
+
+    __hash__ = _Hashed.__hash__
+
+
+@dataclass(frozen=True, eq=True)
+class AllOf(Truth):
+    """``∧_k t_k`` over the truths of one :class:`Truths` node (``Π t_k``)."""
+
+    each: Truths
+
+    def __post_init__(self):
+        _check(self.each, Truths, "AllOf input")
+
+    def children(self):
+        return (self.each,)
+
+    def expanded(self) -> Truth:
+        return And(self.each.truths())
+
+    def term(self) -> str:
+        return f"∧_{{π ∈ {_shown(self.each.predicates)}}} {self.each.term()}"
+
+    __hash__ = _Hashed.__hash__
+
+
+def _shown(predicates, limit: int = 6) -> str:
+    names = [str(p) for p in predicates]
+    return "{" + ", ".join(names[:limit]) + (f", … ({len(names)})" if len(names) > limit else "") + "}"
+
+
+@dataclass(frozen=True, eq=True)
 class Program(_Hashed):
     """A question as DFOL: one yes/no truth (``labels is None``), or labelled candidates.
 
@@ -354,7 +475,7 @@ class Program(_Hashed):
     grounding).
     """
 
-    candidates: tuple[Union[Truth, AggregateEach], ...]
+    candidates: tuple[Union[Truth, Truths], ...]
     labels: Union[tuple[str, ...], None] = None
     focus: Union[Attention, None] = None
 
@@ -362,7 +483,7 @@ class Program(_Hashed):
         if not isinstance(self.candidates, tuple) or not self.candidates:
             raise ProgramStructureError("a Program needs a non-empty tuple of Truth candidates")
         for t in self.candidates:
-            _check(t, (Truth, AggregateEach), "Program candidate")
+            _check(t, (Truth, Truths), "Program candidate")
         if self.labels is None:
             if len(self.candidates) != 1 or not isinstance(self.candidates[0], Truth):
                 raise ProgramStructureError("a yes/no Program has exactly one Truth; give labels for several")
@@ -378,13 +499,13 @@ class Program(_Hashed):
 
     @property
     def n_candidates(self) -> int:
-        return sum(len(c.predicates) if isinstance(c, AggregateEach) else 1 for c in self.candidates)
+        return sum(len(c.predicates) if isinstance(c, Truths) else 1 for c in self.candidates)
 
     def truths(self) -> tuple[Truth, ...]:
         """Every candidate as a separate truth (``AggregateEach`` expanded), in label order."""
         out: list[Truth] = []
         for c in self.candidates:
-            out.extend(c.truths() if isinstance(c, AggregateEach) else (c,))
+            out.extend(c.truths() if isinstance(c, Truths) else (c,))
         return tuple(out)
 
     @classmethod
@@ -401,7 +522,17 @@ class Program(_Hashed):
         return self.labels is None
 
     def nodes(self) -> Iterator[Node]:
-        """Every distinct node, each after its inputs (a topological order)."""
+        """Every distinct node, each after its inputs (a topological order; computed once)."""
+        cached = self.__dict__.get("_nodes")
+        if cached is None:
+            cached = self._topological()
+            object.__setattr__(self, "_nodes", cached)
+        return iter(cached)
+
+    def _topological(self) -> tuple:
+        # shared subterms are usually the same object: an id() check first spares most hashing;
+        # equal but distinct subterms are still merged by the structural check
+        seen_ids: set[int] = set()
         seen: set = set()
         order: list[Node] = []
         roots: list[Node] = list(self.candidates) + ([self.focus] if self.focus is not None else [])
@@ -409,18 +540,24 @@ class Program(_Hashed):
             stack = [(root, False)]
             while stack:
                 node, expanded = stack.pop()
-                if node in seen:
+                if id(node) in seen_ids:
                     continue
                 if expanded:
+                    seen_ids.add(id(node))
+                    if node in seen:
+                        continue
                     seen.add(node)
                     order.append(node)
                 else:
                     stack.append((node, True))
-                    stack.extend((c, False) for c in reversed(node.children()) if c not in seen)
-        return iter(order)
+                    stack.extend((c, False) for c in reversed(node.children()) if id(c) not in seen_ids)
+        return tuple(order)
 
     def predicates(self) -> tuple[Predicate, ...]:
-        """The distinct predicates, in order of first use."""
+        """The distinct predicates, in order of first use (computed once: programs are immutable)."""
+        cached = self.__dict__.get("_predicates")
+        if cached is not None:
+            return cached
         out: dict[Predicate, None] = {}
         for node in self.nodes():
             if isinstance(node, Filter):
@@ -431,7 +568,9 @@ class Program(_Hashed):
             elif isinstance(node, Relate):
                 for a in node.atoms:
                     out.setdefault(a.predicate)
-        return tuple(out)
+        result = tuple(out)
+        object.__setattr__(self, "_predicates", result)
+        return result
 
     def term(self) -> str:
         """The DFOL term, e.g. ``A_∃(Filter_Chair[Relate_{Left,∀}[1]])``."""
@@ -443,13 +582,13 @@ class Program(_Hashed):
         """The equivalent FOL formula, e.g. ``∃X ∀Y: Chair(X) ∧ Left(X, Y)``."""
         if self.labels is None:
             return formula(self.candidates[0])
-        return self._listing(formula, lambda each: formula(Aggregate(each.quantifier, Filter(_PI, each.input))))
+        return self._listing(formula, lambda each: formula(each.generic()))
 
     def _listing(self, render, render_each) -> str:
-        """``[label: rendering, ...]``; an AggregateEach shows once, as ``{its labels}: π(X) ...``."""
+        """``[label: rendering, ...]``; a Truths node shows once, as ``{its labels}: π(X) ...``."""
         parts, k = [], 0
         for c in self.candidates:
-            if isinstance(c, AggregateEach):
+            if isinstance(c, Truths):
                 labels = self.labels[k:k + len(c.predicates)]
                 shown = ", ".join(labels[:6]) + (f", … ({len(labels)})" if len(labels) > 6 else "")
                 parts.append(f"π ∈ {{{shown}}}: {render_each(c)}")
@@ -523,6 +662,9 @@ def _truth(node: Truth, vars: _Vars) -> str:
         op = " ∧ " if isinstance(node, And) else " ∨ "
         parts = [_truth(t, vars) for t in node.inputs]
         return parts[0] if len(parts) == 1 else op.join(f"({p})" for p in parts)
+    if isinstance(node, (AnyOf, AllOf)):
+        q = "∃" if isinstance(node, AnyOf) else "∀"
+        return f"{q}π ∈ {_shown(node.each.predicates)}: {_truth(node.each.generic(), vars)}"
     raise ProgramStructureError(f"not a truth node: {node!r:.60}")
 
 

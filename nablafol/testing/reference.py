@@ -26,7 +26,8 @@ from typing import Mapping
 import numpy as np
 
 from ..errors import ProgramStructureError
-from ..ir import Aggregate, And, Conjoin, Filter, Neg, Node, Not, Or, Predicate, Program, Quantifier, Relate, Top
+from ..ir import (AllOf, Aggregate, And, AnyOf, Conjoin, Filter, Neg, Node, Not, Or, Predicate, Program, Quantifier,
+                  Relate, Top)
 
 MAX_UNCERTAIN_ATOMS = 22
 
@@ -101,6 +102,8 @@ def brute_force(program: Program, tables: Mapping, n_objects: int | None = None)
         return out
 
     def tru(node) -> np.ndarray:  # (worlds,) bool
+        if isinstance(node, (AnyOf, AllOf)):
+            node = node.expanded()
         if isinstance(node, Aggregate):
             return _quantify(att(node.input), node.quantifier, axis=0)
         if isinstance(node, Not):
@@ -134,6 +137,8 @@ def repeated_predicates(program: Program) -> set[Predicate]:
     under_relate: set[Predicate] = set()
 
     def walk(node, inside: bool):
+        if isinstance(node, (AnyOf, AllOf)):
+            node = node.expanded()
         if isinstance(node, Filter):
             uses[node.predicate] += 1
             if inside:

@@ -22,7 +22,7 @@ try:
 except ImportError as e:  # pragma: no cover - hypothesis is a test dependency
     raise ImportError("nablafol.testing.strategies needs hypothesis: pip install hypothesis") from e
 
-from ..ir import (Aggregate, AggregateEach, And, Atom, Attention, Conjoin, Filter, Neg, Not, Or, Predicate, Program, Quantifier,
+from ..ir import (AllOf, Aggregate, AggregateEach, And, AnyOf, Pairwise, Truths, Atom, Attention, Conjoin, Filter, Neg, Not, Or, Predicate, Program, Quantifier,
                   Relate, Top, Truth)
 from .reference import repeated_predicates
 
@@ -55,9 +55,20 @@ def attentions(unary, binary, max_depth: int = 4) -> st.SearchStrategy[Attention
     return st.recursive(base, extend, max_leaves=max_depth)
 
 
+def each_nodes(unary, binary, max_depth: int = 3):
+    """Random :class:`AggregateEach` (plain or negated) and :class:`Pairwise` nodes."""
+    preds = st.lists(st.sampled_from(list(unary)), min_size=1, max_size=3, unique=True).map(tuple)
+    att = attentions(unary, binary, max_depth)
+    single = st.builds(AggregateEach, quantifiers, preds, att, st.booleans())
+    pair = st.builds(lambda q, ps, x, y, n: Pairwise(AggregateEach(q, ps, x, n), AggregateEach(q, ps, y, n)),
+                     quantifiers, preds, att, att, st.booleans())
+    return single | pair
+
+
 def truths(unary, binary, max_depth: int = 4) -> st.SearchStrategy[Truth]:
-    """Random closed formulas: aggregations, and Not/And/Or over them."""
-    agg = st.builds(Aggregate, quantifiers, attentions(unary, binary, max_depth))
+    """Random closed formulas: aggregations, AnyOf/AllOf of several, and Not/And/Or over them."""
+    agg = st.builds(Aggregate, quantifiers, attentions(unary, binary, max_depth)) | \
+        st.builds(AnyOf, each_nodes(unary, binary)) | st.builds(AllOf, each_nodes(unary, binary))
 
     def extend(children):
         lists = st.lists(children, min_size=1, max_size=3).map(tuple)
@@ -70,14 +81,12 @@ def programs(unary, binary, max_depth: int = 4, max_candidates: int = 3) -> st.S
     """Random yes/no programs and open programs with labelled candidates."""
     t = truths(unary, binary, max_depth)
     yes_no = st.builds(Program.yes_no, t)
-    each = st.builds(AggregateEach, quantifiers, st.lists(st.sampled_from(list(unary)), min_size=1, max_size=3,
-                                                          unique=True).map(tuple), attentions(unary, binary, max_depth))
-    open_ = st.lists(t | each, min_size=1, max_size=max_candidates).map(_labelled)
+    open_ = st.lists(t | each_nodes(unary, binary), min_size=1, max_size=max_candidates).map(_labelled)
     return st.one_of(yes_no, open_)
 
 
 def _labelled(candidates) -> Program:
-    n = sum(len(c.predicates) if isinstance(c, AggregateEach) else 1 for c in candidates)
+    n = sum(len(c.predicates) if isinstance(c, Truths) else 1 for c in candidates)
     return Program(tuple(candidates), tuple(f"c{i}" for i in range(n)))
 
 

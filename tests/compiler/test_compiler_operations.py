@@ -22,7 +22,7 @@ SPEC_LINES = {  # the real lines of gqa-programs.md -> expected DFOL term (or ca
         "[right: A_∃(Filter_surfer[Relate_{to_the_right_of,∃}[Filter_surfboard[1]]]), "
         "left: A_∃(Filter_surfer[Relate_{to_the_left_of,∃}[Filter_surfboard[1]]])]",
     "select: person (2675266,1804573,1900358,2400959,1900360)->same: gender [0]":
-        "(¬A_∃((Filter_person[1] ⊙ Neg[Filter_female[1]])) ∨ ¬A_∃((Filter_person[1] ⊙ Neg[Filter_male[1]])))",
+        "¬∧_{π ∈ {female, male}} A_∃((Filter_person[1] ⊙ Neg[Filter_π[1]]))",
     "select: vegetables (-)->exist: ? [0]->select: nuts (-) ->exist: ? [2]->or:  [1, 3]":
         "(A_∃(Filter_vegetable[1]) ∨ A_∃(Filter_nut[1]))",
     "select: pants (1796037)->relate: person,wearing,s (2527953) [0]->query: name [1]":
@@ -38,9 +38,11 @@ def test_spec_lines_compile_to_the_table(line):
 
 def test_two_input_different_color():
     q = GQA.compile_text("select: cap (2108218)->select: sign (2393744) ->different color:  [0, 1]")
-    term = q.program.term()
-    assert term.startswith("¬((A_∃(Filter_beige[Filter_cap[1]]) ∧ A_∃(Filter_beige[Filter_sign[1]])) ∨")
-    assert term.count("∧") == len(Ontology.gqa().values_of("color")) and q.is_binary
+    assert q.program.term() == ("¬∨_{π ∈ {beige, black, blond, blue, brown, brunette, … (26)}} "
+                                "(A_∃(Filter_π[Filter_cap[1]]) ∧ A_∃(Filter_π[Filter_sign[1]]))")
+    assert q.program.formula().startswith("¬(∃π ∈ {beige, black")
+    (truth,) = q.program.candidates
+    assert len(truth.input.expanded().inputs) == len(Ontology.gqa().values_of("color")) and q.is_binary
 
 
 def test_filter_not_needs_its_value_in_the_vocabulary():

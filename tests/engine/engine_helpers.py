@@ -5,7 +5,7 @@ import numpy as np
 import torch
 
 from nablafol.engine import Engine
-from nablafol.ir import Aggregate, And, Conjoin, Filter, Neg, Not, Or, Quantifier, Relate, Top
+from nablafol.ir import AllOf, Aggregate, And, AnyOf, Conjoin, Filter, Neg, Not, Or, Quantifier, Relate, Top
 from nablafol.oracle import TableOracle
 
 
@@ -22,6 +22,8 @@ def classical(node, tables, n, i=None):
             return all(values)
         return not any(values)
 
+    if isinstance(node, (AnyOf, AllOf)):
+        node = node.expanded()
     if isinstance(node, Top):
         return True
     if isinstance(node, Filter):
