@@ -75,6 +75,37 @@ class Calibration(Protocol):
 
 _TOP = Top()
 
+
+class _NodeIndex:
+    """node -> value, looked up by identity first (no hashing), then by structural equality."""
+
+    __slots__ = ("by_id", "by_node")
+
+    def __init__(self):
+        self.by_id: dict[int, object] = {}
+        self.by_node: dict = {}
+
+    def __setitem__(self, node, value):
+        self.by_id[id(node)] = value
+        self.by_node[node] = value
+
+    def __getitem__(self, node):
+        try:
+            return self.by_id[id(node)]
+        except KeyError:
+            value = self.by_node[node]
+            self.by_id[id(node)] = value
+            return value
+
+    def get(self, node, default=None):
+        try:
+            return self[node]
+        except KeyError:
+            return default
+
+    def __contains__(self, node):
+        return id(node) in self.by_id or node in self.by_node
+
 @dataclass(frozen=True)
 class ProgramPlan:
     """A program as arrays of local indices (see the module docstring)."""
@@ -100,9 +131,7 @@ class ProgramPlan:
     focus: int  # local vector row, -1 when none
     unary: tuple[Predicate, ...]
     binary: tuple[Predicate, ...]
-    # what each vector row computes, in the order of `step`: an Attention node, or
-    # (AggregateEach node, predicate) for the Filter rows such a node stands for
-    attention_steps: tuple
+    _steps: tuple  # compact form of `attention_steps` (AggregateEach blocks not expanded)
 
     @classmethod
     def of(cls, program: Program) -> "ProgramPlan":
@@ -117,15 +146,16 @@ class ProgramPlan:
 
     @classmethod
     def _build(cls, program: Program) -> "ProgramPlan":
-        vec: dict = {}  # attention node -> local vector row
-        sca: dict = {}  # truth node -> local scalar row
-        each: dict = {}  # AggregateEach node -> its scalar rows
+        # node -> its row(s). Nodes come from Program.nodes(), already deduplicated; a child may
+        # still be an equal but distinct object, so a miss by identity falls back to equality
+        vec, sca, each = _NodeIndex(), _NodeIndex(), _NodeIndex()
         unary: dict = {}
         binary: dict = {}
-        v_rows, s_rows, atoms, edges, steps = [], [], [], [], []
+        v_rows, s_rows = _Rows(5), _Rows(3)  # (kind, level, in0, in1, pred), (kind, level, vin)
+        atoms, edges, steps = [], [], []
         for node in program.nodes():
             if isinstance(node, Attention):
-                i = vec[node] = len(v_rows)
+                i = vec[node] = v_rows.n
                 steps.append(node)
                 in0 = in1 = pred = -1
                 if isinstance(node, Top):
@@ -143,79 +173,152 @@ class ProgramPlan:
                         atoms.append((i, binary.setdefault(a.predicate, len(binary)), a.reverse))
                 else:
                     raise ProgramStructureError(f"unknown attention node {type(node).__name__}")
-                level = 0 if in0 < 0 else 1 + max(v_rows[in0][1], v_rows[in1][1] if in1 >= 0 else 0)
-                v_rows.append((kind, level, in0, in1, pred))
+                level = 0 if in0 < 0 else 1 + max(v_rows.levels[in0], v_rows.levels[in1] if in1 >= 0 else 0)
+                v_rows.add((kind, level, in0, in1, pred))
             elif isinstance(node, AggregateEach):
-                # K rows per operator on the shared input, then K aggregations, built in bulk
-                vin, k_count = vec[node.input], len(node.predicates)
-                preds = [unary.setdefault(p, len(unary)) for p in node.predicates]
-                agg = _S_AGG[node.quantifier]
+                # K rows per operator on the shared input, then K aggregations: numpy blocks,
+                # since an open question may have 1,232 candidates
+                vin, k = vec[node.input], len(node.predicates)
+                preds = _local_ids(unary, node.predicates)
+                ks = np.arange(k)
                 if not node.negate:  # A_q(Filter_π[α])
-                    level = 1 + v_rows[vin][1]
-                    first_v = len(v_rows)
-                    v_rows.extend((V_FILTER, level, vin, -1, p) for p in preds)
-                    steps.extend((node, p) for p in node.predicates)
-                    last = range(first_v, len(v_rows))
+                    level = 1 + v_rows.levels[vin]
+                    last = v_rows.add_block(_block(k, V_FILTER, level, vin, -1, preds), level)
+                    steps.append((node, 1))
                 else:  # A_q(α ⊙ Neg[Filter_π[1]])
                     top = vec.get(_TOP)
                     if top is None:
-                        top = vec[_TOP] = len(v_rows)
-                        v_rows.append((V_TOP, 0, -1, -1, -1))
+                        top = vec[_TOP] = v_rows.add((V_TOP, 0, -1, -1, -1))
                         steps.append(_TOP)
-                    first_f = len(v_rows)
-                    v_rows.extend((V_FILTER, 1, top, -1, p) for p in preds)
-                    first_n = len(v_rows)
-                    v_rows.extend((V_NEG, 2, first_f + k, -1, -1) for k in range(k_count))
-                    level = 1 + max(2, v_rows[vin][1])
-                    first_c = len(v_rows)
-                    v_rows.extend((V_CONJOIN, level, vin, first_n + k, -1) for k in range(k_count))
-                    steps.extend((node, p) for _ in range(3) for p in node.predicates)
-                    last = range(first_c, len(v_rows))
-                first_s = len(s_rows)
-                s_rows.extend((agg, level + 1, r) for r in last)
-                each[node] = range(first_s, len(s_rows))
+                    filters = v_rows.add_block(_block(k, V_FILTER, 1, top, -1, preds), 1)
+                    negs = v_rows.add_block(_block(k, V_NEG, 2, filters.start + ks, -1, -1), 2)
+                    level = 1 + max(2, v_rows.levels[vin])
+                    last = v_rows.add_block(_block(k, V_CONJOIN, level, vin, negs.start + ks, -1), level)
+                    steps.append((node, 3))
+                each[node] = s_rows.add_block(_block(k, _S_AGG[node.quantifier], level + 1, last.start + ks), level + 1)
             elif isinstance(node, Pairwise):
                 left, right = each[node.left], each[node.right]
-                first_s = len(s_rows)
-                s_rows.extend((S_AND, 1 + max(s_rows[a][1], s_rows[b][1]), -1) for a, b in zip(left, right))
-                for k, (a, b) in enumerate(zip(left, right)):
-                    edges.append((first_s + k, a))
-                    edges.append((first_s + k, b))
-                each[node] = range(first_s, len(s_rows))
+                level = 1 + max(s_rows.levels[left.start], s_rows.levels[right.start])
+                rows = s_rows.add_block(_block(len(left), S_AND, level, -1), level)
+                ks = np.arange(len(left))
+                pairs = np.empty((2 * len(left), 2), dtype=np.int64)
+                pairs[:, 0] = np.concatenate([rows.start + ks] * 2)
+                pairs[:, 1] = np.concatenate([left.start + ks, right.start + ks])
+                edges.append(pairs)
+                each[node] = rows
             elif isinstance(node, (AnyOf, AllOf)):
                 rows = each[node.each]
-                j = sca[node] = len(s_rows)
-                s_rows.append((S_OR if isinstance(node, AnyOf) else S_AND, 1 + max(s_rows[r][1] for r in rows), -1))
-                edges.extend((j, r) for r in rows)
+                level = 1 + s_rows.levels[rows.start]
+                j = sca[node] = s_rows.add((S_OR if isinstance(node, AnyOf) else S_AND, level, -1))
+                edges.append(_block(len(rows), j, np.arange(rows.start, rows.stop)))
             else:
-                j = sca[node] = len(s_rows)
                 if isinstance(node, Aggregate):
                     kind, vin = _S_AGG[node.quantifier], vec[node.input]
-                    level = 1 + v_rows[vin][1]
+                    level = 1 + v_rows.levels[vin]
                     args = ()
                 elif isinstance(node, (Not, And, Or)):
                     kind = S_NOT if isinstance(node, Not) else S_AND if isinstance(node, And) else S_OR
                     vin = -1
-                    args = node.children()
-                    level = 1 + max(s_rows[sca[a]][1] for a in args)
+                    args = [sca[a] for a in node.children()]
+                    level = 1 + max(s_rows.levels[a] for a in args)
                 else:
                     raise ProgramStructureError(f"unknown truth node {type(node).__name__}")
-                s_rows.append((kind, level, vin))
-                edges.extend((j, sca[a]) for a in args)
-        v = np.array(v_rows, dtype=np.int64).reshape(-1, 5)
-        s = np.array(s_rows, dtype=np.int64).reshape(-1, 3)
+                j = sca[node] = s_rows.add((kind, level, vin))
+                edges.extend((j, a) for a in args)
+        v, s = v_rows.array(), s_rows.array()
         a = np.array(atoms, dtype=np.int64).reshape(-1, 3)
-        e = np.array(edges, dtype=np.int64).reshape(-1, 2)
-        candidates = [r for c in program.candidates for r in (each[c] if c in each else (sca[c],))]
+        e = _stack_pairs(edges)
+        candidates = np.concatenate([np.arange(each[c].start, each[c].stop) if c in each else [sca[c]]
+                                     for c in program.candidates]).astype(np.int64)
         return cls(
             v_kind=v[:, 0], v_level=v[:, 1], v_in0=v[:, 2], v_in1=v[:, 3], v_pred=v[:, 4],
             a_node=a[:, 0], a_pred=a[:, 1], a_rev=a[:, 2].astype(bool),
             s_kind=s[:, 0], s_level=s[:, 1], s_vin=s[:, 2],
             e_node=e[:, 0], e_arg=e[:, 1],
-            candidates=np.array(candidates, dtype=np.int64),
+            candidates=candidates,
             focus=vec[program.focus] if program.focus is not None else -1,
-            unary=tuple(unary), binary=tuple(binary), attention_steps=tuple(steps),
+            unary=tuple(unary), binary=tuple(binary), _steps=tuple(steps),
         )
+
+    @property
+    def attention_steps(self) -> tuple:
+        """What each vector row computes, in the order of the engine's ``step``: an Attention
+        node, or ``(AggregateEach node, predicate)`` for the rows such a node stands for."""
+        cached = self.__dict__.get("_attention_steps")
+        if cached is None:
+            out = []
+            for entry in self._steps:
+                if isinstance(entry, tuple):  # (AggregateEach, operator rows per predicate)
+                    node, repeat = entry
+                    out.extend((node, p) for _ in range(repeat) for p in node.predicates)
+                else:
+                    out.append(entry)
+            cached = tuple(out)
+            object.__setattr__(self, "_attention_steps", cached)
+        return cached
+
+
+class _Rows:
+    """Rows of a plan table: single rows (tuples) and numpy blocks, numbered in order."""
+
+    def __init__(self, width: int):
+        self.width, self.n = width, 0
+        self.parts: list = []
+        self.pending: list = []
+        self.levels: list[int] = []  # the level of every row, for its consumers
+
+    def add(self, row: tuple) -> int:
+        self.pending.append(row)
+        self.levels.append(row[1])
+        self.n += 1
+        return self.n - 1
+
+    def add_block(self, block: np.ndarray, level: int) -> range:
+        if self.pending:
+            self.parts.append(np.array(self.pending, dtype=np.int64).reshape(-1, self.width))
+            self.pending = []
+        self.parts.append(block)
+        self.levels.extend([level] * len(block))
+        first, self.n = self.n, self.n + len(block)
+        return range(first, self.n)
+
+    def array(self) -> np.ndarray:
+        if self.pending:
+            self.parts.append(np.array(self.pending, dtype=np.int64).reshape(-1, self.width))
+            self.pending = []
+        return np.concatenate(self.parts) if self.parts else np.zeros((0, self.width), dtype=np.int64)
+
+
+def _block(k: int, *columns) -> np.ndarray:
+    """A ``(k, len(columns))`` int64 block; each column a scalar or a length-k array."""
+    out = np.empty((k, len(columns)), dtype=np.int64)
+    for i, c in enumerate(columns):
+        out[:, i] = c
+    return out
+
+
+def _local_ids(index: dict, predicates: tuple) -> np.ndarray:
+    """The local ids of ``predicates`` in ``index``, adding the new ones (dense numbering)."""
+    for p in predicates:
+        if p not in index:
+            index[p] = len(index)
+    return np.fromiter(map(index.__getitem__, predicates), dtype=np.int64, count=len(predicates))
+
+
+def _stack_pairs(edges: list) -> np.ndarray:
+    """Edges given as (node, arg) tuples and as (n, 2) arrays -> one (E, 2) array."""
+    parts, pending = [], []
+    for e in edges:
+        if isinstance(e, np.ndarray):
+            if pending:
+                parts.append(np.array(pending, dtype=np.int64).reshape(-1, 2))
+                pending = []
+            parts.append(e.astype(np.int64))
+        else:
+            pending.append(e)
+    if pending:
+        parts.append(np.array(pending, dtype=np.int64).reshape(-1, 2))
+    return np.concatenate(parts) if parts else np.zeros((0, 2), dtype=np.int64)
 
 
 # --- a batch of programs, as sorted index arrays ----------------------------------------

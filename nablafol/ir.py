@@ -27,7 +27,7 @@ are evaluated once per program.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Iterator, Union
+from typing import Iterator, NamedTuple, Union
 
 from .errors import ProgramStructureError
 from .operators import Quantifier
@@ -60,28 +60,35 @@ class _Hashed:
             return h
 
 
-@dataclass(frozen=True, eq=True)
-class Predicate(_Hashed):
-    """A unary (``arity=1``) or binary (``arity=2``) predicate, by name.
-
-    ``kind`` is a namespace the program's author chooses (the GQA compiler uses ``name``,
-    ``attr``, ``rel``, ...); the engine only compares predicates and hands them to oracles.
-    """
-
+class _PredicateFields(NamedTuple):
     name: str
     arity: int = 1
     kind: str = ""
 
-    def __post_init__(self):
-        if self.arity not in (1, 2):
-            raise ProgramStructureError(f"predicate {self.name!r}: arity must be 1 or 2, got {self.arity}")
-        if not isinstance(self.name, str) or not self.name:
-            raise ProgramStructureError(f"predicate name must be a non-empty string, got {self.name!r}")
+
+class Predicate(_PredicateFields):
+    """A unary (``arity=1``) or binary (``arity=2``) predicate, by name.
+
+    ``kind`` is a namespace the program's author chooses (the GQA compiler uses ``name``,
+    ``attr``, ``rel``, ...); the engine only compares predicates and hands them to oracles.
+    A named tuple: predicates are compared and hashed by the million (an open question
+    has up to 1,232 candidates), and tuples do that in C.
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, name: str, arity: int = 1, kind: str = ""):
+        if arity not in (1, 2):
+            raise ProgramStructureError(f"predicate {name!r}: arity must be 1 or 2, got {arity}")
+        if not isinstance(name, str) or not name:
+            raise ProgramStructureError(f"predicate name must be a non-empty string, got {name!r}")
+        return super().__new__(cls, name, arity, kind)
+
+    def __repr__(self) -> str:
+        return f"Predicate(name={self.name!r}, arity={self.arity}, kind={self.kind!r})"
 
     def __str__(self) -> str:
         return self.name.replace(" ", "_")
-
-    __hash__ = _Hashed.__hash__
 
 
 class Node(_Hashed):
@@ -563,8 +570,7 @@ class Program(_Hashed):
             if isinstance(node, Filter):
                 out.setdefault(node.predicate)
             elif isinstance(node, AggregateEach):
-                for p in node.predicates:
-                    out.setdefault(p)
+                out.update(dict.fromkeys(node.predicates))  # in C: open questions list many
             elif isinstance(node, Relate):
                 for a in node.atoms:
                     out.setdefault(a.predicate)
