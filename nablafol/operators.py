@@ -105,8 +105,26 @@ def q_product(
 
 
 def q_product_fused(log_r, log_y, mask_x, mask_y, quantifier: Quantifier) -> torch.Tensor:
-    """:func:`q_product` as plain tensor operations: the form to hand to ``torch.compile``."""
-    return q_product(log_r, log_y, mask_x, mask_y, quantifier, block_elements=None)
+    """:func:`q_product` as plain tensor operations: the form to hand to ``torch.compile``.
+
+    Without autograd it skips :func:`~nablafol.numerics.log1mexp`'s guard against round-off
+    above 0 (the terms are sums of log-probabilities, never above 0), which leaves one fused
+    loop with nothing but the two branches of ``log(1 - e^t)``.
+    """
+    if torch.is_grad_enabled() and (log_r.requires_grad or log_y.requires_grad):
+        return q_product(log_r, log_y, mask_x, mask_y, quantifier, block_elements=None)
+    if mask_y is not None:
+        log_y = log_y.masked_fill(~mask_y, NEG_INF)
+    if quantifier is Quantifier.FORALL:
+        return q_product(log_r, log_y, mask_x, mask_y, quantifier, block_elements=None)
+    none_true = _log1m_exp_terms(log_r + log_y[:, None, :]).sum(-1)
+    out = none_true if quantifier is Quantifier.NOT_EXISTS else _log1m_exp_terms(none_true)
+    return _pad(out, mask_x)
+
+
+def _log1m_exp_terms(t: torch.Tensor) -> torch.Tensor:
+    """``log(1 - e^t)`` for ``t <= 0`` (the two accurate branches, no guard): fused by the compiler."""
+    return torch.where(t > _LOG_HALF, torch.log(-torch.expm1(t)), torch.log1p(-torch.exp(t)))
 
 
 class _NoneTrue(torch.autograd.Function):
