@@ -93,7 +93,7 @@ class SceneGraphPerception:
             return scene_oracle
         kg = self._oracles.KnowledgeOracle.from_scene_graphs(graphs, self.knowledge, ontology=self.ontology,
                                                              device=self.device)
-        return _WithObjectIds(self._oracles.CompositeOracle([scene_oracle, kg]), scene_oracle)
+        return _NamedObjects(self._oracles.CompositeOracle([scene_oracle, kg]), scene_oracle.object_ids)
 
 
 class FeaturePerception:
@@ -131,33 +131,19 @@ class FeaturePerception:
     def oracle(self, image_ids: Sequence[str]):
         from .neural import FeatureBatch
         batch = FeatureBatch.from_store(self.store, list(image_ids), device=self.device)
-        return _RowIds(self.model.bind(batch), batch.counts.tolist())
+        counts = batch.counts.tolist()
+        return _NamedObjects(self.model.bind(batch),
+                             lambda b: tuple(str(i) for i in range(counts[b])) + ("scene",))
 
 
-class _RowIds:
-    """An oracle whose objects are named by their feature row, then ``scene``."""
+class _NamedObjects:
+    """An oracle that also names its objects (``object_ids(b)``), for grounding."""
 
-    def __init__(self, oracle, counts):
-        self._oracle, self._counts = oracle, counts
-
-    def __getattr__(self, name):
-        return getattr(self._oracle, name)
-
-    def object_ids(self, scene: int):
-        return tuple(str(i) for i in range(self._counts[scene])) + ("scene",)
-
-
-class _WithObjectIds:
-    """An oracle that reports another oracle's object ids (for grounding)."""
-
-    def __init__(self, oracle, ids_from):
-        self._oracle, self._ids_from = oracle, ids_from
+    def __init__(self, oracle, object_ids):
+        self._oracle, self.object_ids = oracle, object_ids
 
     def __getattr__(self, name):
         return getattr(self._oracle, name)
-
-    def object_ids(self, scene: int):
-        return self._ids_from.object_ids(scene)
 
 
 def compile_question(question, compiler: Compiler) -> CompiledQuestion | Skip:

@@ -31,12 +31,7 @@ def training_curve(history: Sequence[dict], path, title: str = "training the ora
     for ax in (ax_loss, ax_acc):
         ax.grid(alpha=0.3)
     fig.suptitle(title)
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, path)
 
 
 def attention_over_boxes(boxes, width: float, height: float, attention: Sequence[float], labels: Sequence[str],
@@ -60,6 +55,10 @@ def attention_over_boxes(boxes, width: float, height: float, attention: Sequence
     sm = plt.cm.ScalarMappable(cmap=cmap, norm=plt.Normalize(0, 1))
     fig.colorbar(sm, ax=ax, fraction=0.04, label="attention α(F | x)")
     ax.set_title(title, fontsize=9)
+    return _save(plt, fig, path)
+
+
+def _save(plt, fig, path) -> Path:
     fig.tight_layout()
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

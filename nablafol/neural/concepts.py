@@ -46,6 +46,9 @@ import numpy as np
 from dsl.inflection import singular_candidates
 from nablafol.errors import UnknownPredicateError
 from nablafol.ir import Predicate
+from nablafol.oracles.contract import BINARY_KINDS as _BINARY_KINDS
+from nablafol.oracles.contract import UNARY_KINDS as _UNARY_KINDS
+from nablafol.oracles.contract import refusal
 from nablafol.oracles.geometry import POSITIONS
 from nablafol.oracles.scene_graph import COMPARATIVES, SCENE_FIELDS
 
@@ -53,8 +56,8 @@ from .errors import NeuralOracleError
 
 __all__ = ["ConceptVocabulary", "UNARY_KINDS", "BINARY_KINDS", "SCENE_CONCEPT"]
 
-UNARY_KINDS = ("attr", "class", "hposition", "name", "scene", "vposition")
-BINARY_KINDS = ("compare", "rel", "same")
+UNARY_KINDS = tuple(sorted(_UNARY_KINDS))  # stable order of the vocabulary's rows
+BINARY_KINDS = tuple(sorted(_BINARY_KINDS))
 SCENE_CONCEPT = ("scene", "scene")  # the predicate of `select: scene`
 _POSITION_TYPES = ("hposition", "vposition")
 _FORMAT = "nablafol-concepts"
@@ -207,23 +210,7 @@ class ConceptVocabulary:
         return row
 
     def _why(self, predicate: Predicate) -> str:
-        kind = predicate.kind
-        if kind not in UNARY_KINDS + BINARY_KINDS:
-            return f"the neural oracle's kinds are {', '.join(UNARY_KINDS + BINARY_KINDS)}"
-        arity = 1 if kind in UNARY_KINDS else 2
-        if predicate.arity != arity:
-            return f"kind {kind!r} takes {arity} argument{'s' if arity == 2 else ''}"
-        return {
-            "name": "not a class or category of the vocabulary",
-            "class": "not a class or category of the vocabulary",
-            "attr": "not an attribute value of the vocabulary",
-            "hposition": "not an hposition of the vocabulary",
-            "vposition": "not a vposition of the vocabulary",
-            "scene": "the scene predicate is named 'scene'",
-            "rel": "not a relation of the vocabulary",
-            "compare": "not a comparative of the vocabulary",
-            "same": "not an attribute type of the vocabulary",
-        }[kind]
+        return refusal(predicate, "the neural oracle")
 
     # ------------------------------------------------------------------ identity
     def __eq__(self, other) -> bool:

@@ -58,12 +58,11 @@ from ..ir import Predicate
 from ..numerics import safe_log
 from ..oracle import Requests
 from . import geometry, traits
+from .contract import BINARY_KINDS, UNARY_KINDS, refusal
 from .fact_tables import BinaryFacts, UnaryFacts
 
 __all__ = ["SceneGraphOracle", "UNARY_KINDS", "BINARY_KINDS", "COMPARATIVES", "SCENE_OBJECT_ID"]
 
-UNARY_KINDS = ("name", "class", "attr", "hposition", "vposition", "scene")
-BINARY_KINDS = ("rel", "compare", "same")
 COMPARATIVES = tuple(geometry.RULES) + tuple(traits.RULES)
 SCENE_OBJECT_ID = "scene"  # the id the scene pseudo-object reports (GQA object ids are numbers)
 SCENE_FIELDS = ("location", "weather", "place", "room")  # what the pseudo-object carries
@@ -392,23 +391,7 @@ class SceneGraphOracle:
         return found
 
     def _why(self, predicate: Predicate) -> str:
-        kind = predicate.kind
-        if kind not in UNARY_KINDS + BINARY_KINDS:
-            return f"the scene-graph kinds are {', '.join(UNARY_KINDS + BINARY_KINDS)}"
-        arity = 1 if kind in UNARY_KINDS else 2
-        if predicate.arity != arity:
-            return f"kind {kind!r} takes {arity} argument{'s' if arity == 2 else ''}"
-        return {
-            "name": "not a class or category of the vocabulary",
-            "class": "not a class or category of the vocabulary",
-            "attr": "not an attribute value of the vocabulary",
-            "hposition": "hposition is one of left, middle, right",
-            "vposition": "vposition is one of top, middle, bottom",
-            "scene": "the scene predicate is named 'scene'",
-            "rel": "not a relation of the vocabulary",
-            "compare": f"the comparatives are {', '.join(COMPARATIVES)}",
-            "same": "not an attribute type of the vocabulary",
-        }[kind]
+        return refusal(predicate, "the scene-graph oracle")
 
     def __repr__(self) -> str:
         return f"SceneGraphOracle({len(self.graphs)} scenes, up to {self._n} objects)"

@@ -248,7 +248,7 @@ def test_many_requests_match_one_by_one(plain):
 @pytest.mark.parametrize("predicate, message", [
     (Predicate("unicorn", kind="name"), r"'unicorn' \(kind 'name', arity 1\): not a class or category"),
     (Predicate("sparkly", kind="attr"), r"'sparkly' .*not an attribute value"),
-    (Predicate("red", kind="colour"), r"'red' \(kind 'colour', arity 1\): the scene-graph kinds are"),
+    (Predicate("red", kind="colour"), r"'red' \(kind 'colour', arity 1\): the scene-graph oracle's kinds are"),
     (Predicate("center", kind="hposition"), r"hposition is one of left, middle, right"),
 ])
 def test_unknown_unary_predicates(riding, predicate, message):
@@ -259,7 +259,7 @@ def test_unknown_unary_predicates(riding, predicate, message):
 
 @pytest.mark.parametrize("predicate, message", [
     (Predicate("juggling", 2, "rel"), r"'juggling' .*not a relation"),
-    (Predicate("wiser", 2, "compare"), r"comparatives are larger, smaller"),
+    (Predicate("wiser", 2, "compare"), r"not a comparative \(larger, smaller"),
     (Predicate("flavour", 2, "same"), r"not an attribute type"),
     (Predicate("on", 1, "rel"), r"kind 'rel' takes 2 arguments"),
 ])

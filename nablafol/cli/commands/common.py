@@ -50,62 +50,27 @@ def output_file(path) -> Path:
     return path
 
 
-def positive_int(text: str) -> int:
-    import argparse
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
+def _number(convert, accept, requirement: str):
+    """An argparse type: ``convert`` the text, then refuse it unless ``accept`` (naming ``requirement``)."""
+    def parse(text: str):
+        import argparse
+        import math
+        try:
+            value = convert(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {'a whole number' if convert is int else 'a number'}, "
+                                             f"got {text!r}") from None
+        if (isinstance(value, float) and not math.isfinite(value)) or not accept(value):
+            raise argparse.ArgumentTypeError(f"must be {requirement}, got {text}")
+        return value
+    return parse
 
 
-def non_negative_int(text: str) -> int:
-    import argparse
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
-    return value
-
-
-def probability(text: str) -> float:
-    import argparse
-    import math
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not (math.isfinite(value) and 0.0 <= value <= 1.0):
-        raise argparse.ArgumentTypeError(f"must be in [0, 1], got {text}")
-    return value
-
-
-def positive_float(text: str) -> float:
-    import argparse
-    import math
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
-    return value
-
-
-def non_negative_float(text: str) -> float:
-    import argparse
-    import math
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not (math.isfinite(value) and value >= 0):
-        raise argparse.ArgumentTypeError(f"must be a number >= 0, got {text}")
-    return value
+positive_int = _number(int, lambda v: v >= 1, "at least 1")
+non_negative_int = _number(int, lambda v: v >= 0, "0 or more")
+probability = _number(float, lambda v: 0.0 <= v <= 1.0, "in [0, 1]")
+positive_float = _number(float, lambda v: v > 0, "a positive number")
+non_negative_float = _number(float, lambda v: v >= 0, "a number >= 0")
 
 
 def device(text: str):
