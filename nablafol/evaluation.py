@@ -13,7 +13,6 @@ cannot be answered are never dropped: each becomes a :class:`Skip` with a reason
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator, Mapping, Optional, Protocol, Sequence
 

@@ -34,7 +34,6 @@ from .engine import Answers, Engine
 from .errors import InputFileError
 from .evaluation import Evaluator, FeaturePerception, Skip, compile_question
 from .metrics import vocabulary_match
-from .numerics import log1mexp
 
 __all__ = ["TrainConfig", "TrainingExample", "Curriculum", "answer_loss", "prepare_examples", "Trainer"]
 

@@ -50,7 +50,7 @@ from ..ir import Predicate
 from ..numerics import safe_log
 from ..oracle import Requests
 from .fact_tables import expand_ranges
-from .knowledge_base import KnowledgeBase, Triple
+from .knowledge_base import KnowledgeBase, Triple  # noqa: F401  (Triple: used by the doctests)
 from .scene_graph import _default_ontology, _numpy, _scenes
 
 __all__ = ["KnowledgeOracle", "KIND", "canonical_name", "split_tail"]

@@ -434,16 +434,24 @@ def _name_by_category(view: SceneView, rng) -> list[Draft]:
                   f"categoryAttr-{category}_{value}", (f"name:{o}",))]
 
 
-def _name_by_relation(view: SceneView, rng) -> list[Draft]:
-    relation = _pick(rng, ("on", "wearing", "holding", "near", "to the left of", "above", "under"))
+def _related_pair(view: SceneView, rng, relations):
+    """A relation and a pair in it, oriented at random: (relation, asked, anchor, role, ref) or None."""
+    relation = _pick(rng, relations)
     pair = _pick(rng, view.pairs(relation))
     if pair is None:
-        return []
+        return None
     subject, obj = pair
     asked, anchor, role = (subject, obj, "s") if rng.random() < 0.5 else (obj, subject, "o")
     r = view.ref(rng, anchor, exclude_kinds=("relation",))
-    if r is None:
+    return None if r is None else (relation, asked, anchor, role, r)
+
+
+def _name_by_relation(view: SceneView, rng) -> list[Draft]:
+    found = _related_pair(view, rng, ("on", "wearing", "holding", "near", "to the left of", "above", "under"))
+    if found is None:
         return []
+    relation, asked, anchor, role, r = found
+    subject, obj = (asked, anchor) if role == "s" else (anchor, asked)
     categories = [c for c in view.vocabulary.categories_of(view.cls[asked]) if c != view.cls[asked]]
     name = _pick(rng, categories) if rng.random() < 0.5 and categories else "_"
     if relation in ("wearing", "holding") and role == "s":
@@ -557,15 +565,11 @@ def family_exist(view: SceneView, rng) -> list[Draft]:
 
 
 def _exist_relation(view: SceneView, rng, want: bool) -> list[Draft]:
-    relation = _pick(rng, ("on", "wearing", "holding", "near", "to the left of", "below"))
-    pair = _pick(rng, view.pairs(relation))
-    if pair is None:
+    found = _related_pair(view, rng, ("on", "wearing", "holding", "near", "to the left of", "below"))
+    if found is None:
         return []
-    subject, obj = pair
-    asked, anchor, role = (subject, obj, "s") if rng.random() < 0.5 else (obj, subject, "o")
-    r = view.ref(rng, anchor, exclude_kinds=("relation",))
-    if r is None:
-        return []
+    relation, asked, anchor, role, r = found
+    subject, obj = (asked, anchor) if role == "s" else (anchor, asked)
     if want:
         name = view.cls[asked] if rng.random() < 0.7 else _pick(rng, view.vocabulary.categories_of(view.cls[asked]))
     else:

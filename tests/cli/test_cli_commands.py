@@ -1,7 +1,6 @@
 """The `nablafol` command as a user meets it: outputs, exit statuses, one-line errors."""
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest

@@ -1,6 +1,5 @@
 """Compiled GQA programs on 0/1 tables agree with a plain crisp evaluator of GQA programs."""
 import numpy as np
-import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -95,7 +94,7 @@ def gqa_programs(draw):
     if two == "choose larger" and not (_named(a) and _named(b)):
         two = "common"  # GQA compares named objects: its answer is the name (a `_` relate has none)
     if two in ("and", "or"):
-        ea, eb = A.Step("exist", None, A.Empty("?"), x), A.Step("exist", None, A.Empty("?"), (len(a) + len(b),))
+        ea = A.Step("exist", None, A.Empty("?"), x)
         steps = a + [ea] + [A.Step(s.operation, s.type, s.argument, tuple(d + 1 for d in s.dependencies)) for s in b]
         steps += [A.Step("exist", None, A.Empty("?"), (len(steps) - 1,))]
         return A.Program(tuple(steps + [A.Step(two, None, A.Empty(), (len(a), len(steps) - 1))]))

@@ -162,7 +162,6 @@ def test_singular_candidates():
 
 
 def test_ontology_from_folder_matches_gqa(tmp_path):
-    import json
     import shutil
     from importlib import resources
 

@@ -5,9 +5,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from engine_helpers import run_engine
-from nablafol.engine import Engine
 from nablafol.ir import Aggregate, Conjoin, Filter, Neg, Not, Predicate, Program, Quantifier, Top
-from nablafol.oracle import TableOracle
 from nablafol.testing.strategies import attentions, default_vocabulary, scenes_and_programs, tables_for
 
 UNARY, BINARY = default_vocabulary()

@@ -2,7 +2,6 @@
 import json
 import math
 
-import numpy as np
 import pytest
 import torch
 
@@ -43,7 +42,6 @@ def test_confidently_wrong_answers_keep_their_gradient():
     still pull the logits down (log P(no) = -120 exactly, from the engine's complement)."""
     from nablafol.engine import Engine
     from nablafol.ir import Aggregate, Filter, Predicate, Program, Quantifier, Top
-    from nablafol.oracle import Requests
 
     red = Predicate("red")
     z = torch.tensor([60.0, 60.0], requires_grad=True)

@@ -11,7 +11,6 @@ any skip an error (exit status 2).
 """
 from __future__ import annotations
 
-import json
 import sys
 import time
 from pathlib import Path
