@@ -37,7 +37,7 @@ import numpy as np
 import torch
 
 from . import operators as ops
-from .errors import OracleError, ProbabilityError, ProgramStructureError, ShapeError
+from .errors import ProbabilityError, ProgramStructureError, ShapeError
 from .ir import Aggregate, AggregateEach, AllOf, And, AnyOf, Attention, Pairwise, Conjoin, Filter, Neg, Not, Or, Predicate, Program, Relate, Top
 from .operators import Quantifier
 from .oracle import Oracle, Requests
@@ -336,6 +336,7 @@ class BatchPlan:
     """The merged plan of a batch: per level, contiguous groups of one operator kind."""
 
     n_programs: int
+    program_scene: np.ndarray  # (P,) the scene of each program
     levels: list  # per level: (vector groups, scalar groups)
     v_scene: np.ndarray  # scene of each vector row (sorted order)
     v_program: np.ndarray
@@ -406,7 +407,7 @@ def build_batch_plan(programs: Sequence[Program], scenes: np.ndarray, registry: 
     s_off = np.concatenate([[0], np.cumsum(ns)[:-1]]) if n_prog else ns
     ids = [registry.plan_ids(prog, plan) for prog, plan in zip(programs, plans)]
 
-    def cat(name, offsets=None, prog_wise=None):
+    def cat(name, offsets=None):
         parts = []
         for k, p in enumerate(plans):
             arr = getattr(p, name)
@@ -520,7 +521,7 @@ def build_batch_plan(programs: Sequence[Program], scenes: np.ndarray, registry: 
         if p.focus >= 0:
             focus[k] = v_rank[p.focus + v_off[k]]
     return BatchPlan(
-        n_programs=n_prog, levels=levels,
+        n_programs=n_prog, program_scene=scenes, levels=levels,
         v_scene=v_scene[v_order], v_program=v_program[v_order], v_step=v_step[v_order],
         unary_keys=unary_keys, binary_keys=binary_keys, predicates=predicates,
         candidates=candidates, focus=focus, labels=[p.labels for p in programs],
@@ -659,10 +660,7 @@ class Engine(torch.nn.Module):
 
     def _ask(self, oracle, requests: Requests, arity: int, n: int, object_mask: torch.Tensor) -> torch.Tensor:
         name = "unary" if arity == 1 else "binary"
-        try:
-            table = oracle.unary(requests) if arity == 1 else oracle.binary(requests)
-        except (OracleError, ShapeError):
-            raise
+        table = oracle.unary(requests) if arity == 1 else oracle.binary(requests)
         expected = (len(requests),) + (n,) * arity
         if not torch.is_tensor(table) or tuple(table.shape) != expected:
             shape = tuple(table.shape) if torch.is_tensor(table) else type(table).__name__
@@ -731,9 +729,7 @@ class Engine(torch.nn.Module):
         has_focus = focus_rows >= 0
         focus = vec[focus_rows.clamp(min=0)] if vec.shape[0] else vec.new_full((len(focus_rows), n), NEG_INF)
         focus = focus.masked_fill(~has_focus[:, None], NEG_INF)
-        program_mask = object_mask[idx(plan.v_scene[plan.focus.clip(0)] if len(plan.v_scene) else np.zeros(0, int))] \
-            if plan.focus.size and len(plan.v_scene) else torch.zeros((plan.n_programs, n), dtype=torch.bool, device=device)
-        return Answers(log_probs, cand_mask, plan.labels, focus, program_mask, log_complement)
+        return Answers(log_probs, cand_mask, plan.labels, focus, object_mask[idx(plan.program_scene)], log_complement)
 
     def _vector_kernel(self, g: _Group, vec, unary, binary, mask, idx) -> torch.Tensor:
         if g.kind == V_TOP:

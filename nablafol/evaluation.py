@@ -23,7 +23,6 @@ import dsl
 from compiler import CompileError, CompiledQuestion, Compiler
 
 from .engine import Engine
-from .errors import NablafolError
 from .ir import Predicate
 
 __all__ = ["Skip", "Outcome", "Perception", "SceneGraphPerception", "FeaturePerception", "Evaluator", "EvaluationRun", "compile_question"]
@@ -273,10 +272,3 @@ class Evaluator:
             grounding = tuple(names[i] for i in np.nonzero(focus[k])[0])
             att = {names[i]: round(float(attention[k, i]), 6) for i in range(min(len(names), attention.shape[1]))}
             yield Outcome(q.id, prediction, dist, grounding, compiled.formula(), att)
-
-
-def evaluation_error_line(error: Exception) -> str:
-    """One line for an error that ends a run (the CLI prints it and exits 2)."""
-    if isinstance(error, (NablafolError, dsl.ProgramError, dsl.VocabularyFileError)):
-        return str(error).splitlines()[0]
-    return f"{type(error).__name__}: {error}"

@@ -39,7 +39,7 @@ def run(args) -> int:
     from nablafol.progress import ProgressBar
     from nablafol.training import TrainConfig, prepare_examples
 
-    from .train import dataset_paths
+    from .train import dataset_paths, validation_questions
 
     train_q, features, val_q, _ = dataset_paths(args)
     args.device = device(args.device)
@@ -51,9 +51,7 @@ def run(args) -> int:
     print(f"{len(examples):,} training questions ({len(skips):,} skipped)")
     torch.manual_seed(args.seed)
     calibrator = TopDownCalibrator.for_programs([e.compiled.program for e in examples]).to(args.device)
-    val = list(load_questions(val_q).values()) if val_q else []
-    if args.val_limit:
-        val = val[: args.val_limit]
+    val = validation_questions(val_q, args.val_limit)
     bar = ProgressBar("calibrate", unit="q")
     trainer = CalibrationTrainer(perception.model, calibrator, perception, examples, Path(args.model),
                                  TrainConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, seed=args.seed),

@@ -55,6 +55,13 @@ def dataset_paths(args) -> tuple[Path, Path, Path | None, Path | None]:
             Path(args.ontology) if args.ontology else None)
 
 
+def validation_questions(path, limit: int) -> list:
+    """The validation questions (the first ``limit`` when it is not 0), or none without a file."""
+    from nablafol.data import load_questions
+    questions = list(load_questions(path).values()) if path else []
+    return questions[:limit] if limit else questions
+
+
 def run(args) -> int:
     import torch
 
@@ -85,9 +92,7 @@ def run(args) -> int:
     print(f"{len(questions):,} training questions: {len(examples):,} to train on, {len(skips):,} skipped")
     for s in skips[:10]:
         print(f"  {s.question_id}: {s.reason}: {s.detail}")
-    val = list(load_questions(val_q).values()) if val_q else []
-    if args.val_limit:
-        val = val[: args.val_limit]
+    val = validation_questions(val_q, args.val_limit)
     config = TrainConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, weight_decay=args.weight_decay,
                          clip_norm=args.clip, seed=args.seed, curriculum_start=args.curriculum_start)
     bar = ProgressBar("train", unit="q")
