@@ -13,12 +13,21 @@ then on. Each epoch ends with a validation pass and a checkpoint; ``resume`` con
 the last checkpoint and gives the same result as an uninterrupted run (every epoch's order
 and dropout come from ``seed`` and the epoch number).
 
+Faults: a run may be killed at any moment. Besides the end of each epoch, a checkpoint is
+taken every ``checkpoint_every`` batches and at least every ``checkpoint_seconds``; it holds
+the weights, Adam's state, the position in the epoch's order, the running loss and the
+dropout generator's state, so a resumed run continues mid-epoch bit-identically. Every file
+is written to a temporary name, flushed to disk and renamed, so a kill never leaves a
+truncated checkpoint or metrics file that a later run would load (docs/reliability.md).
+
 The loss sees only answers: gradients flow from them through the engine into the oracle.
 """
 from __future__ import annotations
 
 import json
 import math
+import os
+import signal
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -31,6 +40,7 @@ import dsl
 from compiler import CompiledQuestion, Compiler
 
 from .engine import Answers, Engine
+from .data.files import atomic_text_writer
 from .errors import InputFileError
 from .evaluation import Evaluator, FeaturePerception, Skip, compile_question
 from .metrics import vocabulary_match
@@ -40,6 +50,7 @@ __all__ = ["TrainConfig", "TrainingExample", "Curriculum", "answer_loss", "prepa
 LOG_FLOOR = -100.0  # an exact zero probability (log = -inf, no gradient) costs this much in the loss
 STATE_NAME = "training_state.pt"
 METRICS_NAME = "metrics.jsonl"
+FAULT_VARIABLE = "NABLAFOL_FAULT"  # tests: "POINT:N" kills the process the N-th time it reaches POINT
 
 
 @dataclass
@@ -55,12 +66,19 @@ class TrainConfig:
     curriculum_start: int = 2  # steps of the shortest programs trained on first
     curriculum_step: int = 1  # steps added per epoch
     threshold: float = 0.5
+    checkpoint_every: int = 0  # batches between mid-epoch checkpoints (0: none by count)
+    checkpoint_seconds: float = 300.0  # a mid-epoch checkpoint at least this often (0: none by time)
 
     def __post_init__(self):
         for name in ("epochs", "batch_size", "curriculum_start", "curriculum_step"):
             value = getattr(self, name)
             if not (isinstance(value, int) and value >= 1):
                 raise ValueError(f"TrainConfig.{name} must be a whole number >= 1, got {value!r}")
+        if not (isinstance(self.checkpoint_every, int) and self.checkpoint_every >= 0):
+            raise ValueError(f"TrainConfig.checkpoint_every must be a whole number >= 0, got {self.checkpoint_every!r}")
+        if not (isinstance(self.checkpoint_seconds, (int, float)) and math.isfinite(self.checkpoint_seconds)
+                and self.checkpoint_seconds >= 0):
+            raise ValueError(f"TrainConfig.checkpoint_seconds must be a number >= 0, got {self.checkpoint_seconds!r}")
         for name in ("lr", "clip_norm"):
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
@@ -188,6 +206,8 @@ class Trainer:
         self.curriculum = Curriculum([e.length for e in examples], config.curriculum_start, config.curriculum_step)
         self.epoch = 0
         self.history: list[dict] = []
+        self._position: Optional[dict] = None  # where a mid-epoch checkpoint left the current epoch
+        self._last_checkpoint = time.monotonic()
 
     # -- checkpoints ----------------------------------------------------------------------
     state_name = STATE_NAME
@@ -199,14 +219,24 @@ class Trainer:
         save_model(self.out, self.model, extra={"ontology": self.ontology.to_data(), "train": asdict(self.config),
                                                 "epochs_done": self.epoch, "history": self.history})
 
-    def save(self) -> None:
+    def save(self, position: Optional[dict] = None) -> None:
+        """Checkpoint: after a whole epoch (``position`` None; the model folder is written too), or
+        inside one (``position``: batches done, running loss sums, the dropout generator's state)."""
         self.out.mkdir(parents=True, exist_ok=True)
-        self.save_trained()
+        if position is None:
+            self.save_trained()
         state = {"epoch": self.epoch, "optimizer": self.optimizer.state_dict(),
                  "model": {k: v.detach().clone() for k, v in self.trainable.state_dict().items()}}
+        if position is not None:
+            state["position"] = position
         tmp = self.out / (self.state_name + ".tmp")
-        torch.save(state, tmp)
+        with open(tmp, "wb") as handle:
+            torch.save(state, handle)
+            handle.flush()
+            os.fsync(handle.fileno())  # on disk before the rename makes it the checkpoint
+        _fault("checkpoint-written")
         tmp.replace(self.out / self.state_name)
+        self._last_checkpoint = time.monotonic()
 
     def resume(self) -> bool:
         """Load the last checkpoint of ``out`` if there is one; True when resumed."""
@@ -217,9 +247,14 @@ class Trainer:
             state = torch.load(path, weights_only=True)
             self.trainable.load_state_dict(state["model"])
             self.optimizer.load_state_dict(state["optimizer"])
+            position = state.get("position")
+            if position is not None:
+                position = {"batch": int(position["batch"]), "total": float(position["total"]),
+                            "count": int(position["count"]), "rng": position["rng"].to(torch.uint8)}
         except Exception as e:  # a corrupt or foreign file: one line naming it
             raise InputFileError(path, f"cannot resume from this checkpoint ({type(e).__name__}: {e})") from None
         self.epoch = int(state["epoch"])
+        self._position = position
         metrics = self.out / self.metrics_name
         self.history = [json.loads(line) for line in metrics.read_text().splitlines()] if metrics.exists() else []
         self.history = self.history[: self.epoch]
@@ -228,6 +263,7 @@ class Trainer:
     # -- training -------------------------------------------------------------------------
     def train(self) -> list[dict]:
         cfg = self.config
+        self._last_checkpoint = time.monotonic()
         while self.epoch < cfg.epochs:
             start = time.perf_counter()
             record = self._epoch(self.epoch)
@@ -245,22 +281,37 @@ class Trainer:
     def _epoch(self, epoch: int) -> EpochRecord:
         cfg = self.config
         rng = np.random.default_rng([cfg.seed, epoch])
-        torch.manual_seed(cfg.seed * 100_003 + epoch)  # dropout: reproducible per epoch, so resume matches
         pool = self.curriculum.pool(epoch)
         order = pool[rng.permutation(len(pool))]
+        position, self._position = self._position, None
+        if position is None:  # dropout: reproducible per epoch, so resume matches
+            torch.manual_seed(cfg.seed * 100_003 + epoch)
+            first, total, count = 0, 0.0, 0
+        else:  # resumed mid-epoch: the generator exactly as the checkpoint left it
+            torch.set_rng_state(position["rng"])
+            first, total, count = position["batch"], position["total"], position["count"]
         self.trainable.train()
-        total, count, steps = 0.0, 0, 0
-        for s in range(0, len(order), cfg.batch_size):
+        batches = range(0, len(order), cfg.batch_size)
+        for b in range(first, len(batches)):
+            s = batches[b]
             batch = [self.examples[i] for i in order[s:s + cfg.batch_size]]
             loss = self._step(batch)
             total += loss * len(batch)
             count += len(batch)
-            steps += 1
+            _fault("step")
+            if self._checkpoint_due(b + 1):
+                self.save({"batch": b + 1, "total": total, "count": count, "rng": torch.get_rng_state()})
             if self.progress is not None:
                 self.progress(count, len(order), note=f"epoch {epoch + 1} loss {total / count:.4f}")
         val = self.validate()
-        return EpochRecord(epoch, steps, count, self.curriculum.max_length(epoch), total / max(count, 1),
+        return EpochRecord(epoch, len(batches), count, self.curriculum.max_length(epoch), total / max(count, 1),
                            val.get("all"), val.get("open"), val.get("binary"), 0.0)
+
+    def _checkpoint_due(self, batches_done: int) -> bool:
+        cfg = self.config
+        if cfg.checkpoint_every and batches_done % cfg.checkpoint_every == 0:
+            return True
+        return bool(cfg.checkpoint_seconds) and time.monotonic() - self._last_checkpoint >= cfg.checkpoint_seconds
 
     def _step(self, batch: list[TrainingExample]) -> float:
         images = sorted({e.image_id for e in batch})
@@ -293,6 +344,22 @@ class Trainer:
 
     def _write_metrics(self) -> None:
         self.out.mkdir(parents=True, exist_ok=True)
-        with open(self.out / self.metrics_name, "w", encoding="utf-8") as f:
+        with atomic_text_writer(self.out / self.metrics_name) as f:
             for record in self.history:
                 f.write(json.dumps(record) + "\n")
+
+
+_fault_counts: dict[str, int] = {}
+
+
+def _fault(point: str) -> None:
+    """Die here (SIGKILL, as a crash would) when ``NABLAFOL_FAULT`` is ``point:N`` and this is the
+    N-th time the process reaches ``point``: the fault tests' way to stop at a chosen moment."""
+    wanted = os.environ.get(FAULT_VARIABLE)
+    if not wanted:
+        return
+    name, _, nth = wanted.partition(":")
+    if name == point:
+        _fault_counts[point] = _fault_counts.get(point, 0) + 1
+        if _fault_counts[point] == int(nth or 1):
+            os.kill(os.getpid(), signal.SIGKILL)
