@@ -29,10 +29,13 @@ from nablafol.ir import AggregateEach, Conjoin, Filter, Neg, Relate, Top
 
 from .beta import beta_calibrate
 
-__all__ = ["TopDownCalibrator", "step_token"]
+__all__ = ["TopDownCalibrator", "step_token", "constrained_parameters"]
 
 UNKNOWN = "<unknown>"
-_IDENTITY_SOFTPLUS = math.log(math.e - 1.0)  # softplus(x) = 1
+# a, b = MIN_EXPONENT + softplus(.): strictly positive (a monotone posterior) even where
+# softplus underflows to 0 for very negative outputs
+MIN_EXPONENT = 1e-3
+_IDENTITY_SOFTPLUS = math.log(math.expm1(1.0 - MIN_EXPONENT))  # MIN_EXPONENT + softplus(x) = 1
 
 
 def step_token(step) -> str:
@@ -50,6 +53,18 @@ def step_token(step) -> str:
     if isinstance(step, Top):
         return "<top>"
     return UNKNOWN
+
+
+def constrained_parameters(raw: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """``(a, b, log c, log(1 - c), log d)`` from the MLP's outputs ``(..., 4)``, each ``(..., 1)``.
+
+    Any finite outputs give a valid monotone posterior: ``a, b >= MIN_EXPONENT`` (softplus),
+    ``c`` in (0, 1) as a sigmoid (its two logs from ``logsigmoid(±z)``, finite for finite z),
+    ``d = exp(log d) > 0`` used through its log only (never overflows).
+    """
+    a = MIN_EXPONENT + F.softplus(raw[..., 0:1])
+    b = MIN_EXPONENT + F.softplus(raw[..., 1:2])
+    return a, b, F.logsigmoid(raw[..., 2:3]), F.logsigmoid(-raw[..., 2:3]), raw[..., 3:4]
 
 
 def _candidate_token(step) -> str | None:
@@ -96,6 +111,12 @@ class TopDownCalibrator(nn.Module):
 
     def prepare(self, programs, device=None) -> None:
         """Compute the parameters of every attention step of every program of the batch."""
+        self._params, self._offsets = self.raw_parameters(programs, device)
+
+    def raw_parameters(self, programs, device=None) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(outputs, offsets)``: the MLP's outputs ``(total steps, 4)`` for every attention
+        step of ``programs`` (see :func:`constrained_parameters`), program ``k``'s rows from
+        ``offsets[k]`` in the order of ``ProgramPlan.attention_steps``."""
         device = device or self.embed.weight.device
         seqs, entries, counts = [], [], []
         for p in programs:
@@ -127,13 +148,9 @@ class TopDownCalibrator(nn.Module):
         pos = torch.tensor([p for e in entries for p, _ in e], device=device)
         own = torch.tensor([t for e in entries for _, t in e], device=device)
         features = torch.cat([states[prog, pos], self.embed(own)], dim=1)
-        self._params = self.head(features)  # (total steps, 4)
-        self._offsets = torch.tensor([0] + counts[:-1], device=device).cumsum(0)
+        return self.head(features), torch.tensor([0] + counts[:-1], device=device).cumsum(0)
 
     def forward(self, log_a: torch.Tensor, mask: torch.Tensor, program: torch.Tensor, step: torch.Tensor):
         if self._params is None:
             raise RuntimeError("TopDownCalibrator: prepare(programs) must run before the engine calls it")
-        raw = self._params[self._offsets[program] + step]
-        a, b = F.softplus(raw[:, 0:1]), F.softplus(raw[:, 1:2])
-        log_c, log_1mc = F.logsigmoid(raw[:, 2:3]), F.logsigmoid(-raw[:, 2:3])
-        return beta_calibrate(log_a, a, b, log_c, log_1mc, raw[:, 3:4])
+        return beta_calibrate(log_a, *constrained_parameters(self._params[self._offsets[program] + step]))

@@ -3,14 +3,23 @@ Beta-calibration of every attention step, its parameters read by a Bi-LSTM from 
 The calibrator is saved into the model folder; `nablafol eval --model` then uses it.
 
     nablafol calibrate --data DATASET --model MODEL [--epochs 3]
+
+With --inspect, nothing is trained: the calibrator of MODEL prints its Beta-calibration
+parameters (a, b, c, d) for every attention step of one question, read as the shapes of the
+paper's Figure 2 (identity, sharpen, blur, suppress, excite, or a combination); --plot also
+draws the curves C(α).
+
+    nablafol calibrate --model MODEL --inspect "select: ball->verify color: red [0]" [--plot C.png]
+    nablafol calibrate --model MODEL --data DATASET --inspect QUESTION_ID
 """
 from __future__ import annotations
 
 from pathlib import Path
 
-from .common import UsageError, device, non_negative_int, positive_float, positive_int
+from .common import UsageError, device, non_negative_int, output_file, positive_float, positive_int
 
-HELP = "train the top-down calibrator on a frozen trained oracle"
+HELP = "train the top-down calibrator on a frozen trained oracle, or inspect it (--inspect)"
+PLOTTED_STEPS = 12
 
 
 def add_arguments(parser) -> None:
@@ -27,9 +36,16 @@ def add_arguments(parser) -> None:
     parser.add_argument("--resume", action="store_true")
     parser.add_argument("--ontology", metavar="DIR", help="ignored: the model folder carries its vocabulary")
     parser.add_argument("--device", default="cpu")
+    parser.add_argument("--inspect", metavar="PROGRAM", help="print the calibration of each step of a GQA program "
+                        "line, or of a question id of --questions / --val-questions / --data; trains nothing")
+    parser.add_argument("--plot", metavar="PNG", help="with --inspect: also draw the calibration curves")
 
 
 def run(args) -> int:
+    if args.plot and args.inspect is None:
+        raise UsageError("--plot draws what --inspect reads: give --inspect PROGRAM")
+    if args.inspect is not None:
+        return _inspect(args)
     import torch
 
     from calibration import CalibrationTrainer, TopDownCalibrator
@@ -64,3 +80,57 @@ def run(args) -> int:
     if history and history[-1].get("val_accuracy") is not None:
         print(f"validation accuracy with the calibrator {100 * history[-1]['val_accuracy']:.2f}% -> {args.model}")
     return 0
+
+
+def _inspect(args) -> int:
+    from calibration import format_step_parameters, has_calibrator, load_calibrator, step_parameters
+    from compiler import Compiler
+    from dsl import Ontology
+    from nablafol.evaluation import Skip, compile_question
+    from nablafol.neural import load_model
+
+    if args.plot:
+        output_file(args.plot)
+    _, _, extra = load_model(args.model)
+    if not has_calibrator(args.model):
+        raise UsageError(f"{args.model}: no calibrator in this model folder (run `nablafol calibrate` first)")
+    if "ontology" not in extra:
+        raise UsageError(f"{args.model}: the model folder records no vocabulary (train it with `nablafol train`)")
+    compiler = Compiler(Ontology.from_data(**extra["ontology"]))
+    if args.data and not Path(args.data).is_dir():
+        raise UsageError(f"{args.data}: no such dataset folder")
+    question = _find_question(args)
+    if question is not None:
+        compiled = compile_question(question, compiler)
+        if isinstance(compiled, Skip):
+            raise UsageError(f"question {question.id}: {compiled.detail}")
+        print(f"question {question.id}: {question.question or ''}".rstrip(": "))
+    elif "->" in args.inspect or ":" in args.inspect:
+        compiled = compiler.compile_text(args.inspect)
+    else:
+        raise UsageError(f"{args.inspect!r} is neither a GQA program line nor a question id of the given "
+                         f"questions (name them with --questions, --val-questions or --data)")
+    params = step_parameters(load_calibrator(args.model), compiled.program)
+    print(f"DFOL: {compiled.program.term()}")
+    print(format_step_parameters(params))
+    if args.plot:
+        from calibration.figures import calibration_shapes
+        shown = [p for p in params if p.shape != "unused"]
+        if len(shown) > PLOTTED_STEPS:  # an open question's many candidates: a readable picture
+            print(f"drawing the first {PLOTTED_STEPS} of {len(shown)} steps")
+            shown = shown[:PLOTTED_STEPS]
+        print(f"curves -> {calibration_shapes(shown, args.plot, title=compiled.program.term()[:80])}")
+    return 0
+
+
+def _find_question(args):
+    """The question named ``--inspect`` in the questions files given, or None."""
+    from nablafol.data import load_questions
+    files = [Path(f) for f in (args.questions, args.val_questions) if f]
+    if args.data:
+        files += sorted(Path(args.data).glob("*_questions.json"))
+    for path in files:
+        question = load_questions(path).get(args.inspect)
+        if question is not None:
+            return question
+    return None
