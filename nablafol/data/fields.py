@@ -7,10 +7,19 @@ coerced silently. Probabilities are JSON numbers in [0, 1], never NaN or infinit
 from __future__ import annotations
 
 import math
+import sys
 from pathlib import Path
 from typing import Any
 
 from nablafol.errors import InputFileError
+
+
+_LARGEST_FLOAT = int(sys.float_info.max)
+
+
+def _shown(number: int) -> str:
+    text = str(number)
+    return text if len(text) <= 20 else f"an integer of {len(text)} digits"
 
 
 def json_type(value: Any) -> str:
@@ -71,6 +80,9 @@ class RecordChecker:
     def number(self, value: Any, what: str) -> int | float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise self.fail(f"{what} must be a number, found {json_type(value)}")
+        if isinstance(value, int) and abs(value) > _LARGEST_FLOAT:  # JSON allows 10**400
+            raise self.fail(f"{what} must be a finite number, found an integer of "
+                            f"{len(str(abs(value)))} digits")
         if not math.isfinite(value):
             raise self.fail(f"{what} must be a finite number, found {value}")
         return value
@@ -87,11 +99,13 @@ class RecordChecker:
             raise self.fail(f"{what} must be > 0, found {number}")
         return number
 
-    def integer(self, value: Any, what: str, low: int = 0) -> int:
+    def integer(self, value: Any, what: str, low: int = 0, high: int = 2**63 - 1) -> int:
         if isinstance(value, bool) or not isinstance(value, int):
             raise self.fail(f"{what} must be an integer, found {json_type(value)}")
         if value < low:
             raise self.fail(f"{what} must be >= {low}, found {value}")
+        if value > high:  # beyond what an index or a file number can be
+            raise self.fail(f"{what} must be <= {high}, found {_shown(value)}")
         return value
 
     def probability(self, value: Any, what: str) -> float:

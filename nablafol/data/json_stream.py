@@ -111,6 +111,8 @@ class _ObjectReader:
                     self._fill()
                     continue
                 raise self.error(error.msg, error.pos) from None
+            except (RecursionError, ValueError) as error:  # too deep, or an integer too long
+                raise self.error(_decoder_limit(error)) from None
             # a number near the buffer's end may continue after it ("10" of "10.5", "1" of
             # "1e5"): accept a value only when the rest of the buffer cannot extend it
             if len(self.buffer) - end < _CUT_MARGIN and not self.eof:
@@ -122,6 +124,14 @@ class _ObjectReader:
     def compact(self) -> None:
         if self.pos > self.chunk_chars:
             self._drop_consumed()
+
+
+def _decoder_limit(error: Exception) -> str:
+    """The message for JSON that is valid but beyond the decoder's limits (Python's ``json``
+    recurses once per nesting level and refuses integers of more than 4300 digits)."""
+    if isinstance(error, RecursionError):
+        return "values nested too deeply (lists or objects inside each other beyond Python's limit)"
+    return f"a number too long to read ({str(error).split(';')[0]})"
 
 
 def iter_object_members(path: str | Path, *, expected: str,
@@ -187,6 +197,8 @@ def load_json(path: str | Path, *, expected_type: type, expected: str) -> Any:
                                        f"{error.colno}: {error.msg}") from None
         except UnicodeDecodeError as error:
             raise InputFileError(path, f"is not UTF-8 text ({error.reason})") from None
+        except (RecursionError, ValueError) as error:  # after its subclasses above
+            raise InputFileError(path, f"cannot be used: {_decoder_limit(error)}") from None
     if not isinstance(value, expected_type):
         raise InputFileError(path, f"expected {expected} at the top level, found {json_type(value)}")
     return value

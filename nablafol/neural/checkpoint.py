@@ -43,7 +43,7 @@ from nablafol.errors import InputFileError, NablafolError
 
 from .concepts import ConceptVocabulary
 from .errors import NeuralOracleError
-from .model import NeuralOracleConfig, NeuralOracleModel
+from .model import BOX_FEATURES, PAIR_GEOMETRY, NeuralOracleConfig, NeuralOracleModel
 
 try:  # optional: the preferred tensor format when installed
     import safetensors.torch as _safetensors
@@ -56,6 +56,7 @@ CONFIG_NAME = "config.json"
 FORMAT = "nablafol-model"
 FORMAT_VERSION = 1
 MODEL_PART = "model"
+_SLACK = 1 << 20  # numbers a config may ask beyond twice the stored ones before it is refused unbuilt
 
 
 def tensor_file_names(part: str) -> tuple[str, str]:
@@ -127,13 +128,22 @@ def load_model(folder, device=None) -> tuple[NeuralOracleModel, ConceptVocabular
     config = _read_config(path)
     try:
         vocabulary = ConceptVocabulary.from_dict(config["vocabulary"])
-        model = NeuralOracleModel(NeuralOracleConfig.from_dict(config["model"]), vocabulary)
+        model_config = NeuralOracleConfig.from_dict(config["model"])
     except NablafolError as error:
         raise InputFileError(path, str(error)) from None
     except TypeError as error:  # a setting of the wrong JSON type reaching the dataclass
         raise InputFileError(path, f"model settings do not fit: {error}") from None
     recorded = config.get("files", {}).get(MODEL_PART) if isinstance(config.get("files"), Mapping) else None
     tensors, weights = _load_part(folder, MODEL_PART, recorded)
+    # the sizes come from an untrusted file: build the network only when it is not much bigger
+    # than the tensors on disk (a near miss is built, so _fill can name the tensor that differs)
+    needed, stored = parameter_count(model_config), sum(t.numel() for t in tensors.values())
+    if needed > 2 * stored + _SLACK:
+        raise InputFileError(weights, f"holds {stored:,} numbers, the model config needs {needed:,}")
+    try:
+        model = NeuralOracleModel(model_config, vocabulary)
+    except NablafolError as error:
+        raise InputFileError(path, str(error)) from None
     _fill(model, tensors, weights)
     extra = config.get("extra", {})
     if not isinstance(extra, dict):
@@ -144,6 +154,33 @@ def load_model(folder, device=None) -> tuple[NeuralOracleModel, ConceptVocabular
 def load_tensors(folder, part: str) -> dict[str, torch.Tensor]:
     """``{name: tensor}`` (on CPU) of a part written by :func:`save_tensors`."""
     return _load_part(Path(folder), part)[0]
+
+
+def parameter_count(config: NeuralOracleConfig) -> int:
+    """How many numbers :class:`NeuralOracleModel` has for ``config``, computed without building it.
+
+    >>> from dsl import Ontology
+    >>> model = NeuralOracleModel.for_vocabulary(ConceptVocabulary.from_ontology(Ontology.gqa()), feature_dim=8,
+    ...                                          hidden_dim=8, hidden_layers=2)
+    >>> parameter_count(model.config) == sum(t.numel() for t in model.state_dict().values())
+    True
+    """
+    c, hidden = config, config.hidden_dim
+
+    def linear(inputs: int, outputs: int) -> int:
+        return inputs * outputs + outputs
+
+    count = 2 * c.feature_dim  # input LayerNorm
+    width = c.feature_dim + BOX_FEATURES
+    for _ in range(c.hidden_layers):
+        count += linear(width, hidden)
+        width = hidden
+    count += linear(hidden, c.embedding_dim)  # unary projection
+    count += linear(hidden, hidden) + linear(hidden, c.embedding_dim)  # scene encoder
+    count += 2 * linear(hidden, c.projection_dim)  # subject and object projections
+    count += linear(2 * c.projection_dim + PAIR_GEOMETRY, c.pair_hidden_dim) + linear(c.pair_hidden_dim,
+                                                                                      c.embedding_dim)
+    return count + (c.num_unary + c.num_binary) * (c.embedding_dim + 1)  # concept embeddings and biases
 
 
 def _read_config(path: Path) -> dict:

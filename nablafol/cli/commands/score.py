@@ -6,9 +6,7 @@ hard set) and Err_e (error on the easy set) with their consistencies, for open /
 """
 from __future__ import annotations
 
-import json
-
-from .common import UsageError, output_file, write_json
+from .common import output_file, write_json
 
 HELP = "accuracy, consistency, Acc_h and Err_e of any predictions file"
 
@@ -23,17 +21,18 @@ def add_arguments(parser) -> None:
 
 def run(args) -> int:
     from nablafol.data import load_questions, read_predictions
-    from nablafol.metrics import exact_match, vocabulary_match
+    from nablafol.data.json_stream import load_json
+    from nablafol.errors import InputFileError
+    from nablafol.metrics import ScoringError, exact_match, vocabulary_match
     from nablafol.scoring import Split, score
     questions = load_questions(args.questions)
     split = None
     if args.split:
+        data = load_json(args.split, expected_type=dict, expected="a split {\"easy\": [...], \"hard\": [...]}")
         try:
-            with open(args.split, encoding="utf-8") as f:
-                data = json.load(f)
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:
-            raise UsageError(f"{args.split}: not a JSON split file ({str(e).splitlines()[0]})") from None
-        split = Split.from_json(data)
+            split = Split.from_json(data)
+        except ScoringError as e:  # name the file the bad split came from
+            raise InputFileError(args.split, str(e).removeprefix("split: ")) from None
     if args.json:
         output_file(args.json)
     scores = score(questions.values(), read_predictions(args.predictions), split,
