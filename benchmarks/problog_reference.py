@@ -148,12 +148,25 @@ def _translate(program, tables, n_objects) -> tuple[str, list[str]]:
     return "\n".join(lines), queries
 
 
-def problog_probabilities(program: Program, tables: Mapping[Predicate, object], n_objects: int) -> list[float]:
-    """Exact probability of each candidate of ``program``, computed by ProbLog (default knowledge compiler)."""
+def knowledge_compiler() -> str:
+    """The circuit ProbLog compiles to here: ``sdd`` when PySDD is installed, else ``ddnnf`` (dsharp)."""
+    try:
+        import pysdd  # noqa: F401
+    except ImportError:
+        return "ddnnf"
+    return "sdd"
+
+
+def problog_probabilities(program: Program, tables: Mapping[Predicate, object], n_objects: int,
+                          compiler: str | None = None) -> list[float]:
+    """Exact probability of each candidate of ``program``, computed by ProbLog.
+
+    ``compiler`` names ProbLog's knowledge compiler (``sdd``, ``ddnnf``); default: :func:`knowledge_compiler`.
+    """
     from problog import get_evaluatable
     from problog.program import PrologString
 
     text, queries = _translate(program, tables, n_objects)
-    result = get_evaluatable().create_from(PrologString(text)).evaluate()
+    result = get_evaluatable(compiler or knowledge_compiler()).create_from(PrologString(text)).evaluate()
     by_name = {str(term): float(p) for term, p in result.items()}
     return [by_name[name] for name in queries]

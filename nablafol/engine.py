@@ -408,13 +408,13 @@ def build_batch_plan(programs: Sequence[Program], scenes: np.ndarray, registry: 
     ids = [registry.plan_ids(prog, plan) for prog, plan in zip(programs, plans)]
 
     def cat(name, offsets=None):
-        parts = []
-        for k, p in enumerate(plans):
-            arr = getattr(p, name)
-            if offsets is not None:
-                arr = np.where(arr >= 0, arr + offsets[k], -1)
-            parts.append(arr)
-        return _concat(parts)
+        parts = [getattr(p, name) for p in plans]
+        arr = _concat(parts)
+        if offsets is None or not arr.size:
+            return arr
+        # one vectorized shift for the whole batch (a numpy call per program dominated planning)
+        shift = np.repeat(offsets, np.fromiter(map(len, parts), dtype=np.int64, count=len(parts)))
+        return np.where(arr >= 0, arr + shift, -1)
 
     # vector nodes (global unsorted index = v_off[prog] + local)
     v_kind, v_level = cat("v_kind"), cat("v_level")
