@@ -34,6 +34,7 @@ import json
 import os
 import platform
 import tempfile
+import warnings
 from pathlib import Path
 from typing import Mapping
 
@@ -223,7 +224,9 @@ def _load_part(folder: Path, part: str, recorded: str | None = None) -> tuple[di
             raise InputFileError(path, f"is not a readable safetensors file ({_first_line(error)})") from None
     else:
         try:
-            tensors = torch.load(path, map_location="cpu", weights_only=True)
+            with warnings.catch_warnings():  # its pickle-protocol warning would add lines to the refusal
+                warnings.simplefilter("ignore")
+                tensors = torch.load(path, map_location="cpu", weights_only=True)
         except Exception as error:  # weights_only refusals, truncation, not a torch file at all
             raise InputFileError(path, f"is not a readable weights-only torch file ({_torch_load_reason(error)})") from None
     if not isinstance(tensors, dict) or not all(isinstance(k, str) and torch.is_tensor(v) for k, v in tensors.items()):
