@@ -106,7 +106,11 @@ class Ontology:
 
     @classmethod
     def from_data(cls, hypernyms, attributes, relations) -> "Ontology":
-        """A vocabulary from the three files' contents, completed as GQA's is (see `from_folder`)."""
+        """A vocabulary from the three files' contents, completed as GQA's is (see `from_folder`).
+        Contents of the wrong shape raise ValueError naming the part."""
+        part = _misshapen_part(hypernyms, attributes, relations)
+        if part is not None:
+            raise ValueError(f"vocabulary: {part} must be {VOCABULARY_SHAPES[part]}")
         return _completed(hypernyms, attributes, relations)
 
     def to_data(self) -> dict:
@@ -131,13 +135,9 @@ class Ontology:
                 raise VocabularyFileError(path, f"cannot read ({e.strerror or e})") from None
             except ValueError as e:
                 raise VocabularyFileError(path, f"not JSON ({e})") from None
-        hypernyms, attributes, relations = loaded
-        if not (isinstance(hypernyms, dict) and all(isinstance(v, list) for v in hypernyms.values())):
-            raise VocabularyFileError(folder / "hypernyms.json", "expected {category: [class, ...]}")
-        if not (isinstance(attributes, dict) and all(isinstance(v, list) for v in attributes.values())):
-            raise VocabularyFileError(folder / "attributes.json", "expected {type: [value, ...]}")
-        if not (isinstance(relations, list) and all(isinstance(r, str) for r in relations)):
-            raise VocabularyFileError(folder / "relations.json", "expected [relation, ...]")
+        part = _misshapen_part(*loaded)
+        if part is not None:
+            raise VocabularyFileError(folder / f"{part}.json", f"expected {VOCABULARY_SHAPES[part]}")
         return _completed(*loaded)
 
     # ------------------------------------------------------------------ queries (vocabulary forms)
@@ -259,6 +259,21 @@ def _load_json(name: str):
 @functools.lru_cache(maxsize=None)
 def _gqa_ontology() -> Ontology:
     return _completed(_load_json("hypernyms.json"), _load_json("attributes.json"), _load_json("relations.json"))
+
+
+VOCABULARY_SHAPES = {"hypernyms": "{category: [class, ...]}", "attributes": "{type: [value, ...]}",
+                     "relations": "[relation, ...]"}
+
+
+def _misshapen_part(hypernyms, attributes, relations) -> str | None:
+    """The first of the three parts whose content is not in its file's shape, or None."""
+    def strings(items) -> bool:
+        return isinstance(items, list) and all(isinstance(item, str) for item in items)
+
+    for name, part in (("hypernyms", hypernyms), ("attributes", attributes)):
+        if not (isinstance(part, dict) and all(isinstance(k, str) and strings(v) for k, v in part.items())):
+            return name
+    return None if strings(relations) else "relations"
 
 
 def _completed(hypernyms, attributes, relations) -> Ontology:

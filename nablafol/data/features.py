@@ -132,6 +132,12 @@ class FeatureStore:
                     shape = "(images, slots, D)" if last is None else "(images, slots, 4)"
                     raise InputFileError(path, f"needs a dataset {name!r} of shape {shape}",
                                          f"image {image_id}")
+            width = handle["features"].shape[2]
+            known = next(iter(self._files.values()), None)
+            if known is not None and known["features"].shape[2] != width:  # one folder, one width
+                handle.close()
+                raise InputFileError(path, f"features are {width} numbers wide, the folder's other "
+                                           f"files {known['features'].shape[2]}", f"image {image_id}")
             if handle["features"].shape[:2] != handle["bboxes"].shape[:2]:
                 shapes = (handle["features"].shape, handle["bboxes"].shape)
                 handle.close()

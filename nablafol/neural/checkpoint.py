@@ -140,7 +140,8 @@ def load_model(folder, device=None) -> tuple[NeuralOracleModel, ConceptVocabular
     # than the tensors on disk (a near miss is built, so _fill can name the tensor that differs)
     needed, stored = parameter_count(model_config), sum(t.numel() for t in tensors.values())
     if needed > 2 * stored + _SLACK:
-        raise InputFileError(weights, f"holds {stored:,} numbers, the model config needs {needed:,}")
+        shown = f"{needed:,}" if needed < 10**15 else f"a number of {len(str(needed))} digits"
+        raise InputFileError(path, f"asks for {shown} numbers, {weights.name} holds {stored:,}")
     try:
         model = NeuralOracleModel(model_config, vocabulary)
     except NablafolError as error:
@@ -149,6 +150,8 @@ def load_model(folder, device=None) -> tuple[NeuralOracleModel, ConceptVocabular
     extra = config.get("extra", {})
     if not isinstance(extra, dict):
         raise InputFileError(path, f"'extra' must be an object, got {type(extra).__name__}")
+    if "ontology" in extra:  # read back by eval, calibrate and train: check it here, where the file is known
+        _check_ontology(extra["ontology"], path)
     return model.to(device if device is not None else "cpu").eval(), vocabulary, extra
 
 
@@ -194,6 +197,8 @@ def _read_config(path: Path) -> dict:
     except json.JSONDecodeError as error:
         raise InputFileError(path, f"is not valid JSON: {error.msg}", f"line {error.lineno}, "
                                                                       f"column {error.colno}") from None
+    except (RecursionError, ValueError):  # valid JSON beyond the decoder: nesting, 4300+ digit integers
+        raise InputFileError(path, "cannot be used: values nested too deeply or a number too long") from None
     if not isinstance(config, dict) or config.get("format") != FORMAT:
         raise InputFileError(path, f"is not a nablafol model config (expected \"format\": \"{FORMAT}\")")
     version = config.get("format_version")
@@ -232,6 +237,18 @@ def _load_part(folder: Path, part: str, recorded: str | None = None) -> tuple[di
     if not isinstance(tensors, dict) or not all(isinstance(k, str) and torch.is_tensor(v) for k, v in tensors.items()):
         raise InputFileError(path, "must hold a {name: tensor} dictionary")
     return tensors, path
+
+
+def _check_ontology(data, path: Path) -> None:
+    from dsl import Ontology
+    from dsl.ontology import VOCABULARY_SHAPES
+    if not isinstance(data, Mapping) or set(data) != set(VOCABULARY_SHAPES):
+        raise InputFileError(path, "extra.ontology must be an object of exactly "
+                                   f"{', '.join(VOCABULARY_SHAPES)}")
+    try:
+        Ontology.from_data(**data)
+    except ValueError as error:
+        raise InputFileError(path, f"extra.ontology: {error}") from None
 
 
 def _fill(model: NeuralOracleModel, tensors: dict, path: Path) -> None:

@@ -35,8 +35,13 @@ def run(args) -> int:
             raise InputFileError(args.split, str(e).removeprefix("split: ")) from None
     if args.json:
         output_file(args.json)
-    scores = score(questions.values(), read_predictions(args.predictions), split,
-                   match=exact_match if args.exact else vocabulary_match)
+    try:
+        scores = score(questions.values(), read_predictions(args.predictions), split,
+                       match=exact_match if args.exact else vocabulary_match)
+    except ScoringError as e:  # a split that does not fit the questions: name the split file
+        if split is None:
+            raise
+        raise InputFileError(args.split, str(e)) from None
     print(scores.format_table())
     if args.json:
         write_json(args.json, scores.to_json())
