@@ -83,27 +83,19 @@ def mutate_value(rng: random.Random, value, depth: int = 0):
     """``value`` with a few structural changes: a key dropped or added, a value replaced."""
     if depth > 6 or rng.random() < 0.15:
         return hostile_json(rng) if rng.random() < 0.5 else value
-    if isinstance(value, dict) and value:
-        value = dict(value)
-        key = rng.choice(sorted(value))
+    if isinstance(value, (dict, list)) and value:
+        is_dict = isinstance(value, dict)
+        value = dict(value) if is_dict else list(value)
+        key = rng.choice(sorted(value)) if is_dict else rng.randrange(len(value))
         action = rng.random()
         if action < 0.2:
             del value[key]
-        elif action < 0.35:
+        elif action < 0.3 and is_dict:
             value[rng.choice(["extra", key + "_", "objects", "semantic", "p"])] = hostile_json(rng)
+        elif action < 0.3:
+            value.insert(key, hostile_json(rng))
         else:
             value[key] = mutate_value(rng, value[key], depth + 1)
-        return value
-    if isinstance(value, list) and value:
-        value = list(value)
-        index = rng.randrange(len(value))
-        action = rng.random()
-        if action < 0.2:
-            del value[index]
-        elif action < 0.3:
-            value.insert(index, hostile_json(rng))
-        else:
-            value[index] = mutate_value(rng, value[index], depth + 1)
         return value
     return hostile_json(rng)
 
