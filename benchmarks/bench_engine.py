@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import platform
 import time
+import zlib
 
 import numpy as np
 import torch
@@ -60,7 +61,10 @@ class PoolOracle:
         return self._num_objects
 
     def _rows(self, requests):
-        return (requests.scene * 7919 + requests.predicate * 104729) % self.u.shape[0]
+        # keyed by the predicate's name, not its index in this batch's request list: a question
+        # gets the same tables whatever else is in its batch
+        ids = torch.tensor([zlib.crc32(p.name.encode()) % 65521 for p in requests.predicates], dtype=torch.long)
+        return (requests.scene * 7919 + ids[requests.predicate] * 104729) % self.u.shape[0]
 
     def unary(self, requests):
         return self.u[self._rows(requests)]

@@ -380,10 +380,15 @@ class _Registry:
         self.predicates: list[Predicate] = []
         self.by_plan = weakref.WeakKeyDictionary()
 
-    def plan_ids(self, program: Program, plan: ProgramPlan) -> tuple[np.ndarray, np.ndarray]:
-        got = self.by_plan.get(program)
+    def packed(self, program: Program) -> "_Packed":
+        """``program``'s plan as row matrices with this engine's predicate ids (cached per program)."""
+        try:
+            got = self.by_plan.get(program)
+        except TypeError:  # not weak-referenceable, so not a Program: ProgramPlan.of names it
+            got = None
         if got is None:
-            got = (self._ids(plan.unary), self._ids(plan.binary))
+            plan = ProgramPlan.of(program)
+            got = _Packed.of(plan, self._ids(plan.unary), self._ids(plan.binary))
             self.by_plan[program] = got
         return got
 
@@ -398,44 +403,72 @@ class _Registry:
         return out
 
 
-def build_batch_plan(programs: Sequence[Program], scenes: np.ndarray, registry: _Registry) -> BatchPlan:
-    plans = [ProgramPlan.of(p) for p in programs]
-    n_prog = len(plans)
-    nv = np.array([len(p.v_kind) for p in plans], dtype=np.int64)
-    ns = np.array([len(p.s_kind) for p in plans], dtype=np.int64)
-    v_off = np.concatenate([[0], np.cumsum(nv)[:-1]]) if n_prog else nv
-    s_off = np.concatenate([[0], np.cumsum(ns)[:-1]]) if n_prog else ns
-    ids = [registry.plan_ids(prog, plan) for prog, plan in zip(programs, plans)]
+@dataclass(frozen=True)
+class _Packed:
+    """One program's plan as four row matrices (local row indices, engine-wide predicate ids):
+    a batch concatenates four arrays per program instead of a dozen (planning is per-program work)."""
 
-    def cat(name, offsets=None):
-        parts = [getattr(p, name) for p in plans]
-        arr = _concat(parts)
-        if offsets is None or not arr.size:
-            return arr
-        # one vectorized shift for the whole batch (a numpy call per program dominated planning)
-        shift = np.repeat(offsets, np.fromiter(map(len, parts), dtype=np.int64, count=len(parts)))
-        return np.where(arr >= 0, arr + shift, -1)
+    v: np.ndarray  # (nv, 5): kind, level, in0, in1, unary predicate id (-1: none)
+    a: np.ndarray  # (na, 3): node, binary predicate id, reversed
+    s: np.ndarray  # (ns, 3): kind, level, vector input
+    e: np.ndarray  # (ne, 2): node, scalar argument
+    candidates: np.ndarray
+    focus: int
+
+    @classmethod
+    def of(cls, plan: ProgramPlan, unary_ids: np.ndarray, binary_ids: np.ndarray) -> "_Packed":
+        v_pred = np.full(plan.v_pred.shape, -1, dtype=np.int64)
+        has = plan.v_pred >= 0
+        v_pred[has] = unary_ids[plan.v_pred[has]]
+        a_pred = binary_ids[plan.a_pred] if plan.a_pred.size else plan.a_pred
+        return cls(v=np.stack([plan.v_kind, plan.v_level, plan.v_in0, plan.v_in1, v_pred], axis=1),
+                   a=np.stack([plan.a_node, a_pred, plan.a_rev.astype(np.int64)], axis=1).reshape(-1, 3),
+                   s=np.stack([plan.s_kind, plan.s_level, plan.s_vin], axis=1),
+                   e=np.stack([plan.e_node, plan.e_arg], axis=1).reshape(-1, 2),
+                   candidates=plan.candidates, focus=plan.focus)
+
+
+def _rows_of(parts: list[np.ndarray], width: int) -> tuple[np.ndarray, np.ndarray]:
+    """The row matrices of a batch stacked, and each program's row count."""
+    counts = np.fromiter(map(len, parts), dtype=np.int64, count=len(parts))
+    rows = np.concatenate(parts) if parts else np.zeros((0, width), dtype=np.int64)
+    return rows, counts
+
+
+def _shifted(local: np.ndarray, offsets: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Local row indices (-1: none) made batch-wide: each program's rows shifted by its offset."""
+    if not local.size:
+        return local
+    return np.where(local >= 0, local + np.repeat(offsets, counts), -1)
+
+
+def build_batch_plan(programs: Sequence[Program], scenes: np.ndarray, registry: _Registry) -> BatchPlan:
+    packs = [registry.packed(p) for p in programs]
+    n_prog = len(packs)
+    # one vectorized pass per table for the whole batch (numpy calls per program dominated planning)
+    v, nv = _rows_of([p.v for p in packs], 5)
+    a, na = _rows_of([p.a for p in packs], 3)
+    s, ns = _rows_of([p.s for p in packs], 3)
+    e, ne = _rows_of([p.e for p in packs], 2)
+    v_off = np.concatenate([[0], np.cumsum(nv)[:-1]]).astype(np.int64) if n_prog else nv
+    s_off = np.concatenate([[0], np.cumsum(ns)[:-1]]).astype(np.int64) if n_prog else ns
 
     # vector nodes (global unsorted index = v_off[prog] + local)
-    v_kind, v_level = cat("v_kind"), cat("v_level")
-    v_in0, v_in1 = cat("v_in0", v_off), cat("v_in1", v_off)
+    v_kind, v_level = v[:, 0], v[:, 1]
+    v_in0, v_in1 = _shifted(v[:, 2], v_off, nv), _shifted(v[:, 3], v_off, nv)
     v_program = np.repeat(np.arange(n_prog), nv)
     v_scene = scenes[v_program] if n_prog else v_program
-    v_step = _concat([np.arange(n) for n in nv])
-    v_pred_local = cat("v_pred")
-    v_pred = np.full(v_kind.shape, -1, dtype=np.int64)
-    has = v_pred_local >= 0
-    if has.any():
-        uid = _concat([u[p.v_pred[p.v_pred >= 0]] for (u, _), p in zip(ids, plans)])
-        v_pred[has] = uid
+    v_step = np.arange(len(v_kind)) - np.repeat(v_off, nv)
+    v_pred = v[:, 4]
+    has = v_pred >= 0
     # relate atoms
-    a_node = cat("a_node", v_off)
-    a_pred = _concat([b[p.a_pred] for (_, b), p in zip(ids, plans)])
-    a_rev = _concat([p.a_rev for p in plans]).astype(bool)
+    a_node = _shifted(a[:, 0], v_off, na)
+    a_pred = a[:, 1]
+    a_rev = a[:, 2].astype(bool)
     # scalar nodes
-    s_kind, s_level = cat("s_kind"), cat("s_level")
-    s_vin = cat("s_vin", v_off)
-    e_node, e_arg = cat("e_node", s_off), cat("e_arg", s_off)
+    s_kind, s_level = s[:, 0], s[:, 1]
+    s_vin = _shifted(s[:, 2], v_off, ns)
+    e_node, e_arg = _shifted(e[:, 0], s_off, ne), _shifted(e[:, 1], s_off, ne)
 
     # the batch's predicates, renumbered in a canonical order: what the oracle is asked (and in
     # which order) depends on this batch alone, not on what the engine has seen before, so
@@ -513,13 +546,14 @@ def build_batch_plan(programs: Sequence[Program], scenes: np.ndarray, registry: 
             sgroups.append(g)
         levels.append((vgroups, sgroups))
 
-    k_max = max((len(p.candidates) for p in plans), default=1)
-    candidates = np.full((n_prog, k_max), -1, dtype=np.int64)
-    focus = np.full(n_prog, -1, dtype=np.int64)
-    for k, p in enumerate(plans):
-        candidates[k, : len(p.candidates)] = s_rank[p.candidates + s_off[k]] + CONST
-        if p.focus >= 0:
-            focus[k] = v_rank[p.focus + v_off[k]]
+    cand_local, n_cand = _rows_of([p.candidates for p in packs], 1)
+    if n_prog:
+        cand_rows = s_rank[_shifted(cand_local, s_off, n_cand)] + CONST
+        candidates = _padded(np.repeat(np.arange(n_prog), n_cand), cand_rows, n_prog, -1)
+    else:
+        candidates = np.full((0, 1), -1, dtype=np.int64)
+    focus_local = np.fromiter((p.focus for p in packs), dtype=np.int64, count=n_prog)
+    focus = np.where(focus_local >= 0, v_rank[np.maximum(focus_local + v_off, 0)] if v_rank.size else -1, -1)
     return BatchPlan(
         n_programs=n_prog, program_scene=scenes, levels=levels,
         v_scene=v_scene[v_order], v_program=v_program[v_order], v_step=v_step[v_order],
