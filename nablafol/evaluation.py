@@ -198,21 +198,15 @@ class Evaluator:
         self._checked: dict = {}  # program -> its first predicate the perception does not know
 
     def run(self, questions: Iterable) -> EvaluationRun:
+        """Answer all the questions at once (grouped by image over the whole set)."""
         run = EvaluationRun()
         ready = []
         for question in questions:
-            compiled = compile_question(question, self.compiler)
-            if isinstance(compiled, Skip):
-                run.skips.append(compiled)
-            elif not self.perception.has_image(question.image_id):
-                run.skips.append(Skip(question.id, "no scene", f"no scene for image {question.image_id!r}"))
+            prepared = self._prepare(question)
+            if isinstance(prepared, Skip):
+                run.skips.append(prepared)
             else:
-                unknown = self._unknown_predicate(compiled)
-                if unknown is not None:
-                    run.skips.append(Skip(question.id, "unknown predicate",
-                                          f"the oracle does not know {unknown.kind} {unknown.name!r}"))
-                else:
-                    ready.append((question, compiled))
+                ready.append(prepared)
         ready.sort(key=lambda qc: qc[0].image_id)
         total, done = len(ready), 0
         for start in range(0, total, self.batch_size):
@@ -225,6 +219,37 @@ class Evaluator:
             if self.progress is not None:
                 self.progress(done, total)
         return run
+
+    def answer_chunk(self, questions: Sequence) -> list[Outcome | Skip]:
+        """One :class:`Outcome` or :class:`Skip` per question, in the order given (for streaming:
+        batches are grouped by image within the chunk only). Outcomes carry answers, grounding
+        and formula only when ``keep_outcomes``."""
+        results: list = [None] * len(questions)
+        ready = []
+        for position, question in enumerate(questions):
+            prepared = self._prepare(question)
+            if isinstance(prepared, Skip):
+                results[position] = prepared
+            else:
+                ready.append((position, prepared))
+        ready.sort(key=lambda pc: pc[1][0].image_id)
+        for start in range(0, len(ready), self.batch_size):
+            batch = ready[start:start + self.batch_size]
+            for (position, _), outcome in zip(batch, self._answer([qc for _, qc in batch])):
+                results[position] = outcome
+        return results
+
+    def _prepare(self, question) -> tuple | Skip:
+        """``(question, compiled)`` when it can be answered, else why not."""
+        compiled = compile_question(question, self.compiler)
+        if isinstance(compiled, Skip):
+            return compiled
+        if not self.perception.has_image(question.image_id):
+            return Skip(question.id, "no scene", f"no scene for image {question.image_id!r}")
+        unknown = self._unknown_predicate(compiled)
+        if unknown is not None:
+            return Skip(question.id, "unknown predicate", f"the oracle does not know {unknown.kind} {unknown.name!r}")
+        return question, compiled
 
     def _unknown_predicate(self, compiled: CompiledQuestion) -> Predicate | None:
         program = compiled.program

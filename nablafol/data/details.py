@@ -56,14 +56,18 @@ def write_details(path: str | os.PathLike, details: Iterable[Details]) -> int:
         for item in details:
             if item.question_id in seen:
                 raise ValueError(f"question {item.question_id} has two details lines")
-            try:
-                # ASCII escapes: no U+2028 or U+0085 inside a line for line-splitting tools
-                line = json.dumps(item.to_record(), ensure_ascii=True, allow_nan=False)
-            except ValueError as error:
-                raise ValueError(f"question {item.question_id}: {error}") from None
-            stream.write(line + "\n")
+            stream.write(details_line(item))
             seen.add(item.question_id)
     return len(seen)
+
+
+def details_line(item: Details) -> str:
+    """One line of a details file (with its newline); NaN or infinite probabilities are refused."""
+    try:
+        # ASCII escapes: no U+2028 or U+0085 inside a line for line-splitting tools
+        return json.dumps(item.to_record(), ensure_ascii=True, allow_nan=False) + "\n"
+    except ValueError as error:
+        raise ValueError(f"question {item.question_id}: {error}") from None
 
 
 def iter_details(path: str | os.PathLike) -> Iterator[Details]:

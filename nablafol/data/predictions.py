@@ -16,9 +16,11 @@ from nablafol.errors import InputFileError
 
 
 def write_predictions(path: str | os.PathLike,
-                      predictions: Mapping[str, str] | Iterable[tuple[str, str]]) -> int:
+                      predictions: Mapping[str, str] | Iterable[tuple[str, str]], *,
+                      check_unique: bool = True) -> int:
     """Write ``{questionId: answer}`` (or ``(questionId, answer)`` pairs) in order, one entry
-    per line; returns how many were written. Ids must be unique strings, answers strings.
+    per line; returns how many were written. Ids must be unique strings, answers strings;
+    ``check_unique=False`` when the caller has checked uniqueness (a million ids in a set cost memory).
 
     >>> import tempfile, pathlib
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "predictions.json"
@@ -29,20 +31,23 @@ def write_predictions(path: str | os.PathLike,
     """
     pairs = predictions.items() if isinstance(predictions, Mapping) else predictions
     seen: set[str] = set()
+    written = 0
     with atomic_text_writer(path) as stream:
         stream.write("[")
         for question_id, prediction in pairs:
             if not isinstance(question_id, str) or not isinstance(prediction, str):
                 raise TypeError(f"a prediction is a (questionId: str, prediction: str) pair, "
                                 f"got ({question_id!r}, {prediction!r})")
-            if question_id in seen:
-                raise ValueError(f"question {question_id} has two predictions")
+            if check_unique:
+                if question_id in seen:
+                    raise ValueError(f"question {question_id} has two predictions")
+                seen.add(question_id)
             entry = json.dumps({"questionId": question_id, "prediction": prediction},
                                ensure_ascii=False)
-            stream.write(("\n" if not seen else ",\n") + entry)
-            seen.add(question_id)
+            stream.write(("\n" if not written else ",\n") + entry)
+            written += 1
         stream.write("\n]\n")
-    return len(seen)
+    return written
 
 
 def read_predictions(path: str | os.PathLike) -> dict[str, str]:

@@ -1,0 +1,205 @@
+"""`nablafol eval` streams through a journal: outputs equal the whole-set evaluation's, a run
+killed at any point resumes to byte-identical outputs without answering finished chunks again,
+and a journal written with other settings or inputs is refused in one line."""
+import json
+import multiprocessing
+import os
+import random
+import shutil
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from nablafol.cli import main
+from nablafol.data.journal import EvalJournal, journal_path
+
+N_QUESTIONS = 239  # the generated set's (some scenes yield fewer than 10)
+PRELOAD = ["torch", "compiler", "dsl", "nablafol.cli", "nablafol.data", "nablafol.evaluation", "nablafol.engine"]
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    from nablafol.synthetic import generate_dataset
+    root = tmp_path_factory.mktemp("evalresume")
+    generate_dataset(root, n_train=0, n_val=24, n_testdev=0, seed=4, feature_dim=8, questions_per_scene=10)
+    return root
+
+
+def _argv(data, out: Path, *extra):
+    return ["eval", "--questions", str(data / "val_balanced_questions.json"),
+            "--scene-graphs", str(data / "val_sceneGraphs.json"), "--ontology", str(data / "ontology"),
+            "--predictions", str(out / "pred.json"), "--details", str(out / "details.jsonl"),
+            "--chunk-size", "16", "--batch-size", "8", *extra]
+
+
+def _outputs(out: Path) -> tuple:
+    return (out / "pred.json").read_bytes(), (out / "details.jsonl").read_bytes()
+
+
+@pytest.fixture(scope="module")
+def reference(data, tmp_path_factory):
+    """The outputs of an uninterrupted run, and how long it took."""
+    out = tmp_path_factory.mktemp("reference")
+    began = time.perf_counter()
+    assert main(_argv(data, out)) == 0
+    took = time.perf_counter() - began
+    assert not journal_path(out / "pred.json").exists()  # removed once the outputs are written
+    return (*_outputs(out), took)
+
+
+def test_streaming_predictions_equal_the_whole_set_evaluation(data, reference, tmp_path):
+    from nablafol.data import load_questions, load_scene_graphs, read_details
+    from nablafol.evaluation import Evaluator, SceneGraphPerception
+    from dsl import Ontology
+    questions = load_questions(data / "val_balanced_questions.json")
+    perception = SceneGraphPerception(load_scene_graphs(data / "val_sceneGraphs.json"),
+                                      ontology=Ontology.from_folder(data / "ontology"))
+    whole = Evaluator(perception, keep_outcomes=True).run(questions.values())
+    streamed = [entry for entry in json.loads(reference[0])]
+    assert [e["questionId"] for e in streamed] == [q for q in questions if q in whole.predictions]  # file order
+    assert {e["questionId"]: e["prediction"] for e in streamed} == whole.predictions
+    (tmp_path / "d.jsonl").write_bytes(reference[1])
+    details = read_details(tmp_path / "d.jsonl")
+    assert {o.question_id: (o.prediction, o.answers, tuple(o.grounding)) for o in whole.outcomes} == \
+        {d.question_id: (d.prediction, dict(d.answers), tuple(d.grounding)) for d in details.values()}
+    assert len(questions) == N_QUESTIONS
+
+
+def _full_journal(data, out: Path, monkeypatch) -> bytes:
+    """The journal of a complete run (kept: the run would remove it)."""
+    monkeypatch.setattr(EvalJournal, "close", lambda self, remove=False: EvalJournal._close(self))
+    assert main(_argv(data, out)) == 0
+    monkeypatch.undo()
+    return journal_path(out / "pred.json").read_bytes()
+
+
+EvalJournal._close = EvalJournal.close
+
+
+def _counting_answers(monkeypatch) -> list:
+    from nablafol.evaluation import Evaluator
+    answered = []
+    original = Evaluator.answer_chunk
+    monkeypatch.setattr(Evaluator, "answer_chunk",
+                        lambda self, chunk: answered.extend(q.id for q in chunk) or original(self, chunk))
+    return answered
+
+
+def test_journal_cut_at_any_byte_resumes_to_identical_outputs(data, reference, tmp_path, monkeypatch):
+    """A kill can stop the journal at any byte (and the details file anywhere after its last commit)."""
+    full = _full_journal(data, tmp_path / "full", monkeypatch)
+    details = (tmp_path / "full" / "details.jsonl").read_bytes()
+    rng = random.Random(7)
+    cuts = sorted(rng.sample(range(len(full)), 6)) + [len(full.split(b"\n")[0]) + 1, len(full)]
+    for cut in cuts:
+        out = tmp_path / f"cut{cut}"
+        out.mkdir()
+        journal_path(out / "pred.json").write_bytes(full[:cut])
+        commits = [json.loads(line) for line in full[:cut].split(b"\n")[1:-1] if line.startswith(b'{"done"')]
+        committed_bytes = commits[-1]["details_bytes"] if commits else 0
+        # on disk before its commit: the details file holds at least what the journal says
+        (out / "details.jsonl.partial").write_bytes(details[:rng.randint(committed_bytes, len(details))])
+        done = commits[-1]["done"] if commits else 0
+        answered = _counting_answers(monkeypatch)
+        code = main(_argv(data, out, "--resume"))
+        monkeypatch.undo()
+        if cut <= len(full.split(b"\n")[0]):  # no whole header: not a journal
+            assert code == 2
+            continue
+        assert code == 0
+        assert _outputs(out) == reference[:2], cut
+        assert len(answered) == N_QUESTIONS - done  # finished chunks were not answered again
+        assert not journal_path(out / "pred.json").exists() and not (out / "details.jsonl.partial").exists()
+
+
+def _eval_child(argv, started) -> None:
+    from nablafol.cli import main as cli_main
+    started.set()
+    os._exit(cli_main(argv))
+
+
+@pytest.fixture(scope="module")
+def processes():
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(PRELOAD)
+    return context
+
+
+def _run_child(processes, argv, kill_after=None) -> int:
+    started = processes.Event()
+    child = processes.Process(target=_eval_child, args=(argv, started))
+    child.start()
+    assert started.wait(timeout=60)
+    if kill_after is not None:
+        time.sleep(kill_after)
+        child.kill()
+    child.join(timeout=120)
+    return child.exitcode
+
+
+def test_random_kills_then_resume_end_byte_identical(data, reference, processes, tmp_path, monkeypatch):
+    out = tmp_path / "killed"
+    out.mkdir()
+    rng = random.Random(20261123)
+    journal = journal_path(out / "pred.json")
+    kills = 0
+    for _ in range(4):
+        code = _run_child(processes, _argv(data, out, "--resume"), kill_after=rng.uniform(0.1, 0.7) * reference[2])
+        assert code in (0, -signal.SIGKILL)
+        kills += code == -signal.SIGKILL
+        if kills == 2 or (code == 0 and kills):
+            break
+    assert kills >= 1
+    if journal.exists():  # the last kill left work to finish: finish it here, counting what is answered
+        settings = json.loads(journal.read_text(encoding="utf-8").split("\n")[0])["settings"]
+        done = EvalJournal.resume(journal, settings).done
+        answered = _counting_answers(monkeypatch)
+        assert main(_argv(data, out, "--resume")) == 0
+        assert len(answered) == N_QUESTIONS - done  # finished chunks were not answered again
+    assert _outputs(out) == reference[:2]
+
+
+def test_a_journal_of_other_settings_or_inputs_is_refused_in_one_line(data, tmp_path, monkeypatch, capsys):
+    _full_journal(data, tmp_path, monkeypatch)
+    capsys.readouterr()
+    assert main(_argv(data, tmp_path, "--resume", "--threshold", "0.7")) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "other settings (threshold)" in err
+    (tmp_path / "details.jsonl.partial").write_bytes(b"")  # lost: shorter than the journal says
+    assert main(_argv(data, tmp_path, "--resume")) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "shorter than" in err
+    copy = tmp_path / "copy"
+    shutil.copytree(data, copy)
+    questions = copy / "val_balanced_questions.json"
+    moved = tmp_path / "moved_questions.json"
+    shutil.copy(questions, moved)
+    argv = _argv(data, tmp_path, "--resume")
+    argv[argv.index("--questions") + 1] = str(moved)
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "other settings (questions)" in err
+    assert not (tmp_path / "pred.json").with_suffix(".json.tmp").exists()
+
+
+def test_resume_without_a_journal_starts_from_the_first_question(data, reference, tmp_path, capsys):
+    assert main(_argv(data, tmp_path, "--resume")) == 0
+    assert "starting from the first question" in capsys.readouterr().out
+    assert _outputs(tmp_path) == reference[:2]
+
+
+def test_a_question_id_given_twice_is_refused_in_one_line(data, tmp_path, capsys):
+    text = (data / "val_balanced_questions.json").read_text()
+    records = json.loads(text)
+    first = next(iter(records))
+    twice = "{" + ",".join(json.dumps(k) + ":" + json.dumps(v) for k, v in records.items()) + "," + \
+        json.dumps(first) + ":" + json.dumps(records[first]) + "}"
+    copy = tmp_path / "data"
+    shutil.copytree(data, copy)
+    (copy / "val_balanced_questions.json").write_text(twice)
+    assert main(_argv(copy, tmp_path)) == 2
+    err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("nablafol")]
+    assert len(err) == 1 and f"question {first}" in err[0] and "appears twice" in err[0]
+    assert not (tmp_path / "pred.json").exists()
