@@ -25,6 +25,10 @@ from compiler import CompileError, CompiledQuestion, Compiler
 from .engine import Engine
 from .ir import Predicate
 
+#: Programs whose predicates the evaluator remembers checking (more are checked again, not kept:
+#: a streaming run over a million questions must not hold every program it met).
+CHECKED_PROGRAMS = 1 << 14
+
 __all__ = ["Skip", "Outcome", "Perception", "SceneGraphPerception", "FeaturePerception", "Evaluator", "EvaluationRun", "compile_question"]
 
 
@@ -255,6 +259,8 @@ class Evaluator:
         program = compiled.program
         if program in self._checked:  # compiled programs are shared by many questions
             return self._checked[program]
+        if len(self._checked) >= CHECKED_PROGRAMS:  # bounded: it would keep every program (and plan) alive
+            self._checked.clear()
         self._checked[program] = found = self._first_unknown(program)
         return found
 

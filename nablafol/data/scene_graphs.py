@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -53,6 +54,7 @@ _NO_EXTRA: Mapping[str, Any] = MappingProxyType({})
 _GRAPH_FIELDS = ("width", "height", "location", "weather", "objects")
 _OBJECT_FIELDS = ("name", "names", "x", "y", "w", "h", "attributes", "relations")
 _RELATION_FIELDS = ("name", "object", "p")
+_intern = sys.intern
 
 
 def _no_extra() -> Mapping[str, Any]:
@@ -229,6 +231,12 @@ def _object_from_record(image_id: str, object_id: str, record: Any, path: Path |
 
 
 def _relation_from_record(check: RecordChecker, index: int, record: Any) -> SceneRelation:
+    # GQA's relations are {"name", "object"} strings, hundreds per scene: the common case goes
+    # straight through; names and ids are interned (a scene repeats them many times over)
+    if type(record) is dict and len(record) == 2:
+        name, object_id = record.get("name"), record.get("object")
+        if type(name) is str and type(object_id) is str:
+            return SceneRelation(_intern(name), _intern(object_id))
     what = f"relations[{index}]"
     check.object(record, what)
     for required in ("name", "object"):
@@ -236,8 +244,8 @@ def _relation_from_record(check: RecordChecker, index: int, record: Any) -> Scen
             raise check.fail(f"{what}.{required} is missing")
     extra = {k: v for k, v in record.items() if k not in _RELATION_FIELDS}
     return SceneRelation(
-        name=check.string(record["name"], f"{what}.name"),
-        object_id=check.string(record["object"], f"{what}.object"),
+        name=_intern(check.string(record["name"], f"{what}.name")),
+        object_id=_intern(check.string(record["object"], f"{what}.object")),
         p=check.probability(record["p"], f"{what}.p") if "p" in record else 1.0,
         extra=extra or _NO_EXTRA,
     )

@@ -108,7 +108,7 @@ def run(args) -> int:
     _check_unique_ids(tally, journal, args.questions)
     _write_outputs(args, journal, details)
     elapsed = time.perf_counter() - t0
-    before = f"; {replayed:,} answered before, read from the journal" if resuming else ""
+    before = f"; {done - replayed:,} done in this run, {replayed:,} read from the journal" if resuming else ""
     print(f"{done:,} questions, {tally.answered:,} answered, {tally.skipped:,} skipped, in {elapsed:.1f} s "
           f"({(done - replayed) / max(elapsed, 1e-9):,.0f} questions/s{before})")
     if len(tally.score):
@@ -254,7 +254,10 @@ def _settings(args) -> dict:
 
 def _compiler(perception, ontology):
     from compiler import Compiler
-    return Compiler(ontology, knowledge_relations=getattr(perception, "knowledge_relations", ()))
+    from nablafol.evaluation import CHECKED_PROGRAMS
+    # a compiled program with its plan is ~15 KB: the cache is kept to what the evaluator keeps
+    return Compiler(ontology, knowledge_relations=getattr(perception, "knowledge_relations", ()),
+                    cache_size=CHECKED_PROGRAMS)
 
 
 def _perception(args):

@@ -1,0 +1,117 @@
+"""`nablafol eval` at scale: a questions file of any size over the same scenes, then peak memory,
+time, and an interrupted-and-resumed run.
+
+    # a million questions: the source's records repeated under new ids (entailed ids follow)
+    python benchmarks/bench_eval_scale.py make --source data/gqa-scale/val_balanced_questions.json \\
+        --count 1000000 --out /tmp/q1m.json
+    # one run under /usr/bin/time -v; with --kill-after S the run is killed (SIGKILL) after S
+    # seconds, then resumed with --resume, and what the journal held is checked against the
+    # resumed run's count of questions it did itself
+    python benchmarks/bench_eval_scale.py run --questions /tmp/q1m.json \\
+        --scene-graphs data/gqa-scale/val_sceneGraphs.json --out /tmp/eval1m [--kill-after 120]
+
+Copy ``k`` of a question gets the id ``{id}~{k}`` (copy 0 keeps its id); its ``entailed`` and
+``equivalent`` ids get the same suffix, so consistency is measured within each copy.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+
+def make(source: Path, count: int, out: Path) -> int:
+    """Write ``count`` questions: the source's, again and again, under new ids; returns how many."""
+    from nablafol.data.json_stream import iter_object_members
+    written = 0
+    with open(out, "w", encoding="utf-8") as stream:
+        stream.write("{")
+        copy = 0
+        while written < count:
+            before = written
+            for question_id, record in iter_object_members(source, expected="{questionId: question}"):
+                if written == count:
+                    break
+                suffix = f"~{copy}" if copy else ""
+                if suffix:
+                    for key in ("entailed", "equivalent"):
+                        if isinstance(record.get(key), list):
+                            record[key] = [f"{e}{suffix}" for e in record[key]]
+                stream.write(("\n" if not written else ",\n") + json.dumps(question_id + suffix) + ": "
+                             + json.dumps(record, ensure_ascii=False))
+                written += 1
+            if written == before:
+                raise SystemExit(f"{source}: holds no questions")
+            copy += 1
+        stream.write("\n}\n")
+    return written
+
+
+def _timed_eval(argv: list[str], kill_after: float | None) -> dict:
+    """Run `nablafol eval` under /usr/bin/time -v; returns wall seconds, peak RSS (MB), exit code, output."""
+    command = ["/usr/bin/time", "-v", sys.executable, "-m", "nablafol.cli", "eval", *argv]
+    began = time.perf_counter()
+    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             start_new_session=True)
+    try:
+        out, err = child.communicate(timeout=kill_after)
+    except subprocess.TimeoutExpired:
+        # kill the whole session: `time` and the nablafol process under it
+        import os
+        os.killpg(child.pid, signal.SIGKILL)
+        out, err = child.communicate()
+    wall = time.perf_counter() - began
+    peak = re.search(r"Maximum resident set size \(kbytes\): (\d+)", err)
+    return {"wall_s": round(wall, 1), "peak_rss_mb": int(peak.group(1)) // 1024 if peak else None,
+            "exit": child.returncode, "stdout": out, "stderr_tail": err[-600:]}
+
+
+def run(questions: Path, scene_graphs: Path, out: Path, kill_after: float | None, extra: list[str]) -> None:
+    from nablafol.data.journal import EvalJournal, journal_path
+    out.mkdir(parents=True, exist_ok=True)
+    argv = ["--questions", str(questions), "--scene-graphs", str(scene_graphs),
+            "--predictions", str(out / "predictions.json"), *extra]
+    first = _timed_eval(argv, kill_after)
+    print(json.dumps({k: v for k, v in first.items() if k != "stderr_tail"}, indent=1))
+    if kill_after is None:
+        return
+    journal = journal_path(out / "predictions.json")
+    header = json.loads(journal.read_text(encoding="utf-8").split("\n", 1)[0])
+    committed = EvalJournal.resume(journal, header["settings"]).done
+    print(f"killed after {kill_after} s; the journal holds {committed:,} finished questions")
+    second = _timed_eval(argv + ["--resume"], None)
+    print(json.dumps({k: v for k, v in second.items() if k != "stderr_tail"}, indent=1))
+    found = re.search(r"([\d,]+) done in this run, ([\d,]+) read from the journal", second["stdout"])
+    if found is None:
+        raise SystemExit("the resumed run did not say what it did: " + second["stderr_tail"])
+    done_now, replayed = (int(g.replace(",", "")) for g in found.groups())
+    print(f"resumed: {replayed:,} read from the journal (committed before the kill: {committed:,}), "
+          f"{done_now:,} answered in the resumed run; nothing redone: {replayed == committed}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("make", help="write a questions file of --count questions")
+    p.add_argument("--source", type=Path, required=True)
+    p.add_argument("--count", type=int, required=True)
+    p.add_argument("--out", type=Path, required=True)
+    p = sub.add_parser("run", help="time one eval (and, with --kill-after, kill and resume it)")
+    p.add_argument("--questions", type=Path, required=True)
+    p.add_argument("--scene-graphs", type=Path, required=True)
+    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--kill-after", type=float)
+    args, extra = parser.parse_known_args()
+    if args.command == "make":
+        print(f"{make(args.source, args.count, args.out):,} questions -> {args.out}")
+    else:
+        run(args.questions, args.scene_graphs, args.out, args.kill_after, extra)
+
+
+if __name__ == "__main__":
+    main()
