@@ -243,14 +243,17 @@ class Trainer:
         path = self.out / self.state_name
         if not path.exists():
             return False
+        from .neural.checkpoint import load_weights_only
         try:
-            state = torch.load(path, weights_only=True)
+            state = load_weights_only(path, map_location=None)  # nothing in the file runs
             self.trainable.load_state_dict(state["model"])
             self.optimizer.load_state_dict(state["optimizer"])
             position = state.get("position")
             if position is not None:
                 position = {"batch": int(position["batch"]), "total": float(position["total"]),
                             "count": int(position["count"]), "rng": position["rng"].to(torch.uint8)}
+        except InputFileError as e:  # unreadable or hostile: torch's reason, never its advice to load unsafely
+            raise InputFileError(path, f"cannot resume from this checkpoint: {e.message}") from None
         except Exception as e:  # a corrupt or foreign file: one line naming it
             raise InputFileError(path, f"cannot resume from this checkpoint ({type(e).__name__}: {e})") from None
         self.epoch = int(state["epoch"])

@@ -228,12 +228,7 @@ def _load_part(folder: Path, part: str, recorded: str | None = None) -> tuple[di
         except Exception as error:  # the library's errors vary by version; all mean "unreadable"
             raise InputFileError(path, f"is not a readable safetensors file ({_first_line(error)})") from None
     else:
-        try:
-            with warnings.catch_warnings():  # its pickle-protocol warning would add lines to the refusal
-                warnings.simplefilter("ignore")
-                tensors = torch.load(path, map_location="cpu", weights_only=True)
-        except Exception as error:  # weights_only refusals, truncation, not a torch file at all
-            raise InputFileError(path, f"is not a readable weights-only torch file ({_torch_load_reason(error)})") from None
+        tensors = load_weights_only(path)
     if not isinstance(tensors, dict) or not all(isinstance(k, str) and torch.is_tensor(v) for k, v in tensors.items()):
         raise InputFileError(path, "must hold a {name: tensor} dictionary")
     return tensors, path
@@ -297,15 +292,30 @@ def _first_line(error: Exception) -> str:
     return f"{type(error).__name__}: {text[0]}" if text else type(error).__name__
 
 
+def load_weights_only(path: Path, map_location="cpu"):
+    """``torch.load(path, weights_only=True)``: tensors and plain containers only, nothing in the
+    file runs. Any failure is one InputFileError line (never torch's advice to load unsafely)."""
+    try:
+        with warnings.catch_warnings():  # its pickle-protocol warning would add lines to the refusal
+            warnings.simplefilter("ignore")
+            return torch.load(path, map_location=map_location, weights_only=True)
+    except Exception as error:  # weights_only refusals, truncation, not a torch file at all
+        raise InputFileError(path, f"is not a readable weights-only torch file ({_torch_load_reason(error)})") from None
+
+
 def _torch_load_reason(error: Exception) -> str:
     """The informative line of ``torch.load``'s long messages (which also advise ``weights_only=False``:
     advice a model folder must never follow)."""
     text = str(error)
-    if "Weights only load failed" in text:
-        boilerplate = ("Weights only load failed", "Please file an issue", "Check the documentation")
-        lines = [line.strip() for line in text.splitlines()
-                 if line.strip() and not line.strip().startswith(boilerplate)]
-        return "refused: " + (lines[0] if lines else "it holds objects other than tensors")
+    if "Weights only load failed" in text:  # the reason follows this label, on its line or the next
+        lines = [line.strip() for line in text.splitlines() if line.strip()]
+        label = "WeightsUnpickler error:"
+        for index, line in enumerate(lines):
+            if label in line:
+                reason = line.split(label, 1)[1].strip() or (lines[index + 1] if index + 1 < len(lines) else "")
+                if reason:
+                    return "refused: " + reason.split(". ")[0]
+        return "refused: it holds objects other than tensors"
     return text.split(". ")[0].strip() or type(error).__name__
 
 

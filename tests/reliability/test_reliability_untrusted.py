@@ -1,7 +1,8 @@
 """Hostile model folders: a pickle that would run code when loaded, put where the model's or the
-calibrator's tensors belong (as a weights-only torch file or posing as safetensors), is refused
-by `nablafol eval --model` and `nablafol calibrate --inspect` in one line with exit status 2,
-and its code never runs (the marker file it would create never appears)."""
+calibrator's tensors belong (as a weights-only torch file or posing as safetensors), or where
+`train --resume` finds its checkpoint, is refused by `nablafol eval --model`, `nablafol calibrate
+--inspect` and `nablafol train --resume` in one line with exit status 2, and its code never runs
+(the marker file it would create never appears)."""
 from __future__ import annotations
 
 import io
@@ -13,7 +14,7 @@ import sys
 import pytest
 import torch
 
-from reliability_helpers import EVERY, FEATURES, assert_one_line_refusal, run_cli, write_model_folder
+from reliability_helpers import EVERY, FEATURES, FIX, assert_one_line_refusal, run_cli, write_model_folder
 
 PROGRAM = "select: plate->relate: _,on,s [0]->exist: ? [1]"
 
@@ -71,8 +72,23 @@ def test_a_crafted_pickle_is_refused_in_one_line_and_never_runs(tmp_path, capsys
     code, out, err = run_cli(capsys, *args)
     line = assert_one_line_refusal(code, err, planted)
     assert "is not a readable" in line or "needs the safetensors package" in line, line
+    assert "weights_only" not in line  # torch's advice to load it unsafely is never passed on
     assert not marker.exists()
     assert not (tmp_path / "p.json").exists()
+
+
+@pytest.mark.parametrize("encoding", ["torch zip", "raw pickle"])
+def test_a_crafted_training_checkpoint_is_refused_by_train_resume(tmp_path, capsys, encoding):
+    out = tmp_path / "model"
+    out.mkdir()
+    marker = tmp_path / "code-ran"
+    planted = out / "training_state.pt"
+    planted.write_bytes(_hostile_bytes(marker, encoding))
+    code, _, err = run_cli(capsys, "train", "--questions", FIX / "val_balanced_questions.json", "--features", FEATURES,
+                           "--out", out, "--resume", "--epochs", "1", "--hidden", "8")
+    line = assert_one_line_refusal(code, err, planted)
+    assert "cannot resume from this checkpoint: is not a readable weights-only torch file (refused" in line, line
+    assert "weights_only" not in line and not marker.exists()  # no advice to load it unsafely
 
 
 def test_the_payload_is_live_when_unpickled_without_restriction(tmp_path):
