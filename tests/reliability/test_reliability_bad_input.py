@@ -193,6 +193,17 @@ def test_predictions_for_questions_that_do_not_exist_are_listed(tmp_path, capsys
     assert "predictions for questions outside the set: 1 (ignored), e.g. 'nowhere'" in out
 
 
+def test_entailed_ids_outside_the_set_are_ignored_as_gqa_does(tmp_path, capsys):
+    """GQA's balanced sets entail questions of the full set that they do not hold; GQA's eval.py
+    skips those ids when it measures consistency, and so does score."""
+    records = json.loads((EVERY / "questions.json").read_text())
+    records["op06"]["entailed"] = ["nowhere"]
+    q = _write(tmp_path / "questions.json", json.dumps(records))
+    p = _write(tmp_path / "p.json", json.dumps([{"questionId": k, "prediction": r["answer"]} for k, r in records.items()]))
+    code, out, err = run_cli(capsys, "score", "--questions", q, "--predictions", p)
+    assert code == 0 and "All      100.00%" in out, (out, err)
+
+
 QUESTION_IDS = sorted(json.loads((EVERY / "questions.json").read_text()))
 SPLIT_CASES = [
     ("a list", "[]", "expected a split"),
