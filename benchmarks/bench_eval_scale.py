@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import signal
 import subprocess
@@ -52,23 +53,25 @@ def make(source: Path, count: int, out: Path) -> int:
     return written
 
 
-def _timed_eval(argv: list[str], kill_after: float | None) -> dict:
-    """Run `nablafol eval` under /usr/bin/time -v; returns wall seconds, peak RSS (MB), exit code, output."""
+def _timed_eval(argv: list[str], kill_after: float | None, logs: Path) -> dict:
+    """Run `nablafol eval` under /usr/bin/time -v, its output into ``logs``.stdout/.stderr (to
+    follow it while it runs); returns wall seconds, peak RSS (MB), exit code and stdout."""
     command = ["/usr/bin/time", "-v", sys.executable, "-m", "nablafol.cli", "eval", *argv]
     began = time.perf_counter()
-    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             start_new_session=True)
-    try:
-        out, err = child.communicate(timeout=kill_after)
-    except subprocess.TimeoutExpired:
-        # kill the whole session: `time` and the nablafol process under it
-        import os
-        os.killpg(child.pid, signal.SIGKILL)
-        out, err = child.communicate()
+    with open(f"{logs}.stdout", "w") as out, open(f"{logs}.stderr", "w") as err:
+        child = subprocess.Popen(command, stdout=out, stderr=err, text=True, start_new_session=True)
+        try:
+            child.wait(timeout=kill_after)
+        except subprocess.TimeoutExpired:
+            os.killpg(child.pid, signal.SIGKILL)  # the whole session: `time` and nablafol under it
+            child.wait()
     wall = time.perf_counter() - began
-    peak = re.search(r"Maximum resident set size \(kbytes\): (\d+)", err)
-    return {"wall_s": round(wall, 1), "peak_rss_mb": int(peak.group(1)) // 1024 if peak else None,
-            "exit": child.returncode, "stdout": out, "stderr_tail": err[-600:]}
+    stdout, stderr = Path(f"{logs}.stdout").read_text(), Path(f"{logs}.stderr").read_text()
+    peak = re.search(r"Maximum resident set size \(kbytes\): (\d+)", stderr)
+    cpu = [float(x) for x in re.findall(r"(?:User|System) time \(seconds\): ([\d.]+)", stderr)]
+    return {"wall_s": round(wall, 1), "cpu_s": round(sum(cpu), 1) if cpu else None,
+            "peak_rss_mb": int(peak.group(1)) // 1024 if peak else None, "exit": child.returncode,
+            "stdout": stdout, "stderr_tail": stderr[-600:]}
 
 
 def run(questions: Path, scene_graphs: Path, out: Path, kill_after: float | None, extra: list[str]) -> None:
@@ -76,7 +79,7 @@ def run(questions: Path, scene_graphs: Path, out: Path, kill_after: float | None
     out.mkdir(parents=True, exist_ok=True)
     argv = ["--questions", str(questions), "--scene-graphs", str(scene_graphs),
             "--predictions", str(out / "predictions.json"), *extra]
-    first = _timed_eval(argv, kill_after)
+    first = _timed_eval(argv, kill_after, out / "run1")
     print(json.dumps({k: v for k, v in first.items() if k != "stderr_tail"}, indent=1))
     if kill_after is None:
         return
@@ -84,7 +87,7 @@ def run(questions: Path, scene_graphs: Path, out: Path, kill_after: float | None
     header = json.loads(journal.read_text(encoding="utf-8").split("\n", 1)[0])
     committed = EvalJournal.resume(journal, header["settings"]).done
     print(f"killed after {kill_after} s; the journal holds {committed:,} finished questions")
-    second = _timed_eval(argv + ["--resume"], None)
+    second = _timed_eval(argv + ["--resume"], None, out / "run2")
     print(json.dumps({k: v for k, v in second.items() if k != "stderr_tail"}, indent=1))
     found = re.search(r"([\d,]+) done in this run, ([\d,]+) read from the journal", second["stdout"])
     if found is None:

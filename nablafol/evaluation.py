@@ -198,7 +198,8 @@ class Evaluator:
         self.batch_size, self.threshold = batch_size, threshold
         self.keep_outcomes, self.details_top = keep_outcomes, details_top
         self.progress = progress
-        self._known: dict[Predicate, bool] = {}
+        self._known: set[Predicate] = set()  # predicates the perception was asked about and knows
+        self._unknown: set[Predicate] = set()  # ... and does not know
         self._checked: dict = {}  # program -> its first predicate the perception does not know
 
     def run(self, questions: Iterable) -> EvaluationRun:
@@ -265,13 +266,16 @@ class Evaluator:
         return found
 
     def _first_unknown(self, program) -> Predicate | None:
-        for p in program.predicates():
-            known = self._known.get(p)
-            if known is None:
-                known = self._known[p] = bool(self.perception.knows(p))
-            if not known:
-                return p
-        return None
+        predicates = program.predicates()
+        # set operations in C: an open question lists up to 1,232 predicates, nearly all known
+        new = set(predicates).difference(self._known)
+        if not new:
+            return None
+        for p in new.difference(self._unknown):
+            (self._known if self.perception.knows(p) else self._unknown).add(p)
+        if new.isdisjoint(self._unknown):
+            return None
+        return next(p for p in predicates if p in self._unknown)  # the first, in program order
 
     def _answer(self, batch) -> Iterator[Outcome]:
         images = sorted({q.image_id for q, _ in batch})

@@ -84,3 +84,55 @@ def test_running_score_refuses_a_question_without_answer():
     from nablafol.metrics import ScoringError
     with pytest.raises(ScoringError, match="question '7'"):
         RunningScore().add(Q(id="7", answer=None, entailed=(), types={}), "x")
+
+
+def test_the_checked_programs_cache_stays_bounded_and_answers_the_same(monkeypatch):
+    import nablafol.evaluation as evaluation
+    questions = list(load_questions(FIXTURES / "every_operation" / "questions.json").values())
+    perception = SceneGraphPerception(load_scene_graphs(FIXTURES / "every_operation" / "sceneGraphs.json"))
+    expected = Evaluator(perception).answer_chunk(questions)
+    monkeypatch.setattr(evaluation, "CHECKED_PROGRAMS", 2)
+    evaluator = Evaluator(perception)
+    sizes = []
+    results = []
+    for question in questions:
+        results += evaluator.answer_chunk([question])
+        sizes.append(len(evaluator._checked))
+    assert results == expected and max(sizes) <= 2 and len(questions) > 2
+
+
+class _Refusing:
+    """A perception that does not know some predicate names (the rest is the golden one's)."""
+
+    def __init__(self, perception, refused):
+        self._perception, self.refused, self.asked = perception, refused, []
+
+    def knows(self, predicate):
+        self.asked.append(predicate)
+        return predicate.name not in self.refused and self._perception.knows(predicate)
+
+    def __getattr__(self, name):
+        return getattr(self._perception, name)
+
+
+def test_a_predicate_the_perception_lacks_skips_its_questions_naming_the_first_one():
+    from compiler import Compiler
+    questions = list(load_questions(FIXTURES / "val_balanced_questions.json").values())
+    golden = SceneGraphPerception(load_scene_graphs(FIXTURES / "val_sceneGraphs.json"))
+    compiler = Compiler()
+    programs = {q.id: compiler.compile_semantic(list(q.semantic)).program for q in questions if q.semantic}
+    used = [p.name for program in programs.values() for p in program.predicates()]
+    refused = {used[0], used[len(used) // 2]}
+    perception = _Refusing(golden, refused)
+    results = Evaluator(perception, compiler=compiler).answer_chunk(questions)
+    whole = Evaluator(golden).run(questions).predictions
+    for question, result in zip(questions, results):
+        first = next((p for p in programs[question.id].predicates() if p.name in refused), None) \
+            if question.id in programs else None
+        if first is None:
+            assert result.prediction == whole[question.id]
+        else:
+            assert isinstance(result, Skip) and result.reason == "unknown predicate"
+            assert result.detail == f"the oracle does not know {first.kind} {first.name!r}"
+    assert any(isinstance(r, Skip) for r in results) and any(isinstance(r, Outcome) for r in results)
+    assert len(perception.asked) == len(set(perception.asked))  # each predicate asked about once
