@@ -1,33 +1,100 @@
 """The main job, end to end (small), and the pictures it draws."""
 import json
+import re
+
+import numpy as np
+import torch
 
 from nablafol.cli import main
-from nablafol.report import attention_over_boxes, training_curve
+from nablafol.cli.commands.demo import BASE, BLACK_BOX, CALIBRATED, PRIOR, _StepRecorder
+from nablafol.engine import Engine, ProgramPlan
+from nablafol.ir import Filter, Predicate, Program, Relate, Top, Aggregate
+from nablafol.operators import Quantifier
+from nablafol.oracle import TableOracle
+from nablafol.report import attention_over_boxes, attention_steps, grouped_bars, training_curve
 
 PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def _is_png(path) -> bool:
+    data = path.read_bytes()
+    return data.startswith(PNG) and len(data) > 5_000
 
 
 def test_pictures_are_png_files(tmp_path):
     history = [{"epoch": e, "train_loss": 1.0 / (e + 1), "val_accuracy": 0.5 + e / 10, "val_open": 0.4,
                 "val_binary": None} for e in range(3)]
-    curve = training_curve(history, tmp_path / "curve.png")
     boxes = [[10, 10, 50, 60], [100, 20, 180, 90]]
-    att = attention_over_boxes(boxes, 200, 100, [0.9, 0.1], ["#0", "#1"], tmp_path / "a" / "att.png", "a question")
-    for path in (curve, att):
-        data = path.read_bytes()
-        assert data.startswith(PNG) and len(data) > 5_000
+    pictures = [
+        training_curve(history, tmp_path / "curve.png"),
+        attention_over_boxes(boxes, 200, 100, [0.9, 0.1], ["#0", "#1"], tmp_path / "a" / "att.png", "a question"),
+        attention_steps(boxes, 200, 100, [("filter cup", [0.9, 0.2]), ("relate", [0.1, 0.8]), ("and", [0.1, 0.1])],
+                        ["#0", "#1"], tmp_path / "steps.png", "a question, hop by hop"),
+        grouped_bars(["2", "3"], {"a": [50.0, None], "b": [70.0, 20.0]}, tmp_path / "bars.png", "x", "y", "t",
+                     notes=["n=3", "n=4"]),
+    ]
+    for path in pictures:
+        assert _is_png(path), path
 
 
-def test_demo_quick_writes_its_report(tmp_path, capsys):
+def test_step_recorder_keeps_every_step_and_changes_nothing():
+    ball, red, left = Predicate("ball"), Predicate("red"), Predicate("left", arity=2)
+    balls = Filter(ball, Top())
+    red_balls = Filter(red, balls)
+    left_of = Relate.of(left, Quantifier.EXISTS, red_balls)
+    program = Program.yes_no(Aggregate(Quantifier.EXISTS, left_of))
+    oracle = TableOracle([{ball: [0.9, 0.2, 0.6], red: [0.5, 1.0, 0.1],
+                           left: [[0.0, 1.0, 0.3], [0.2, 0.0, 0.9], [0.7, 0.4, 0.0]]}])
+    recorder = _StepRecorder()
+    with torch.no_grad():
+        traced = Engine(calibration=recorder)([program], oracle)
+        plain = Engine()([program], oracle)
+    assert torch.equal(traced.log_probs, plain.log_probs)
+    steps = ProgramPlan.of(program).attention_steps
+    recorded = {steps[s]: a for (p, s), a in recorder.steps.items()}
+    assert Top() not in recorded  # ⊤ is all ones; the engine skips it
+    np.testing.assert_allclose(recorded[balls], [0.9, 0.2, 0.6], rtol=1e-6)
+    np.testing.assert_allclose(recorded[red_balls], [0.45, 0.2, 0.06], rtol=1e-6)
+    y = np.array([0.45, 0.2, 0.06])
+    r = np.array([[0.0, 1.0, 0.3], [0.2, 0.0, 0.9], [0.7, 0.4, 0.0]])
+    expected = 1 - np.prod(1 - r * y[None, :], axis=1)  # ∃Y: left(X, Y) ∧ red ball(Y)
+    np.testing.assert_allclose(recorded[left_of], expected, rtol=1e-5)
+
+
+def test_demo_quick_writes_its_report(tmp_path):
     out = tmp_path / "demo"
-    assert main(["demo", "--quick", "--epochs", "2", "--out", str(out)]) == 0
-    report = (out / "report.md").read_text()
-    assert "## Golden oracle" in report and "accuracy 100.00%" in report
-    assert "Acc_h" in report and "answer prior (blind)" in report
-    scores = json.loads((out / "scores.json").read_text())
-    base = scores["base model (∇-FOL)"]
+    assert main(["demo", "--quick", "--epochs", "2", "--blackbox-epochs", "3", "--out", str(out)]) == 0
+    folder = out / "report"
+    report = (folder / "report.md").read_text()
+    assert "## Golden oracle" in report and "accuracy 100.00%" in report and "As it must be" in report
+    for title in ("## Table 1", "## Table 2", "## Table 3"):
+        assert title in report, title
+    assert "Acc_h" in report and "Err_e" in report and "The paper's pattern holds" in report
+    for name in (BASE, CALIBRATED, BLACK_BOX, PRIOR):
+        assert name in report, name
+    linked = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", report)
+    assert {"training_curve.png", "accuracy_by_length.png", "hard_vs_easy.png", "reliability.png",
+            "calibration_shapes_1.png"} <= set(linked)
+    assert sum(link.startswith("hops/") for link in linked) >= 2
+    for link in linked:
+        assert _is_png(folder / link), link
+
+    scores = json.loads((folder / "scores.json").read_text())
+    assert set(scores) == {BASE, CALIBRATED, BLACK_BOX, PRIOR}
+    base = scores[BASE]
     assert base["hard"]["all"]["accuracy"] == 0.0 and base["easy"]["all"]["error"] == 0.0
-    split = json.loads((out / "split.json").read_text())
-    assert len(split["easy"]) + len(split["hard"]) == base["overall"]["all"]["count"]
-    for name in ("training_curve.png", "attention.png", "base_testdev_predictions.json", "model/config.json"):
+    split = json.loads((folder / "split.json").read_text())
+    for name in scores:
+        assert scores[name]["overall"]["all"]["count"] == len(split["easy"]) + len(split["hard"])
+        assert 0.0 <= scores[name]["overall"]["all"]["accuracy"] <= 1.0
+    demo = json.loads((folder / "demo.json").read_text())
+    assert set(demo["table3_pattern"]) == {"accuracy", "Acc_h", "Err_e", "consistency"}
+    assert demo["table3_pattern"]["Acc_h"]["base"] == 0.0
+    assert set(demo["yes_no_ece"]) == {BASE, CALIBRATED}
+    for hop in demo["hop_by_hop"]:
+        assert (folder / hop["png"]).exists() and len(hop["steps"]) >= 2
+    for name in ("base", "calibrated", "blackbox", "prior"):
+        predictions = json.loads((folder / f"{name}_testdev_predictions.json").read_text())
+        assert len(predictions) > 0, name
+    for name in ("model/config.json", "model/calibrator.json"):
         assert (out / name).exists(), name

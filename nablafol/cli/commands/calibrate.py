@@ -46,9 +46,6 @@ def run(args) -> int:
         raise UsageError("--plot draws what --inspect reads: give --inspect PROGRAM")
     if args.inspect is not None:
         return _inspect(args)
-    import torch
-
-    from calibration import CalibrationTrainer, TopDownCalibrator
     from compiler import Compiler
     from nablafol.data import load_questions
     from nablafol.evaluation import FeaturePerception
@@ -65,21 +62,37 @@ def run(args) -> int:
     compiler = Compiler(perception.ontology)
     examples, skips = prepare_examples(load_questions(train_q).values(), compiler, perception.has_image)
     print(f"{len(examples):,} training questions ({len(skips):,} skipped)")
-    torch.manual_seed(args.seed)
-    calibrator = TopDownCalibrator.for_programs([e.compiled.program for e in examples]).to(args.device)
-    val = validation_questions(val_q, args.val_limit)
     bar = ProgressBar("calibrate", unit="q")
-    trainer = CalibrationTrainer(perception.model, calibrator, perception, examples, Path(args.model),
-                                 TrainConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, seed=args.seed),
-                                 compiler=compiler, val_perception=perception if val else None, val_questions=val,
-                                 ontology=perception.ontology, progress=bar)
-    if args.resume and trainer.resume():
-        print(f"resumed after epoch {trainer.epoch}")
-    history = trainer.train()
+    _, history = train_calibrator(perception, examples, args.model, compiler,
+                                  TrainConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr,
+                                              seed=args.seed),
+                                  validation_questions(val_q, args.val_limit), progress=bar, resume=args.resume)
     bar.close()
     if history and history[-1].get("val_accuracy") is not None:
         print(f"validation accuracy with the calibrator {100 * history[-1]['val_accuracy']:.2f}% -> {args.model}")
     return 0
+
+
+def train_calibrator(perception, examples, model_folder, compiler, config, val_questions=(), progress=None,
+                     resume: bool = False, log=print):
+    """``(calibrator, history)``: a calibrator over the tokens of the ``examples``' programs,
+    trained on ``perception``'s oracle (frozen) and saved into ``model_folder``; ``resume``
+    continues from its checkpoint there. ``nablafol calibrate`` and ``nablafol demo`` use it."""
+    import torch
+
+    from calibration import CalibrationTrainer, TopDownCalibrator
+
+    torch.manual_seed(config.seed)
+    calibrator = TopDownCalibrator.for_programs([e.compiled.program for e in examples])
+    if perception.device is not None:
+        calibrator = calibrator.to(perception.device)
+    val_questions = list(val_questions)
+    trainer = CalibrationTrainer(perception.model, calibrator, perception, examples, Path(model_folder), config,
+                                 compiler=compiler, val_perception=perception if val_questions else None,
+                                 val_questions=val_questions, ontology=perception.ontology, progress=progress, log=log)
+    if resume and trainer.resume():
+        log(f"resumed after epoch {trainer.epoch}")
+    return calibrator, trainer.train()
 
 
 def _inspect(args) -> int:
