@@ -70,9 +70,9 @@ _TABLE_ROWS = ("open", "binary", "all")  # the paper's row order
 def _id_tuple(ids: object, what: str) -> tuple[str, ...]:
     if isinstance(ids, (str, bytes)) or not isinstance(ids, Sequence):
         raise ScoringError(f"split: {what!r} must be a list of question ids, got {type(ids).__name__}")
-    bad = next((i for i in ids if not isinstance(i, str)), None)
-    if bad is not None:
-        raise ScoringError(f"split: {what!r} holds a non-string question id {bad!r}")
+    bad = [i for i in ids if not isinstance(i, str)]  # not next(..., None): null is a bad id too
+    if bad:
+        raise ScoringError(f"split: {what!r} holds a non-string question id {bad[0]!r}")
     return tuple(ids)
 
 

@@ -211,6 +211,8 @@ SPLIT_CASES = [
     ("easy a string", json.dumps({"easy": "op00", "hard": QUESTION_IDS[1:]}), "easy"),
     ("ids 10**400", '{"easy": [' + HUGE + '], "hard": []}', "easy"),
     ("ids NaN", '{"easy": [NaN], "hard": []}', "easy"),
+    ("an id null (found by fuzzing)", json.dumps({"easy": QUESTION_IDS, "hard": [], "base_missing": ["x", None, 0]}),
+     "base_missing"),
     ("an id pointing nowhere", json.dumps({"easy": ["nowhere"], "hard": QUESTION_IDS}), "nowhere"),
     ("a question in neither list", json.dumps({"easy": QUESTION_IDS[1:], "hard": []}), QUESTION_IDS[0]),
     ("a question in both lists", json.dumps({"easy": QUESTION_IDS, "hard": QUESTION_IDS[:1]}), QUESTION_IDS[0]),
