@@ -12,7 +12,6 @@ is the ratio of the per-question times; the answers of the two modes must agree.
 """
 from __future__ import annotations
 
-import argparse
 import time
 
 import numpy as np
@@ -21,13 +20,18 @@ import torch
 from nablafol.engine import Engine
 
 from .bench_engine import PoolOracle, random_program
+from .suite_cli import suite_main
 
 AIM_SPEEDUP = 50.0
 
 
-def run(quick: bool = False, batch: int = 1024, objects: tuple[int, int] = (8, 24), seed: int = 0) -> dict:
-    rounds = 3 if quick else 5
-    singles = 256 if quick else batch  # questions timed one by one (a prefix of the batch)
+# rounds: alternations of the two modes; singles: questions timed one by one (a prefix of the batch)
+SIZES = {"tiny": dict(batch=64, rounds=1, singles=16), "quick": dict(batch=1024, rounds=3, singles=256),
+         "full": dict(batch=1024, rounds=5, singles=1024)}
+
+
+def run(size: str = "full", objects: tuple[int, int] = (8, 24), seed: int = 0) -> dict:
+    batch, rounds, singles = SIZES[size]["batch"], SIZES[size]["rounds"], SIZES[size]["singles"]
     rng = np.random.default_rng(seed)
     programs = [random_program(rng, int(rng.integers(2, 9))) for _ in range(batch)]
     n_scenes = 64
@@ -64,11 +68,7 @@ def report(result: dict) -> list[str]:
 
 
 def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--batch", type=int, default=1024)
-    args = ap.parse_args(argv)
-    print("\n".join(report(run(args.quick, args.batch))))
+    suite_main(__doc__, run, report, argv)
 
 
 if __name__ == "__main__":

@@ -50,11 +50,26 @@ class PoolOracle:
     """Serves log-probability tables from a pre-drawn pool (the benchmark measures the engine)."""
 
     def __init__(self, sizes, pool=256, seed=0):
-        g = torch.Generator().manual_seed(seed)
         self._num_objects = torch.as_tensor(sizes)
-        n = int(self._num_objects.max())
-        self.u = torch.nn.functional.logsigmoid(torch.randn(pool, n, generator=g) * 3)
-        self.b = torch.nn.functional.logsigmoid(torch.randn(pool, n, n, generator=g) * 3)
+        self._pool, self._seed = pool, seed
+        self._u = self._b = None  # drawn on first use: filter-only runs over huge scenes need no N x N pool
+
+    def _draw(self, *shape):
+        g = torch.Generator().manual_seed(self._seed + len(shape))
+        return torch.nn.functional.logsigmoid(torch.randn(self._pool, *shape, generator=g) * 3)
+
+    @property
+    def u(self):
+        if self._u is None:
+            self._u = self._draw(int(self._num_objects.max()))
+        return self._u
+
+    @property
+    def b(self):
+        if self._b is None:
+            n = int(self._num_objects.max())
+            self._b = self._draw(n, n)
+        return self._b
 
     @property
     def num_objects(self):
@@ -64,7 +79,7 @@ class PoolOracle:
         # keyed by the predicate's name, not its index in this batch's request list: a question
         # gets the same tables whatever else is in its batch
         ids = torch.tensor([zlib.crc32(p.name.encode()) % 65521 for p in requests.predicates], dtype=torch.long)
-        return (requests.scene * 7919 + ids[requests.predicate] * 104729) % self.u.shape[0]
+        return (requests.scene * 7919 + ids[requests.predicate] * 104729) % self._pool
 
     def unary(self, requests):
         return self.u[self._rows(requests)]
@@ -119,6 +134,37 @@ def bench_qproduct(rows, n, compile_, repeats=5):
             best_c = min(best_c, time.perf_counter() - t)
     gbytes = log_r.numel() * 4 / 1e9
     return best_q, best_c, gbytes
+
+
+# programs / batch: the throughput run; qproduct: (relates R, objects N) sizes against a copy;
+# the smallest shows whether compiling pays on small work (per-call guards against one fused loop)
+SIZES = {
+    "tiny": dict(programs=64, batch=32, qproduct=[(64, 16)], compiled_throughput=False, compile=False),
+    "quick": dict(programs=512, batch=512, qproduct=[(256, 16), (4096, 100)], compiled_throughput=False, compile=True),
+    "full": dict(programs=4096, batch=512, qproduct=[(256, 16), (4096, 100), (16384, 50), (65536, 25)],
+                 compiled_throughput=True, compile=True),
+}
+
+
+def run(size: str = "full") -> dict:
+    """Throughput (eager; compiled too in full size) and the Q-product against a copy, eager and compiled."""
+    cfg = SIZES[size]
+    modes = ("eager", "compiled") if cfg["compile"] else ("eager",)
+    out = {"programs": cfg["programs"], "batch": cfg["batch"], "throughput": {}, "qproduct": []}
+    for mode in modes if cfg["compiled_throughput"] else ("eager",):
+        warm, cold = bench_engine(cfg["programs"], cfg["batch"], mode == "compiled")
+        out["throughput"][mode] = {"plans_cached_qps": warm, "new_programs_qps": cold}
+    for rows, n in cfg["qproduct"]:
+        entry = {"rows": rows, "objects": n}
+        for mode in modes:
+            start = time.perf_counter()
+            tq, tc, _ = bench_qproduct(rows, n, mode == "compiled")
+            entry[mode] = {"qproduct_ms": tq * 1e3, "copy_ms": tc * 1e3, "copy_over_qproduct": tc / tq,
+                           "seconds_incl_compiling": time.perf_counter() - start}
+        if "compiled" in entry:
+            entry["compiled_speedup"] = entry["eager"]["qproduct_ms"] / entry["compiled"]["qproduct_ms"]
+        out["qproduct"].append(entry)
+    return out
 
 
 def main():

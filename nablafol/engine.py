@@ -29,6 +29,7 @@ Example (the paper's formula (1) on one scene of two objects):
 """
 from __future__ import annotations
 
+import warnings
 import weakref
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Protocol, Sequence
@@ -331,6 +332,34 @@ class _Group:
     arrays: dict = field(default_factory=dict)  # numpy index arrays the kernel needs
 
 
+class _Store:
+    """The rows computed so far, level after level (groups arrive in row order).
+
+    Without autograd the rows go into one buffer of the final size: concatenating the store
+    anew at every level copies it once per level, quadratic in program length. With autograd
+    a concatenation per level keeps the backward pass free of in-place bookkeeping."""
+
+    def __init__(self, first: torch.Tensor, total: int):
+        self.filled = first.shape[0]
+        if torch.is_grad_enabled():
+            self.rows = first
+            self._buffer = None
+        else:
+            self._buffer = first.new_empty((first.shape[0] + total,) + tuple(first.shape[1:]))
+            self._buffer[: self.filled] = first
+            self.rows = self._buffer  # rows past `filled` are written before anything reads them
+
+    def extend(self, outs: list) -> None:
+        if not outs:
+            return
+        if self._buffer is None:
+            self.rows = torch.cat([self.rows] + outs)
+            return
+        for out in outs:
+            self._buffer[self.filled: self.filled + out.shape[0]] = out
+            self.filled += out.shape[0]
+
+
 @dataclass
 class BatchPlan:
     """The merged plan of a batch: per level, contiguous groups of one operator kind."""
@@ -347,6 +376,11 @@ class BatchPlan:
     candidates: np.ndarray  # (P, K) scalar rows (sorted order), -1 padding
     focus: np.ndarray  # (P,) vector row or -1
     labels: list
+
+    @property
+    def n_scalars(self) -> int:
+        """Scalar rows the batch computes (the store holds two constant rows before them)."""
+        return sum(g.stop - g.start for _, sgroups in self.levels for g in sgroups)
 
     @property
     def kernel_groups(self) -> int:
@@ -621,15 +655,22 @@ class _CompiledQProduct:
 
     def __init__(self):
         self._fn = torch.compile(ops.q_product_fused, dynamic=None)
+        self.failed: Optional[str] = None  # why compiling failed, once it has: eager from then on
 
     def __call__(self, log_r, log_y, mask_x, mask_y, quantifier):
-        if log_r.shape[0] < 2:  # size-0/1 dims cannot be marked dynamic; not worth compiling either
+        if log_r.shape[0] < 2 or self.failed:  # size-0/1 dims cannot be marked dynamic; not worth compiling either
             return ops.q_product(log_r, log_y, mask_x, mask_y, quantifier)
         if mask_y is not None:  # masked here, not in the kernel: a mask inside its loop halves its speed
             log_y = log_y.masked_fill(~mask_y, NEG_INF)
         for t in (log_r, log_y, mask_x):
             torch._dynamo.mark_dynamic(t, 0)
-        return self._fn(log_r, log_y, mask_x, None, quantifier)
+        try:
+            return self._fn(log_r, log_y, mask_x, None, quantifier)
+        except Exception as e:  # no C compiler, an unsupported backend...: the eager Q-product is exact too
+            self.failed = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+            warnings.warn(f"torch.compile of the Q-product failed ({self.failed[:200]}); using the eager Q-product",
+                          RuntimeWarning, stacklevel=2)
+            return ops.q_product(log_r, log_y, mask_x, None, quantifier)
 
 
 class Engine(torch.nn.Module):
@@ -733,26 +774,22 @@ class Engine(torch.nn.Module):
             binary = torch.cat([binary, binary.new_zeros((1, n, n))])
 
         v_scene = idx(plan.v_scene)
-        vec = torch.zeros((0, n), dtype=dtype, device=device)
+        vec = _Store(torch.zeros((0, n), dtype=dtype, device=device), len(plan.v_scene))
         # scalars carry (log p, log(1 - p)): complements stay exact through ∃, ∄, ¬ and ∨
-        sca = torch.tensor([[0.0, NEG_INF], [NEG_INF, 0.0]], dtype=dtype, device=device)
+        sca = _Store(torch.tensor([[0.0, NEG_INF], [NEG_INF, 0.0]], dtype=dtype, device=device), plan.n_scalars)
         for vgroups, sgroups in plan.levels:
             outs = []
             for g in vgroups:
                 rows = slice(g.start, g.stop)
                 mask = object_mask[v_scene[rows]]
-                out = self._vector_kernel(g, vec, unary, binary, mask, idx)
+                out = self._vector_kernel(g, vec.rows, unary, binary, mask, idx)
                 if self.calibration is not None and g.kind != V_TOP:
                     out = self.calibration(out, mask, idx(plan.v_program[rows]), idx(plan.v_step[rows]))
                     out = out.masked_fill(~mask, NEG_INF)
                 outs.append(out)
-            if outs:
-                vec = torch.cat([vec] + outs)
-            outs = []
-            for g in sgroups:
-                outs.append(self._scalar_kernel(g, vec, sca, object_mask, v_scene, idx))
-            if outs:
-                sca = torch.cat([sca] + outs)
+            vec.extend(outs)
+            sca.extend([self._scalar_kernel(g, vec.rows, sca.rows, object_mask, v_scene, idx) for g in sgroups])
+        vec, sca = vec.rows, sca.rows
 
         cand = idx(plan.candidates)
         cand_mask = cand >= 0

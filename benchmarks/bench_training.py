@@ -1,0 +1,89 @@
+"""Training throughput of the neural oracle: questions per second through the Trainer.
+
+    python -m benchmarks.bench_training [--quick] [--steps 200] [--batch 64]
+
+Generates a small embedded dataset (in a temporary folder), builds the neural oracle with
+its default sizes, and times ``steps`` optimizer steps of :class:`nablafol.training.Trainer`
+(features -> oracle -> engine -> answer loss -> backward -> Adam) on batches of ``batch``
+training questions, after a few warm-up steps. Validation and checkpoints are not timed:
+the figure is the training loop's own rate.
+"""
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+FEATURE_DIM = 64
+
+
+# scenes: training scenes generated (about 10 questions each); steps: timed optimizer steps
+SIZES = {"tiny": dict(scenes=20, steps=3), "quick": dict(scenes=60, steps=20), "full": dict(scenes=300, steps=200)}
+
+
+def run(size: str = "full", steps: int | None = None, batch: int = 64, seed: int = 0) -> dict:
+    from compiler import Compiler
+    from dsl import Ontology
+    from nablafol.data import FeatureStore, load_questions
+    from nablafol.evaluation import FeaturePerception
+    from nablafol.neural import ConceptVocabulary, NeuralOracleModel
+    from nablafol.synthetic import generate_dataset
+    from nablafol.training import TrainConfig, Trainer, prepare_examples
+
+    steps = steps or SIZES[size]["steps"]
+    warmup = 3
+    with tempfile.TemporaryDirectory() as scratch:
+        data = Path(scratch) / "data"
+        generate_dataset(data, n_train=SIZES[size]["scenes"], n_val=2, n_testdev=2, seed=seed, feature_dim=FEATURE_DIM)
+        onto = Ontology.from_folder(data / "ontology")
+        torch.manual_seed(seed)
+        model = NeuralOracleModel.for_vocabulary(ConceptVocabulary.from_ontology(onto), feature_dim=FEATURE_DIM)
+        perception = FeaturePerception(FeatureStore(data / "features"), model, onto)
+        compiler = Compiler(onto)
+        examples, skips = prepare_examples(load_questions(data / "train_balanced_questions.json").values(), compiler,
+                                           perception.has_image)
+        trainer = Trainer(model, perception, examples, Path(scratch) / "model",
+                          TrainConfig(epochs=1, batch_size=batch, seed=seed), compiler=compiler, ontology=onto,
+                          log=lambda *_: None)
+        rng = np.random.default_rng(seed)
+        model.train()
+
+        def batches(count):
+            for _ in range(count):
+                yield [examples[i] for i in rng.choice(len(examples), size=min(batch, len(examples)), replace=False)]
+
+        for b in batches(warmup):
+            trainer._step(b)
+        questions, losses = 0, []
+        start = time.perf_counter()
+        for b in batches(steps):
+            losses.append(trainer._step(b))
+            questions += len(b)
+        seconds = time.perf_counter() - start
+    return {"steps": steps, "batch": batch, "questions": questions, "seconds": seconds,
+            "questions_per_s": questions / seconds, "training_questions": len(examples), "skipped": len(skips),
+            "parameters": sum(p.numel() for p in model.parameters()),
+            "first_loss": float(np.mean(losses[:10])), "last_loss": float(np.mean(losses[-10:]))}
+
+
+def report(result: dict) -> list[str]:
+    return [f"Training: {result['steps']} steps of {result['batch']} questions (neural oracle, "
+            f"{result['parameters']:,} parameters): {result['seconds']:.1f} s -> "
+            f"{result['questions_per_s']:,.0f} questions/s; loss {result['first_loss']:.3f} -> {result['last_loss']:.3f}"]
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--steps", type=int, default=None)
+    ap.add_argument("--batch", type=int, default=64)
+    args = ap.parse_args(argv)
+    print("\n".join(report(run("quick" if args.quick else "full", args.steps, args.batch))))
+
+
+if __name__ == "__main__":
+    main()

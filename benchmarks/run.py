@@ -1,0 +1,210 @@
+"""The benchmark suite's one entry point: runs the suites, prints one table, writes JSON.
+
+    python -m benchmarks.run                      # every suite, full size (about 10 minutes on 2 cores)
+    python -m benchmarks.run --quick              # smaller sizes, about a minute
+    python -m benchmarks.run --only batched scaling --json out/bench.json
+
+Suites: problog (exact answers and speed against ProbLog), batched (batched vs one question
+at a time), engine (throughput; Q-product against a copy of the same bytes, eager and
+torch.compile), scaling (time against objects, batch size, program length; fitted slopes,
+drawn to --plot), training (questions/s of the Trainer). Every figure that compares two
+things is a ratio of two timings taken in this run. The table lists each aim: measured,
+aim, met (yes / NO / "-" where a figure has no aim or the run was too small to reach it).
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from . import bench_batched, bench_engine, bench_problog, bench_scaling, bench_training
+
+SUITES = ("problog", "batched", "engine", "scaling", "training")
+DEFAULT_PLOT = Path(__file__).resolve().parent / "scaling.png"
+EXACT_TOLERANCE = 1e-6
+PROBLOG_SPEEDUP_AIM, PROBLOG_AT_OBJECTS = 1000.0, 20
+BANDWIDTH_AIM = 0.5  # of a plain copy's, for large batches
+AIM_BATCH = 1024  # the batched-vs-single aim is stated at this batch size
+LARGE_QPRODUCT_TERMS = 10_000_000  # R·N·N from which a Q-product counts as a large batch
+
+
+def check(name: str, measured: str, aim: str, met, value=None) -> dict:
+    return {"name": name, "measured": measured, "aim": aim, "met": met, "value": value}
+
+
+def problog_checks(r: dict) -> list[dict]:
+    rows = [row for row in r["rows"] if "max_abs_diff" in row]
+    out = []
+    if rows:
+        worst = max(row["max_abs_diff"] for row in rows)
+        answered = sum(row["problog_questions"] - row["problog_timeouts"] for row in rows)
+        out.append(check("exact: engine = ProbLog", f"max |diff| {worst:.1e} over {answered} questions, "
+                         f"N={rows[0]['objects']}..{rows[-1]['objects']}", f"<= {EXACT_TOLERANCE:g}",
+                         worst <= EXACT_TOLERANCE, worst))
+    at = [row for row in r["rows"] if row["objects"] == PROBLOG_AT_OBJECTS and "speedup_batched" in row]
+    if at:
+        row = at[0]
+        bound = ">=" if row["speedup_is_lower_bound"] else ""
+        out.append(check(f"vs ProbLog at {PROBLOG_AT_OBJECTS} objects, batched",
+                         f"{bound}{row['speedup_batched']:,.0f}x ({row['problog_ms']:.0f} vs "
+                         f"{row['engine_batched_ms']:.3f} ms/question)", f">= {PROBLOG_SPEEDUP_AIM:,.0f}x",
+                         row["speedup_batched"] >= PROBLOG_SPEEDUP_AIM, row["speedup_batched"]))
+        out.append(check(f"vs ProbLog at {PROBLOG_AT_OBJECTS} objects, one at a time",
+                         f"{bound}{row['speedup_single']:,.0f}x", "-", None, row["speedup_single"]))
+    else:
+        reached = max((row["objects"] for row in r["rows"] if "problog_ms" in row), default=None)
+        out.append(check(f"vs ProbLog at {PROBLOG_AT_OBJECTS} objects", f"not measured (ProbLog reached N={reached})",
+                         f">= {PROBLOG_SPEEDUP_AIM:,.0f}x", None))
+    stopped = [row for row in r["rows"] if "problog_stopped" in row]
+    where = f"ProbLog stopped after N={stopped[0]['objects']}" if stopped else "ProbLog ran every N"
+    for key, label in (("problog_ms", "ProbLog"), ("engine_batched_ms", "engine batched")):
+        f = r["fits"].get(key)
+        if f:
+            law = "polynomial" if f["residual_power_law"] <= f["residual_exponential"] else "exponential"
+            out.append(check(f"scaling in N: {label}", f"slope {f['loglog_slope']:.2f}, x2 per "
+                             f"{f['doubling_objects'] or float('inf'):.1f} objects; fits {law} better"
+                             + (f" ({where})" if key == "problog_ms" else ""), "-", None, f["loglog_slope"]))
+    return out
+
+
+def batched_checks(r: dict) -> list[dict]:
+    return [check(f"batched vs one at a time, batch {r['batch']:,}",
+                  f"{r['speedup']:.1f}x ({r['single_ms_per_question']:.3f} vs {r['batched_ms_per_question']:.4f} "
+                  f"ms/question)", f">= {r['aim_speedup']:.0f}x",
+                  r["speedup"] >= r["aim_speedup"] if r["batch"] >= AIM_BATCH else None, r["speedup"]),
+            check("batched = one at a time", f"max |diff| {r['max_abs_prob_diff']:.1e}", "0",
+                  r["max_abs_prob_diff"] == 0.0, r["max_abs_prob_diff"])]
+
+
+def engine_checks(r: dict) -> list[dict]:
+    out = []
+    for mode, t in r["throughput"].items():
+        out.append(check(f"throughput, {mode}, batches of {r['batch']}",
+                         f"{t['plans_cached_qps']:,.0f} q/s (plans cached), {t['new_programs_qps']:,.0f} (new)", "-",
+                         None, t["plans_cached_qps"]))
+    if {"eager", "compiled"} <= set(r["throughput"]):
+        eager, compiled = r["throughput"]["eager"], r["throughput"]["compiled"]
+        for key, label in (("plans_cached_qps", "plans cached"), ("new_programs_qps", "new programs")):
+            gain = compiled[key] / eager[key]
+            out.append(check(f"torch.compile helps the engine, {label}", f"{gain:.2f}x eager", "> 1", gain > 1.0, gain))
+    for q in r["qproduct"]:
+        large = q["rows"] * q["objects"] ** 2 >= LARGE_QPRODUCT_TERMS
+        for mode in ("eager", "compiled"):
+            if mode in q:
+                ratio = q[mode]["copy_over_qproduct"]
+                out.append(check(f"Q-product / copy bandwidth, {mode}, R={q['rows']:,} N={q['objects']}",
+                                 f"{ratio:.2f} ({q[mode]['qproduct_ms']:.1f} vs copy {q[mode]['copy_ms']:.1f} ms)",
+                                 f">= {BANDWIDTH_AIM}" if large and mode == "compiled" else "-",
+                                 ratio >= BANDWIDTH_AIM if large and mode == "compiled" else None, ratio))
+        if "compiled_speedup" in q:
+            out.append(check(f"torch.compile helps, R={q['rows']:,} N={q['objects']}",
+                             f"{q['compiled_speedup']:.2f}x eager", "> 1", q["compiled_speedup"] > 1.0,
+                             q["compiled_speedup"]))
+    return out
+
+
+def scaling_checks(r: dict) -> list[dict]:
+    out = []
+    for name, c in r["curves"].items():
+        ok = abs(c["slope"] - c["expected_slope"]) <= c["tolerance"]
+        out.append(check(f"scaling: {name}", f"slope {c['slope']:.2f} (whole grid {c['slope_all']:.2f}), "
+                         f"x {c['x'][0]}..{c['x'][-1]}", f"{c['expected_slope']:.0f} ± {c['tolerance']}", ok, c["slope"]))
+    return out
+
+
+def training_checks(r: dict) -> list[dict]:
+    return [check(f"training, batches of {r['batch']}", f"{r['questions_per_s']:,.0f} questions/s "
+                  f"({r['steps']} steps)", "-", None, r["questions_per_s"])]
+
+
+def run_suite(name: str, size: str, plot_path: Path | None) -> tuple[dict, list[dict], list[str]]:
+    if name == "problog":
+        r = bench_problog.run(size)
+        return r, problog_checks(r), bench_problog.report(r)
+    if name == "batched":
+        r = bench_batched.run(size)
+        return r, batched_checks(r), bench_batched.report(r)
+    if name == "engine":
+        r = bench_engine.run(size)
+        return r, engine_checks(r), []
+    if name == "scaling":
+        r = bench_scaling.run(size)
+        lines = bench_scaling.report(r)
+        if plot_path is not None:
+            r["plot"] = str(bench_scaling.plot(r, plot_path))
+            lines.append(f"  plot: {r['plot']}")
+        return r, scaling_checks(r), lines
+    r = bench_training.run(size)
+    return r, training_checks(r), bench_training.report(r)
+
+
+def machine() -> dict:
+    return {"python": platform.python_version(), "torch": torch.__version__, "platform": platform.platform(),
+            "processor": platform.processor() or platform.machine(), "cpus": os.cpu_count(),
+            "torch_threads": torch.get_num_threads(), "cuda": torch.cuda.is_available()}
+
+
+def table(checks: list[dict]) -> list[str]:
+    width = max([len(c["name"]) for c in checks] + [4])
+    mwidth = max([len(c["measured"]) for c in checks] + [8])
+    lines = [f"{'name':<{width}}  {'measured':<{mwidth}}  {'aim':<10}  met", "-" * (width + mwidth + 19)]
+    for c in checks:
+        met = "-" if c["met"] is None else "yes" if c["met"] else "NO"
+        lines.append(f"{c['name']:<{width}}  {c['measured']:<{mwidth}}  {c['aim']:<10}  {met}")
+    return lines
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    size = ap.add_mutually_exclusive_group()
+    size.add_argument("--quick", action="store_true", help="smaller sizes (about a minute)")
+    size.add_argument("--tiny", action="store_true", help="smallest sizes: checks that the suites run (seconds)")
+    ap.add_argument("--only", nargs="+", choices=SUITES, metavar="NAME", help=f"suites to run, of: {', '.join(SUITES)}")
+    ap.add_argument("--json", type=Path, default=None, help="write every figure here")
+    ap.add_argument("--plot", type=Path, default=DEFAULT_PLOT, help="where the scaling curves are drawn")
+    ap.add_argument("--threads", type=int, default=1,
+                    help="torch intra-op threads (default 1: on a machine shared with other jobs, ops split over "
+                         "2 threads stall whenever one core is busy; 0 keeps torch's default)")
+    args = ap.parse_args(argv)
+    if args.threads < 0:
+        ap.error(f"--threads must be >= 0, got {args.threads}")
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    size_name = "tiny" if args.tiny else "quick" if args.quick else "full"
+    names = [s for s in SUITES if not args.only or s in args.only]
+    started = datetime.datetime.now(datetime.timezone.utc)
+    result = {"date": started.isoformat(timespec="seconds"), "command": " ".join(["python -m benchmarks.run"] + (
+        sys.argv[1:] if argv is None else list(argv))), "size": size_name, "machine": machine(), "suites": {},
+        "checks": []}
+    for name in names:
+        start = time.perf_counter()
+        print(f"[{name}] running ...", flush=True)
+        r, checks, lines = run_suite(name, size_name, args.plot)
+        r["seconds"] = time.perf_counter() - start
+        for c in checks:
+            c["suite"] = name
+            if size_name == "tiny":  # too small for any aim: tiny only shows that the suites run
+                c["met"] = None
+        result["suites"][name] = r
+        result["checks"].extend(checks)
+        print("\n".join(lines + [f"[{name}] {r['seconds']:.1f} s"]), flush=True)
+    m = result["machine"]
+    print(f"\n{m['processor']}, {m['cpus']} CPUs, {m['torch_threads']} torch threads, torch {m['torch']}, "
+          f"Python {m['python']}; {size_name} size; {result['date']}")
+    print("\n".join(table(result["checks"])))
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(result, indent=1, default=float) + "\n")
+        print(f"figures: {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

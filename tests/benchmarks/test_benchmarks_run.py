@@ -1,0 +1,75 @@
+"""The benchmark entry point runs every suite (tiny sizes) and writes its figures as JSON;
+the optional torch.compile path of the engine falls back to the eager Q-product when
+compiling fails. Timings are never asserted: only structure and exactness."""
+import json
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root, home of benchmarks/
+
+from benchmarks import run as bench_run  # noqa: E402
+from nablafol.engine import Engine  # noqa: E402
+from nablafol.ir import Aggregate, Filter, Predicate, Program, Quantifier, Relate, Top  # noqa: E402
+from nablafol.oracle import TableOracle  # noqa: E402
+
+
+def test_tiny_run_writes_every_suite_and_a_table(tmp_path, capsys):
+    out, plot = tmp_path / "bench.json", tmp_path / "scaling.png"
+    assert bench_run.main(["--tiny", "--json", str(out), "--plot", str(plot)]) == 0
+    result = json.loads(out.read_text())
+    assert result["size"] == "tiny" and result["date"].startswith("20")
+    assert {"python", "torch", "cpus", "torch_threads", "processor"} <= set(result["machine"])
+    assert result["machine"]["torch_threads"] == 1  # the default --threads
+    assert set(result["suites"]) == set(bench_run.SUITES)
+    assert all(s["seconds"] > 0 for s in result["suites"].values())
+    checks = result["checks"]
+    assert {c["suite"] for c in checks} == set(bench_run.SUITES)
+    for c in checks:
+        assert set(c) == {"name", "measured", "aim", "met", "value", "suite"}
+        assert c["met"] is None  # tiny runs judge no aim
+    by_name = {c["name"]: c for c in checks}
+    # exactness is a property, not a timing: it holds at any size
+    assert by_name["exact: engine = ProbLog"]["value"] <= 1e-6
+    assert by_name["batched = one at a time"]["value"] == 0.0
+    curves = result["suites"]["scaling"]["curves"]
+    assert set(curves) == {"objects_relate", "objects_filter", "batch", "length"}
+    assert all(len(c["x"]) == len(c["seconds"]) >= 3 for c in curves.values())
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    printed = capsys.readouterr().out
+    assert "measured" in printed and "exact: engine = ProbLog" in printed
+
+
+def test_only_runs_the_named_suites(tmp_path):
+    out = tmp_path / "bench.json"
+    assert bench_run.main(["--tiny", "--only", "batched", "--json", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert set(result["suites"]) == {"batched"}
+
+
+def test_bad_arguments_are_refused_in_one_line(capsys):
+    for argv in (["--threads", "-1"], ["--only", "nothing"]):
+        with pytest.raises(SystemExit) as exc:
+            bench_run.main(argv)
+        assert exc.value.code == 2
+        assert len(capsys.readouterr().err.strip().splitlines()[-1]) > 0
+
+
+def test_compile_failure_falls_back_to_the_eager_q_product():
+    chair, left = Predicate("chair"), Predicate("left", arity=2)
+    program = Program.yes_no(Aggregate(Quantifier.EXISTS, Filter(chair, Relate.of(left, Quantifier.EXISTS, Top()))))
+    tables = [{chair: [0.9, 0.2, 0.5], left: [[0.3, 0.8, 0.1], [0.1, 0.6, 0.2], [0.7, 0.4, 0.9]]}] * 4
+    expected = Engine()([program] * 4, TableOracle(tables)).probs()
+    engine = Engine(compile=True)
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("no C compiler here")
+
+    engine._q_product._fn = broken
+    with pytest.warns(RuntimeWarning, match="using the eager Q-product"):
+        got = engine([program] * 4, TableOracle(tables)).probs()
+    assert torch.equal(got, expected)
+    assert "no C compiler here" in engine._q_product.failed
+    assert torch.equal(engine([program] * 4, TableOracle(tables)).probs(), expected)  # eager from then on
