@@ -93,7 +93,7 @@ def run(args) -> int:
     details = _DetailsPart(args.details, journal.details_bytes) if args.details else None
     questions = iter_questions(args.questions)
     replayed = done = _replay(journal, questions, tally, args.questions)
-    bar = ProgressBar("eval", unit="q")
+    bar = ProgressBar(f"eval (after {replayed:,} from the journal)" if replayed else "eval", unit="q")
     for chunk in _chunks(questions, args.chunk_size):
         results = evaluator.answer_chunk(chunk)
         details_bytes = details.write(results) if details is not None else 0
@@ -102,7 +102,7 @@ def run(args) -> int:
         journal.commit(entries, done=done, details_bytes=details_bytes)
         for question, entry in zip(chunk, entries):
             tally.add(question, entry)
-        bar(done)
+        bar(done - replayed)
     bar.close()
     journal.close()
     _check_unique_ids(tally, journal, args.questions)
