@@ -48,6 +48,7 @@ def load_calibrator(folder, device=None) -> TopDownCalibrator:
     The sizes are checked against the tensors on disk before anything is built, so a
     configuration asking for a huge network is refused without allocating it.
     """
+    from nablafol.data.fields import count_text
     from nablafol.data.json_stream import load_json
     from nablafol.neural import load_tensors
     path = Path(folder) / CONFIG_NAME
@@ -69,7 +70,7 @@ def load_calibrator(folder, device=None) -> TopDownCalibrator:
     needed = parameter_count(len(set(tokens) | {UNKNOWN}), **sizes)
     stored = sum(t.numel() for t in tensors.values())
     if needed > 2 * stored + (1 << 20):  # build nothing much bigger than what is on disk
-        raise InputFileError(path, f"asks for {needed:,} numbers, the calibrator's tensors hold {stored:,}")
+        raise InputFileError(path, f"asks for {count_text(needed)} numbers, the calibrator's tensors hold {stored:,}")
     calibrator = TopDownCalibrator(tokens, **sizes)
     try:
         calibrator.load_state_dict(tensors)

@@ -22,6 +22,15 @@ def _shown(number: int) -> str:
     return text if len(text) <= 20 else f"an integer of {len(text)} digits"
 
 
+def count_text(number: int) -> str:
+    """A count for a message: ``1,234``, or ``about 10^N`` when a hostile file makes it absurd.
+
+    >>> count_text(10440), count_text(3 * 10**400)
+    ('10,440', 'about 10^400')
+    """
+    return f"{number:,}" if number < 10**15 else f"about 10^{len(str(number)) - 1}"
+
+
 def json_type(value: Any) -> str:
     """The JSON name of a Python value decoded by :mod:`json` (for error messages)."""
     if value is None:

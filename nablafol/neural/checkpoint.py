@@ -40,6 +40,7 @@ from typing import Mapping
 
 import torch
 
+from nablafol.data.fields import count_text
 from nablafol.errors import InputFileError, NablafolError
 
 from .concepts import ConceptVocabulary
@@ -140,8 +141,7 @@ def load_model(folder, device=None) -> tuple[NeuralOracleModel, ConceptVocabular
     # than the tensors on disk (a near miss is built, so _fill can name the tensor that differs)
     needed, stored = parameter_count(model_config), sum(t.numel() for t in tensors.values())
     if needed > 2 * stored + _SLACK:
-        shown = f"{needed:,}" if needed < 10**15 else f"about 10^{len(str(needed)) - 1}"
-        raise InputFileError(path, f"asks for {shown} numbers, {weights.name} holds {stored:,}")
+        raise InputFileError(path, f"asks for {count_text(needed)} numbers, {weights.name} holds {stored:,}")
     try:
         model = NeuralOracleModel(model_config, vocabulary)
     except NablafolError as error:

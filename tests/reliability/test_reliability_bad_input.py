@@ -412,3 +412,22 @@ def test_features_narrower_than_the_model_in_every_file(tmp_path, capsys, model)
     code, _, err = run_cli(capsys, "eval", "--questions", FIX / "val_balanced_questions.json", "--features", folder,
                            "--model", model, "--predictions", tmp_path / "p.json")
     assert "features have 5 dimensions, the model was built for 16" in assert_one_line_refusal(code, err, "eval")
+
+
+CALIBRATOR_CASES = {
+    "calibrator.json empty": "",
+    "calibrator.json nested 100000 deep": '{"tokens": ' + DEEP + "}",
+    "embedding_dim 10**400": '{"tokens": ["name:plate"], "embedding_dim": ' + HUGE + ', "hidden_dim": 8}',
+    "hidden_dim NaN": '{"tokens": ["name:plate"], "embedding_dim": 8, "hidden_dim": NaN}',
+    "tokens a number": '{"tokens": 3, "embedding_dim": 8, "hidden_dim": 8}',
+    "sizes that do not fit the tensors": '{"tokens": ["name:plate", "rel:on"], "embedding_dim": 9, "hidden_dim": 8}',
+}
+
+
+@pytest.mark.parametrize("how", list(CALIBRATOR_CASES))
+def test_eval_with_a_bad_calibrator_config(tmp_path, capsys, how):
+    folder = write_model_folder(tmp_path / "model", calibrator=True)
+    broken = _write(folder / "calibrator.json", CALIBRATOR_CASES[how])
+    code, _, err = run_cli(capsys, "eval", "--questions", FIX / "val_balanced_questions.json", "--features", FEATURES,
+                           "--model", folder, "--predictions", tmp_path / "p.json")
+    assert len(assert_one_line_refusal(code, err, broken)) < 400
