@@ -157,8 +157,9 @@ class FeatureStore:
             raise InputFileError(self.info_path, f"objectsNum {entry.count} is out of range: "
                                                  f"{path.name} holds {slots} slots per image",
                                  f"image {image_id}")
-        features = np.asarray(handle["features"][entry.idx, : entry.count], dtype=np.float32)
-        boxes = np.asarray(handle["bboxes"][entry.idx, : entry.count], dtype=np.float32)
+        with np.errstate(over="ignore"):  # float64 beyond float32 becomes inf, refused below (no warning)
+            features = np.asarray(handle["features"][entry.idx, : entry.count], dtype=np.float32)
+            boxes = np.asarray(handle["bboxes"][entry.idx, : entry.count], dtype=np.float32)
         for name, values in (("features", features), ("bboxes", boxes)):
             if not np.isfinite(values).all():
                 raise InputFileError(path, f"{name} hold NaN or infinite values",

@@ -11,10 +11,17 @@ FEATURE_DIM = 16  # the fixture's features (GQA has 2048)
 
 
 def run_cli(capsys, *args) -> tuple[int, str, str]:
+    """Run ``nablafol ARGS`` in this process: (exit status, stdout, stderr). Warnings are added to
+    stderr as a user would see them (pytest would otherwise collect them out of sight)."""
+    import warnings
+
     from nablafol.cli import main
-    code = main([str(a) for a in args])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        code = main([str(a) for a in args])
     out, err = capsys.readouterr()
-    return code, out, err
+    shown = "".join(warnings.formatwarning(w.message, w.category, w.filename, w.lineno) for w in caught)
+    return code, out, shown + err
 
 
 def assert_one_line_refusal(code: int, err: str, names: str | Path) -> str:

@@ -331,6 +331,10 @@ def _break_features(folder: Path, how: str) -> Path:
     if how == "h5 features NaN":
         features[1, 0, 0] = np.nan
         return _rewrite_h5(folder, features=features)
+    if how == "h5 features 1e300 (infinite as float32)":
+        wide = features.astype(np.float64)
+        wide[1, 0, 0] = 1e300
+        return _rewrite_h5(folder, features=wide)
     if how == "h5 not HDF5":
         path = folder / "gqa_objects_0.h5"
         path.write_text("not hdf5")
@@ -341,7 +345,8 @@ def _break_features(folder: Path, how: str) -> Path:
 FEATURE_CASES = ["index idx a string", "index objectsNum missing", "index idx 10**400", "index width NaN",
                  "index file pointing nowhere", "index idx past the end", "index nested 100000 deep", "index empty",
                  "index not UTF-8", "h5 features of the wrong width", "h5 features 2-d", "h5 features as strings",
-                 "h5 bboxes missing", "h5 bboxes of 3 numbers", "h5 features NaN", "h5 not HDF5"]
+                 "h5 bboxes missing", "h5 bboxes of 3 numbers", "h5 features NaN",
+                 "h5 features 1e300 (infinite as float32)", "h5 not HDF5"]
 
 
 @pytest.mark.parametrize("how", FEATURE_CASES)
