@@ -10,6 +10,15 @@ from nablafol.blackbox import BlackBoxBaseline, BlackBoxModel, words
 COLORS = ("red", "blue")
 
 
+@pytest.fixture(autouse=True)
+def one_thread():
+    """Tiny tensors: a second torch thread only waits on the first (10x slower on a busy machine)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 def _scene(color: str, rng) -> SimpleNamespace:
     """Three objects; the first one's features say its colour (one-hot), the others are noise."""
     features = rng.normal(0.0, 0.1, size=(3, 4)).astype(np.float32)

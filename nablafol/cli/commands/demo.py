@@ -44,7 +44,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--calibration-epochs", type=positive_int, default=None,
                         help="calibrator training epochs (default 2; quick: 1)")
     parser.add_argument("--blackbox-epochs", type=positive_int, default=None,
-                        help="black-box baseline training epochs (default 15; quick: 8)")
+                        help="black-box baseline training epochs (default 10; quick: 8)")
     parser.add_argument("--seed", type=non_negative_int, default=0)
     parser.add_argument("--threads", type=positive_int, default=1,
                         help="torch threads (default 1: the demo's tensors are small, and more threads mostly wait "
@@ -107,7 +107,7 @@ def _run(args) -> int:
     sizes = dict(n_train=400, n_val=100, n_testdev=100) if args.quick else dict(n_train=1500, n_val=300, n_testdev=300)
     epochs = args.epochs or (4 if args.quick else 8)
     calibration_epochs = args.calibration_epochs or (1 if args.quick else 2)
-    blackbox_epochs = args.blackbox_epochs or (8 if args.quick else 15)
+    blackbox_epochs = args.blackbox_epochs or (8 if args.quick else 10)
     report = _Report()
     say = report.say
 
@@ -343,8 +343,10 @@ def _accuracy_by_length(questions, runs: dict, path) -> dict:
 
 def _hard_easy_bars(scores: dict, split, path) -> None:
     from nablafol.report import grouped_bars
-    series = {name: [100 * s.overall.accuracy["all"], 100 * (1 - s.easy.error["all"]),
-                     100 * s.hard.accuracy["all"]] for name, s in scores.items()}
+    def percent(rate, complement=False):  # None: no question in that subset
+        return None if rate is None else 100 * (1 - rate if complement else rate)
+    series = {name: [percent(s.overall.accuracy["all"]), percent(s.easy.error["all"], complement=True),
+                     percent(s.hard.accuracy["all"])] for name, s in scores.items()}
     grouped_bars(["test-dev", "easy", "hard"], series, path, "", "accuracy (%)", "accuracy on easy and hard test-dev",
                  notes=[f"n={len(split.easy) + len(split.hard)}", f"n={len(split.easy)}", f"n={len(split.hard)}"])
 
