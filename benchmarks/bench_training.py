@@ -64,7 +64,7 @@ def run(size: str = "full", steps: int | None = None, batch: int = 64, seed: int
             losses.append(trainer._step(b))
             questions += len(b)
         seconds = time.perf_counter() - start
-    return {"steps": steps, "batch": batch, "questions": questions, "seconds": seconds,
+    return {"steps": steps, "batch": batch, "questions": questions, "loop_seconds": seconds,
             "questions_per_s": questions / seconds, "training_questions": len(examples), "skipped": len(skips),
             "parameters": sum(p.numel() for p in model.parameters()),
             "first_loss": float(np.mean(losses[:10])), "last_loss": float(np.mean(losses[-10:]))}
@@ -72,7 +72,7 @@ def run(size: str = "full", steps: int | None = None, batch: int = 64, seed: int
 
 def report(result: dict) -> list[str]:
     return [f"Training: {result['steps']} steps of {result['batch']} questions (neural oracle, "
-            f"{result['parameters']:,} parameters): {result['seconds']:.1f} s -> "
+            f"{result['parameters']:,} parameters): {result['loop_seconds']:.1f} s -> "
             f"{result['questions_per_s']:,.0f} questions/s; loss {result['first_loss']:.3f} -> {result['last_loss']:.3f}"]
 
 
