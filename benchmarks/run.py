@@ -175,8 +175,16 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if args.threads < 0:
         ap.error(f"--threads must be >= 0, got {args.threads}")
+    threads = torch.get_num_threads()
     if args.threads:
         torch.set_num_threads(args.threads)
+    try:
+        return _run(args, argv)
+    finally:
+        torch.set_num_threads(threads)  # the caller's setting back (tests call main in-process)
+
+
+def _run(args, argv) -> int:
     size_name = "tiny" if args.tiny else "quick" if args.quick else "full"
     names = [s for s in SUITES if not args.only or s in args.only]
     started = datetime.datetime.now(datetime.timezone.utc)
