@@ -9,6 +9,8 @@ time, and an interrupted-and-resumed run.
     # resumed run's count of questions it did itself
     python benchmarks/bench_eval_scale.py run --questions /tmp/q1m.json \\
         --scene-graphs data/gqa-scale/val_sceneGraphs.json --out /tmp/eval1m [--kill-after 120]
+    # where the time goes: wall time of each phase of one in-process run (wrappers, no profiler)
+    python benchmarks/bench_eval_scale.py phases -- --questions Q --scene-graphs SG --predictions /tmp/p.json
 
 Copy ``k`` of a question gets the id ``{id}~{k}`` (copy 0 keeps its id); its ``entailed`` and
 ``equivalent`` ids get the same suffix, so consistency is measured within each copy.
@@ -97,6 +99,50 @@ def run(questions: Path, scene_graphs: Path, out: Path, kill_after: float | None
           f"{done_now:,} answered in the resumed run; nothing redone: {replayed == committed}")
 
 
+def phases(eval_argv: list[str]) -> None:
+    """Run `nablafol eval` in this process with a timer around each phase; print the shares."""
+    from collections import defaultdict
+    import nablafol.cli.commands.evaluate as command
+    import nablafol.data as data
+    import nablafol.data.questions as questions
+    import nablafol.data.scene_graphs as scene_graphs
+    import nablafol.engine as engine
+    import nablafol.evaluation as evaluation
+    from nablafol.cli import main as cli_main
+    from nablafol.data.journal import EvalJournal
+    from nablafol.stream_scoring import RunningScore
+    spent: dict[str, float] = defaultdict(float)
+
+    def timed(owner, name: str, label: str) -> None:
+        original = getattr(owner, name)
+
+        def wrapper(*args, **kwargs):
+            began = time.perf_counter()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                spent[label] += time.perf_counter() - began
+        setattr(owner, name, wrapper)
+
+    timed(scene_graphs, "load_scene_graphs", "read scene graphs")
+    data.load_scene_graphs = scene_graphs.load_scene_graphs  # what the command imports
+    timed(questions, "question_from_record", "read questions (record -> Question)")
+    timed(evaluation, "compile_question", "compile (parse + translate, LRU cache)")
+    timed(evaluation.Evaluator, "_unknown_predicate", "check the predicates are known")
+    timed(evaluation.SceneGraphPerception, "oracle", "build oracle tables per batch")
+    timed(engine.Engine, "plan", "engine: plan")
+    timed(engine.Engine, "run", "engine: run")
+    timed(EvalJournal, "commit", "journal commits (fsync)")
+    timed(RunningScore, "add", "score")
+    timed(command, "_write_outputs", "write the predictions from the journal")
+    began = time.perf_counter()
+    code = cli_main(["eval", *eval_argv])
+    total = time.perf_counter() - began
+    for label, seconds in sorted(spent.items(), key=lambda kv: -kv[1]):
+        print(f"{label:45s} {seconds:7.1f} s {100 * seconds / total:5.1f}%")
+    print(f"{'whole command':45s} {total:7.1f} s (exit {code})")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -109,8 +155,11 @@ def main() -> None:
     p.add_argument("--scene-graphs", type=Path, required=True)
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--kill-after", type=float)
+    sub.add_parser("phases", help="time each phase of one in-process eval (eval options after --)")
     args, extra = parser.parse_known_args()
-    if args.command == "make":
+    if args.command == "phases":
+        phases([a for a in extra if a != "--"])
+    elif args.command == "make":
         print(f"{make(args.source, args.count, args.out):,} questions -> {args.out}")
     else:
         run(args.questions, args.scene_graphs, args.out, args.kill_after, extra)
