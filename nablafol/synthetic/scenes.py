@@ -184,6 +184,21 @@ def _single_cover(boxes: Sequence[Box], people: Sequence[int], j: int, threshold
     return found[0] if len(found) == 1 else None
 
 
+def _carrier(classes: Sequence[str], boxes: Sequence[Box], people: Sequence[int], j: int) -> tuple[int, str] | None:
+    """``(person index, "wearing" or "holding")`` when one person wears or holds object j, else None."""
+    layout = LAYOUTS[classes[j]]
+    if layout.slot is None and not layout.holdable:
+        return None
+    kind, threshold = ("wearing", WEAR_COVER) if layout.slot else ("holding", HOLD_COVER)
+    wearer = _single_cover(boxes, people, j, threshold)
+    return None if wearer is None else (wearer, kind)
+
+
+def _rests_on(A: Box, S: Box) -> bool:
+    """Whether box A stands on box S (the geometry of "on"; the classes are checked apart)."""
+    return S.y <= A.bottom <= S.y + ON_BAND * S.h and S.x <= A.cx <= S.right and A.area < S.area
+
+
 def relations_between(classes: Sequence[str], boxes: Sequence[Box], width: float,
                       people: frozenset[str]) -> list[tuple[int, str, int]]:
     """Every stored relation ``(subject index, relation, object index)`` of a scene, by the
@@ -194,12 +209,9 @@ def relations_between(classes: Sequence[str], boxes: Sequence[Box], width: float
     attached: set[tuple[int, int]] = set()
     carried: set[int] = set()
     for j in range(n):
-        layout = LAYOUTS[classes[j]]
-        kind, threshold = ("wearing", WEAR_COVER) if layout.slot else ("holding", HOLD_COVER)
-        if layout.slot is None and not layout.holdable:
-            continue
-        wearer = _single_cover(boxes, person_idx, j, threshold)
-        if wearer is not None:
+        carrier = _carrier(classes, boxes, person_idx, j)
+        if carrier is not None:
+            wearer, kind = carrier
             out.append((wearer, kind, j))
             attached |= {(wearer, j), (j, wearer)}
             carried.add(j)
@@ -211,8 +223,7 @@ def relations_between(classes: Sequence[str], boxes: Sequence[Box], width: float
         for s in range(n):
             if s == a or classes[s] not in rests_on:
                 continue
-            A, S = boxes[a], boxes[s]
-            if (S.y <= A.bottom <= S.y + ON_BAND * S.h and S.x <= A.cx <= S.right and A.area < S.area):
+            if _rests_on(boxes[a], boxes[s]):
                 out.append((a, "on", s))
                 out.append((s, "under", a))
                 resting |= {(a, s), (s, a)}
@@ -367,13 +378,17 @@ class SceneGenerator:
         box, scale = getattr(self, f"_{how}")(rng, cls, placed[host].box)
         if box is None:
             return
-        candidate = placed + [_Placed(cls, box, scale)]
-        relations = relations_between([p.cls for p in candidate], [p.box for p in candidate],
-                                      self.width, self.people)
-        wanted = {"wear": (host, "wearing", len(placed)), "hold": (host, "holding", len(placed)),
-                  "rest": (len(placed), "on", host)}[how]
-        if wanted in relations:  # keep only things that end up where they were put
-            placed.append(candidate[-1])
+        # keep only things that end up where they were put: the new object's own relation as
+        # relations_between would find it (it alone, not every pair: that made 100 objects crawl)
+        classes, boxes = [p.cls for p in placed] + [cls], [p.box for p in placed] + [box]
+        people = [i for i, c in enumerate(classes) if c in self.people]
+        carrier = _carrier(classes, boxes, people, len(placed))
+        if how == "rest":
+            kept = carrier is None and _rests_on(box, placed[host].box)  # host's class is in rests_on
+        else:
+            kept = carrier == (host, "wearing" if how == "wear" else "holding")
+        if kept:
+            placed.append(_Placed(cls, box, scale))
 
     def _slot_taken(self, placed: list[_Placed], person: int, slot: str) -> bool:
         box = placed[person].box
