@@ -170,7 +170,8 @@ def scene_graph_from_record(image_id: str, record: Any, *,
         if required not in record:
             raise check.fail(f"{required} is missing")
     objects_record = check.object(record["objects"], "objects")
-    objects = tuple(_object_from_record(image_id, object_id, value, path)
+    plain: dict = {}  # (name, object id) -> its SceneRelation, shared by the scene's subjects
+    objects = tuple(_object_from_record(image_id, object_id, value, path, plain)
                     for object_id, value in objects_record.items())
     for obj in objects:
         for relation in obj.relations:
@@ -191,7 +192,8 @@ def scene_graph_from_record(image_id: str, record: Any, *,
     )
 
 
-def _object_from_record(image_id: str, object_id: str, record: Any, path: Path | str) -> SceneObject:
+def _object_from_record(image_id: str, object_id: str, record: Any, path: Path | str,
+                        plain: dict) -> SceneObject:
     check = RecordChecker(path, f"image {image_id}, object {object_id}")
     check.object(record, "the object")
     name = check.optional_string(record.get("name"), "name")
@@ -223,20 +225,25 @@ def _object_from_record(image_id: str, object_id: str, record: Any, path: Path |
     relations_record = record.get("relations", [])
     if not isinstance(relations_record, list):
         raise check.fail("relations must be a list of {\"name\", \"object\"} objects")
-    relations = tuple(_relation_from_record(check, index, value)
+    relations = tuple(_relation_from_record(check, index, value, plain)
                       for index, value in enumerate(relations_record))
     extra = {k: v for k, v in record.items() if k not in _OBJECT_FIELDS}
     return SceneObject(id=object_id, names=names, attributes=attributes, relations=relations,
                        name=name, extra=extra or _NO_EXTRA, **box)
 
 
-def _relation_from_record(check: RecordChecker, index: int, record: Any) -> SceneRelation:
+def _relation_from_record(check: RecordChecker, index: int, record: Any, plain: dict) -> SceneRelation:
     # GQA's relations are {"name", "object"} strings, hundreds per scene: the common case goes
-    # straight through; names and ids are interned (a scene repeats them many times over)
+    # straight through, one frozen SceneRelation per distinct (name, object) of the scene
+    # (many subjects are "to the left of" the same object), its strings interned
     if type(record) is dict and len(record) == 2:
         name, object_id = record.get("name"), record.get("object")
         if type(name) is str and type(object_id) is str:
-            return SceneRelation(_intern(name), _intern(object_id))
+            key = (name, object_id)
+            relation = plain.get(key)
+            if relation is None:
+                relation = plain[key] = SceneRelation(_intern(name), _intern(object_id))
+            return relation
     what = f"relations[{index}]"
     check.object(record, what)
     for required in ("name", "object"):
