@@ -1,4 +1,4 @@
-"""Suite-wide settings: hypothesis runs without per-example deadlines (CI machines are shared
+"""Suite-wide settings: one torch thread; hypothesis runs without per-example deadlines (CI machines are shared
 and noisy) and with a modest number of examples so the whole suite stays fast."""
 import os
 
@@ -9,3 +9,11 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 settings.load_profile("default")
+
+# One torch thread for the whole suite: its tensors are small, and on a 2-core machine that is
+# busy with anything else, ops split over 2 threads stall (measured: the training test took
+# 29 s on 1 thread and 284 s on 2 with one other job running). The demo and the benchmarks
+# default to 1 thread for the same reason.
+import torch  # noqa: E402
+
+torch.set_num_threads(int(os.environ.get("NABLAFOL_TEST_THREADS", "1")))
