@@ -82,3 +82,23 @@ def device(text: str):
     except (RuntimeError, AssertionError) as e:
         raise UsageError(f"--device {text}: not available here ({str(e).splitlines()[0]})") from None
     return dev
+
+
+def add_threads_argument(parser, default: int = 1) -> None:
+    parser.add_argument("--threads", type=non_negative_int, default=default, metavar="N",
+                        help=f"torch threads (default {default}; 0: torch's own choice). One thread is the default "
+                             "because the tensors of a batch are small: on a 2-core machine busy with anything "
+                             "else, ops split over 2 threads stall (measured 3-10x slower)")
+
+
+def with_threads(threads: int, work):
+    """``work()`` run with ``threads`` torch threads (0: unchanged), the caller's setting restored
+    afterwards (tests run the commands in-process)."""
+    import torch
+    before = torch.get_num_threads()
+    if threads:
+        torch.set_num_threads(threads)
+    try:
+        return work()
+    finally:
+        torch.set_num_threads(before)

@@ -28,8 +28,8 @@ import time
 from array import array
 from pathlib import Path
 
-from .common import (UsageError, add_ontology_argument, device, load_ontology, non_negative_int, output_file,
-                     positive_int, probability, write_json)
+from .common import (UsageError, add_ontology_argument, add_threads_argument, device, load_ontology, non_negative_int,
+                     output_file, positive_int, probability, with_threads, write_json)
 
 HELP = "answer questions over scene graphs or features; print accuracy and consistency"
 
@@ -58,10 +58,15 @@ def add_arguments(parser) -> None:
     parser.add_argument("--knowledge", metavar="KB", help="a knowledge base (TSV or JSON triples; 'sample' for the "
                         "built-in one) for CRIC-style steps such as `filter CapableOf: lift food`")
     parser.add_argument("--device", default="cpu")
+    add_threads_argument(parser)
     add_ontology_argument(parser)
 
 
 def run(args) -> int:
+    return with_threads(args.threads, lambda: _run(args))
+
+
+def _run(args) -> int:
     from nablafol.data import iter_questions
     from nablafol.data.journal import EvalJournal, journal_path
     from nablafol.engine import Engine

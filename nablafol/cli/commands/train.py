@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .common import (UsageError, add_ontology_argument, device, load_ontology, non_negative_float,
-                     non_negative_int, positive_float, positive_int)
+from .common import (UsageError, add_ontology_argument, add_threads_argument, device, load_ontology,
+                     non_negative_float, non_negative_int, positive_float, positive_int, with_threads)
 
 HELP = "train the neural oracle through the reasoning (Algorithm 1)"
 
@@ -37,6 +37,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--hidden", type=positive_int, default=256, help="hidden size of the oracle's layers")
     parser.add_argument("--seed", type=non_negative_int, default=0)
     parser.add_argument("--device", default="cpu")
+    add_threads_argument(parser)
     add_ontology_argument(parser)
 
 
@@ -63,6 +64,10 @@ def validation_questions(path, limit: int) -> list:
 
 
 def run(args) -> int:
+    return with_threads(args.threads, lambda: _run(args))
+
+
+def _run(args) -> int:
     import torch
 
     from compiler import Compiler
