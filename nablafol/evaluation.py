@@ -122,7 +122,8 @@ class FeaturePerception:
         from calibration import has_calibrator, load_calibrator  # a sibling package, used only if present
         if has_calibrator(model_folder):
             calibrator = load_calibrator(model_folder, device=device)
-        return cls(FeatureStore(features_folder), model, ontology, device, calibrator)
+        store = FeatureStore(features_folder, expected_width=model.config.feature_dim)  # refusals name the file
+        return cls(store, model, ontology, device, calibrator)
 
     def has_image(self, image_id: str) -> bool:
         return image_id in self.store

@@ -60,10 +60,13 @@ class FeatureStore:
     (16, 4)
     """
 
-    def __init__(self, folder: str | os.PathLike, info: str | os.PathLike | None = None):
+    def __init__(self, folder: str | os.PathLike, info: str | os.PathLike | None = None,
+                 expected_width: int | None = None):
         """``folder`` holds the ``gqa_objects_K.h5`` files; ``info`` is the index JSON
-        (default: ``folder/gqa_objects_info.json``)."""
+        (default: ``folder/gqa_objects_info.json``); ``expected_width``, when given, is the
+        feature width a reader needs (a model's), checked file by file so a refusal names the file."""
         self.folder = Path(folder)
+        self.expected_width = expected_width
         self.info_path = Path(info) if info is not None else self.folder / INFO_NAME
         if not self.folder.is_dir():
             raise InputFileError(self.folder, "no such folder (expected GQA's object features)")
@@ -133,6 +136,10 @@ class FeatureStore:
                     raise InputFileError(path, f"needs a dataset {name!r} of shape {shape}",
                                          f"image {image_id}")
             width = handle["features"].shape[2]
+            if self.expected_width is not None and width != self.expected_width:
+                handle.close()
+                raise InputFileError(path, f"features are {width} numbers wide, the model reads "
+                                           f"{self.expected_width}", f"image {image_id}")
             known = next(iter(self._files.values()), None)
             if known is not None and known["features"].shape[2] != width:  # one folder, one width
                 handle.close()

@@ -404,8 +404,8 @@ def test_eval_with_a_bad_model_config(tmp_path, capsys, model, how):
 
 
 def test_features_narrower_than_the_model_in_every_file(tmp_path, capsys, model):
-    """All files agree with each other but not with the model: refused in one line by the model's check
-    (which names the widths, not the file: the feature store does not know the model's width)."""
+    """All files agree with each other but not with the model: refused in one line naming the first
+    file read (the feature store is told the model's width)."""
     folder = _features_copy(tmp_path)
     for number in (0, 1):
         path = folder / f"gqa_objects_{number}.h5"
@@ -416,7 +416,8 @@ def test_features_narrower_than_the_model_in_every_file(tmp_path, capsys, model)
             handle.create_dataset("bboxes", data=boxes)
     code, _, err = run_cli(capsys, "eval", "--questions", FIX / "val_balanced_questions.json", "--features", folder,
                            "--model", model, "--predictions", tmp_path / "p.json")
-    assert "features have 5 dimensions, the model was built for 16" in assert_one_line_refusal(code, err, "eval")
+    line = assert_one_line_refusal(code, err, folder / "gqa_objects_")
+    assert "features are 5 numbers wide, the model reads 16" in line
 
 
 CALIBRATOR_CASES = {
