@@ -51,6 +51,7 @@ __all__ = [
     "ScoringError",
     "AnswerMatch",
     "answer_group",
+    "structural_type",
     "exact_match",
     "vocabulary_match",
     "check_predictions",
@@ -117,7 +118,8 @@ class ScorableQuestion(Protocol):
 BinaryOverride = Union[Callable[[ScorableQuestion], bool], Mapping[str, bool], None]
 
 
-def _structural_type(question: ScorableQuestion) -> str | None:
+def structural_type(question: ScorableQuestion) -> str | None:
+    """GQA's ``types.structural`` of a question (``query``, ``verify``, ...), or None."""
     types = getattr(question, "types", None) or {}
     structural = types.get("structural") if isinstance(types, Mapping) else None
     return structural if isinstance(structural, str) and structural else None
@@ -138,7 +140,7 @@ def answer_group(question: ScorableQuestion, is_binary: BinaryOverride = None) -
         return "binary" if is_binary(question) else "open"
     if is_binary is not None and question.id in is_binary:
         return "binary" if is_binary[question.id] else "open"
-    structural = _structural_type(question)
+    structural = structural_type(question)
     if structural is not None:
         return "open" if structural == "query" else "binary"
     return "binary" if question.answer in _BINARY_ANSWERS else "open"
@@ -281,7 +283,7 @@ class Accuracy:
         outcomes = []
         for question in batch:
             predicted = prediction_of(predictions, question.id)
-            structural = _structural_type(question) or UNKNOWN_STRUCTURAL
+            structural = structural_type(question) or UNKNOWN_STRUCTURAL
             outcomes.append((question.id, predicted, self.match(predicted, question.answer),
                              answer_group(question, self.is_binary), structural))
         for qid, predicted, correct, group, structural in outcomes:

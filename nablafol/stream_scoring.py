@@ -25,7 +25,7 @@ from fractions import Fraction
 import numpy as np
 
 from nablafol.metrics import (ANSWER_GROUPS, UNKNOWN_STRUCTURAL, AccuracyResult, AnswerMatch, ConsistencyResult,
-                              ScoringError, answer_group, exact_match)
+                              ScoringError, answer_group, exact_match, structural_type)
 from nablafol.scoring import Scores, SubsetScore
 
 __all__ = ["RunningScore"]
@@ -59,9 +59,7 @@ class RunningScore:
             raise ScoringError(f"question {question.id!r}: gold answer must be a string, got {answer!r}")
         correct = bool(self.match(prediction, answer))
         group = answer_group(question)
-        types = question.types or {}
-        structural = types.get("structural") if isinstance(types.get("structural"), str) else None
-        structural = structural or UNKNOWN_STRUCTURAL
+        structural = structural_type(question) or UNKNOWN_STRUCTURAL
         self._keys.append(hash(question.id))
         self._correct.append(correct)
         for key in ("all", group):
