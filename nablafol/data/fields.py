@@ -90,8 +90,7 @@ class RecordChecker:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise self.fail(f"{what} must be a number, found {json_type(value)}")
         if isinstance(value, int) and abs(value) > _LARGEST_FLOAT:  # JSON allows 10**400
-            raise self.fail(f"{what} must be a finite number, found an integer of "
-                            f"{len(str(abs(value)))} digits")
+            raise self.fail(f"{what} must be a finite number, found {_shown(abs(value))}")
         if not math.isfinite(value):
             raise self.fail(f"{what} must be a finite number, found {value}")
         return value

@@ -28,6 +28,7 @@ import os
 from pathlib import Path
 from typing import Iterator, Optional
 
+from nablafol.data.files import atomic_text_writer
 from nablafol.errors import InputFileError
 
 FORMAT = "nablafol-eval"
@@ -51,11 +52,9 @@ class EvalJournal:
         """A new, empty journal (replacing any old one); the header appears whole or not at all."""
         path = Path(path)
         header = json.dumps({"journal": FORMAT, "version": VERSION, "settings": settings}, ensure_ascii=True) + "\n"
-        temp = path.with_name(path.name + ".tmp")
-        with open(temp, "w", encoding="utf-8", newline="\n") as f:
+        with atomic_text_writer(path) as f:
             f.write(header)
             _sync(f)
-        os.replace(temp, path)
         return cls(path, settings, 0, 0, len(header.encode("utf-8")))
 
     @classmethod
