@@ -63,7 +63,10 @@ def reliability_bins(confidences: Sequence[float], correct: Sequence[bool], bins
 def expected_calibration_error(confidences: Sequence[float], correct: Sequence[bool], bins: int = 10) -> float:
     """ECE: ``Σ_k (n_k / n)·|accuracy_k - mean confidence_k|`` over equal-width bins
     (:func:`reliability_bins`), ``confidences`` those of the chosen answers."""
-    count, mean_conf, accuracy = reliability_bins(confidences, correct, bins)
+    return _ece(*reliability_bins(confidences, correct, bins))
+
+
+def _ece(count, mean_conf, accuracy) -> float:
     used = count > 0
     return float(np.sum(count[used] * np.abs(accuracy[used] - mean_conf[used])) / count.sum())
 
@@ -79,7 +82,7 @@ def reliability_diagram(curves: dict[str, tuple[Sequence[float], Sequence[bool]]
     edges = np.linspace(0.0, 1.0, bins + 1)
     for name, (confidences, correct) in curves.items():
         count, mean_conf, accuracy = reliability_bins(confidences, correct, bins)
-        ece = expected_calibration_error(confidences, correct, bins)
+        ece = _ece(count, mean_conf, accuracy)
         used = count > 0
         line, = ax.plot(mean_conf[used], accuracy[used], marker="o", label=f"{name} (ECE {100 * ece:.1f}%)")
         ax_count.stairs(count / count.sum(), edges, color=line.get_color(), linewidth=1.5)

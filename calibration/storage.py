@@ -48,9 +48,9 @@ def load_calibrator(folder, device=None) -> TopDownCalibrator:
     The sizes are checked against the tensors on disk before anything is built, so a
     configuration asking for a huge network is refused without allocating it.
     """
-    from nablafol.data.fields import count_text
     from nablafol.data.json_stream import load_json
     from nablafol.neural import load_tensors
+    from nablafol.neural.checkpoint import refuse_oversized
     path = Path(folder) / CONFIG_NAME
     try:
         config = load_json(path, expected_type=dict, expected="a JSON object")
@@ -68,9 +68,7 @@ def load_calibrator(folder, device=None) -> TopDownCalibrator:
         sizes[key] = value
     tensors = load_tensors(folder, PART)
     needed = parameter_count(len(set(tokens) | {UNKNOWN}), **sizes)
-    stored = sum(t.numel() for t in tensors.values())
-    if needed > 2 * stored + (1 << 20):  # build nothing much bigger than what is on disk
-        raise InputFileError(path, f"asks for {count_text(needed)} numbers, the calibrator's tensors hold {stored:,}")
+    refuse_oversized(path, needed, tensors, "the calibrator's tensors hold")  # build nothing much bigger than on disk
     calibrator = TopDownCalibrator(tokens, **sizes)
     try:
         calibrator.load_state_dict(tensors)

@@ -139,9 +139,7 @@ def load_model(folder, device=None) -> tuple[NeuralOracleModel, ConceptVocabular
     tensors, weights = _load_part(folder, MODEL_PART, recorded)
     # the sizes come from an untrusted file: build the network only when it is not much bigger
     # than the tensors on disk (a near miss is built, so _fill can name the tensor that differs)
-    needed, stored = parameter_count(model_config), sum(t.numel() for t in tensors.values())
-    if needed > 2 * stored + _SLACK:
-        raise InputFileError(path, f"asks for {count_text(needed)} numbers, {weights.name} holds {stored:,}")
+    refuse_oversized(path, parameter_count(model_config), tensors, f"{weights.name} holds")
     try:
         model = NeuralOracleModel(model_config, vocabulary)
     except NablafolError as error:
@@ -158,6 +156,15 @@ def load_model(folder, device=None) -> tuple[NeuralOracleModel, ConceptVocabular
 def load_tensors(folder, part: str) -> dict[str, torch.Tensor]:
     """``{name: tensor}`` (on CPU) of a part written by :func:`save_tensors`."""
     return _load_part(Path(folder), part)[0]
+
+
+def refuse_oversized(path: Path, needed: int, tensors: Mapping[str, torch.Tensor], holder: str) -> None:
+    """InputFileError on ``path`` when a configuration asks for ``needed`` numbers, far more than
+    the ``tensors`` on disk hold (``holder``: their name and verb, e.g. "model.pt holds"), so
+    that nothing that big is built."""
+    stored = sum(t.numel() for t in tensors.values())
+    if needed > 2 * stored + _SLACK:
+        raise InputFileError(path, f"asks for {count_text(needed)} numbers, {holder} {stored:,}")
 
 
 def parameter_count(config: NeuralOracleConfig) -> int:

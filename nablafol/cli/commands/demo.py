@@ -23,7 +23,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from .common import non_negative_int, positive_float, positive_int, write_json
+from .common import non_negative_int, positive_float, positive_int, with_threads, write_json
 
 HELP = "run the whole pipeline on the embedded dataset and write a report"
 STAGES = 8
@@ -71,14 +71,7 @@ class _Report:
 
 
 def run(args) -> int:
-    import torch
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(args.threads)
-    try:
-        return _run(args)
-    finally:
-        torch.set_num_threads(threads)  # the caller's setting back (tests run commands in-process)
+    return with_threads(args.threads, lambda: _run(args))
 
 
 def _run(args) -> int:
