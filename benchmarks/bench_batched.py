@@ -19,7 +19,7 @@ import torch
 
 from nablafol.engine import Engine
 
-from .bench_engine import PoolOracle, random_program
+from .bench_engine import PoolOracle, random_programs
 from .suite_cli import suite_main
 
 AIM_SPEEDUP = 50.0
@@ -30,14 +30,18 @@ SIZES = {"tiny": dict(batch=64, rounds=1, singles=16), "quick": dict(batch=1024,
          "full": dict(batch=1024, rounds=5, singles=1024)}
 
 
-def run(size: str = "full", objects: tuple[int, int] = (8, 24), seed: int = 0) -> dict:
-    batch, rounds, singles = SIZES[size]["batch"], SIZES[size]["rounds"], SIZES[size]["singles"]
+def workload(batch: int, objects: tuple[int, int] = (8, 24), seed: int = 0, n_scenes: int = 64):
+    """``batch`` random programs, the oracle of ``n_scenes`` scenes and each program's scene."""
     rng = np.random.default_rng(seed)
-    programs = [random_program(rng, int(rng.integers(2, 9))) for _ in range(batch)]
-    n_scenes = 64
+    programs = random_programs(rng, batch)
     sizes = rng.integers(objects[0], objects[1] + 1, size=n_scenes)
     scenes = rng.integers(0, n_scenes, size=batch)
-    oracle = PoolOracle(sizes, seed=seed)
+    return programs, PoolOracle(sizes, seed=seed), scenes
+
+
+def run(size: str = "full", objects: tuple[int, int] = (8, 24), seed: int = 0) -> dict:
+    batch, rounds, singles = SIZES[size]["batch"], SIZES[size]["rounds"], SIZES[size]["singles"]
+    programs, oracle, scenes = workload(batch, objects, seed)
     engine = Engine(validate=False)
     best_batch = best_single = float("inf")
     with torch.no_grad():

@@ -46,6 +46,11 @@ def random_program(rng: np.random.Generator, n_ops: int) -> Program:
     return Program.yes_no(Aggregate(list(Quantifier)[rng.integers(3)], att))
 
 
+def random_programs(rng: np.random.Generator, count: int) -> list[Program]:
+    """``count`` random programs of 2 to 8 operators."""
+    return [random_program(rng, int(rng.integers(2, 9))) for _ in range(count)]
+
+
 class PoolOracle:
     """Serves log-probability tables from a pre-drawn pool (the benchmark measures the engine)."""
 
@@ -90,7 +95,7 @@ class PoolOracle:
 
 def bench_engine(n_programs, batch, compile_, seed=0):
     rng = np.random.default_rng(seed)
-    programs = [random_program(rng, int(rng.integers(2, 9))) for _ in range(n_programs)]
+    programs = random_programs(rng, n_programs)
     sizes = rng.integers(10, 101, size=512)
     scenes_of = rng.integers(0, 512, size=n_programs)
     engine = Engine(compile=compile_, validate=False)
@@ -107,8 +112,7 @@ def bench_engine(n_programs, batch, compile_, seed=0):
     t = time.perf_counter()
     run_all()
     warm = time.perf_counter() - t
-    cold_programs = [random_program(rng, int(rng.integers(2, 9))) for _ in range(n_programs)]
-    programs[:] = cold_programs
+    programs[:] = random_programs(rng, n_programs)
     t = time.perf_counter()
     run_all()
     cold = time.perf_counter() - t

@@ -28,7 +28,7 @@ import torch
 from nablafol.engine import Engine
 from nablafol.ir import Aggregate, Atom, Filter, Predicate, Program, Quantifier, Relate, Top
 
-from .bench_engine import BINARY, UNARY, PoolOracle, random_program
+from .bench_engine import BINARY, UNARY, PoolOracle, random_programs
 
 # fitted slope ranges taken as "grows like": N² / N / batch / length
 EXPECTED = {"objects_relate": (2.0, 0.4), "objects_filter": (1.0, 0.3), "batch": (1.0, 0.2), "length": (1.0, 0.3)}
@@ -121,7 +121,7 @@ def run(size: str = "full", seed: int = 0) -> dict:
           f"filter-only programs (4 filters), batch {batch}, against objects per scene")
 
     _, grid = cfg["batch"]
-    pool = [random_program(rng, int(rng.integers(2, 9))) for _ in range(max(grid))]
+    pool = random_programs(rng, max(grid))
     sizes = rng.integers(8, 25, size=64)
     scenes = rng.integers(0, 64, size=max(grid))
     curve("batch", grid, lambda b: (pool[:b], sizes, scenes[:b]),

@@ -11,12 +11,11 @@ import io
 import pstats
 import time
 
-import numpy as np
 import torch
 
 from nablafol.engine import Engine
 
-from .bench_engine import PoolOracle, random_program
+from .bench_batched import workload
 
 
 def profile(label: str, fn, top: int) -> list[str]:
@@ -39,12 +38,7 @@ def main(argv=None) -> None:
     ap.add_argument("--threads", type=int, default=1)
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
-    rng = np.random.default_rng(0)
-    batch = 1024
-    programs = [random_program(rng, int(rng.integers(2, 9))) for _ in range(batch)]
-    sizes = rng.integers(8, 25, size=64)
-    scenes = rng.integers(0, 64, size=batch)
-    oracle = PoolOracle(sizes)
+    programs, oracle, scenes = workload(1024)
     engine = Engine(validate=False)
     torch.set_grad_enabled(False)
 
