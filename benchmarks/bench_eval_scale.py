@@ -55,24 +55,53 @@ def make(source: Path, count: int, out: Path) -> int:
     return written
 
 
+def _tree_pss_mb(root: int) -> float:
+    """Proportional set size of ``root`` and every process under it, summed (MB): memory the
+    tree really holds, pages shared by forked workers counted once."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as stat:
+                    parent = int(stat.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(parent, []).append(int(entry))
+    total, todo = 0, [root]
+    while todo:
+        pid = todo.pop()
+        todo.extend(children.get(pid, ()))
+        try:
+            with open(f"/proc/{pid}/smaps_rollup") as rollup:
+                total += sum(int(line.split()[1]) for line in rollup if line.startswith("Pss:"))
+        except OSError:
+            pass
+    return total / 1024
+
+
 def _timed_eval(argv: list[str], kill_after: float | None, logs: Path) -> dict:
     """Run `nablafol eval` under /usr/bin/time -v, its output into ``logs``.stdout/.stderr (to
-    follow it while it runs); returns wall seconds, peak RSS (MB), exit code and stdout."""
+    follow it while it runs); returns wall seconds, peak RSS of the largest process (MB), peak
+    PSS of the whole process tree (MB, sampled every second: workers included), exit code, stdout."""
     command = ["/usr/bin/time", "-v", sys.executable, "-m", "nablafol.cli", "eval", *argv]
     began = time.perf_counter()
+    peak_pss = 0.0
     with open(f"{logs}.stdout", "w") as out, open(f"{logs}.stderr", "w") as err:
         child = subprocess.Popen(command, stdout=out, stderr=err, text=True, start_new_session=True)
-        try:
-            child.wait(timeout=kill_after)
-        except subprocess.TimeoutExpired:
-            os.killpg(child.pid, signal.SIGKILL)  # the whole session: `time` and nablafol under it
-            child.wait()
+        while child.poll() is None:
+            peak_pss = max(peak_pss, _tree_pss_mb(child.pid))
+            if kill_after is not None and time.perf_counter() - began > kill_after:
+                os.killpg(child.pid, signal.SIGKILL)  # the whole session: `time` and nablafol under it
+                child.wait()
+                break
+            time.sleep(1.0)
     wall = time.perf_counter() - began
     stdout, stderr = Path(f"{logs}.stdout").read_text(), Path(f"{logs}.stderr").read_text()
     peak = re.search(r"Maximum resident set size \(kbytes\): (\d+)", stderr)
     cpu = [float(x) for x in re.findall(r"(?:User|System) time \(seconds\): ([\d.]+)", stderr)]
     return {"wall_s": round(wall, 1), "cpu_s": round(sum(cpu), 1) if cpu else None,
-            "peak_rss_mb": int(peak.group(1)) // 1024 if peak else None, "exit": child.returncode,
+            "peak_rss_mb": int(peak.group(1)) // 1024 if peak else None, "peak_tree_pss_mb": round(peak_pss),
+            "exit": child.returncode,
             "stdout": stdout, "stderr_tail": stderr[-600:]}
 
 
@@ -129,6 +158,7 @@ def phases(eval_argv: list[str]) -> None:
     timed(questions, "question_from_record", "read questions (record -> Question)")
     timed(evaluation, "compile_question", "compile (parse + translate, LRU cache)")
     timed(evaluation.Evaluator, "_unknown_predicate", "check the predicates are known")
+    timed(engine._Registry, "packed", "engine: plan one program (cached)")
     timed(evaluation.SceneGraphPerception, "oracle", "build oracle tables per batch")
     timed(engine.Engine, "plan", "engine: plan")
     timed(engine.Engine, "run", "engine: run")

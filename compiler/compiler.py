@@ -11,13 +11,15 @@
     (True, ('yes', 'no'))
 
 Compiling is pure. Object ids in parentheses are GQA's annotation of the ground truth and
-never reach reasoning, so programs that differ only in ids share one compilation.
+never reach reasoning, so programs that differ only in ids share one compilation; text and
+`semantic` lists are looked up by their id-free line (``dsl.id_template``) before parsing,
+so a repeated program is neither parsed nor translated again.
 """
 from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, replace
-from typing import Optional
+from typing import Any, NamedTuple, Optional
 
 import dsl
 import dsl.ast as A
@@ -70,6 +72,30 @@ def without_ids(program: A.Program) -> A.Program:
     return A.Program(tuple(steps))
 
 
+class _ByTemplate:
+    """A cache key: the id-free line of a program, carrying its source until it is compiled."""
+
+    __slots__ = ("template", "source")
+
+    def __init__(self, template: str, source: Any):
+        self.template, self.source = template, source
+
+    def __hash__(self) -> int:
+        return hash(self.template)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, _ByTemplate) and other.template == self.template
+
+
+class CacheInfo(NamedTuple):
+    """Lookups answered from a cache (by line or by parsed program) and distinct programs translated."""
+
+    hits: int
+    misses: int
+    maxsize: int
+    currsize: int
+
+
 class Compiler:
     """Compiles GQA programs against one ontology (GQA's by default), with a cache.
 
@@ -83,6 +109,7 @@ class Compiler:
         self.concepts = Concepts(self.ontology, knowledge_relations)
         self._translator = Translator(self.concepts)
         self._compile_stripped = functools.lru_cache(maxsize=cache_size)(self._compile_uncached)
+        self._compile_line = functools.lru_cache(maxsize=cache_size)(self._compile_parsed)
 
     def compile(self, program: A.Program) -> CompiledQuestion:
         """Compile a parsed program; raises :class:`CompileError` naming the step."""
@@ -92,14 +119,30 @@ class Compiler:
 
     def compile_text(self, text: str) -> CompiledQuestion:
         """Parse (``dsl.parse_program``) and compile a ``semanticStr`` line."""
-        return self.compile(dsl.parse_program(text))
+        if not isinstance(text, str):
+            return self.compile(dsl.parse_program(text))  # parse_program names what is wrong
+        return self._compile_line(_ByTemplate(dsl.id_template(text), text))
 
     def compile_semantic(self, steps: list) -> CompiledQuestion:
         """Parse (``dsl.program_from_semantic``) and compile a ``semantic`` list."""
-        return self.compile(dsl.program_from_semantic(steps))
+        line = dsl.semantic_line(steps)
+        if line is None:  # unusual: read step by step, so that errors name the step
+            return self.compile(dsl.program_from_semantic(steps))
+        return self._compile_line(_ByTemplate(dsl.id_template(line), steps))
 
-    def cache_info(self):
-        return self._compile_stripped.cache_info()
+    def cache_info(self) -> CacheInfo:
+        by_line, parsed = self._compile_line.cache_info(), self._compile_stripped.cache_info()
+        return CacheInfo(by_line.hits + parsed.hits, parsed.misses, parsed.maxsize, parsed.currsize)
+
+    def _compile_parsed(self, key: _ByTemplate) -> CompiledQuestion:
+        # the same template reads as the same program up to ids, which compiling drops: one
+        # compilation serves every line of the template (failures raise and are not cached)
+        source, key.source = key.source, None  # the cache keeps the template, not the question
+        try:
+            parsed = dsl.parse_template(key.template)
+        except dsl.ProgramError:  # read the question's own text: the error then quotes it
+            parsed = dsl.parse_program(source) if isinstance(source, str) else dsl.program_from_semantic(source)
+        return self.compile(parsed)
 
     def _compile_uncached(self, program: A.Program) -> CompiledQuestion:
         return CompiledQuestion(self._translator.program(program), program)

@@ -32,10 +32,12 @@ from .ast import (Alternatives, Argument, AttributeType, Empty, Objects, Program
 from .errors import ProgramError, UnknownConceptError, VocabularyFileError
 from .ontology import Ontology, normalize, raw_form
 from .operations import COMPARATIVES, VERBS, Kind
-from .parser import clear_caches, parse_program, program_from_semantic, validate_program
+from .parser import (clear_caches, id_template, parse_program, parse_template, program_from_semantic,
+                     semantic_line, validate_program)
 
 __all__ = [
-    "parse_program", "program_from_semantic", "validate_program", "clear_caches",
+    "parse_program", "program_from_semantic", "semantic_line", "id_template", "parse_template",
+    "validate_program", "clear_caches",
     "Program", "Step", "Argument", "Objects", "Scene", "Value", "Relation", "Alternatives",
     "AttributeType", "Empty", "Kind", "VERBS", "COMPARATIVES",
     "ProgramError", "UnknownConceptError", "VocabularyFileError",

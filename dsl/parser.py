@@ -423,32 +423,69 @@ def program_from_semantic(steps: Sequence[Mapping[str, Any]]) -> Program:
     would read as structure) is re-read step by step, so the error names the step and
     points into its own `operation: argument [dependencies]` text.
     """
-    if isinstance(steps, (list, tuple)) and steps:
-        parts = []
-        for raw in steps:
-            try:
-                operation, argument, dependencies = raw["operation"], raw["argument"], raw["dependencies"]
-            except (TypeError, KeyError, IndexError):
-                break
-            if (type(operation) is not str or type(argument) is not str
-                    or type(dependencies) is not list or "[" in argument
-                    or _ARROW in argument or _ARROW in operation
-                    or not all(type(d) is int for d in dependencies)):
-                break
-            parts.append(f"{operation}: {argument} [{', '.join(map(str, dependencies))}]"
-                         if dependencies else f"{operation}: {argument}")
-        else:
-            try:
-                program = parse_program(_ARROW.join(parts))
-            except ProgramError:
-                program = None
-            if program is not None:
-                return program
+    line = semantic_line(steps)
+    if line is not None:
+        try:
+            return parse_program(line)
+        except ProgramError:
+            pass
     if isinstance(steps, (str, bytes)) or not isinstance(steps, Sequence):
         raise ProgramError(f"the semantic form is a list of steps, got {type(steps).__name__}")
     if not steps:
         raise ProgramError("a program needs at least one step")
     return _read_semantic_exactly([_step_fields(raw, index) for index, raw in enumerate(steps)])
+
+
+def semantic_line(steps: Any) -> str | None:
+    """The `semanticStr` line GQA would write for a `semantic` list, or None when the list is
+    unusual (wrong types, text that would read as structure): such lists are read step by step.
+
+        >>> semantic_line([{"operation": "select", "argument": "bird (329774)", "dependencies": []},
+        ...                {"operation": "query", "argument": "name", "dependencies": [0]}])
+        'select: bird (329774)->query: name [0]'
+    """
+    if not (isinstance(steps, (list, tuple)) and steps):
+        return None
+    parts = []
+    for raw in steps:
+        try:
+            operation, argument, dependencies = raw["operation"], raw["argument"], raw["dependencies"]
+        except (TypeError, KeyError, IndexError):
+            return None
+        if (type(operation) is not str or type(argument) is not str
+                or type(dependencies) is not list or "[" in argument
+                or _ARROW in argument or _ARROW in operation
+                or not all(type(d) is int for d in dependencies)):
+            return None
+        parts.append(f"{operation}: {argument} [{', '.join(map(str, dependencies))}]"
+                     if dependencies else f"{operation}: {argument}")
+    return _ARROW.join(parts)
+
+
+def id_template(text: str) -> str:
+    """A `semanticStr` line with every object-id group written ``(-)``: lines with the same
+    template read as the same program up to ids (what reasoning never sees).
+
+        >>> id_template("select: wall (722332)->relate: _,on,s (1,2) [0]->exist: ? [1]")
+        'select: wall (-)->relate: _,on,s (-) [0]->exist: ? [1]'
+    """
+    return _OBJECT_IDS.sub(_PLACEHOLDER, text)
+
+
+def parse_template(template: str) -> Program:
+    """`parse_program` of an :func:`id_template` line, without putting ids back: its object
+    arguments carry ``ids=()`` (what a compiler that drops ids needs, read from the cache).
+
+        >>> parse_template("select: wall (-)->exist: ? [0]").steps[0].argument
+        Objects(name='wall', ids=())
+    """
+    try:
+        recipe = _line_recipe(template)
+    except (ProgramError, LarkError):
+        recipe = None
+    if recipe is None or len(_OBJECT_IDS.findall(template)) != len(recipe.slots):
+        return parse_program(template)  # the general path: raises at the error's place
+    return recipe.program
 
 
 def _read_semantic_exactly(fields: list[tuple[str, str, tuple[int, ...]]]) -> Program:

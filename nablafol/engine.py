@@ -133,6 +133,8 @@ class ProgramPlan:
     unary: tuple[Predicate, ...]
     binary: tuple[Predicate, ...]
     _steps: tuple  # compact form of `attention_steps` (AggregateEach blocks not expanded)
+    # the row matrices the columns above are views of (what packing copies in one go)
+    _tables: tuple = field(default=(), repr=False, compare=False)
 
     @classmethod
     def of(cls, program: Program) -> "ProgramPlan":
@@ -238,7 +240,7 @@ class ProgramPlan:
             e_node=e[:, 0], e_arg=e[:, 1],
             candidates=candidates,
             focus=vec[program.focus] if program.focus is not None else -1,
-            unary=tuple(unary), binary=tuple(binary), _steps=tuple(steps),
+            unary=tuple(unary), binary=tuple(binary), _steps=tuple(steps), _tables=(v, a, s, e),
         )
 
     @property
@@ -418,7 +420,9 @@ class _Registry:
         got = getattr(program, "__dict__", {}).get("_packed")
         if got is not None and got[0] == self.token:
             return got[1]
-        plan = ProgramPlan.of(program)  # names anything that is not a Program
+        plan = program.__dict__.get("_plan") if isinstance(program, Program) else None
+        if plan is None:  # built for packing only, not kept: the packed rows are all a batch needs
+            plan = ProgramPlan._build(program) if isinstance(program, Program) else ProgramPlan.of(program)
         packed = _Packed.of(plan, self._ids(plan.unary), self._ids(plan.binary))
         object.__setattr__(program, "_packed", (self.token, packed))
         return packed
@@ -448,15 +452,15 @@ class _Packed:
 
     @classmethod
     def of(cls, plan: ProgramPlan, unary_ids: np.ndarray, binary_ids: np.ndarray) -> "_Packed":
-        v_pred = np.full(plan.v_pred.shape, -1, dtype=np.int64)
-        has = plan.v_pred >= 0
-        v_pred[has] = unary_ids[plan.v_pred[has]]
-        a_pred = binary_ids[plan.a_pred] if plan.a_pred.size else plan.a_pred
-        return cls(v=np.stack([plan.v_kind, plan.v_level, plan.v_in0, plan.v_in1, v_pred], axis=1),
-                   a=np.stack([plan.a_node, a_pred, plan.a_rev.astype(np.int64)], axis=1).reshape(-1, 3),
-                   s=np.stack([plan.s_kind, plan.s_level, plan.s_vin], axis=1),
-                   e=np.stack([plan.e_node, plan.e_arg], axis=1).reshape(-1, 2),
-                   candidates=plan.candidates, focus=plan.focus)
+        v, a, s, e = plan._tables
+        v = v.copy()
+        pred = v[:, 4]
+        has = pred >= 0
+        pred[has] = unary_ids[pred[has]]
+        if a.size:
+            a = a.copy()
+            a[:, 1] = binary_ids[a[:, 1]]
+        return cls(v=v, a=a, s=s, e=e, candidates=plan.candidates, focus=plan.focus)
 
 
 def _rows_of(parts: list[np.ndarray], width: int) -> tuple[np.ndarray, np.ndarray]:

@@ -45,3 +45,6 @@ class InputFileError(NablafolError):
     def __str__(self) -> str:
         loc = f" ({self.where})" if self.where else ""
         return f"{self.path}{loc}: {self.message}"
+
+    def __reduce__(self):  # rebuilt from its parts when it crosses from a worker process
+        return type(self), (self.path, self.message, self.where)

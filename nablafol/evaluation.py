@@ -13,6 +13,7 @@ cannot be answered are never dropped: each becomes a :class:`Skip` with a reason
 """
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator, Mapping, Optional, Protocol, Sequence
 
@@ -25,9 +26,10 @@ from compiler import CompileError, CompiledQuestion, Compiler
 from .engine import Engine
 from .ir import Predicate
 
-#: Programs whose predicates the evaluator remembers checking (more are checked again, not kept:
-#: a streaming run over a million questions must not hold every program it met).
+#: Compiled programs a run keeps (with their plans and checks), the most recently used: a
+#: streaming run over a million questions must not hold every program it met.
 CHECKED_PROGRAMS = 1 << 14
+_TOKENS = itertools.count()
 
 __all__ = ["Skip", "Outcome", "Perception", "SceneGraphPerception", "FeaturePerception", "Evaluator", "EvaluationRun", "compile_question"]
 
@@ -85,6 +87,10 @@ class SceneGraphPerception:
     def has_image(self, image_id: str) -> bool:
         return image_id in self.scene_graphs
 
+    def object_count(self, image_id: str) -> int:
+        count = getattr(self.scene_graphs, "object_count", None)  # SceneGraphTexts: without reading the scene
+        return count(image_id) if count is not None else len(self.scene_graphs[image_id].objects)
+
     def knows(self, predicate: Predicate) -> bool:
         return any(p.knows(predicate) for p in self._probes)
 
@@ -127,6 +133,13 @@ class FeaturePerception:
 
     def has_image(self, image_id: str) -> bool:
         return image_id in self.store
+
+    def object_count(self, image_id: str) -> int:
+        return self.store.object_count(image_id)
+
+    def before_fork(self) -> None:
+        """Close the HDF5 files (reopened on demand): an open HDF5 file must not cross a fork."""
+        self.store.close()
 
     def knows(self, predicate: Predicate) -> bool:
         return self.vocabulary.knows(predicate)
@@ -182,7 +195,8 @@ class EvaluationRun:
 class Evaluator:
     """Answers questions with an engine over a perception, ``batch_size`` questions at a time.
 
-    Questions are grouped by image so that a batch asks its oracle about few scenes.
+    Questions are grouped by image so that a batch asks its oracle about few scenes, and
+    images by size so that a batch pads few objects.
     ``details_top``: how many candidates of an open question an :class:`Outcome` keeps
     (0: all); outcomes are produced only when ``keep_outcomes`` (they cost formulas).
     """
@@ -201,7 +215,7 @@ class Evaluator:
         self.progress = progress
         self._known: set[Predicate] = set()  # predicates the perception was asked about and knows
         self._unknown: set[Predicate] = set()  # ... and does not know
-        self._checked: dict = {}  # program -> its first predicate the perception does not know
+        self._token = next(_TOKENS)  # names this evaluator in what it leaves on programs
 
     def run(self, questions: Iterable) -> EvaluationRun:
         """Answer all the questions at once (grouped by image over the whole set)."""
@@ -213,7 +227,7 @@ class Evaluator:
                 run.skips.append(prepared)
             else:
                 ready.append(prepared)
-        ready.sort(key=lambda qc: qc[0].image_id)
+        ready.sort(key=self._batch_order)
         total, done = len(ready), 0
         for start in range(0, total, self.batch_size):
             batch = ready[start:start + self.batch_size]
@@ -238,12 +252,20 @@ class Evaluator:
                 results[position] = prepared
             else:
                 ready.append((position, prepared))
-        ready.sort(key=lambda pc: pc[1][0].image_id)
+        ready.sort(key=lambda pc: self._batch_order(pc[1]))
         for start in range(0, len(ready), self.batch_size):
             batch = ready[start:start + self.batch_size]
             for (position, _), outcome in zip(batch, self._answer([qc for _, qc in batch])):
                 results[position] = outcome
         return results
+
+    def _batch_order(self, prepared: tuple) -> tuple:
+        """Questions are batched in order of (objects in the image, image): a batch pads every
+        scene to its largest, so one crowded image among small ones would cost the whole batch
+        its size squared (relations); an image's questions stay together."""
+        image_id = prepared[0].image_id
+        count = getattr(self.perception, "object_count", None)  # a perception may not know
+        return (count(image_id) if count is not None else 0), image_id
 
     def _prepare(self, question) -> tuple | Skip:
         """``(question, compiled)`` when it can be answered, else why not."""
@@ -258,13 +280,15 @@ class Evaluator:
         return question, compiled
 
     def _unknown_predicate(self, compiled: CompiledQuestion) -> Predicate | None:
+        # kept on the program (shared by its questions, alive as long as the compiler caches it),
+        # tagged with this evaluator's token: another perception may know other predicates
         program = compiled.program
-        if program in self._checked:  # compiled programs are shared by many questions
-            return self._checked[program]
-        if len(self._checked) >= CHECKED_PROGRAMS:  # bounded: it would keep every program (and plan) alive
-            self._checked.clear()
-        self._checked[program] = found = self._first_unknown(program)
-        return found
+        found = program.__dict__.get("_first_unknown")
+        if found is not None and found[0] == self._token:
+            return found[1]
+        result = self._first_unknown(program)
+        object.__setattr__(program, "_first_unknown", (self._token, result))
+        return result
 
     def _first_unknown(self, program) -> Predicate | None:
         predicates = program.predicates()

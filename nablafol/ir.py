@@ -283,7 +283,14 @@ class Truths(Node):
         raise NotImplementedError
 
 
+_CHECKED_TUPLES: dict = {}  # id -> tuple of unary predicates already checked (kept alive, so ids stay theirs)
+
+
 def _check_unary_tuple(predicates, where):
+    # the compiler hands the same candidate tuples (a type's values, up to 1,232 classes) to
+    # thousands of nodes: each tuple is checked once, recognised after by identity
+    if _CHECKED_TUPLES.get(id(predicates)) is predicates:
+        return
     if not isinstance(predicates, tuple) or not predicates:
         raise ProgramStructureError(f"{where} needs a non-empty tuple of unary predicates")
     # two passes in C (open questions carry up to 1,232 predicates); the slow loop only names the culprit
@@ -292,6 +299,8 @@ def _check_unary_tuple(predicates, where):
             _check(p, Predicate, f"{where} predicate")
             if p.arity != 1:
                 raise ProgramStructureError(f"{where} needs unary predicates, {p.name!r} is binary")
+    if len(predicates) > 16 and len(_CHECKED_TUPLES) < 4096:  # long tuples only, and a bounded memo
+        _CHECKED_TUPLES[id(predicates)] = predicates
 
 
 _arity = operator.itemgetter(1)  # Predicate is a (name, arity, kind) tuple

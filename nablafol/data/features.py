@@ -108,6 +108,10 @@ class FeatureStore:
     def image_ids(self) -> list[str]:
         return list(self._index)
 
+    def object_count(self, image_id: str) -> int:
+        """The image's number of real detections (``objectsNum``)."""
+        return self._entry(image_id).count
+
     # -- reading -------------------------------------------------------------------------
     def _entry(self, image_id: str) -> _Entry:
         try:

@@ -39,6 +39,7 @@ class _ObjectReader:
         self.buffer = ""
         self.pos = 0
         self.eof = False
+        self.start = 0  # where the last decoded value began
         self.lines_before = 0  # newlines in text already dropped from the buffer
         self.column_before = 0  # characters since the last dropped newline
 
@@ -118,7 +119,7 @@ class _ObjectReader:
             if len(self.buffer) - end < _CUT_MARGIN and not self.eof:
                 self._fill()
                 continue
-            self.pos = end
+            self.start, self.pos = self.pos, end  # the value's text is buffer[start:pos]
             return value
 
     def compact(self) -> None:
@@ -150,7 +151,26 @@ def iter_object_members(path: str | Path, *, expected: str,
     [('a', [1, 2]), ('b', {'c': None})]
     >>> os.unlink(f.name)
     """
-    path = Path(path)
+    for key, value, _ in _members(Path(path), expected, chunk_chars, texts=False):
+        yield key, value
+
+
+def iter_object_member_texts(path: str | Path, *, expected: str,
+                             chunk_chars: int = CHUNK_CHARS) -> Iterator[tuple[str, Any, str]]:
+    """Like :func:`iter_object_members`, with each value's JSON text as a third item (to keep
+    the text and decode it again later, e.g. in another process).
+
+    >>> import tempfile, os
+    >>> with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+    ...     _ = f.write('{"a": [1, 2], "b": {"c": null}}')
+    >>> list(iter_object_member_texts(f.name, expected="{key: value}"))
+    [('a', [1, 2], '[1, 2]'), ('b', {'c': None}, '{"c": null}')]
+    >>> os.unlink(f.name)
+    """
+    return _members(Path(path), expected, chunk_chars, texts=True)
+
+
+def _members(path: Path, expected: str, chunk_chars: int, texts: bool) -> Iterator[tuple[str, Any, Any]]:
     with open_text(path) as stream:
         reader = _ObjectReader(stream, path, chunk_chars)
         first = reader.peek()
@@ -171,7 +191,8 @@ def iter_object_members(path: str | Path, *, expected: str,
                 reader.take(":", "':' after a key")
                 if not reader.peek():
                     raise reader.error("expected a value, found end of file")
-                yield key, reader.value()
+                value = reader.value()
+                yield key, value, (reader.buffer[reader.start:reader.pos] if texts else None)
                 reader.compact()
                 separator = reader.peek()
                 if separator == ",":

@@ -33,12 +33,15 @@ Decisions (checked by the tests):
   sizes finite numbers, ``w``, ``h`` >= 0 and ``width``, ``height`` > 0.
 - Object order is the file's; duplicate relations are kept as listed (not merged).
 - Fields this module does not know are kept verbatim in ``extra`` (graph and object level).
+- :class:`SceneGraphTexts` is the lazy reading: the file's JSON and ids are checked on
+  opening, each scene's content when it is first asked for (with the same messages).
 """
 from __future__ import annotations
 
 import json
 import os
 import sys
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -46,7 +49,7 @@ from typing import Any, Iterable, Iterator, Mapping
 
 from nablafol.data.fields import RecordChecker, json_type
 from nablafol.data.files import atomic_text_writer, json_inputs
-from nablafol.data.json_stream import iter_object_members
+from nablafol.data.json_stream import iter_object_member_texts, iter_object_members
 from nablafol.errors import InputFileError
 
 _EXPECTED = "{imageId: scene graph}"
@@ -274,6 +277,59 @@ def load_scene_graphs(path: str | os.PathLike) -> dict[str, SceneGraph]:
                 raise InputFileError(part, "appears twice", f"image {image_id}")
             graphs[image_id] = scene_graph_from_record(image_id, record, path=part)
     return graphs
+
+
+class SceneGraphTexts(Mapping):
+    """``{imageId: SceneGraph}`` over scene-graph files whose scenes are kept as their JSON
+    text, each read (decoded and checked) when first asked for; the last ``cache_size`` read
+    are kept.
+
+    For processes forked after loading (``nablafol eval --workers``): text is never written
+    to after loading, so the workers share it instead of copying it, and each scene is
+    turned into objects by the worker that needs it, in parallel. Opening checks the JSON,
+    that every member is an object with an ``objects`` object, and that no image id repeats.
+
+    >>> graphs = SceneGraphTexts("tests/fixtures/gqa/val_sceneGraphs.json")
+    >>> graphs.object_count("n161313"), len(graphs["n161313"].objects)
+    (5, 5)
+    """
+
+    def __init__(self, path: str | os.PathLike, cache_size: int = 256):
+        self.cache_size = cache_size
+        self._texts: dict[str, tuple[str, int, Path]] = {}  # image -> (JSON text, objects, file)
+        self._cache: OrderedDict[str, SceneGraph] = OrderedDict()
+        for part in json_inputs(path):
+            for image_id, record, text in iter_object_member_texts(part, expected=_EXPECTED):
+                if image_id in self._texts:
+                    raise InputFileError(part, "appears twice", f"image {image_id}")
+                objects = record.get("objects") if type(record) is dict else None
+                if type(objects) is not dict:
+                    scene_graph_from_record(image_id, record, path=part)  # raises, saying what is wrong
+                self._texts[image_id] = (text, len(objects), part)
+
+    def object_count(self, image_id: str) -> int:
+        """The scene's number of objects (known without reading the scene)."""
+        return self._texts[image_id][1]
+
+    def __getitem__(self, image_id: str) -> SceneGraph:
+        graph = self._cache.get(image_id)
+        if graph is not None:
+            self._cache.move_to_end(image_id)
+            return graph
+        text, _, part = self._texts[image_id]
+        graph = self._cache[image_id] = scene_graph_from_record(image_id, json.loads(text), path=part)
+        if len(self._cache) > self.cache_size:
+            self._cache.popitem(last=False)
+        return graph
+
+    def __contains__(self, image_id: object) -> bool:
+        return image_id in self._texts
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._texts)
+
+    def __len__(self) -> int:
+        return len(self._texts)
 
 
 def write_scene_graphs(path: str | os.PathLike, graphs: Iterable[SceneGraph]) -> None:

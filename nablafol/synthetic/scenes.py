@@ -271,7 +271,7 @@ class SceneGenerator:
     """
 
     def __init__(self, vocabulary: Vocabulary, width: int = 640, height: int = 480,
-                 min_objects: int = 4, max_objects: int = 12):
+                 min_objects: int = 4, max_objects: int = 12, large_share: float = 0.0):
         missing = [c for c in vocabulary.classes if c not in LAYOUTS]
         if missing:
             raise VocabularyError(f"classes {missing} have no layout in nablafol.synthetic.scenes.LAYOUTS")
@@ -279,7 +279,12 @@ class SceneGenerator:
             raise ValueError(f"need 2 <= min_objects <= max_objects <= 100, got {min_objects}, {max_objects}")
         self.vocabulary = vocabulary
         self.width, self.height = width, height
+        if not (0.0 <= large_share <= 1.0) or (large_share and max_objects == 100):
+            raise ValueError(f"large_share must be in [0, 1] with max_objects < 100, got {large_share} "
+                             f"with max_objects {max_objects}")
         self.min_objects, self.max_objects = min_objects, max_objects
+        # a share of scenes with max_objects+1 to 100 objects: a long tail like GQA's crowded images
+        self.large_share = float(large_share)
         self.people = frozenset(vocabulary.categories.get("person", ()))
         self.locations = tuple(place for place in LOCATIONS if self._pool(place, _BIG_ROLES)[0])
         if not self.locations:
@@ -292,6 +297,8 @@ class SceneGenerator:
         location = str(rng.choice(self.locations))
         weather = str(rng.choice(self.vocabulary.weathers)) if location == "outdoors" else None
         target = int(rng.integers(self.min_objects, self.max_objects + 1))
+        if self.large_share and rng.random() < self.large_share:  # no extra draw at 0: old seeds stay
+            target = int(rng.integers(self.max_objects + 1, 101))
         big = self._pool(location, _BIG_ROLES)
         small = self._pool(location, ("item", "wearable", "figure"))
         placed: list[_Placed] = []

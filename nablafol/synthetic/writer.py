@@ -112,13 +112,17 @@ NOISE_STD = 0.15
 def build_dataset(n_train: int = 1500, n_val: int = 300, n_testdev: int = 300, seed: int = 0, *,
                   questions_per_scene: int = 10, vocabulary: Vocabulary | None = None,
                   progress: Progress | None = None, min_objects: int = MIN_OBJECTS,
-                  max_objects: int = MAX_OBJECTS) -> SyntheticDataset:
+                  max_objects: int = MAX_OBJECTS, large_share: float = 0.0) -> SyntheticDataset:
     """Scenes and questions of every split, in memory (what :func:`generate_dataset` writes)."""
     _check(n_train, n_val, n_testdev, seed, 2, questions_per_scene)
     if not (isinstance(min_objects, int) and isinstance(max_objects, int) and 2 <= min_objects <= max_objects <= 100):
         raise DatasetError(f"objects per scene: need 2 <= min <= max <= 100, got {min_objects!r}, {max_objects!r}")
+    if not (isinstance(large_share, (int, float)) and 0 <= large_share <= 1) or (large_share and max_objects == 100):
+        raise DatasetError(f"large scenes: the share must be in [0, 1] and the largest ordinary scene below 100 "
+                           f"objects, got {large_share!r} with {max_objects!r}")
     vocabulary = vocabulary if vocabulary is not None else Vocabulary.default()
-    scene_generator = SceneGenerator(vocabulary, min_objects=min_objects, max_objects=max_objects)
+    scene_generator = SceneGenerator(vocabulary, min_objects=min_objects, max_objects=max_objects,
+                                     large_share=large_share)
     question_generator = QuestionGenerator(vocabulary, CrispExecutor(vocabulary.ontology()))
     sizes = dict(zip(SPLITS, (n_train, n_val, n_testdev)))
     total, done = sum(sizes.values()), 0
@@ -148,7 +152,7 @@ def generate_dataset(out_dir, n_train: int = 1500, n_val: int = 300, n_testdev: 
                      feature_dim: int = 64, progress: Progress | None = None, *, questions_per_scene: int = 10,
                      noise_std: float = NOISE_STD, context_scale: float = 0.5,
                      vocabulary: Vocabulary | None = None, min_objects: int = MIN_OBJECTS,
-                     max_objects: int = MAX_OBJECTS) -> DatasetSummary:
+                     max_objects: int = MAX_OBJECTS, large_share: float = 0.0) -> DatasetSummary:
     """Generate the dataset and write it into ``out_dir`` (created; files there are replaced).
 
     ``progress(done, total, stage)`` is called as scenes are made and as their features are
@@ -166,7 +170,7 @@ def generate_dataset(out_dir, n_train: int = 1500, n_val: int = 300, n_testdev: 
     scene_progress = None if progress is None else (lambda done, _total, stage: progress(done, total, stage))
     dataset = build_dataset(n_train, n_val, n_testdev, seed, questions_per_scene=questions_per_scene,
                             vocabulary=vocabulary, progress=scene_progress, min_objects=min_objects,
-                            max_objects=max_objects)
+                            max_objects=max_objects, large_share=large_share)
     written: list[Path] = []
     for split in SPLITS:
         path = out / f"{split}_balanced_questions.json"

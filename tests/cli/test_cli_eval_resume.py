@@ -203,3 +203,61 @@ def test_a_question_id_given_twice_is_refused_in_one_line(data, tmp_path, capsys
     err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("nablafol")]
     assert len(err) == 1 and f"question {first}" in err[0] and "appears twice" in err[0]
     assert not (tmp_path / "pred.json").exists()
+
+
+# --- workers ---------------------------------------------------------------------------------
+
+def test_workers_give_byte_identical_outputs(data, reference, tmp_path):
+    # a chunk is batched the same way in whichever process answers it
+    assert main(_argv(data, tmp_path, "--workers", "2")) == 0
+    assert _outputs(tmp_path) == reference[:2]
+
+
+def test_a_worker_that_dies_is_one_line_then_resume_finishes_identically(data, reference, tmp_path,
+                                                                          monkeypatch, capsys):
+    from nablafol.data import load_questions
+    from nablafol.evaluation import Evaluator
+    ids = list(load_questions(data / "val_balanced_questions.json"))
+    fatal = ids[16 * 5]  # the first question of the sixth chunk (chunks of 16)
+    original = Evaluator.answer_chunk
+
+    def dies_on_the_sixth_chunk(self, chunk):
+        if chunk[0].id == fatal:
+            os.kill(os.getpid(), signal.SIGKILL)  # in the worker (forked with this patch)
+        return original(self, chunk)
+
+    monkeypatch.setattr(Evaluator, "answer_chunk", dies_on_the_sixth_chunk)
+    assert main(_argv(data, tmp_path, "--workers", "2")) == 2
+    err = _error_lines(capsys.readouterr().err)
+    assert len(err) == 1 and "worker process ended without answering" in err[0]
+    settings = json.loads(journal_path(tmp_path / "pred.json").read_text(encoding="utf-8").split("\n")[0])["settings"]
+    done = EvalJournal.resume(journal_path(tmp_path / "pred.json"), settings).done
+    assert 0 < done <= 16 * 5  # what was committed before the death stays; nothing after it
+    monkeypatch.undo()
+    assert main(_argv(data, tmp_path, "--resume")) == 0  # another worker count may resume
+    assert _outputs(tmp_path) == reference[:2]
+
+
+def test_a_bad_scene_found_by_a_worker_is_one_line(data, tmp_path, capsys):
+    # with workers, scenes stay text until used: a broken one is reported by the worker that reads it
+    graphs = json.loads((data / "val_sceneGraphs.json").read_text())
+    image = next(iter(graphs))
+    first_object = next(iter(graphs[image]["objects"].values()))
+    first_object["w"] = -3
+    (tmp_path / "sg.json").write_text(json.dumps(graphs))
+    argv = _argv(data, tmp_path, "--workers", "2")
+    argv[argv.index("--scene-graphs") + 1] = str(tmp_path / "sg.json")
+    assert main(argv) == 2
+    err = _error_lines(capsys.readouterr().err)
+    assert len(err) == 1 and f"(image {image}, object " in err[0] and "w must be >= 0, found -3" in err[0]
+
+
+def test_workers_refuse_a_device_other_than_the_cpu(data, tmp_path, capsys):
+    assert main(_argv(data, tmp_path, "--workers", "2", "--device", "meta")) == 2
+    err = _error_lines(capsys.readouterr().err)
+    assert len(err) == 1 and "--workers 2 runs on the CPU only" in err[0]
+
+
+def _error_lines(err: str) -> list[str]:
+    """What the command said besides its progress lines."""
+    return [line for line in err.splitlines() if line.strip() and not line.startswith("eval ")]

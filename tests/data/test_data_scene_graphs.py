@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from nablafol.data import (SceneGraph, SceneObject, SceneRelation, iter_scene_graphs,
+from nablafol.data import (SceneGraph, SceneGraphTexts, SceneObject, SceneRelation, iter_scene_graphs,
                            load_scene_graphs, write_scene_graphs)
 from nablafol.errors import InputFileError
 
@@ -102,7 +102,7 @@ def broken(where: str, change) -> dict:
     return graphs
 
 
-@pytest.mark.parametrize("graphs, location, problem", [
+BAD_GRAPHS = [
     (broken("object", lambda o: o.update(names={"man": 1.5})), "image 2354786, object 1",
      "names['man'] must be a probability in [0, 1], found 1.5"),
     (broken("object", lambda o: o.update(attributes={"tall": -0.1})), "image 2354786, object 1",
@@ -137,7 +137,10 @@ def broken(where: str, change) -> dict:
      "objects must be a JSON object, found a list"),
     (broken("graph", lambda g: g.update(weather=3)), "image 2354786",
      "weather must be a string, found a number"),
-])
+]
+
+
+@pytest.mark.parametrize("graphs, location, problem", BAD_GRAPHS)
 def test_bad_graphs_name_file_image_object_and_problem(tmp_path, graphs, location, problem):
     path = write(tmp_path, graphs)  # json.dumps writes NaN and Infinity literals, as some tools do
     with pytest.raises(InputFileError) as caught:
@@ -145,18 +148,41 @@ def test_bad_graphs_name_file_image_object_and_problem(tmp_path, graphs, locatio
     assert str(caught.value) == f"{path} ({location}): {problem}"
 
 
+@pytest.mark.parametrize("graphs, location, problem", BAD_GRAPHS)
+def test_scenes_kept_as_text_report_the_same_problems_when_read(tmp_path, graphs, location, problem):
+    # the lazy reading checks a scene's content when it is first asked for, with the same words
+    path = write(tmp_path, graphs)
+    with pytest.raises(InputFileError) as caught:
+        SceneGraphTexts(path)["2354786"]
+    assert str(caught.value) == f"{path} ({location}): {problem}"
+
+
+def test_scenes_kept_as_text_read_as_the_loaded_ones():
+    for name in ("val_sceneGraphs.json", "predicted_sceneGraphs.json"):  # plain and probabilistic
+        path = FIXTURES / name
+        loaded, texts = load_scene_graphs(path), SceneGraphTexts(path, cache_size=2)
+        assert list(texts) == list(loaded) and len(texts) == len(loaded)
+        for image_id, graph in loaded.items():
+            assert texts[image_id] == graph and texts.object_count(image_id) == len(graph.objects)
+        assert len(texts._cache) == 2 and "nope" not in texts
+
+
 def test_base_graph_itself_is_valid(tmp_path):
     assert load_scene_graphs(write(tmp_path, base_graph()))["2354786"].find("1").relations[0].p == 1.0
 
 
-def test_unusable_files_and_duplicate_images(tmp_path):
+@pytest.mark.parametrize("read", [load_scene_graphs, SceneGraphTexts])  # the lazy reading refuses on opening
+def test_unusable_files_and_duplicate_images(tmp_path, read):
     path = tmp_path / "list.json"
     path.write_text("[]")
     with pytest.raises(InputFileError, match=r"found a list"):
-        load_scene_graphs(path)
+        read(path)
     path.write_text('{"1": ' + json.dumps(base_graph()["2354786"]) + ', "1": {}}')
     with pytest.raises(InputFileError, match=r"list\.json \(image 1\): appears twice"):
-        load_scene_graphs(path)
+        read(path)
+    path.write_text('{"1": ' + json.dumps(base_graph()["2354786"]) + ', "2": {"objects": ')
+    with pytest.raises(InputFileError, match=r"not valid JSON"):
+        read(path)
 
 
 names = st.text(st.sampled_from("abcdefgh "), min_size=1, max_size=6)

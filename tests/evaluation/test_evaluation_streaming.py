@@ -86,19 +86,22 @@ def test_running_score_refuses_a_question_without_answer():
         RunningScore().add(Q(id="7", answer=None, entailed=(), types={}), "x")
 
 
-def test_the_checked_programs_cache_stays_bounded_and_answers_the_same(monkeypatch):
-    import nablafol.evaluation as evaluation
+def test_the_program_cache_stays_bounded_and_answers_the_same():
+    # what a run keeps per program (compilation, plan, predicate check) lives on the compiled
+    # program, so the compiler's bounded cache bounds it all
+    from compiler import Compiler
     questions = list(load_questions(FIXTURES / "every_operation" / "questions.json").values())
     perception = SceneGraphPerception(load_scene_graphs(FIXTURES / "every_operation" / "sceneGraphs.json"))
     expected = Evaluator(perception).answer_chunk(questions)
-    monkeypatch.setattr(evaluation, "CHECKED_PROGRAMS", 2)
-    evaluator = Evaluator(perception)
+    compiler = Compiler(cache_size=2)
+    evaluator = Evaluator(perception, compiler=compiler)
     sizes = []
     results = []
     for question in questions:
         results += evaluator.answer_chunk([question])
-        sizes.append(len(evaluator._checked))
+        sizes.append(compiler.cache_info().currsize)
     assert results == expected and max(sizes) <= 2 and len(questions) > 2
+    assert not hasattr(evaluator, "_checked")  # no second store of programs beside the compiler's
 
 
 class _Refusing:
@@ -136,3 +139,23 @@ def test_a_predicate_the_perception_lacks_skips_its_questions_naming_the_first_o
             assert result.detail == f"the oracle does not know {first.kind} {first.name!r}"
     assert any(isinstance(r, Skip) for r in results) and any(isinstance(r, Outcome) for r in results)
     assert len(perception.asked) == len(set(perception.asked))  # each predicate asked about once
+
+
+def test_batches_take_images_in_order_of_size(tmp_path):
+    # a batch pads every scene to its largest: images are batched smallest first, each image's
+    # questions together, and the answers are those of any other order
+    from nablafol.synthetic import generate_dataset
+    generate_dataset(tmp_path, n_train=0, n_val=12, n_testdev=0, seed=3, feature_dim=4, questions_per_scene=4,
+                     min_objects=3, max_objects=12)
+    questions = list(load_questions(tmp_path / "val_balanced_questions.json").values())
+    perception = SceneGraphPerception(load_scene_graphs(tmp_path / "val_sceneGraphs.json"))
+    asked = []
+    original = perception.oracle
+    perception.oracle = lambda image_ids: asked.append(list(image_ids)) or original(image_ids)
+    results = Evaluator(perception, batch_size=2).answer_chunk(questions)
+    sizes = [[perception.object_count(image) for image in batch] for batch in asked]
+    assert len({perception.object_count(q.image_id) for q in questions}) > 3  # sizes to sort
+    assert all(max(a) <= min(b) for a, b in zip(sizes, sizes[1:]))  # consecutive slices of one order
+    shuffled = questions[::-1]
+    again = Evaluator(SceneGraphPerception(perception.scene_graphs), batch_size=5).answer_chunk(shuffled)
+    assert {r.question_id: r for r in results} == {r.question_id: r for r in again}

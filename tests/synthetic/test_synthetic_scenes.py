@@ -123,3 +123,22 @@ def test_a_vocabulary_without_standing_things_is_refused_in_one_line():
     with pytest.raises(VocabularyError) as caught:
         SceneGenerator(Vocabulary.default(classes=["cup", "apple"]))
     assert "cannot be built" in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_large_scenes_are_a_share_drawn_above_the_ordinary_range():
+    vocabulary = Vocabulary.default()
+    ids = (str(n) for n in itertools.count(10_000))
+
+    def sizes(generator, seed, n=30):
+        rng = np.random.default_rng(seed)
+        return [len(generator.generate(rng, str(k), ids).objects) for k in range(n)]
+
+    ordinary = sizes(SceneGenerator(vocabulary, min_objects=3, max_objects=6), 5)
+    assert sizes(SceneGenerator(vocabulary, min_objects=3, max_objects=6, large_share=0.0), 5) == ordinary
+    large = sizes(SceneGenerator(vocabulary, min_objects=3, max_objects=6, large_share=1.0), 5, n=6)
+    assert all(6 < n <= 100 for n in large)  # (a crowded draw may place fewer than its target)
+    mixed = sizes(SceneGenerator(vocabulary, min_objects=3, max_objects=6, large_share=0.3), 6, n=60)
+    assert 0 < sum(n > 6 for n in mixed) < 60
+    for bad in (dict(large_share=1.5), dict(large_share=-0.1), dict(max_objects=100, large_share=0.1)):
+        with pytest.raises(ValueError):
+            SceneGenerator(vocabulary, min_objects=3, **{"max_objects": 6, **bad})

@@ -4,10 +4,11 @@ noise differs per concept, and the dataset's vocabulary), so every command runs 
 
     nablafol generate --out data/synthetic                       # 1,500 / 300 / 300 scenes
     nablafol generate --out data/big --train 10000 --val 0 --testdev 0 --seed 1
+    nablafol generate --out data/gqa-scale --train 0 --val 10000 --testdev 0 --objects 8 24 --large-scenes 0.1
 """
 from __future__ import annotations
 
-from .common import non_negative_float, non_negative_int, positive_int
+from .common import non_negative_float, non_negative_int, positive_int, probability
 
 HELP = "write the embedded GQA-like dataset (questions, scene graphs, features, vocabulary)"
 
@@ -22,6 +23,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--noise", type=non_negative_float, default=0.15, help="standard deviation of the feature noise")
     parser.add_argument("--objects", type=positive_int, nargs=2, default=(3, 8), metavar=("MIN", "MAX"),
                         help="objects per scene (default 3 8)")
+    parser.add_argument("--large-scenes", type=probability, default=0.0, metavar="SHARE",
+                        help="this share of scenes has MAX+1 to 100 objects instead (a long tail; default 0)")
     parser.add_argument("--seed", type=non_negative_int, default=0)
 
 
@@ -32,7 +35,8 @@ def run(args) -> int:
     summary = generate_dataset(args.out, n_train=args.train, n_val=args.val, n_testdev=args.testdev, seed=args.seed,
                                feature_dim=args.feature_dim, progress=lambda d, t, stage: bar(d, t, note=stage),
                                questions_per_scene=args.questions_per_scene, noise_std=args.noise,
-                               min_objects=args.objects[0], max_objects=args.objects[1])
+                               min_objects=args.objects[0], max_objects=args.objects[1],
+                               large_share=args.large_scenes)
     bar.close()
     counts = ", ".join(f"{split} {summary.scenes[split]:,} scenes / {summary.questions[split]:,} questions"
                        for split in summary.scenes)
