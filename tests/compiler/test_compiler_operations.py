@@ -156,3 +156,41 @@ def test_comparing_unnamed_objects_is_refused_with_a_reason():
     with pytest.raises(CompileError, match="no name to answer with") as e:
         GQA.compile_text("select: table->relate: _,on,s [0]->select: cup ->choose larger:  [1, 2]")
     assert e.value.reason == "unsupported"
+
+
+def _fixture_lines() -> list[str]:
+    import json
+    from pathlib import Path
+    path = Path(__file__).resolve().parents[1] / "fixtures" / "gqa" / "every_operation" / "questions.json"
+    return [q["semanticStr"] for q in json.loads(path.read_text()).values()]
+
+
+def test_the_line_cache_answers_as_parsing_each_line_does():
+    # the compile cache is keyed by the line with ids written (-): whatever ids a line carries,
+    # and whichever line of its template came first, it compiles as its own parse does
+    from hypothesis import given, settings, strategies as st
+    from compiler.compiler import without_ids
+    lines = _fixture_lines()
+    ids = st.lists(st.integers(0, 10**9), min_size=1, max_size=3).map(lambda xs: " (" + ",".join(map(str, xs)) + ")")
+    cached = Compiler()
+
+    @settings(max_examples=150, deadline=None)
+    @given(st.sampled_from(lines), st.lists(ids | st.just(" (-)"), min_size=8, max_size=8), st.booleans())
+    def check(line, groups, semantic):
+        parts = dsl.id_template(line).split(" (-)")  # the line with other ids in every id group
+        rewritten = "".join(part + (groups[k] if k < len(parts) - 1 else "") for k, part in enumerate(parts))
+        assert dsl.id_template(rewritten) == dsl.id_template(line)
+        compile_cached = (lambda: cached.compile_semantic(dsl.parse_program(rewritten).to_semantic())) if semantic \
+            else (lambda: cached.compile_text(rewritten))
+        try:
+            fresh = Compiler().compile(dsl.parse_program(rewritten))
+        except CompileError as refused:  # (CRIC lines without a knowledge base): refused the same way
+            with pytest.raises(CompileError) as caught:
+                compile_cached()
+            assert str(caught.value) == str(refused)
+            return
+        got = compile_cached()
+        assert got.program == fresh.program and got.source == without_ids(dsl.parse_program(line)) == fresh.source
+
+    check()
+    assert cached.cache_info().hits > 0  # lines of one template were answered from the cache

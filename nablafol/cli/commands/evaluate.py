@@ -271,7 +271,7 @@ def _settings(args) -> dict:
 def _compiler(perception, ontology):
     from compiler import Compiler
     from nablafol.evaluation import CHECKED_PROGRAMS
-    # a compiled program with its plan is ~15 KB: the cache is kept to what the evaluator keeps
+    # a compiled program with its node order, check and packed plan is ~8 KB: this cache bounds them all
     return Compiler(ontology, knowledge_relations=getattr(perception, "knowledge_relations", ()),
                     cache_size=CHECKED_PROGRAMS)
 
