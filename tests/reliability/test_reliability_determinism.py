@@ -93,3 +93,15 @@ def test_another_seed_gives_other_weights(data, reference, tmp_path, capsys):
     assert main(pipeline(data, tmp_path, seed=SEED + 1)[0]) == 0  # the training only
     weights = load_model(tmp_path / "model")[0].state_dict()
     assert any(not torch.equal(weights[k], reference["weights"][k]) for k in reference["weights"])
+
+
+def test_workers_answer_a_trained_oracle_bit_identically(data, tmp_path):
+    # forked workers reopen the HDF5 features themselves and share the model: same bytes as one process
+    train, _, neural = pipeline(data, tmp_path)
+    assert main(train) == 0
+    outputs = []
+    for workers in ("1", "2"):
+        args = [a.replace("neural", f"neural{workers}") for a in neural]
+        assert main(args + ["--chunk-size", "4", "--workers", workers]) == 0
+        outputs.append([(tmp_path / f"neural{workers}.{ext}").read_bytes() for ext in ("json", "jsonl")])
+    assert outputs[0] == outputs[1] and b'"answers"' in outputs[0][1]
