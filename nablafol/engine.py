@@ -2,8 +2,8 @@
 
 How a batch runs:
 
-1. every program is flattened once into a :class:`ProgramPlan` (cached on the program):
-   its distinct nodes in topological order, each with its *level* (1 + the level of its
+1. every program is flattened once into a :class:`ProgramPlan`, kept on the program as row
+   matrices with the engine's predicate ids: its distinct nodes in topological order, each with its *level* (1 + the level of its
    deepest input) and its inputs as local indices;
 2. the plans of the batch are concatenated with numpy, and nodes are sorted by
    ``(level, operator kind)`` so that each level's nodes of one kind are contiguous rows;
@@ -416,16 +416,15 @@ class _Registry:
 
     def packed(self, program: Program) -> "_Packed":
         """``program``'s plan as row matrices with this engine's predicate ids, cached on the program
-        like its plan (a lookup by identity: a weak-keyed dictionary cost a third of planning)."""
-        got = getattr(program, "__dict__", {}).get("_packed")
-        if got is not None and got[0] == self.token:
-            return got[1]
-        plan = program.__dict__.get("_plan") if isinstance(program, Program) else None
-        if plan is None:  # built for packing only, not kept: the packed rows are all a batch needs
-            plan = ProgramPlan._build(program) if isinstance(program, Program) else ProgramPlan.of(program)
-        packed = _Packed.of(plan, self._ids(plan.unary), self._ids(plan.binary))
-        object.__setattr__(program, "_packed", (self.token, packed))
-        return packed
+        (a lookup by identity: a weak-keyed dictionary cost a third of planning)."""
+        if not isinstance(program, Program):
+            ProgramPlan.of(program)  # raises, naming what it was given
+        return program.cached_for("_packed", self.token, lambda: self._pack(program))
+
+    def _pack(self, program: Program) -> "_Packed":
+        # the plan is built for packing only, not kept: the packed rows are all a batch needs
+        plan = program.__dict__.get("_plan") or ProgramPlan._build(program)
+        return _Packed.of(plan, self._ids(plan.unary), self._ids(plan.binary))
 
     def _ids(self, preds) -> np.ndarray:
         out = np.empty(len(preds), dtype=np.int64)

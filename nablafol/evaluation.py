@@ -28,7 +28,7 @@ from .ir import Predicate
 
 #: Compiled programs a run keeps (with their plans and checks), the most recently used: a
 #: streaming run over a million questions must not hold every program it met.
-CHECKED_PROGRAMS = 1 << 14
+CACHED_PROGRAMS = 1 << 14
 _TOKENS = itertools.count()
 
 __all__ = ["Skip", "Outcome", "Perception", "SceneGraphPerception", "FeaturePerception", "Evaluator", "EvaluationRun", "compile_question"]
@@ -280,15 +280,10 @@ class Evaluator:
         return question, compiled
 
     def _unknown_predicate(self, compiled: CompiledQuestion) -> Predicate | None:
-        # kept on the program (shared by its questions, alive as long as the compiler caches it),
-        # tagged with this evaluator's token: another perception may know other predicates
+        # kept on the program (alive as long as the compiler caches it), for this evaluator only:
+        # another perception may know other predicates
         program = compiled.program
-        found = program.__dict__.get("_first_unknown")
-        if found is not None and found[0] == self._token:
-            return found[1]
-        result = self._first_unknown(program)
-        object.__setattr__(program, "_first_unknown", (self._token, result))
-        return result
+        return program.cached_for("_first_unknown", self._token, lambda: self._first_unknown(program))
 
     def _first_unknown(self, program) -> Predicate | None:
         predicates = program.predicates()

@@ -574,6 +574,17 @@ class Program(_Hashed):
                     stack.extend((c, False) for c in reversed(node.children()) if id(c) not in seen_ids)
         return tuple(order)
 
+    def cached_for(self, name: str, token: int, compute):
+        """``compute()``, kept on the program under ``name`` for the user ``token`` names (an
+        engine, an evaluator): programs are immutable and shared by many questions, and the
+        value lives as long as the program, found by identity, with no reference to its user."""
+        got = self.__dict__.get(name)
+        if got is not None and got[0] == token:
+            return got[1]
+        value = compute()
+        object.__setattr__(self, name, (token, value))
+        return value
+
     def predicates(self) -> tuple[Predicate, ...]:
         """The distinct predicates, in order of first use (computed once: programs are immutable)."""
         cached = self.__dict__.get("_predicates")
