@@ -283,14 +283,17 @@ class Truths(Node):
         raise NotImplementedError
 
 
-_CHECKED_TUPLES: dict = {}  # id -> tuple of unary predicates already checked (kept alive, so ids stay theirs)
+_KNOWN_TUPLES: dict = {}  # id -> (tuple of unary predicates already checked, its hash); keeps them alive
+_KNOWN_TUPLES_MAX = 4096  # cleared when full: the compiler's tuples come back at once, ad-hoc ones go
 
 
-def _check_unary_tuple(predicates, where):
-    # the compiler hands the same candidate tuples (a type's values, up to 1,232 classes) to
-    # thousands of nodes: each tuple is checked once, recognised after by identity
-    if _CHECKED_TUPLES.get(id(predicates)) is predicates:
-        return
+def _check_unary_tuple(predicates, where) -> int:
+    """Check a tuple of unary predicates; returns its hash. The compiler hands the same
+    candidate tuples (a type's values, up to 1,232 classes) to thousands of nodes: each tuple
+    is checked and hashed once, recognised after by identity."""
+    known = _KNOWN_TUPLES.get(id(predicates))
+    if known is not None and known[0] is predicates:
+        return known[1]
     if not isinstance(predicates, tuple) or not predicates:
         raise ProgramStructureError(f"{where} needs a non-empty tuple of unary predicates")
     # two passes in C (open questions carry up to 1,232 predicates); the slow loop only names the culprit
@@ -299,8 +302,11 @@ def _check_unary_tuple(predicates, where):
             _check(p, Predicate, f"{where} predicate")
             if p.arity != 1:
                 raise ProgramStructureError(f"{where} needs unary predicates, {p.name!r} is binary")
-    if len(predicates) > 16 and len(_CHECKED_TUPLES) < 4096:  # long tuples only, and a bounded memo
-        _CHECKED_TUPLES[id(predicates)] = predicates
+    if len(_KNOWN_TUPLES) >= _KNOWN_TUPLES_MAX:
+        _KNOWN_TUPLES.clear()
+    value = hash(predicates)
+    _KNOWN_TUPLES[id(predicates)] = (predicates, value)
+    return value
 
 
 _arity = operator.itemgetter(1)  # Predicate is a (name, arity, kind) tuple
@@ -324,6 +330,16 @@ class AggregateEach(Truths):
         _check_unary_tuple(self.predicates, "AggregateEach")
         _check(self.input, Attention, "AggregateEach input")
 
+    def __hash__(self) -> int:
+        # as _Hashed's, with the (long, shared) predicate tuple's hash looked up, not recomputed
+        try:
+            return self.__dict__["_hash"]
+        except KeyError:
+            h = hash(("AggregateEach", self.quantifier, _check_unary_tuple(self.predicates, "AggregateEach"),
+                      self.input, self.negate))
+            object.__setattr__(self, "_hash", h)
+            return h
+
     def children(self):
         return (self.input,)
 
@@ -339,8 +355,6 @@ class AggregateEach(Truths):
 
     def term(self) -> str:
         return self.generic().term()
-
-    __hash__ = _Hashed.__hash__
 
 
 @dataclass(frozen=True, eq=True)

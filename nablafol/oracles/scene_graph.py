@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import weakref
 from collections import Counter
+from operator import attrgetter
 from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
@@ -68,6 +69,9 @@ SCENE_OBJECT_ID = "scene"  # the id the scene pseudo-object reports (GQA object 
 SCENE_FIELDS = ("location", "weather", "place", "room")  # what the pseudo-object carries
 _GEOMETRY_TYPES = ("hposition", "vposition")
 _SAME_CHUNK = 1 << 24  # elements of the (rows, values, N, N) temporary of `same`
+
+
+_relation_name, _relation_object, _relation_p = (attrgetter(a) for a in ("name", "object_id", "p"))
 
 
 def _default_ontology():
@@ -190,7 +194,8 @@ class SceneGraphOracle:
         real = np.zeros((len(sizes), self._n), dtype=bool)
         self._traits = np.zeros((len(sizes), self._n, n_traits))
         u_scene, u_obj, u_col, u_p = [], [], [], []
-        r_scene, r_subj, r_obj, r_col, r_p = [], [], [], [], []
+        # relations, flattened: every listed one in file order, with its subject's (scene, row)
+        owners, counts, names, targets, probs = [], [], [], [], []
 
         def emit(b: int, i: int, probs: Mapping[int, float]) -> None:
             for col, p in probs.items():
@@ -207,17 +212,12 @@ class SceneGraphOracle:
                 boxes[b, i] = obj.x, obj.y, obj.w, obj.h
                 real[b, i] = True
                 emit(b, i, self._object_facts(obj))
-                relations: dict[tuple[int, int], float] = {}  # (object, column) -> Π (1 - p)
-                for rel in obj.relations:
-                    col = cols.relation_column(rel.name)
-                    if col is None:
-                        self.unknown_concepts[("rel", rel.name)] += 1
-                        continue
-                    key = (index[rel.object_id], col)
-                    relations[key] = relations.get(key, 1.0) * (1.0 - rel.p)
-                for (j, col), q in relations.items():
-                    if q < 1:
-                        r_scene.append(b), r_subj.append(i), r_obj.append(j), r_col.append(col), r_p.append(1 - q)
+                relations = obj.relations
+                if relations:  # hundreds per scene: mapped in C, combined below with numpy
+                    owners.append(b * self._n + i), counts.append(len(relations))
+                    names.extend(map(_relation_name, relations))
+                    targets.extend(map(index.__getitem__, map(_relation_object, relations)))
+                    probs.extend(map(_relation_p, relations))
             emit(b, len(graph.objects), self._scene_facts(graph))
 
         # positions: one vectorized pass over every real object's box
@@ -229,10 +229,46 @@ class SceneGraphOracle:
                 first = cols.unary[(kind, geometry.POSITIONS[kind][0])]  # the 3 columns are consecutive
                 u_scene.extend(flat_b), u_obj.extend(flat_i), u_col.extend(first + which), u_p.extend([1.0] * len(flat_b))
         self._unary_facts = UnaryFacts(u_scene, u_obj, u_col, u_p, cols.n_unary)
-        self._relation_facts = BinaryFacts(r_scene, r_subj, r_obj, r_col, r_p, max(1, len(cols.relations)))
+        self._relation_facts = self._combined_relations(owners, counts, names, targets, probs)
         self._boxes = torch.from_numpy(boxes)
         self._images = torch.from_numpy(images)
         self._real = torch.from_numpy(real)
+
+    def _combined_relations(self, owners, counts, names, targets, probs) -> BinaryFacts:
+        """One fact per (scene, subject, object, column): a relation listed twice combines by
+        noisy-or, ``1 − Π (1 − p)`` in the order listed; names outside the vocabulary are counted."""
+        cols, n_columns = self.columns, max(1, len(self.columns.relations))
+        column_of = {}
+        for name in set(names):
+            column = cols.relation_column(name)
+            column_of[name] = -1 if column is None else column
+        column = np.fromiter(map(column_of.__getitem__, names), dtype=np.int64, count=len(names))
+        if (column < 0).any():
+            for name, times in Counter(names).items():
+                if column_of[name] < 0:
+                    self.unknown_concepts[("rel", name)] += times
+        owner = np.repeat(np.asarray(owners, dtype=np.int64), np.asarray(counts, dtype=np.int64))
+        target = np.asarray(targets, dtype=np.int64)
+        not_held = 1.0 - np.asarray(probs, dtype=np.float64)
+        known = column >= 0
+        if not known.all():
+            owner, target, column, not_held = owner[known], target[known], column[known], not_held[known]
+        key = (owner * self._n + target) * n_columns + column
+        order = np.argsort(key, kind="stable")  # a repeated fact's listings stay in file order
+        key = key[order]
+        first = np.flatnonzero(np.concatenate([[True], key[1:] != key[:-1]])) if len(key) else key
+        q = not_held[order][first]
+        for g in np.flatnonzero(np.diff(np.append(first, len(key))) > 1):  # listed more than once: rare
+            stop = first[g + 1] if g + 1 < len(first) else len(key)
+            product = 1.0
+            for factor in not_held[order[first[g]:stop]].tolist():
+                product *= factor
+            q[g] = product
+        held = q < 1
+        row = order[first][held]
+        subject_of = owner[row]
+        return BinaryFacts(subject_of // self._n, subject_of % self._n, target[row], column[row], 1 - q[held],
+                           n_columns)
 
     def _object_facts(self, obj) -> dict[int, float]:
         """Column -> probability for one object: names add up (exclusive classes, capped at 1),

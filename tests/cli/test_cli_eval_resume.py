@@ -261,3 +261,31 @@ def test_workers_refuse_a_device_other_than_the_cpu(data, tmp_path, capsys):
 def _error_lines(err: str) -> list[str]:
     """What the command said besides its progress lines."""
     return [line for line in err.splitlines() if line.strip() and not line.startswith("eval ")]
+
+
+# --- the garbage collector (nablafol.collector) -------------------------------------------------
+
+def test_eval_loads_with_the_collector_off_and_restores_it_after(data, reference, tmp_path, monkeypatch, capsys):
+    import gc
+    import nablafol.cli.commands.evaluate as command
+    from nablafol.collector import LONG_RUN_THRESHOLDS
+    seen = {}
+    original = command._perception
+
+    def watched(args):
+        seen["loading"] = (gc.isenabled(), gc.get_threshold())
+        return original(args)
+
+    monkeypatch.setattr(command, "_perception", watched)
+    before = gc.get_threshold()
+    assert gc.isenabled() and before != LONG_RUN_THRESHOLDS
+    assert main(_argv(data, tmp_path)) == 0
+    assert seen["loading"] == (False, LONG_RUN_THRESHOLDS)
+    assert (gc.isenabled(), gc.get_threshold(), gc.get_freeze_count()) == (True, before, 0)
+    assert _outputs(tmp_path) == reference[:2]
+    # and after a run that fails while loading
+    argv = _argv(data, tmp_path)
+    argv[argv.index("--scene-graphs") + 1] = str(tmp_path / "missing.json")
+    assert main(argv) == 2
+    assert (gc.isenabled(), gc.get_threshold(), gc.get_freeze_count()) == (True, before, 0)
+    assert len(_error_lines(capsys.readouterr().err)) == 1

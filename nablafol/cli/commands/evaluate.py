@@ -71,10 +71,13 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    return with_threads(args.threads, lambda: _run(args))
+    from nablafol.collector import long_run
+    with long_run():  # millions of long-lived objects: see nablafol.collector
+        return with_threads(args.threads, lambda: _run(args))
 
 
 def _run(args) -> int:
+    from nablafol.collector import loading
     from nablafol.data import iter_questions
     from nablafol.data.journal import EvalJournal, journal_path
     from nablafol.engine import Engine
@@ -102,7 +105,8 @@ def _run(args) -> int:
         print(f"no journal at {path}: starting from the first question")
     settings = _settings(args)
     journal = EvalJournal.resume(path, settings) if resuming else EvalJournal.start(path, settings)
-    perception, ontology = _perception(args)
+    with loading():
+        perception, ontology = _perception(args)
     evaluator = Evaluator(perception, engine=Engine(calibration=getattr(perception, "calibrator", None)),
                           batch_size=args.batch_size, threshold=args.threshold, keep_outcomes=bool(args.details),
                           details_top=args.details_top, compiler=_compiler(perception, ontology))

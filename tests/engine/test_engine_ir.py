@@ -1,0 +1,48 @@
+"""DFOL nodes: structural equality and hashing, and the checks on their predicate tuples
+(which the compiler shares between thousands of nodes, so they are checked and hashed once)."""
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from nablafol import ir
+from nablafol.errors import ProgramStructureError
+from nablafol.ir import AggregateEach, Filter, Predicate, Quantifier, Top
+
+NAMES = st.lists(st.sampled_from("abcdefgh"), min_size=1, max_size=6, unique=True)
+QUANTIFIERS = st.sampled_from(list(Quantifier))
+
+
+@given(NAMES, NAMES, QUANTIFIERS, st.booleans())
+def test_aggregate_each_is_equal_and_hashed_by_content_not_by_tuple_identity(first, second, q, negate):
+    x = Filter(Predicate("x"), Top())
+    a = AggregateEach(q, tuple(Predicate(n) for n in first), x, negate)
+    a_again = AggregateEach(q, tuple(Predicate(n) for n in first), Filter(Predicate("x"), Top()), negate)
+    b = AggregateEach(q, tuple(Predicate(n) for n in second), x, negate)
+    assert a.predicates is not a_again.predicates
+    assert a == a_again and hash(a) == hash(a_again)
+    assert (a == b) == (first == second)
+    assert len({a, a_again, b}) == (1 if first == second else 2)
+
+
+@pytest.mark.parametrize("bad, says", [
+    ((Predicate("a"), Predicate("r", arity=2)), "needs unary predicates, 'r' is binary"),
+    ((Predicate("a"), "b"), "expected Predicate, got str"),
+    ((), "non-empty tuple"),
+    ([Predicate("a")], "non-empty tuple"),
+])
+def test_aggregate_each_refuses_a_bad_tuple_even_after_a_good_one_of_the_same_look(bad, says):
+    good = (Predicate("a"), Predicate("b"))
+    AggregateEach(Quantifier.EXISTS, good, Top())  # memorised by identity
+    with pytest.raises(ProgramStructureError, match=says):
+        AggregateEach(Quantifier.EXISTS, bad, Top())
+
+
+def test_the_memo_of_checked_tuples_is_bounded_and_still_right_after_clearing(monkeypatch):
+    monkeypatch.setattr(ir, "_KNOWN_TUPLES_MAX", 8)
+    monkeypatch.setattr(ir, "_KNOWN_TUPLES", {})
+    nodes = [AggregateEach(Quantifier.EXISTS, (Predicate(f"p{k}"), Predicate("q")), Top()) for k in range(30)]
+    assert 0 < len(ir._KNOWN_TUPLES) <= 8
+    again = [AggregateEach(Quantifier.EXISTS, (Predicate(f"p{k}"), Predicate("q")), Top()) for k in range(30)]
+    assert [hash(n) for n in nodes] == [hash(n) for n in again] and nodes == again
+    with pytest.raises(ProgramStructureError, match="is binary"):
+        AggregateEach(Quantifier.EXISTS, (Predicate("p1"), Predicate("q", arity=2)), Top())
