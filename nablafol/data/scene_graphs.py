@@ -39,6 +39,7 @@ Decisions (checked by the tests):
 from __future__ import annotations
 
 import json
+import operator
 import os
 import sys
 from collections import OrderedDict
@@ -228,11 +229,27 @@ def _object_from_record(image_id: str, object_id: str, record: Any, path: Path |
     relations_record = record.get("relations", [])
     if not isinstance(relations_record, list):
         raise check.fail("relations must be a list of {\"name\", \"object\"} objects")
-    relations = tuple(_relation_from_record(check, index, value, plain)
-                      for index, value in enumerate(relations_record))
+    relations = _relations_from_records(check, relations_record, plain)
     extra = {k: v for k, v in record.items() if k not in _OBJECT_FIELDS}
     return SceneObject(id=object_id, names=names, attributes=attributes, relations=relations,
                        name=name, extra=extra or _NO_EXTRA, **box)
+
+
+_NAME_AND_OBJECT = operator.itemgetter("name", "object")
+
+
+def _relations_from_records(check: RecordChecker, records: list, plain: dict) -> tuple[SceneRelation, ...]:
+    # hundreds per scene, nearly all a {"name", "object"} pair the scene has listed before:
+    # those are found in C (lengths, keys, look-ups); the rest go through the full check
+    try:
+        found = list(map(plain.get, map(_NAME_AND_OBJECT, records))) if set(map(len, records)) == {2} else None
+    except (KeyError, TypeError):  # not all {"name", "object"} objects
+        found = None
+    if found is None:
+        return tuple(_relation_from_record(check, index, value, plain) for index, value in enumerate(records))
+    for index in [index for index, relation in enumerate(found) if relation is None]:
+        found[index] = _relation_from_record(check, index, records[index], plain)
+    return tuple(found)
 
 
 def _relation_from_record(check: RecordChecker, index: int, record: Any, plain: dict) -> SceneRelation:
