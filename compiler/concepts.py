@@ -47,7 +47,9 @@ class Concepts:
         self.pred = functools.lru_cache(maxsize=None)(Predicate)  # interned: equal predicates are one object
         self._candidates = functools.lru_cache(maxsize=4096)(self._candidates_uncached)
         excluded = POSITION_TYPES | set(ontology.scene_types)
-        self.common_types = tuple(sorted(t for t in ontology.attribute_types if t not in excluded))
+        # what `common` compares (a type without values could never be shared: left out)
+        self.common_types = tuple(sorted(t for t in ontology.attribute_types
+                                         if t not in excluded and ontology.values_of(t)))
 
     # -- single concepts ------------------------------------------------------------------
     def name(self, raw: str) -> Predicate:
@@ -118,6 +120,13 @@ class Concepts:
         the most specific class wins.
         """
         return self._candidates(type_, source)
+
+    @functools.cached_property
+    def common_values(self) -> tuple[tuple[Predicate, ...], tuple[int, ...]]:
+        """The values of every :attr:`common_types` type, one type after the other, and how
+        many each type has (one tuple, the same object every time: nodes share it)."""
+        per_type = [self.candidates(t)[0] for t in self.common_types]
+        return tuple(p for preds in per_type for p in preds), tuple(len(preds) for preds in per_type)
 
     def _candidates_uncached(self, type_: str, source: str | None):
         t = self.type(type_)

@@ -18,7 +18,7 @@ a :class:`YesNo` (a closed formula), or, for the answer step, the final
 ``same T`` (two inputs)            ``∨_v (A_∃(Filter_v[X]) ∧ A_∃(Filter_v[Y]))``
 ``same: T`` (one input)            ``∨_v ¬A_∃(X ⊙ Neg[Filter_v[1]])``  (all of them share a value)
 ``different``                      ``¬same``
-``common``                         ``{T: same T(X, Y) for T in the attribute types}``
+``common``                         ``{T: same T(X, Y) for T in the attribute types}`` (one ``AnyOfGroups``)
 =================================  ==========================================================
 """
 from __future__ import annotations
@@ -28,8 +28,8 @@ from typing import Optional, Union
 
 import dsl.ast as A
 
-from nablafol.ir import (Aggregate, AggregateEach, AllOf, And, AnyOf, Attention, Conjoin, Filter, Neg, Not, Or,
-                         Pairwise, Program, Quantifier, Relate, Top, Truth)
+from nablafol.ir import (Aggregate, AggregateEach, AllOf, And, AnyOf, AnyOfGroups, Attention, Conjoin, Filter, Neg,
+                         Not, Or, Pairwise, Program, Quantifier, Relate, Top, Truth)
 
 from .concepts import SCENE, Concepts
 from .errors import CompileError
@@ -193,5 +193,8 @@ class Translator:
         return YesNo(Not(same.truth), same.focus)
 
     def _common(self, step, inputs) -> Program:
+        # {T: same T(X, Y)} for every type: one Pairwise over all their values, one group per type
         a, b = self._objects(step, inputs, 2)
-        return Program.choice({t: self._two_same(t, a.attention, b.attention) for t in self.c.common_types})
+        values, sizes = self.c.common_values
+        pairs = Pairwise(AggregateEach(EXISTS, values, a.attention), AggregateEach(EXISTS, values, b.attention))
+        return Program((AnyOfGroups(pairs, sizes),), self.c.common_types)

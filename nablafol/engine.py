@@ -39,7 +39,8 @@ import torch
 
 from . import operators as ops
 from .errors import ProbabilityError, ProgramStructureError, ShapeError
-from .ir import Aggregate, AggregateEach, AllOf, And, AnyOf, Attention, Pairwise, Conjoin, Filter, Neg, Not, Or, Predicate, Program, Relate, Top
+from .ir import (Aggregate, AggregateEach, AllOf, And, AnyOf, AnyOfGroups, Attention, Conjoin, Filter, Neg, Not, Or,
+                 Pairwise, Predicate, Program, Relate, Top)
 from .operators import Quantifier
 from .oracle import Oracle, Requests
 
@@ -209,6 +210,15 @@ class ProgramPlan:
                 pairs[:, 1] = np.concatenate([left.start + ks, right.start + ks])
                 edges.append(pairs)
                 each[node] = rows
+            elif isinstance(node, AnyOfGroups):  # one Or row per group, its arguments in one block
+                rows = each[node.each]
+                level = 1 + s_rows.levels[rows.start]
+                groups = s_rows.add_block(_block(len(node.sizes), S_OR, level, -1), level)
+                pairs = np.empty((len(rows), 2), dtype=np.int64)
+                pairs[:, 0] = np.repeat(np.arange(groups.start, groups.stop), node.sizes)
+                pairs[:, 1] = np.arange(rows.start, rows.stop)
+                edges.append(pairs)
+                each[node] = groups
             elif isinstance(node, (AnyOf, AllOf)):
                 rows = each[node.each]
                 level = 1 + s_rows.levels[rows.start]

@@ -35,8 +35,8 @@ from .operators import Quantifier
 
 __all__ = [
     "Predicate", "Quantifier", "Node", "Attention", "Truth", "Top", "Filter", "Neg", "Relate",
-    "Atom", "Conjoin", "Aggregate", "Truths", "AggregateEach", "Pairwise", "AnyOf", "AllOf", "Not", "And", "Or",
-    "Program",
+    "Atom", "Conjoin", "Aggregate", "Truths", "AggregateEach", "Pairwise", "AnyOfGroups", "AnyOf", "AllOf", "Not",
+    "And", "Or", "Program",
 ]
 
 
@@ -263,16 +263,22 @@ class Aggregate(Truth):
 
 
 class Truths(Node):
-    """Several truths, one per predicate of ``predicates``, kept in one node.
+    """Several truths kept in one node: one per predicate of ``predicates``
+    (:class:`AggregateEach`, :class:`Pairwise`), or one per group of them (:class:`AnyOfGroups`).
 
     Open questions list one truth per plausible answer (GQA's ``query name`` has up to
     1,232) and ``same``/``common`` compare over every value of a type: one node for all of
     them keeps compiling and planning cheap. A :class:`Program` may list such a node among
-    its candidates (it counts as ``len(predicates)`` of them); :class:`AnyOf` and
-    :class:`AllOf` reduce it to one truth.
+    its candidates (it counts as ``n_truths`` of them); :class:`AnyOf` and :class:`AllOf`
+    reduce a per-predicate one to one truth.
     """
 
     predicates: tuple[Predicate, ...]
+
+    @property
+    def n_truths(self) -> int:
+        """How many truths the node stands for."""
+        return len(self.predicates)
 
     def truths(self) -> tuple[Truth, ...]:
         """The truths this node stands for, as separate nodes (for printing and testing)."""
@@ -393,6 +399,65 @@ class Pairwise(Truths):
     __hash__ = _Hashed.__hash__
 
 
+_PER_PREDICATE = (AggregateEach, Pairwise)  # Truths with one truth per predicate
+
+
+@dataclass(frozen=True, eq=True)
+class AnyOfGroups(Truths):
+    """``[∨_{k ∈ g} t_k for each group g]``: the truths of ``each`` cut, in order, into
+    consecutive groups of ``sizes``, one disjunction per group (``1 - Π(1 - t_k)``).
+
+    GQA's ``common`` asks ``same T`` of two object sets for every attribute type T: one
+    :class:`Pairwise` over all the types' values, cut into one group per type, is 4 nodes
+    where 27 ``AnyOf(Pairwise(...))`` were 108 (planning cost is per node). Only a
+    :class:`Program` candidate may hold it.
+
+        >>> x, y = Filter(Predicate("Cup"), Top()), Filter(Predicate("Mug"), Top())
+        >>> values = (Predicate("red"), Predicate("blue"), Predicate("wood"))
+        >>> common = AnyOfGroups(Pairwise(AggregateEach(Quantifier.EXISTS, values, x),
+        ...                               AggregateEach(Quantifier.EXISTS, values, y)), (2, 1))
+        >>> print(Program((common,), ("color", "material")).formula())
+        [T ∈ {color, material}: ∃π ∈ T: (∃X: π(X) ∧ Cup(X)) ∧ (∃Y: π(Y) ∧ Mug(Y))]
+        >>> [formula(t) for t in common.truths()][1]
+        '(∃X: wood(X) ∧ Cup(X)) ∧ (∃Y: wood(Y) ∧ Mug(Y))'
+    """
+
+    each: Truths
+    sizes: tuple[int, ...]
+
+    def __post_init__(self):
+        _check(self.each, _PER_PREDICATE, "AnyOfGroups input")
+        n = self.each.n_truths
+        if (not isinstance(self.sizes, tuple) or not self.sizes
+                or not all(type(k) is int and k >= 1 for k in self.sizes) or sum(self.sizes) != n):
+            raise ProgramStructureError(
+                f"AnyOfGroups sizes must be whole numbers >= 1 adding up to the {n} truths of its input, "
+                f"got {self.sizes!r:.80}")
+
+    @property
+    def n_truths(self) -> int:
+        return len(self.sizes)
+
+    def children(self):
+        return (self.each,)
+
+    def truths(self) -> tuple[Truth, ...]:
+        inner, out, start = self.each.truths(), [], 0
+        for k in self.sizes:
+            out.append(Or(inner[start:start + k]))
+            start += k
+        return tuple(out)
+
+    def generic(self) -> Truth:
+        """The truth of one value of a group, the value written as ``π`` (for printing)."""
+        return self.each.generic()
+
+    def term(self) -> str:
+        return f"∨_{{π ∈ T}} {self.each.term()}"
+
+    __hash__ = _Hashed.__hash__
+
+
 @dataclass(frozen=True, eq=True)
 class Not(Truth):
     """``1 - s``."""
@@ -460,7 +525,7 @@ class AnyOf(Truth):
     each: Truths
 
     def __post_init__(self):
-        _check(self.each, Truths, "AnyOf input")
+        _check(self.each, _PER_PREDICATE, "AnyOf input")
 
     def children(self):
         return (self.each,)
@@ -481,7 +546,7 @@ class AllOf(Truth):
     each: Truths
 
     def __post_init__(self):
-        _check(self.each, Truths, "AllOf input")
+        _check(self.each, _PER_PREDICATE, "AllOf input")
 
     def children(self):
         return (self.each,)
@@ -534,7 +599,7 @@ class Program(_Hashed):
 
     @property
     def n_candidates(self) -> int:
-        return sum(len(c.predicates) if isinstance(c, Truths) else 1 for c in self.candidates)
+        return sum(c.n_truths if isinstance(c, Truths) else 1 for c in self.candidates)
 
     def truths(self) -> tuple[Truth, ...]:
         """Every candidate as a separate truth (``AggregateEach`` expanded), in label order."""
@@ -627,17 +692,18 @@ class Program(_Hashed):
         """The equivalent FOL formula, e.g. ``∃X ∀Y: Chair(X) ∧ Left(X, Y)``."""
         if self.labels is None:
             return formula(self.candidates[0])
-        return self._listing(formula, lambda each: formula(each.generic()))
+        return self._listing(formula, _each_formula)
 
     def _listing(self, render, render_each) -> str:
         """``[label: rendering, ...]``; a Truths node shows once, as ``{its labels}: π(X) ...``."""
         parts, k = [], 0
         for c in self.candidates:
             if isinstance(c, Truths):
-                labels = self.labels[k:k + len(c.predicates)]
+                labels = self.labels[k:k + c.n_truths]
                 shown = ", ".join(labels[:6]) + (f", … ({len(labels)})" if len(labels) > 6 else "")
-                parts.append(f"π ∈ {{{shown}}}: {render_each(c)}")
-                k += len(c.predicates)
+                index = "T" if isinstance(c, AnyOfGroups) else "π"  # a label names a group T of values π
+                parts.append(f"{index} ∈ {{{shown}}}: {render_each(c)}")
+                k += c.n_truths
             else:
                 parts.append(f"{self.labels[k]}: {render(c)}")
                 k += 1
@@ -711,6 +777,13 @@ def _truth(node: Truth, vars: _Vars) -> str:
         q = "∃" if isinstance(node, AnyOf) else "∀"
         return f"{q}π ∈ {_shown(node.each.predicates)}: {_truth(node.each.generic(), vars)}"
     raise ProgramStructureError(f"not a truth node: {node!r:.60}")
+
+
+def _each_formula(each: Truths) -> str:
+    """The formula of a Truths node's k-th truth, its predicate written as ``π``."""
+    if isinstance(each, AnyOfGroups):
+        return f"∃π ∈ T: {formula(each.generic())}"
+    return formula(each.generic())
 
 
 def formula(node: Node) -> str:

@@ -22,7 +22,7 @@ try:
 except ImportError as e:  # pragma: no cover - hypothesis is a test dependency
     raise ImportError("nablafol.testing.strategies needs hypothesis: pip install hypothesis") from e
 
-from ..ir import (AllOf, Aggregate, AggregateEach, And, AnyOf, Pairwise, Truths, Atom, Attention, Conjoin, Filter, Neg, Not, Or, Predicate, Program, Quantifier,
+from ..ir import (AllOf, Aggregate, AggregateEach, And, AnyOf, AnyOfGroups, Pairwise, Truths, Atom, Attention, Conjoin, Filter, Neg, Not, Or, Predicate, Program, Quantifier,
                   Relate, Top, Truth)
 from .reference import repeated_predicates
 
@@ -65,6 +65,18 @@ def each_nodes(unary, binary, max_depth: int = 3):
     return single | pair
 
 
+def grouped_nodes(unary, binary):
+    """Random :class:`AnyOfGroups`: a per-predicate node's truths cut into consecutive groups."""
+    @st.composite
+    def grouped(draw):
+        each = draw(each_nodes(unary, binary))
+        n = each.n_truths
+        cuts = sorted(draw(st.sets(st.integers(1, n - 1)))) if n > 1 else []
+        bounds = [0, *cuts, n]
+        return AnyOfGroups(each, tuple(b - a for a, b in zip(bounds, bounds[1:])))
+    return grouped()
+
+
 def truths(unary, binary, max_depth: int = 4) -> st.SearchStrategy[Truth]:
     """Random closed formulas: aggregations, AnyOf/AllOf of several, and Not/And/Or over them."""
     agg = st.builds(Aggregate, quantifiers, attentions(unary, binary, max_depth)) | \
@@ -81,12 +93,13 @@ def programs(unary, binary, max_depth: int = 4, max_candidates: int = 3) -> st.S
     """Random yes/no programs and open programs with labelled candidates."""
     t = truths(unary, binary, max_depth)
     yes_no = st.builds(Program.yes_no, t)
-    open_ = st.lists(t | each_nodes(unary, binary), min_size=1, max_size=max_candidates).map(_labelled)
+    open_ = st.lists(t | each_nodes(unary, binary) | grouped_nodes(unary, binary), min_size=1,
+                     max_size=max_candidates).map(_labelled)
     return st.one_of(yes_no, open_)
 
 
 def _labelled(candidates) -> Program:
-    n = sum(len(c.predicates) if isinstance(c, Truths) else 1 for c in candidates)
+    n = sum(c.n_truths if isinstance(c, Truths) else 1 for c in candidates)
     return Program(tuple(candidates), tuple(f"c{i}" for i in range(n)))
 
 

@@ -46,3 +46,29 @@ def test_the_memo_of_checked_tuples_is_bounded_and_still_right_after_clearing(mo
     assert [hash(n) for n in nodes] == [hash(n) for n in again] and nodes == again
     with pytest.raises(ProgramStructureError, match="is binary"):
         AggregateEach(Quantifier.EXISTS, (Predicate("p1"), Predicate("q", arity=2)), Top())
+
+
+# --- AnyOfGroups (GQA's `common`) ---------------------------------------------------------
+
+def _pairwise(k: int):
+    values = tuple(Predicate(f"v{j}") for j in range(k))
+    return ir.Pairwise(AggregateEach(Quantifier.EXISTS, values, Filter(Predicate("x"), Top())),
+                       AggregateEach(Quantifier.EXISTS, values, Filter(Predicate("y"), Top())))
+
+
+@pytest.mark.parametrize("sizes", [(2, 2), (1, 1), (), (3, 0), (1.0, 2), [1, 2], (-1, 4)])
+def test_groups_must_cut_every_truth_of_the_input_once(sizes):
+    with pytest.raises(ProgramStructureError, match="adding up to the 3 truths of its input"):
+        ir.AnyOfGroups(_pairwise(3), sizes)
+
+
+def test_groups_count_as_their_number_of_truths_and_print_per_group():
+    grouped = ir.AnyOfGroups(_pairwise(3), (2, 1))
+    program = ir.Program((grouped, ir.Aggregate(Quantifier.EXISTS, Top())), ("color", "material", "any"))
+    assert program.n_candidates == 3 and grouped.n_truths == 2
+    assert [len(t.inputs) for t in grouped.truths()] == [2, 1]
+    assert program.formula().startswith("[T ∈ {color, material}: ∃π ∈ T: (∃X: π(X) ∧ x(X)) ∧ (∃Y: π(Y) ∧ y(Y))")
+    with pytest.raises(ProgramStructureError, match="needs as many labels"):
+        ir.Program((grouped,), ("color", "material", "shape"))
+    with pytest.raises(ProgramStructureError, match="AnyOf input: expected AggregateEach or Pairwise"):
+        ir.AnyOf(grouped)

@@ -8,9 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine_helpers import classical, run_engine
-from nablafol.ir import Aggregate, Filter, Predicate, Program, Quantifier, Relate, Top
+from nablafol.ir import Aggregate, AggregateEach, AnyOfGroups, Filter, Pairwise, Predicate, Program, Quantifier, Relate, Top
 from nablafol.testing import brute_force, repeated_predicates
-from nablafol.testing.strategies import scenes_and_programs
+from nablafol.testing.strategies import attentions, default_vocabulary, scenes_and_programs
 
 
 @given(scenes_and_programs(crisp=True, max_objects=4))
@@ -62,3 +62,27 @@ def test_many_objects_stay_finite_in_float32(n, p):
     assert torch.isfinite(answers.log_probs).all()
     assert math.isclose(answers.log_probs[0, 0].item(), n * math.log(p), rel_tol=1e-5)
     assert math.isclose(answers.log_probs[1, 0].item(), n * math.log1p(-p), rel_tol=1e-5)
+
+
+@given(st.data())
+def test_groups_of_truths_equal_the_disjunctions_they_stand_for(data):
+    """``AnyOfGroups`` (GQA's ``common``) against its expansion into one ``Or`` per group, on
+    tables of distinct probabilities (so that a group cut in the wrong place shows)."""
+    unary, binary = default_vocabulary(n_unary=6)
+    k = data.draw(st.integers(2, 6))
+    values = tuple(data.draw(st.permutations(unary))[:k])
+    cuts = sorted(data.draw(st.sets(st.integers(1, k - 1))))
+    sizes = tuple(b - a for a, b in zip([0, *cuts], [*cuts, k]))
+    q, negate = data.draw(st.sampled_from(list(Quantifier))), data.draw(st.booleans())
+    x, y = data.draw(attentions(unary, binary, 2)), data.draw(attentions(unary, binary, 2))
+    each = AggregateEach(q, values, x, negate)
+    if data.draw(st.booleans()):
+        each = Pairwise(each, AggregateEach(q, values, y, negate))
+    grouped = AnyOfGroups(each, sizes)
+    n, rnd = data.draw(st.integers(1, 3)), data.draw(st.randoms(use_true_random=False))
+    tables = {p: np.array([rnd.uniform(0.05, 0.95) for _ in range(n ** p.arity)]).reshape((n,) * p.arity)
+              for p in list(unary) + list(binary)}
+    labels = tuple(f"g{j}" for j in range(len(sizes)))
+    one_node = run_engine([Program((grouped,), labels)], [tables], dtype=torch.float64)
+    expanded = run_engine([Program(grouped.truths(), labels)], [tables], dtype=torch.float64)
+    assert torch.allclose(one_node.log_probs[0, :len(sizes)], expanded.log_probs[0, :len(sizes)], atol=1e-12, rtol=0)
