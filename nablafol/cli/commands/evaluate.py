@@ -65,7 +65,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--workers", type=positive_int, default=1, metavar="N",
                         help="processes answering chunks side by side (CPU only; default 1). The answers do not "
-                             "depend on it; on 2 cores, 2 workers measured 1.25-1.45x faster")
+                             "depend on it; on 2 cores, 2 workers measured 1.2-1.6x faster")
     add_threads_argument(parser)
     add_ontology_argument(parser)
 
