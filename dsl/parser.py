@@ -352,6 +352,16 @@ def _line_recipe(template: str) -> _Recipe:
     return _Recipe(Program(steps), slots)
 
 
+def _recipe_of(template: str, id_groups: int) -> _Recipe | None:
+    """The cached recipe of a line template with ``id_groups`` id groups, or None when the
+    template does not read as one (the caller reads the line exactly, for the error's place)."""
+    try:
+        recipe = _line_recipe(template)
+    except (ProgramError, LarkError):
+        return None
+    return recipe if len(recipe.slots) == id_groups else None
+
+
 def _with_ids(step: Step, group: str) -> Step:
     inner = group[2:-1]
     ids = () if inner == "-" else tuple(inner.split(","))
@@ -376,12 +386,8 @@ def parse_program(text: str) -> Program:
     if not isinstance(text, str):
         raise ProgramError(f"a program is text (str), got {type(text).__name__}")
     groups = _OBJECT_IDS.findall(text)
-    template = _OBJECT_IDS.sub(_PLACEHOLDER, text) if groups else text
-    try:
-        recipe = _line_recipe(template)
-    except (ProgramError, LarkError):
-        recipe = None
-    if recipe is None or len(groups) != len(recipe.slots):
+    recipe = _recipe_of(id_template(text) if groups else text, len(groups))
+    if recipe is None:
         return _read_exactly(text)  # raises the error at its place in `text`
     if not groups:
         return recipe.program
@@ -479,11 +485,8 @@ def parse_template(template: str) -> Program:
         >>> parse_template("select: wall (-)->exist: ? [0]").steps[0].argument
         Objects(name='wall', ids=())
     """
-    try:
-        recipe = _line_recipe(template)
-    except (ProgramError, LarkError):
-        recipe = None
-    if recipe is None or len(_OBJECT_IDS.findall(template)) != len(recipe.slots):
+    recipe = _recipe_of(template, len(_OBJECT_IDS.findall(template)))
+    if recipe is None:
         return parse_program(template)  # the general path: raises at the error's place
     return recipe.program
 

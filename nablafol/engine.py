@@ -3,8 +3,8 @@
 How a batch runs:
 
 1. every program is flattened once into a :class:`ProgramPlan`, kept on the program as row
-   matrices with the engine's predicate ids: its distinct nodes in topological order, each with its *level* (1 + the level of its
-   deepest input) and its inputs as local indices;
+   matrices with the engine's predicate ids: its distinct nodes in topological order, each
+   with its *level* (1 + the level of its deepest input) and its inputs as local indices;
 2. the plans of the batch are concatenated with numpy, and nodes are sorted by
    ``(level, operator kind)`` so that each level's nodes of one kind are contiguous rows;
 3. the oracle is asked once for all distinct ``(scene, unary predicate)`` pairs and once

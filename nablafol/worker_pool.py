@@ -16,13 +16,13 @@ go out, its outcomes come back. A chunk is answered the same way whichever proce
 """
 from __future__ import annotations
 
-import gc
 import multiprocessing
 from collections import deque
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Iterable, Iterator, Sequence
 
+from .collector import frozen_for_fork
 from .errors import NablafolError
 
 __all__ = ["answer_chunks", "WorkerError"]
@@ -61,14 +61,10 @@ def answer_chunks(evaluator, chunks: Iterable[Sequence], workers: int = 1,
     before_fork = getattr(evaluator.perception, "before_fork", None)
     if before_fork is not None:
         before_fork()
-    # objects made so far (the scenes above all) leave the collector's lists: a collection in
-    # a worker would otherwise write to every one of them and copy their pages
-    gc.collect()
-    gc.freeze()
     pending: deque = deque()
     try:
-        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"),
-                                 initializer=_start_worker, initargs=(threads,)) as pool:
+        with frozen_for_fork(), ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"),
+                                                    initializer=_start_worker, initargs=(threads,)) as pool:
             for chunk in chunks:
                 pending.append((chunk, pool.submit(_answer, chunk)))
                 if len(pending) > workers:
@@ -84,4 +80,3 @@ def answer_chunks(evaluator, chunks: Iterable[Sequence], workers: int = 1,
         for _, future in pending:
             future.cancel()
         _EVALUATOR = None
-        gc.unfreeze()

@@ -287,13 +287,20 @@ def iter_scene_graphs(path: str | os.PathLike) -> Iterator[SceneGraph]:
 
 def load_scene_graphs(path: str | os.PathLike) -> dict[str, SceneGraph]:
     """All scene graphs as ``{imageId: SceneGraph}``; an image id seen twice is an error."""
-    graphs: dict[str, SceneGraph] = {}
+    return {image_id: scene_graph_from_record(image_id, record, path=part)
+            for part, image_id, record in _unique_members(path, iter_object_members)}
+
+
+def _unique_members(path: str | os.PathLike, members) -> Iterator[tuple]:
+    """``(file, *member)`` for every member of every scene-graph file of ``path`` (``members``:
+    a reader of :mod:`~nablafol.data.json_stream`), refusing an image id seen twice."""
+    seen: set[str] = set()
     for part in json_inputs(path):
-        for image_id, record in iter_object_members(part, expected=_EXPECTED):
-            if image_id in graphs:
-                raise InputFileError(part, "appears twice", f"image {image_id}")
-            graphs[image_id] = scene_graph_from_record(image_id, record, path=part)
-    return graphs
+        for member in members(part, expected=_EXPECTED):
+            if member[0] in seen:
+                raise InputFileError(part, "appears twice", f"image {member[0]}")
+            seen.add(member[0])
+            yield (part, *member)
 
 
 class SceneGraphTexts(Mapping):
@@ -315,14 +322,11 @@ class SceneGraphTexts(Mapping):
         self.cache_size = cache_size
         self._texts: dict[str, tuple[str, int, Path]] = {}  # image -> (JSON text, objects, file)
         self._cache: OrderedDict[str, SceneGraph] = OrderedDict()
-        for part in json_inputs(path):
-            for image_id, record, text in iter_object_member_texts(part, expected=_EXPECTED):
-                if image_id in self._texts:
-                    raise InputFileError(part, "appears twice", f"image {image_id}")
-                objects = record.get("objects") if type(record) is dict else None
-                if type(objects) is not dict:
-                    scene_graph_from_record(image_id, record, path=part)  # raises, saying what is wrong
-                self._texts[image_id] = (text, len(objects), part)
+        for part, image_id, record, text in _unique_members(path, iter_object_member_texts):
+            objects = record.get("objects") if type(record) is dict else None
+            if type(objects) is not dict:
+                scene_graph_from_record(image_id, record, path=part)  # raises, saying what is wrong
+            self._texts[image_id] = (text, len(objects), part)
 
     def object_count(self, image_id: str) -> int:
         """The scene's number of objects (known without reading the scene)."""

@@ -243,25 +243,24 @@ class SceneGraphOracle:
             column = cols.relation_column(name)
             column_of[name] = -1 if column is None else column
         column = np.fromiter(map(column_of.__getitem__, names), dtype=np.int64, count=len(names))
-        if (column < 0).any():
-            for name, times in Counter(names).items():
-                if column_of[name] < 0:
-                    self.unknown_concepts[("rel", name)] += times
         owner = np.repeat(np.asarray(owners, dtype=np.int64), np.asarray(counts, dtype=np.int64))
         target = np.asarray(targets, dtype=np.int64)
         not_held = 1.0 - np.asarray(probs, dtype=np.float64)
         known = column >= 0
         if not known.all():
+            for name, times in Counter(names).items():
+                if column_of[name] < 0:
+                    self.unknown_concepts[("rel", name)] += times
             owner, target, column, not_held = owner[known], target[known], column[known], not_held[known]
         key = (owner * self._n + target) * n_columns + column
         order = np.argsort(key, kind="stable")  # a repeated fact's listings stay in file order
         key = key[order]
         first = np.flatnonzero(np.concatenate([[True], key[1:] != key[:-1]])) if len(key) else key
+        stop = np.append(first[1:], len(key))
         q = not_held[order][first]
-        for g in np.flatnonzero(np.diff(np.append(first, len(key))) > 1):  # listed more than once: rare
-            stop = first[g + 1] if g + 1 < len(first) else len(key)
+        for g in np.flatnonzero(stop - first > 1):  # listed more than once: rare
             product = 1.0
-            for factor in not_held[order[first[g]:stop]].tolist():
+            for factor in not_held[order[first[g]:stop[g]]].tolist():
                 product *= factor
             q[g] = product
         held = q < 1

@@ -209,8 +209,10 @@ def test_a_question_id_given_twice_is_refused_in_one_line(data, tmp_path, capsys
 
 def test_workers_give_byte_identical_outputs(data, reference, tmp_path):
     # a chunk is batched the same way in whichever process answers it
+    import gc
     assert main(_argv(data, tmp_path, "--workers", "2")) == 0
     assert _outputs(tmp_path) == reference[:2]
+    assert gc.get_freeze_count() == 0  # nothing left out of the collector's sight after the run
 
 
 def test_a_worker_that_dies_is_one_line_then_resume_finishes_identically(data, reference, tmp_path,
