@@ -20,8 +20,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench_parse import GQA_VAL_QUESTIONS, make_lines  # noqa: E402
-from compiler import CompileError, Compiler  # noqa: E402
-from dsl import clear_caches  # noqa: E402
+from nablafol.compiler import CompileError, Compiler  # noqa: E402
+from nablafol.dsl import clear_caches  # noqa: E402
 
 
 def main(argv=None):

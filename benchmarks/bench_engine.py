@@ -22,7 +22,8 @@ import numpy as np
 import torch
 
 from nablafol import operators as ops
-from nablafol.engine import Engine, _CompiledQProduct
+from nablafol.engine import Engine
+from nablafol.engine.execution import _CompiledQProduct
 from nablafol.ir import Aggregate, Atom, Conjoin, Filter, Neg, Predicate, Program, Quantifier, Relate, Top
 
 UNARY = [Predicate(f"u{i}") for i in range(16)]

@@ -106,7 +106,7 @@ def _timed_eval(argv: list[str], kill_after: float | None, logs: Path) -> dict:
 
 
 def run(questions: Path, scene_graphs: Path, out: Path, kill_after: float | None, extra: list[str]) -> None:
-    from nablafol.data.journal import EvalJournal, journal_path
+    from nablafol.pipeline.journal import EvalJournal, journal_path
     out.mkdir(parents=True, exist_ok=True)
     argv = ["--questions", str(questions), "--scene-graphs", str(scene_graphs),
             "--predictions", str(out / "predictions.json"), *extra]
@@ -136,10 +136,11 @@ def phases(eval_argv: list[str]) -> None:
     import nablafol.data.questions as questions
     import nablafol.data.scene_graphs as scene_graphs
     import nablafol.engine as engine
-    import nablafol.evaluation as evaluation
+    import nablafol.engine.planning as planning
+    import nablafol.pipeline.answering as evaluation
     from nablafol.cli import main as cli_main
-    from nablafol.data.journal import EvalJournal
-    from nablafol.stream_scoring import RunningScore
+    from nablafol.pipeline.journal import EvalJournal
+    from nablafol.scoring.running import RunningScore
     spent: dict[str, float] = defaultdict(float)
 
     def timed(owner, name: str, label: str) -> None:
@@ -158,7 +159,7 @@ def phases(eval_argv: list[str]) -> None:
     timed(questions, "question_from_record", "read questions (record -> Question)")
     timed(evaluation, "compile_question", "compile (parse + translate, LRU cache)")
     timed(evaluation.Evaluator, "_unknown_predicate", "check the predicates are known")
-    timed(engine._Registry, "packed", "engine: plan one program (cached)")
+    timed(planning._Registry, "packed", "engine: plan one program (cached)")
     timed(evaluation.SceneGraphPerception, "oracle", "build oracle tables per batch")
     timed(engine.Engine, "plan", "engine: plan")
     timed(engine.Engine, "run", "engine: run")

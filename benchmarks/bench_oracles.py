@@ -21,11 +21,11 @@ import time
 import numpy as np
 import torch
 
-from dsl import Ontology
+from nablafol.dsl import Ontology
 from nablafol.data import scene_graph_from_record
 from nablafol.ir import Predicate
 from nablafol.oracle import Requests
-from nablafol.oracles import COMPARATIVES, SceneGraphOracle
+from nablafol.graph_oracles import COMPARATIVES, SceneGraphOracle
 
 
 def random_graph(rng: np.random.Generator, image_id: str, classes, values, relations, probabilistic: bool):

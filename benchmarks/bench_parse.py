@@ -21,8 +21,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from dsl import Ontology, clear_caches, parse_program, program_from_semantic  # noqa: E402
-from dsl.parser import _read_exactly  # noqa: E402  (the uncached reference path)
+from nablafol.dsl import Ontology, clear_caches, parse_program, program_from_semantic  # noqa: E402
+from nablafol.dsl.parser import _read_exactly  # noqa: E402  (the uncached reference path)
 
 GQA_VAL_QUESTIONS = 132_062
 

@@ -53,7 +53,7 @@ RELATIONS = ["on", "near", "to the left of", "behind", "holding", "wearing"]
 
 def gqa_programs(rng: np.random.Generator, count: int) -> list:
     """``count`` compiled binary GQA programs, cycling through the templates."""
-    from compiler import Compiler
+    from nablafol.compiler import Compiler
 
     compiler = Compiler()
     programs = []

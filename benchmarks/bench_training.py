@@ -3,7 +3,7 @@
     python -m benchmarks.bench_training [--quick] [--steps 200] [--batch 64]
 
 Generates a small embedded dataset (in a temporary folder), builds the neural oracle with
-its default sizes, and times ``steps`` optimizer steps of :class:`nablafol.training.Trainer`
+its default sizes, and times ``steps`` optimizer steps of :class:`nablafol.pipeline.oracle_training.Trainer`
 (features -> oracle -> engine -> answer loss -> backward -> Adam) on batches of ``batch``
 training questions, after a few warm-up steps. Validation and checkpoints are not timed:
 the figure is the training loop's own rate.
@@ -26,13 +26,13 @@ SIZES = {"tiny": dict(scenes=20, steps=3), "quick": dict(scenes=60, steps=20), "
 
 
 def run(size: str = "full", steps: int | None = None, batch: int = 64, seed: int = 0) -> dict:
-    from compiler import Compiler
-    from dsl import Ontology
+    from nablafol.compiler import Compiler
+    from nablafol.dsl import Ontology
     from nablafol.data import FeatureStore, load_questions
-    from nablafol.evaluation import FeaturePerception
+    from nablafol.pipeline.answering import FeaturePerception
     from nablafol.neural import ConceptVocabulary, NeuralOracleModel
     from nablafol.synthetic import generate_dataset
-    from nablafol.training import TrainConfig, Trainer, prepare_examples
+    from nablafol.pipeline.oracle_training import TrainConfig, Trainer, prepare_examples
 
     steps = steps or SIZES[size]["steps"]
     warmup = 3

@@ -1,5 +1,6 @@
 """Top-down calibration of DFOL attention (paper, section 5), plugged into the engine through
-:class:`nablafol.engine.Calibration`.
+:class:`nablafol.engine.Calibration` (installed as ``nablafol.calibration``; trained by
+:mod:`nablafol.pipeline.calibration_training`).
 
 * :func:`beta_calibrate`: the Beta-calibration function in log space (``beta``);
 * :class:`TopDownCalibrator`: its per-step parameters from a Bi-LSTM over the program (``calibrator``);
@@ -13,8 +14,7 @@ from .calibrator import TopDownCalibrator, step_token
 from .inspect import StepParameters, format_step_parameters, step_parameters
 from .shapes import classify_shape
 from .storage import has_calibrator, load_calibrator, save_calibrator
-from .training import CalibrationTrainer
 
 __all__ = ["beta_calibrate", "TopDownCalibrator", "step_token", "save_calibrator", "load_calibrator",
-           "has_calibrator", "CalibrationTrainer", "classify_shape", "StepParameters", "step_parameters",
+           "has_calibrator", "classify_shape", "StepParameters", "step_parameters",
            "format_step_parameters"]

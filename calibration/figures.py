@@ -1,7 +1,7 @@
 """Pictures of calibration: the learned curves ``C(α)`` per step, and reliability diagrams.
 
 PNG files through matplotlib's non-interactive backend (the helpers of
-:mod:`nablafol.report`).
+:mod:`nablafol.plotting`).
 
     >>> round(expected_calibration_error([0.9, 0.9, 0.6, 0.6], [True, False, True, False]), 6)
     0.25
@@ -13,7 +13,7 @@ from typing import Sequence
 
 import numpy as np
 
-from nablafol.report import _pyplot, _save
+from nablafol.plotting import _pyplot, _save
 
 from .inspect import StepParameters
 from .shapes import beta_curve

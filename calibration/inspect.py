@@ -1,8 +1,8 @@
 """What a calibrator does to one question: its ``(a, b, c, d)`` per attention step, read as
 the shapes of the paper's Figure 2 (:mod:`calibration.shapes`).
 
-    >>> import dsl
-    >>> from compiler import Compiler
+    >>> from nablafol import dsl
+    >>> from nablafol.compiler import Compiler
     >>> program = Compiler(dsl.Ontology.gqa()).compile_text("select: ball->verify color: red [0]").program
     >>> calibrator = TopDownCalibrator(["name:ball", "attr:red"])  # fresh: the identity
     >>> print(format_step_parameters(step_parameters(calibrator, program)))

@@ -1,6 +1,6 @@
 """GQA programs -> DFOL programs: every GQA operation, with plausible answers and answer forms.
 
-    >>> from compiler import Compiler, CompileError
+    >>> from nablafol.compiler import Compiler, CompileError
     >>> q = Compiler().compile_text("select: bird (329774)->query: name [0]")
     >>> q.is_binary, q.answers
     (False, ('angry bird', 'bird', 'eagle', 'owl', 'parrot', 'pigeon'))

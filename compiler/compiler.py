@@ -1,6 +1,6 @@
 """The GQA compiler: parsed program (``dsl``) -> DFOL program (``nablafol.ir``), cached.
 
-    >>> from compiler import Compiler
+    >>> from nablafol.compiler import Compiler
     >>> c = Compiler()
     >>> q = c.compile_text("select: wall (722332)->filter color: white [0]->relate: _,on,s (722335) [1]->exist: ? [2]")
     >>> print(q.program.term())
@@ -21,8 +21,8 @@ import functools
 from dataclasses import dataclass, replace
 from typing import Any, NamedTuple, Optional
 
-import dsl
-import dsl.ast as A
+from nablafol import dsl
+from nablafol.dsl import ast as A
 
 from nablafol.ir import Program
 

@@ -4,7 +4,7 @@ One :class:`Concepts` per ontology turns raw GQA strings into interned
 :class:`nablafol.ir.Predicate` objects (normalizing surface forms first) and lists the
 plausible answers of open questions:
 
-    >>> from dsl import Ontology
+    >>> from nablafol.dsl import Ontology
     >>> c = Concepts(Ontology.gqa())
     >>> c.name("plates"), c.value("white", "color"), c.relation("to the left of")
     (Predicate(name='plate', arity=1, kind='name'), Predicate(name='white', arity=1, kind='attr'), \
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import functools
 
-from dsl import Ontology
+from nablafol.dsl import Ontology
 
 from nablafol.ir import Predicate
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional, Union
 
-import dsl.ast as A
+from nablafol.dsl import ast as A
 
 from nablafol.ir import (Aggregate, AggregateEach, AllOf, And, AnyOf, AnyOfGroups, Attention, Conjoin, Filter, Neg,
                          Not, Or, Pairwise, Program, Quantifier, Relate, Top, Truth)

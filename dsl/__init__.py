@@ -3,7 +3,7 @@
 Read a program from GQA's `semanticStr` line or its `semantic` list (both give the
 same AST), inspect it, write it back:
 
-    >>> from dsl import parse_program, program_from_semantic, ProgramError
+    >>> from nablafol.dsl import parse_program, program_from_semantic, ProgramError
     >>> program = parse_program(
     ...     "select: wall (722332)->filter color: white [0]->relate: _,on,s (722335) [1]->query: name [2]")
     >>> program.steps[1]
@@ -20,7 +20,7 @@ same AST), inspect it, write it back:
 
 Look concepts up in GQA's vocabulary (raw GQA forms are normalized first):
 
-    >>> from dsl import Ontology, normalize
+    >>> from nablafol.dsl import Ontology, normalize
     >>> gqa = Ontology.gqa()
     >>> normalize("benches"), gqa.is_category("furniture"), "person" in gqa.classes_under("person")
     ('bench', True, True)

@@ -5,11 +5,11 @@ grammar), shape errors (an operation given the wrong kind of argument) and
 structure errors (a dependency that points forward, a step nobody uses) all come
 out as a `ProgramError` that says what is wrong and where:
 
-    >>> from dsl import parse_program
+    >>> from nablafol.dsl import parse_program
     >>> parse_program("select: bird (329774)->query: name [1]")
     Traceback (most recent call last):
     ...
-    dsl.errors.ProgramError: step 1 'query': dependency [1] must point to an earlier step (0) at line 1, column 36
+    nablafol.dsl.errors.ProgramError: step 1 'query': dependency [1] must point to an earlier step (0) at line 1, column 36
       select: bird (329774)->query: name [1]
                                          ^
 
@@ -18,13 +18,15 @@ relation the vocabulary does not know.
 """
 from __future__ import annotations
 
+from nablafol.errors import NablafolError  # the one error root (torch-free)
+
 __all__ = ["ProgramError", "UnknownConceptError", "VocabularyFileError"]
 
 # How many characters of the program to show on each side of the caret.
 _CONTEXT_SPAN = 40
 
 
-class ProgramError(ValueError):
+class ProgramError(NablafolError, ValueError):
     """A GQA program that cannot be read.
 
     Attributes:
@@ -71,7 +73,7 @@ def _rebuild_program_error(message, text, line, column, expected, step) -> Progr
     return ProgramError(message, text=text, line=line, column=column, expected=expected, step=step)
 
 
-class UnknownConceptError(LookupError):
+class UnknownConceptError(NablafolError, LookupError):
     """A name, attribute value, attribute type or relation that the vocabulary does not know.
 
     Attributes: `concept` (as given), `kind` ('name', 'value', 'type' or 'relation'),
@@ -89,7 +91,7 @@ class UnknownConceptError(LookupError):
         return self.args[0]
 
 
-class VocabularyFileError(ValueError):
+class VocabularyFileError(NablafolError, ValueError):
     """A vocabulary file that cannot be read: ``str()`` is ``"{path}: {problem}"``."""
 
     def __init__(self, path, problem: str):

@@ -1,6 +1,6 @@
 """The vocabulary programs are written in: classes, categories, attributes, relations.
 
-    >>> from dsl import Ontology, normalize
+    >>> from nablafol.dsl import Ontology, normalize
     >>> gqa = Ontology.gqa()
     >>> sorted(gqa.classes_under("food"))[:3]
     ['almond', 'anchovy', 'appetizer']
@@ -253,7 +253,7 @@ class Ontology:
 
 
 def _load_json(name: str):
-    return json.loads(resources.files("dsl").joinpath(f"data/gqa/{name}").read_text(encoding="utf-8"))
+    return json.loads(resources.files(__package__).joinpath(f"data/gqa/{name}").read_text(encoding="utf-8"))
 
 
 @functools.lru_cache(maxsize=None)

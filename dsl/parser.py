@@ -1,6 +1,6 @@
 """Readers: GQA program text (`semanticStr`) and GQA's `semantic` list -> `Program`.
 
-    >>> from dsl import parse_program, program_from_semantic
+    >>> from nablafol.dsl import parse_program, program_from_semantic
     >>> p = parse_program("select: scene->choose location: indoors|outdoors [0]")
     >>> p.answer_step
     Step(operation='choose', type='location', argument=Alternatives(values=('indoors', 'outdoors')), dependencies=(0,))
@@ -159,7 +159,7 @@ class _ToSyntax(Transformer):
 @functools.lru_cache(maxsize=None)
 def _lark() -> Lark:
     """The grammar, compiled once (LALR, contextual lexer, transformer applied while parsing)."""
-    grammar = resources.files("dsl").joinpath("grammar/gqa.lark").read_text(encoding="utf-8")
+    grammar = resources.files(__package__).joinpath("grammar/gqa.lark").read_text(encoding="utf-8")
     return Lark(grammar, parser="lalr", lexer="contextual", start=["program", "step"],
                 transformer=_ToSyntax(), maybe_placeholders=True)
 

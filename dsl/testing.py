@@ -3,7 +3,7 @@
 Not imported by `dsl` itself. Use it in any room's tests:
 
     from hypothesis import given
-    from dsl.testing import programs
+    from nablafol.dsl.testing import programs
 
     @given(programs())
     def test_compiles(program):

@@ -6,7 +6,7 @@ unusable input raises :class:`nablafol.errors.InputFileError`, one line naming t
 the record and the problem.
 """
 from nablafol.data.details import Details, iter_details, read_details, write_details
-from nablafol.data.features import FeatureStore, ObjectFeatures
+from nablafol.data.feature_files import FeatureStore, ObjectFeatures
 from nablafol.data.predictions import read_predictions, write_predictions
 from nablafol.data.questions import (ProgramSource, Question, iter_questions, load_questions,
                                      question_from_record, write_questions)

@@ -12,7 +12,7 @@ parameter-free engine.
 * :func:`save_model` / :func:`load_model` (``checkpoint``): the model folder.
 
     >>> import numpy as np
-    >>> from dsl import Ontology
+    >>> from nablafol.dsl import Ontology
     >>> from nablafol import Engine
     >>> from nablafol.data import ObjectFeatures
     >>> from nablafol.ir import Aggregate, Filter, Predicate, Program, Quantifier, Top
@@ -24,11 +24,11 @@ parameter-free engine.
     (torch.Size([1, 1]), True)
 """
 from .checkpoint import load_model, load_tensors, save_model, save_tensors
-from .concepts import BINARY_KINDS, SCENE_CONCEPT, UNARY_KINDS, ConceptVocabulary
+from nablafol.neural.concept_vocabulary import BINARY_KINDS, SCENE_CONCEPT, UNARY_KINDS, ConceptVocabulary
 from .errors import NeuralOracleError
-from .features import FeatureBatch
+from nablafol.neural.feature_batch import FeatureBatch
 from .model import NeuralOracleConfig, NeuralOracleModel, ObjectEncoding
-from .oracle import NeuralOracle
+from nablafol.neural.bound_oracle import NeuralOracle
 
 __all__ = [
     "ConceptVocabulary", "FeatureBatch", "NeuralOracle", "NeuralOracleConfig", "NeuralOracleError",

@@ -17,7 +17,7 @@ a tensor file that is not weights-only, tensors that do not fit the config) rais
 :class:`~nablafol.errors.InputFileError`: one line naming the file.
 
     >>> import tempfile
-    >>> from dsl import Ontology
+    >>> from nablafol.dsl import Ontology
     >>> from nablafol.neural import ConceptVocabulary, NeuralOracleModel
     >>> model = NeuralOracleModel.for_vocabulary(ConceptVocabulary.from_ontology(Ontology.gqa()), feature_dim=8,
     ...                                          hidden_dim=8, embedding_dim=8, projection_dim=4, pair_hidden_dim=4)
@@ -43,7 +43,7 @@ import torch
 from nablafol.data.fields import count_text
 from nablafol.errors import InputFileError, NablafolError
 
-from .concepts import ConceptVocabulary
+from nablafol.neural.concept_vocabulary import ConceptVocabulary
 from .errors import NeuralOracleError
 from .model import BOX_FEATURES, PAIR_GEOMETRY, NeuralOracleConfig, NeuralOracleModel
 
@@ -170,7 +170,7 @@ def refuse_oversized(path: Path, needed: int, tensors: Mapping[str, torch.Tensor
 def parameter_count(config: NeuralOracleConfig) -> int:
     """How many numbers :class:`NeuralOracleModel` has for ``config``, computed without building it.
 
-    >>> from dsl import Ontology
+    >>> from nablafol.dsl import Ontology
     >>> model = NeuralOracleModel.for_vocabulary(ConceptVocabulary.from_ontology(Ontology.gqa()), feature_dim=8,
     ...                                          hidden_dim=8, hidden_layers=2)
     >>> parameter_count(model.config) == sum(t.numel() for t in model.state_dict().values())
@@ -242,8 +242,8 @@ def _load_part(folder: Path, part: str, recorded: str | None = None) -> tuple[di
 
 
 def _check_ontology(data, path: Path) -> None:
-    from dsl import Ontology
-    from dsl.ontology import VOCABULARY_SHAPES
+    from nablafol.dsl import Ontology
+    from nablafol.dsl.ontology import VOCABULARY_SHAPES
     if not isinstance(data, Mapping) or set(data) != set(VOCABULARY_SHAPES):
         raise InputFileError(path, "extra.ontology must be an object of exactly "
                                    f"{', '.join(VOCABULARY_SHAPES)}")

@@ -11,7 +11,7 @@ image ``W × H``)::
             logit(π | x_i, y_j) = <p_ij, f_π> + d_π
 
 ``e_π`` / ``f_π`` are the concept embeddings (one row per concept of the
-:class:`~nablafol.neural.concepts.ConceptVocabulary`, random-init; see
+:class:`~nablafol.neural.concept_vocabulary.ConceptVocabulary`, random-init; see
 :meth:`NeuralOracleModel.initialize_embeddings` for word vectors), ``c_π`` / ``d_π``
 per-concept biases starting at ``prior_logit`` (most concepts are false of most objects).
 ``r_ij = [cx_j − cx_i, cy_j − cy_i, log w_i/w_j, log h_i/h_j, log area_i/area_j, IoU]``:
@@ -23,7 +23,7 @@ and contracted with ``f_π`` pushed through the MLP's last (linear) layer, so re
 predicates never multiply a ``(M, M, embedding_dim)`` tensor.
 
 Which objects may carry what (rules of the scene pseudo-object, applied by
-:class:`~nablafol.neural.oracle.NeuralOracle`): ordinary objects are never ``scene``; the
+:class:`~nablafol.neural.bound_oracle.NeuralOracle`): ordinary objects are never ``scene``; the
 pseudo-object is ``scene`` with probability exactly 1, carries only scene-level concepts
 (location, weather, place, room values) and takes part in no relation; no object is in a
 relation with itself (as in the scene-graph oracle, where ``same`` and the comparatives
@@ -40,9 +40,9 @@ from einops import einsum, rearrange
 from torch import nn
 from torch.nn import functional as F
 
-from .concepts import ConceptVocabulary
+from nablafol.neural.concept_vocabulary import ConceptVocabulary
 from .errors import NeuralOracleError
-from .features import FeatureBatch
+from nablafol.neural.feature_batch import FeatureBatch
 
 __all__ = ["NeuralOracleConfig", "NeuralOracleModel", "ObjectEncoding", "box_features", "pair_geometry",
            "BOX_FEATURES", "PAIR_GEOMETRY"]
@@ -130,10 +130,10 @@ def pair_geometry(g: torch.Tensor) -> torch.Tensor:
 class NeuralOracleModel(nn.Module):
     """The oracle's network over one :class:`ConceptVocabulary` (see the module docstring).
 
-    ``model.bind(batch)`` gives the :class:`~nablafol.neural.oracle.NeuralOracle` the engine
-    queries for a :class:`~nablafol.neural.features.FeatureBatch`.
+    ``model.bind(batch)`` gives the :class:`~nablafol.neural.bound_oracle.NeuralOracle` the engine
+    queries for a :class:`~nablafol.neural.feature_batch.FeatureBatch`.
 
-    >>> from dsl import Ontology
+    >>> from nablafol.dsl import Ontology
     >>> vocabulary = ConceptVocabulary.from_ontology(Ontology.gqa())
     >>> model = NeuralOracleModel.for_vocabulary(vocabulary, feature_dim=2048)
     >>> model.config.hidden_layers, model.config.dropout, model.unary_embedding.shape[0] == vocabulary.num_unary
@@ -182,7 +182,7 @@ class NeuralOracleModel(nn.Module):
     # ------------------------------------------------------------------ the oracle
     def bind(self, batch: FeatureBatch):
         """The oracle of this model over ``batch`` (moved to the model's device)."""
-        from .oracle import NeuralOracle
+        from nablafol.neural.bound_oracle import NeuralOracle
         return NeuralOracle(self, batch)
 
     def forward(self, batch: FeatureBatch):

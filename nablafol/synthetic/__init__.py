@@ -14,11 +14,11 @@ Its parts, one concept each:
 * :mod:`~nablafol.synthetic.crisp`: the crisp executor, the ground truth of every answer;
 * :mod:`~nablafol.synthetic.questions` (and :mod:`~nablafol.synthetic.text`): questions of
   every GQA operation, from templates;
-* :mod:`~nablafol.synthetic.features`: object features with per-concept signal strengths;
+* :mod:`~nablafol.synthetic.object_features`: object features with per-concept signal strengths;
 * :mod:`~nablafol.synthetic.writer`: the files.
 """
 from .crisp import CrispError, CrispExecutor, Execution, SceneFacts, UndefinedAnswerError
-from .features import ConceptCodes, write_features
+from nablafol.synthetic.object_features import ConceptCodes, write_features
 from .questions import GeneratedQuestion, QuestionGenerator, balance_yes_no, to_questions
 from .scenes import SceneGenerator, relations_between
 from .vocabulary import Vocabulary, VocabularyError, write_ontology

@@ -12,7 +12,7 @@ contract of docs/design.md:
   (two different objects sharing a value) and the comparative relations (``bigger than``
   ...), which are computed like the comparatives;
 * ``hposition``/``vposition`` and the comparatives come from the documented rules,
-  :mod:`nablafol.oracles.geometry` and :mod:`nablafol.oracles.traits` (called here on the
+  :mod:`nablafol.graph_oracles.geometry` and :mod:`nablafol.graph_oracles.traits` (called here on the
   boxes and traits, then turned into sets of pairs).
 
 Step by step (X, Y the input sets; ``v(x)``: object x has value v):
@@ -40,7 +40,7 @@ only questions whose answer is defined. Everything else wrong (an unknown concep
 value of the wrong type, a probabilistic graph, a malformed program) raises
 :class:`CrispError`, one line saying which step and what.
 
-    >>> from dsl import parse_program
+    >>> from nablafol.dsl import parse_program
     >>> from nablafol.data import load_scene_graphs
     >>> graph = load_scene_graphs("tests/fixtures/gqa/val_sceneGraphs.json")["2354786"]
     >>> executor = CrispExecutor()
@@ -56,8 +56,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from dsl import Ontology, ProgramError, validate_program
-from dsl.ast import Alternatives, AttributeType, Objects, Program, Relation, Scene, Step
+from nablafol.dsl import Ontology, ProgramError, validate_program
+from nablafol.dsl.ast import Alternatives, AttributeType, Objects, Program, Relation, Scene, Step
 
 from nablafol.errors import NablafolError
 
@@ -125,7 +125,7 @@ class SceneFacts:
         self.position_of = self._positions()
         self._compared: dict[str, frozenset[tuple[str, str]]] = {}
 
-    # -- geometry and traits (the rules of nablafol.oracles, evaluated on this scene) ---------
+    # -- geometry and traits (the rules of nablafol.graph_oracles, evaluated on this scene) ---------
     def _tensors(self):
         import torch
         boxes = torch.tensor([[o.x, o.y, o.w, o.h] for o in self.graph.objects], dtype=torch.float64).reshape(-1, 4)
@@ -133,7 +133,7 @@ class SceneFacts:
         return boxes, image
 
     def _positions(self) -> dict[str, dict[str, str]]:
-        from nablafol.oracles import geometry
+        from nablafol.graph_oracles import geometry
         if not self.objects:
             return {}
         boxes, image = self._tensors()
@@ -152,7 +152,7 @@ class SceneFacts:
 
     def _compare(self, comparative: str) -> frozenset[tuple[str, str]]:
         import torch
-        from nablafol.oracles import geometry, traits
+        from nablafol.graph_oracles import geometry, traits
         n = len(self.objects)
         if n == 0:
             return frozenset()
@@ -170,7 +170,7 @@ class SceneFacts:
         return frozenset((self.objects[i], self.objects[j]) for i, j in zip(*np.nonzero(holds)))
 
     def _traits(self) -> dict[str, list[float]]:
-        from nablafol.oracles import traits
+        from nablafol.graph_oracles import traits
         by_class = traits.trait_classes(self.ontology)
         out = {}
         for trait in traits.TRAITS:

@@ -42,7 +42,7 @@ from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
-from dsl.ast import Alternatives, AttributeType, Empty, Objects, Program, Relation, Scene, Step, Value
+from nablafol.dsl.ast import Alternatives, AttributeType, Empty, Objects, Program, Relation, Scene, Step, Value
 
 from nablafol.data import Question
 from nablafol.data.questions import encode_extra

@@ -30,7 +30,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Iterable, Mapping
 
-from dsl import Ontology
+from nablafol.dsl import Ontology
 
 from nablafol.errors import NablafolError
 
@@ -53,7 +53,7 @@ OBJECT_TYPES: Mapping[str, tuple[str, ...]] = MappingProxyType({
     "cleanliness": ("clean", "dirty"),
     "pose": ("standing", "sitting", "walking"),
 })
-# Read from boxes (nablafol.oracles.geometry), never listed in a scene graph.
+# Read from boxes (nablafol.graph_oracles.geometry), never listed in a scene graph.
 POSITION_VALUES: Mapping[str, tuple[str, ...]] = MappingProxyType({
     "hposition": ("left", "middle", "right"), "vposition": ("top", "middle", "bottom")})
 LOCATIONS = ("indoors", "outdoors")

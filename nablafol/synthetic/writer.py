@@ -35,7 +35,7 @@ from nablafol.data import Question, SceneGraph, write_questions, write_scene_gra
 from nablafol.errors import NablafolError
 
 from .crisp import CrispExecutor
-from .features import SLOTS, ConceptCodes, write_features
+from nablafol.synthetic.object_features import SLOTS, ConceptCodes, write_features
 from .questions import QuestionGenerator, balance_yes_no, to_questions
 from .scenes import SceneGenerator
 from .vocabulary import Vocabulary, write_ontology

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from nablafol.blackbox import BlackBoxBaseline, BlackBoxModel, words
+from nablafol.baselines.blackbox import BlackBoxBaseline, BlackBoxModel, words
 
 COLORS = ("red", "blue")
 

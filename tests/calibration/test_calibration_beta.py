@@ -5,7 +5,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from calibration import beta_calibrate
+from nablafol.calibration import beta_calibrate
 
 probs = st.floats(0.0, 1.0, allow_nan=False)
 positive = st.floats(0.05, 5.0)

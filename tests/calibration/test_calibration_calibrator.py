@@ -1,15 +1,16 @@
 """The top-down calibrator: identity at start, trainable, stored beside the oracle."""
 import torch
 
-from calibration import CalibrationTrainer, TopDownCalibrator, has_calibrator, load_calibrator, save_calibrator
-from compiler import Compiler
-from dsl import Ontology
+from nablafol.pipeline.calibration_training import CalibrationTrainer
+from nablafol.calibration import TopDownCalibrator, has_calibrator, load_calibrator, save_calibrator
+from nablafol.compiler import Compiler
+from nablafol.dsl import Ontology
 from nablafol.data import FeatureStore, load_questions
 from nablafol.engine import Engine
-from nablafol.evaluation import FeaturePerception
+from nablafol.pipeline.answering import FeaturePerception
 from nablafol.neural import ConceptVocabulary, NeuralOracleModel
 from nablafol.synthetic import generate_dataset
-from nablafol.training import TrainConfig, prepare_examples
+from nablafol.pipeline.oracle_training import TrainConfig, prepare_examples
 
 
 def _setup(tmp_path):

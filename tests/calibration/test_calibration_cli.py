@@ -5,9 +5,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from calibration import TopDownCalibrator, format_step_parameters, save_calibrator, step_parameters
-from compiler import Compiler
-from dsl import Ontology
+from nablafol.calibration import TopDownCalibrator, format_step_parameters, save_calibrator, step_parameters
+from nablafol.compiler import Compiler
+from nablafol.dsl import Ontology
 from nablafol.cli import main
 from nablafol.neural import ConceptVocabulary, NeuralOracleModel, save_model
 

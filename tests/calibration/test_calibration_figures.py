@@ -4,8 +4,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from calibration import StepParameters
-from calibration.figures import (calibration_shapes, expected_calibration_error, reliability_bins,
+from nablafol.calibration import StepParameters
+from nablafol.calibration.figures import (calibration_shapes, expected_calibration_error, reliability_bins,
                                  reliability_diagram)
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

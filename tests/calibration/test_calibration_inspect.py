@@ -9,16 +9,16 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import dsl
-from calibration import (StepParameters, TopDownCalibrator, classify_shape, format_step_parameters,
+from nablafol import dsl
+from nablafol.calibration import (StepParameters, TopDownCalibrator, classify_shape, format_step_parameters,
                          step_parameters)
-from calibration.calibrator import MIN_EXPONENT, constrained_parameters
-from calibration.shapes import beta_curve
-from compiler import Compiler
+from nablafol.calibration.calibrator import MIN_EXPONENT, constrained_parameters
+from nablafol.calibration.shapes import beta_curve
+from nablafol.compiler import Compiler
 from nablafol.data.scene_graphs import scene_graph_from_record
 from nablafol.engine import Engine, ProgramPlan
 from nablafol.ir import Program, Top
-from nablafol.oracles import SceneGraphOracle
+from nablafol.graph_oracles import SceneGraphOracle
 
 COMPILER = Compiler(dsl.Ontology.gqa())
 PROGRAMS = {
@@ -101,7 +101,7 @@ def test_any_mlp_output_gives_a_valid_monotone_posterior(raw):
     assert math.isfinite(log_c.item()) and math.isfinite(log_1mc.item()) and math.isfinite(log_d.item())
     assert log_c.item() <= 0 and log_1mc.item() <= 0  # c in (0, 1): both logs finite and <= 0
     assert math.isclose(math.exp(log_c.item()) + math.exp(log_1mc.item()), 1.0, rel_tol=1e-6)
-    from calibration import beta_calibrate
+    from nablafol.calibration import beta_calibrate
     alpha = torch.linspace(0, 1, 41)
     out = beta_calibrate(alpha.log()[None], a, b, log_c, log_1mc, log_d).exp()[0]
     assert not torch.isnan(out).any() and (out >= 0).all() and (out <= 1).all()

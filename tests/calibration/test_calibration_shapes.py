@@ -6,8 +6,8 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from calibration import classify_shape
-from calibration.shapes import SHAPE_GRID, SHAPE_TOLERANCE, beta_curve
+from nablafol.calibration import classify_shape
+from nablafol.calibration.shapes import SHAPE_GRID, SHAPE_TOLERANCE, beta_curve
 
 # an independent grid (not the classifier's) on which the readings are checked
 ALPHAS = np.concatenate([np.linspace(0.0, 1.0, 257), [1e-6, 0.3333, 0.5, 0.7777, 1 - 1e-6]])

@@ -11,7 +11,7 @@ from nablafol.engine import Engine, ProgramPlan
 from nablafol.ir import Filter, Predicate, Program, Relate, Top, Aggregate
 from nablafol.operators import Quantifier
 from nablafol.oracle import TableOracle
-from nablafol.report import attention_over_boxes, attention_steps, grouped_bars, training_curve
+from nablafol.plotting import attention_over_boxes, attention_steps, grouped_bars, training_curve
 
 PNG = b"\x89PNG\r\n\x1a\n"
 

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from nablafol.cli import main
-from nablafol.data.journal import EvalJournal, journal_path
+from nablafol.pipeline.journal import EvalJournal, journal_path
 
 N_QUESTIONS = 239  # the generated set's (some scenes yield fewer than 10)
-PRELOAD = ["torch", "compiler", "dsl", "nablafol.cli", "nablafol.data", "nablafol.evaluation", "nablafol.engine"]
+PRELOAD = ["torch", "compiler", "dsl", "nablafol.cli", "nablafol.data", "nablafol.pipeline.answering", "nablafol.engine"]
 
 
 @pytest.fixture(scope="module")
@@ -51,8 +51,8 @@ def reference(data, tmp_path_factory):
 
 def test_streaming_predictions_equal_the_whole_set_evaluation(data, reference, tmp_path):
     from nablafol.data import load_questions, load_scene_graphs, read_details
-    from nablafol.evaluation import Evaluator, SceneGraphPerception
-    from dsl import Ontology
+    from nablafol.pipeline.answering import Evaluator, SceneGraphPerception
+    from nablafol.dsl import Ontology
     questions = load_questions(data / "val_balanced_questions.json")
     perception = SceneGraphPerception(load_scene_graphs(data / "val_sceneGraphs.json"),
                                       ontology=Ontology.from_folder(data / "ontology"))
@@ -79,7 +79,7 @@ EvalJournal._close = EvalJournal.close
 
 
 def _counting_answers(monkeypatch) -> list:
-    from nablafol.evaluation import Evaluator
+    from nablafol.pipeline.answering import Evaluator
     answered = []
     original = Evaluator.answer_chunk
     monkeypatch.setattr(Evaluator, "answer_chunk",
@@ -218,7 +218,7 @@ def test_workers_give_byte_identical_outputs(data, reference, tmp_path):
 def test_a_worker_that_dies_is_one_line_then_resume_finishes_identically(data, reference, tmp_path,
                                                                           monkeypatch, capsys):
     from nablafol.data import load_questions
-    from nablafol.evaluation import Evaluator
+    from nablafol.pipeline.answering import Evaluator
     ids = list(load_questions(data / "val_balanced_questions.json"))
     fatal = ids[16 * 5]  # the first question of the sixth chunk (chunks of 16)
     original = Evaluator.answer_chunk
@@ -265,12 +265,12 @@ def _error_lines(err: str) -> list[str]:
     return [line for line in err.splitlines() if line.strip() and not line.startswith("eval ")]
 
 
-# --- the garbage collector (nablafol.collector) -------------------------------------------------
+# --- the garbage collector (nablafol.pipeline.collector) -------------------------------------------------
 
 def test_eval_loads_with_the_collector_off_and_restores_it_after(data, reference, tmp_path, monkeypatch, capsys):
     import gc
     import nablafol.cli.commands.evaluate as command
-    from nablafol.collector import LONG_RUN_THRESHOLDS
+    from nablafol.pipeline.collector import LONG_RUN_THRESHOLDS
     seen = {}
     original = command._perception
 

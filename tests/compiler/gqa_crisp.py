@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import dsl.ast as A
+from nablafol.dsl import ast as A
 
 LEFT_RIGHT = {"to the left of": "left", "to the right of": "right"}
 SAME_REL = {"same color": "color", "same material": "material", "same shape": "shape"}

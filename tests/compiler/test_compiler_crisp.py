@@ -3,9 +3,9 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import dsl.ast as A
-from compiler import Compiler
-from dsl import Ontology
+from nablafol.dsl import ast as A
+from nablafol.compiler import Compiler
+from nablafol.dsl import Ontology
 from gqa_crisp import World, run
 from nablafol.engine import Engine
 from nablafol.oracle import TableOracle

@@ -1,9 +1,9 @@
 """Every GQA operation of gqa-programs.md and every quirk of its real lines compiles as the table says."""
 import pytest
 
-import dsl
-from compiler import CompileError, Compiler
-from dsl import Ontology
+from nablafol import dsl
+from nablafol.compiler import CompileError, Compiler
+from nablafol.dsl import Ontology
 from nablafol.ir import AggregateEach, Predicate
 
 GQA = Compiler()
@@ -169,7 +169,7 @@ def test_the_line_cache_answers_as_parsing_each_line_does():
     # the compile cache is keyed by the line with ids written (-): whatever ids a line carries,
     # and whichever line of its template came first, it compiles as its own parse does
     from hypothesis import given, settings, strategies as st
-    from compiler.compiler import without_ids
+    from nablafol.compiler.compiler import without_ids
     lines = _fixture_lines()
     ids = st.lists(st.integers(0, 10**9), min_size=1, max_size=3).map(lambda xs: " (" + ",".join(map(str, xs)) + ")")
     cached = Compiler()

@@ -7,7 +7,7 @@ import pickle
 
 import pytest
 
-from dsl import (Alternatives, AttributeType, Objects, Program, ProgramError, Step, Value, parse_program,
+from nablafol.dsl import (Alternatives, AttributeType, Objects, Program, ProgramError, Step, Value, parse_program,
                  program_from_semantic, validate_program)
 
 B = "select: bird (1)->"  # 18 characters: a valid first step and its arrow

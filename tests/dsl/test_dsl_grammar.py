@@ -1,7 +1,7 @@
 """Every operation, argument form and quirk of GQA's program text reads into the right AST."""
 import pytest
 
-from dsl import (COMPARATIVES, Alternatives, AttributeType, Empty, Kind, Objects, Program, Relation,
+from nablafol.dsl import (COMPARATIVES, Alternatives, AttributeType, Empty, Kind, Objects, Program, Relation,
                  Scene, Step, Value, parse_program, program_from_semantic)
 
 SELECT = "select: bird (329774)"

@@ -7,8 +7,8 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from dsl import Ontology, UnknownConceptError, normalize, raw_form
-from dsl.inflection import singular_candidates
+from nablafol.dsl import Ontology, UnknownConceptError, normalize, raw_form
+from nablafol.dsl.inflection import singular_candidates
 
 GQA = Ontology.gqa()
 SHARED = Path("/work/shared/gqa-ontology")
@@ -166,7 +166,7 @@ def test_ontology_from_folder_matches_gqa(tmp_path):
     import shutil
     from importlib import resources
 
-    from dsl import Ontology
+    from nablafol.dsl import Ontology
     for name in ("hypernyms.json", "attributes.json", "relations.json"):
         shutil.copy(resources.files("dsl").joinpath(f"data/gqa/{name}"), tmp_path / name)
     loaded, gqa = Ontology.from_folder(tmp_path), Ontology.gqa()
@@ -177,7 +177,7 @@ def test_ontology_from_folder_matches_gqa(tmp_path):
 def test_ontology_from_folder_reports_bad_files(tmp_path):
     import pytest
 
-    from dsl import Ontology, VocabularyFileError
+    from nablafol.dsl import Ontology, VocabularyFileError
     with pytest.raises(VocabularyFileError, match="hypernyms.json: cannot read"):
         Ontology.from_folder(tmp_path)
     (tmp_path / "hypernyms.json").write_text("{not json")
@@ -191,7 +191,7 @@ def test_ontology_from_folder_reports_bad_files(tmp_path):
 
 
 def test_ontology_data_round_trip():
-    from dsl import Ontology
+    from nablafol.dsl import Ontology
     gqa = Ontology.gqa()
     again = Ontology.from_data(**gqa.to_data())
     assert again.classes == gqa.classes and dict(again.attribute_types) == dict(gqa.attribute_types)

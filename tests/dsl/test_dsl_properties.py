@@ -5,9 +5,9 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dsl import Program, ProgramError, parse_program, program_from_semantic, validate_program
-from dsl.parser import _read_exactly
-from dsl.testing import program_lines, programs
+from nablafol.dsl import Program, ProgramError, parse_program, program_from_semantic, validate_program
+from nablafol.dsl.parser import _read_exactly
+from nablafol.dsl.testing import program_lines, programs
 
 REAL_LINES = [r["semanticStr"] for part in ("with_semantic", "semantic_str_only")
               for r in json.loads((Path(__file__).parent / "fixtures" / "gqa_real_sample.json")

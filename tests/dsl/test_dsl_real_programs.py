@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from dsl import Objects, parse_program, program_from_semantic, validate_program
+from nablafol.dsl import Objects, parse_program, program_from_semantic, validate_program
 
 SAMPLE = json.loads((Path(__file__).parent / "fixtures" / "gqa_real_sample.json").read_text())
 WITH_SEMANTIC = SAMPLE["with_semantic"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from dsl import Ontology
+from nablafol.dsl import Ontology
 from nablafol.data import ObjectFeatures
 from nablafol.ir import Predicate
 from nablafol.neural import ConceptVocabulary, FeatureBatch, NeuralOracleModel

@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from compiler import CompileError, Compiler
+from nablafol.compiler import CompileError, Compiler
 from nablafol.data import FeatureStore, load_questions
 from nablafol.engine import Engine, ProgramPlan
 from nablafol.neural import ConceptVocabulary, FeatureBatch, NeuralOracleModel

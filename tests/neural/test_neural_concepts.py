@@ -7,11 +7,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dsl import Ontology
+from nablafol.dsl import Ontology
 from nablafol.errors import UnknownPredicateError
 from nablafol.ir import Predicate
 from nablafol.neural import ConceptVocabulary, NeuralOracleError
-from nablafol.oracles.scene_graph import COMPARATIVES
+from nablafol.graph_oracles.scene_graph import COMPARATIVES
 from neural_helpers import TINY_ONTOLOGY, tiny_vocabulary
 
 GQA = Ontology.gqa()

@@ -192,7 +192,7 @@ def gen_split_file(rng: random.Random) -> bytes:
 # ----------------------------------------------------------------------------- targets
 def _allowed() -> tuple[type, ...]:
     """The package's own errors: what a reader may raise on bad input (anything else is a crash)."""
-    import dsl
+    from nablafol import dsl
     from nablafol.errors import NablafolError
     return (NablafolError, dsl.ProgramError, dsl.UnknownConceptError, dsl.VocabularyFileError)
 
@@ -216,8 +216,8 @@ class _Scratch:
 
 def _compiler():
     if "compiler" not in _CACHE:
-        from compiler import Compiler
-        from dsl import Ontology
+        from nablafol.compiler import Compiler
+        from nablafol.dsl import Ontology
         _CACHE["compiler"] = Compiler(Ontology.gqa())
     return _CACHE["compiler"]
 
@@ -231,7 +231,7 @@ def target_program_text(text: str) -> str | None:
 def target_semantic_list(data: bytes) -> str | None:
     """A question's `semantic` list as JSON -> program_from_semantic -> compile, as eval does."""
     from nablafol.data import question_from_record
-    from nablafol.evaluation import Skip, compile_question
+    from nablafol.pipeline.answering import Skip, compile_question
     try:
         steps = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError):
@@ -248,7 +248,7 @@ def target_questions_file(data: bytes) -> None:
     """A questions file -> load_questions -> every question compiled and answered over the
     every-operation scene graphs (image ids pointing nowhere become skips)."""
     from nablafol.data import load_questions
-    from nablafol.evaluation import Evaluator
+    from nablafol.pipeline.answering import Evaluator
     questions = load_questions(_Scratch.file("questions.json", data))
     run = Evaluator(_every_perception(), compiler=_compiler()).run(questions.values())
     assert len(run.predictions) + len(run.skips) == len(questions)
@@ -259,7 +259,7 @@ def target_scene_graphs_file(data: bytes) -> None:
     existence question."""
     from nablafol.data import load_scene_graphs
     from nablafol.data.questions import Question
-    from nablafol.evaluation import Evaluator, SceneGraphPerception
+    from nablafol.pipeline.answering import Evaluator, SceneGraphPerception
     graphs = load_scene_graphs(_Scratch.file("sceneGraphs.json", data))
     if not graphs:
         return
@@ -302,7 +302,7 @@ def _every_questions():
 def _every_perception():
     if "perception" not in _CACHE:
         from nablafol.data import load_scene_graphs
-        from nablafol.evaluation import SceneGraphPerception
+        from nablafol.pipeline.answering import SceneGraphPerception
         _CACHE["perception"] = SceneGraphPerception(load_scene_graphs(EVERY / "sceneGraphs.json"))
     return _CACHE["perception"]
 

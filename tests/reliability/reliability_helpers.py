@@ -38,7 +38,7 @@ def write_model_folder(folder: Path, calibrator: bool = False, seed: int = 0) ->
     """A trained-shaped model folder over GQA's vocabulary for the 16-number feature fixture."""
     import torch
 
-    from dsl import Ontology
+    from nablafol.dsl import Ontology
     from nablafol.neural import ConceptVocabulary, NeuralOracleModel, save_model
     onto = Ontology.gqa()
     torch.manual_seed(seed)
@@ -46,6 +46,6 @@ def write_model_folder(folder: Path, calibrator: bool = False, seed: int = 0) ->
                                              hidden_dim=8, embedding_dim=4, projection_dim=4, pair_hidden_dim=4)
     save_model(folder, model, extra={"ontology": onto.to_data()})
     if calibrator:
-        from calibration import TopDownCalibrator, save_calibrator
+        from nablafol.calibration import TopDownCalibrator, save_calibrator
         save_calibrator(folder, TopDownCalibrator(["name:plate", "rel:on"], embedding_dim=8, hidden_dim=8))
     return folder

@@ -12,13 +12,13 @@ import numpy as np
 import pytest
 import torch
 
-from compiler import Compiler
-from dsl import Ontology, parse_program
+from nablafol.compiler import Compiler
+from nablafol.dsl import Ontology, parse_program
 from nablafol.data import Question, scene_graph_from_record
 from nablafol.engine import Engine
-from nablafol.evaluation import Evaluator, SceneGraphPerception
+from nablafol.pipeline.answering import Evaluator, SceneGraphPerception
 from nablafol.ir import Aggregate, Filter, Predicate, Program, Quantifier, Relate, Top
-from nablafol.metrics import vocabulary_match
+from nablafol.scoring.metrics import vocabulary_match
 from nablafol.oracle import TableOracle
 from nablafol.synthetic import CrispExecutor, QuestionGenerator, UndefinedAnswerError, Vocabulary
 from nablafol.testing import brute_force

@@ -16,9 +16,9 @@ import pytest
 import torch
 
 from nablafol.errors import InputFileError
-from nablafol.training import STATE_NAME, TrainConfig
+from nablafol.pipeline.oracle_training import STATE_NAME, TrainConfig
 
-PRELOAD = ["torch", "compiler", "dsl", "nablafol.data", "nablafol.evaluation", "nablafol.neural", "nablafol.training"]
+PRELOAD = ["torch", "compiler", "dsl", "nablafol.data", "nablafol.pipeline.answering", "nablafol.neural", "nablafol.pipeline.oracle_training"]
 
 
 def train_tiny(data: Path, out: Path, fault, started) -> None:
@@ -27,12 +27,12 @@ def train_tiny(data: Path, out: Path, fault, started) -> None:
     if fault:
         os.environ["NABLAFOL_FAULT"] = fault
     torch.set_num_threads(1)
-    from compiler import Compiler
-    from dsl import Ontology
+    from nablafol.compiler import Compiler
+    from nablafol.dsl import Ontology
     from nablafol.data import FeatureStore, load_questions
-    from nablafol.evaluation import FeaturePerception
+    from nablafol.pipeline.answering import FeaturePerception
     from nablafol.neural import ConceptVocabulary, NeuralOracleModel
-    from nablafol.training import Trainer, prepare_examples
+    from nablafol.pipeline.oracle_training import Trainer, prepare_examples
     onto = Ontology.from_folder(data / "ontology")
     torch.manual_seed(0)
     model = NeuralOracleModel.for_vocabulary(ConceptVocabulary.from_ontology(onto), feature_dim=16, hidden_dim=16,
@@ -142,7 +142,7 @@ def test_kills_at_chosen_points_then_resume_end_bit_identical(setup, processes, 
 
 
 def test_a_truncated_checkpoint_is_refused_in_one_line(setup, tmp_path):
-    from nablafol.training import Trainer
+    from nablafol.pipeline.oracle_training import Trainer
     out = tmp_path / "model"
     out.mkdir()
     torch.save({"epoch": 1, "model": {}, "optimizer": {}}, out / STATE_NAME)

@@ -38,17 +38,16 @@ def _hostile_bytes(marker, encoding: str) -> bytes:
 
 
 def _plant(folder, part: str, file_format: str, encoding: str, marker):
-    """Replace ``part``'s tensors in ``folder`` by the payload; returns the planted file."""
+    """Replace ``part``'s tensors in ``folder`` by the payload; returns the planted file. New
+    folders hold safetensors; "torch" plants an old folder's weights-only torch file instead."""
+    safetensors_name = f"{part}.safetensors"
     torch_name = "weights.pt" if part == "model" else "calibrator.pt"
-    if file_format == "torch":
-        planted = folder / torch_name
-    else:  # posing as safetensors: the torch file removed, the config pointing at the fake
-        (folder / torch_name).unlink()
-        planted = folder / f"{part}.safetensors"
-        if part == "model":
-            config = json.loads((folder / "config.json").read_text())
-            config["files"] = {"model": planted.name}
-            (folder / "config.json").write_text(json.dumps(config))
+    planted = folder / (torch_name if file_format == "torch" else safetensors_name)
+    (folder / safetensors_name).unlink()
+    if part == "model":  # the config names the model's file
+        config = json.loads((folder / "config.json").read_text())
+        config["files"] = {"model": planted.name}
+        (folder / "config.json").write_text(json.dumps(config))
     planted.write_bytes(_hostile_bytes(marker, encoding))
     return planted
 

@@ -8,9 +8,9 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dsl import parse_program
+from nablafol.dsl import parse_program
 from nablafol.data import SceneGraph, SceneObject, SceneRelation, scene_graph_from_record
-from nablafol.oracles import geometry
+from nablafol.graph_oracles import geometry
 from nablafol.synthetic import CrispError, CrispExecutor, UndefinedAnswerError, Vocabulary
 
 # 640 x 480; thirds at x = 213.3 / 426.7 and y = 160 / 320

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from nablafol.synthetic import ConceptCodes, Vocabulary
-from nablafol.synthetic.features import image_features, object_concepts, scene_context
+from nablafol.synthetic.object_features import image_features, object_concepts, scene_context
 
 
 @pytest.fixture(scope="module")

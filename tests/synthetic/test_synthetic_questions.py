@@ -5,7 +5,7 @@ import collections
 
 import pytest
 
-from dsl import Objects, Relation, Scene, Value, parse_program, program_from_semantic
+from nablafol.dsl import Objects, Relation, Scene, Value, parse_program, program_from_semantic
 from nablafol.synthetic import CrispExecutor
 from nablafol.synthetic.questions import FAMILIES
 
@@ -127,7 +127,7 @@ def test_every_family_contributes(dataset):
 def test_the_dfol_engine_with_the_golden_oracle_agrees(dataset):
     """The crisp ground truth and the project's reasoning (compiler + engine + scene-graph
     oracle) answer every question alike: neither is allowed to drift from the spec alone."""
-    from nablafol.evaluation import Evaluator, SceneGraphPerception
+    from nablafol.pipeline.answering import Evaluator, SceneGraphPerception
     graphs = {g.image_id: g for g in dataset.scenes["val"] + dataset.scenes["testdev"]}
     questions = dataset.questions["val"] + dataset.questions["testdev"]
     run = Evaluator(SceneGraphPerception(graphs, ontology=dataset.vocabulary.ontology())).run(questions)

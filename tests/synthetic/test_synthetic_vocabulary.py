@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from dsl import Ontology
+from nablafol.dsl import Ontology
 from nablafol.synthetic import Vocabulary, VocabularyError, write_ontology
 from nablafol.synthetic.vocabulary import POSITION_VALUES
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dsl import Ontology, program_from_semantic
+from nablafol.dsl import Ontology, program_from_semantic
 from nablafol.data import FeatureStore, load_questions, load_scene_graphs
 from nablafol.synthetic import CrispExecutor, DatasetError, build_dataset, generate_dataset
 

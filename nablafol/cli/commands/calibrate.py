@@ -46,11 +46,11 @@ def run(args) -> int:
         raise UsageError("--plot draws what --inspect reads: give --inspect PROGRAM")
     if args.inspect is not None:
         return _inspect(args)
-    from compiler import Compiler
+    from nablafol.compiler import Compiler
     from nablafol.data import load_questions
-    from nablafol.evaluation import FeaturePerception
+    from nablafol.pipeline.answering import FeaturePerception
     from nablafol.progress import ProgressBar
-    from nablafol.training import TrainConfig, prepare_examples
+    from nablafol.pipeline.oracle_training import TrainConfig, prepare_examples
 
     from .train import dataset_paths, validation_questions
 
@@ -80,7 +80,8 @@ def train_calibrator(perception, examples, model_folder, compiler, config, val_q
     continues from its checkpoint there. ``nablafol calibrate`` and ``nablafol demo`` use it."""
     import torch
 
-    from calibration import CalibrationTrainer, TopDownCalibrator
+    from nablafol.pipeline.calibration_training import CalibrationTrainer
+    from nablafol.calibration import TopDownCalibrator
 
     torch.manual_seed(config.seed)
     calibrator = TopDownCalibrator.for_programs([e.compiled.program for e in examples])
@@ -96,10 +97,10 @@ def train_calibrator(perception, examples, model_folder, compiler, config, val_q
 
 
 def _inspect(args) -> int:
-    from calibration import format_step_parameters, has_calibrator, load_calibrator, step_parameters
-    from compiler import Compiler
-    from dsl import Ontology
-    from nablafol.evaluation import Skip, compile_question
+    from nablafol.calibration import format_step_parameters, has_calibrator, load_calibrator, step_parameters
+    from nablafol.compiler import Compiler
+    from nablafol.dsl import Ontology
+    from nablafol.pipeline.answering import Skip, compile_question
     from nablafol.neural import load_model
 
     if args.plot:
@@ -127,7 +128,7 @@ def _inspect(args) -> int:
     print(f"DFOL: {compiled.program.term()}")
     print(format_step_parameters(params))
     if args.plot:
-        from calibration.figures import calibration_shapes
+        from nablafol.calibration.figures import calibration_shapes
         shown = [p for p in params if p.shape != "unused"]
         if len(shown) > PLOTTED_STEPS:  # an open question's many candidates: a readable picture
             print(f"drawing the first {PLOTTED_STEPS} of {len(shown)} steps")

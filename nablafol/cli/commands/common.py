@@ -4,16 +4,17 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from nablafol.errors import NablafolError
 
-class UsageError(Exception):
+
+class UsageError(NablafolError):
     """A command-line mistake (exit status 2, one line)."""
 
 
 def error_line(error: Exception) -> str | None:
     """One line for an error caused by the user's input, or None for a bug (re-raised)."""
-    import dsl
     from nablafol.errors import NablafolError
-    if isinstance(error, (NablafolError, dsl.ProgramError, dsl.VocabularyFileError, dsl.UnknownConceptError)):
+    if isinstance(error, NablafolError):
         return str(error).splitlines()[0]
     if isinstance(error, OSError):
         return f"{error.filename or ''}: {error.strerror or error}".lstrip(": ")
@@ -26,7 +27,7 @@ def add_ontology_argument(parser) -> None:
 
 
 def load_ontology(folder):
-    from dsl import Ontology
+    from nablafol.dsl import Ontology
     return Ontology.gqa() if folder is None else Ontology.from_folder(folder)
 
 

@@ -77,20 +77,20 @@ def run(args) -> int:
 def _run(args) -> int:
     import torch
 
-    from compiler import Compiler
-    from dsl import Ontology
+    from nablafol.compiler import Compiler
+    from nablafol.dsl import Ontology
     from nablafol.baselines import AnswerPrior
-    from nablafol.blackbox import BlackBoxBaseline
+    from nablafol.baselines.blackbox import BlackBoxBaseline
     from nablafol.data import FeatureStore, load_questions, load_scene_graphs, write_predictions
     from nablafol.engine import Engine
-    from nablafol.evaluation import Evaluator, FeaturePerception, SceneGraphPerception
-    from nablafol.metrics import vocabulary_match
+    from nablafol.pipeline.answering import Evaluator, FeaturePerception, SceneGraphPerception
+    from nablafol.scoring.metrics import vocabulary_match
     from nablafol.neural import ConceptVocabulary, NeuralOracleModel
     from nablafol.progress import ProgressBar
-    from nablafol.report import training_curve
+    from nablafol.plotting import training_curve
     from nablafol.scoring import make_split, score
     from nablafol.synthetic import generate_dataset
-    from nablafol.training import Trainer, TrainConfig, prepare_examples
+    from nablafol.pipeline.oracle_training import Trainer, TrainConfig, prepare_examples
 
     from .calibrate import train_calibrator
 
@@ -317,8 +317,8 @@ def _pattern_text(pattern: dict) -> str:
 
 def _accuracy_by_length(questions, runs: dict, path) -> dict:
     """Accuracy of every model by the number of operations of the GQA program; drawn as bars."""
-    from nablafol.metrics import vocabulary_match
-    from nablafol.report import grouped_bars
+    from nablafol.scoring.metrics import vocabulary_match
+    from nablafol.plotting import grouped_bars
     lengths = sorted({len(q.semantic or ()) for q in questions.values()})
     table = {}
     for name, predictions in runs.items():
@@ -335,7 +335,7 @@ def _accuracy_by_length(questions, runs: dict, path) -> dict:
 
 
 def _hard_easy_bars(scores: dict, split, path) -> None:
-    from nablafol.report import grouped_bars
+    from nablafol.plotting import grouped_bars
     def percent(rate, complement=False):  # None: no question in that subset
         return None if rate is None else 100 * (1 - rate if complement else rate)
     series = {name: [percent(s.overall.accuracy["all"]), percent(s.easy.error["all"], complement=True),
@@ -347,8 +347,8 @@ def _hard_easy_bars(scores: dict, split, path) -> None:
 def _reliability(questions, runs: dict, path) -> dict:
     """Reliability of the yes/no answers: the probability of the chosen answer against how often
     it is right; returns each model's ECE."""
-    from calibration.figures import expected_calibration_error, reliability_diagram
-    from nablafol.metrics import vocabulary_match
+    from nablafol.calibration.figures import expected_calibration_error, reliability_diagram
+    from nablafol.scoring.metrics import vocabulary_match
     curves = {}
     for name, run in runs.items():
         binary = [o for o in run.outcomes if set(o.answers) == {"yes", "no"}]
@@ -360,9 +360,9 @@ def _reliability(questions, runs: dict, path) -> dict:
 
 def _calibration_pictures(run, questions, compiler, calibrator, folder) -> list:
     """The learned calibration curves of the attention steps of the yes/no questions with the longest programs."""
-    from calibration import step_parameters
-    from calibration.figures import calibration_shapes
-    from nablafol.evaluation import compile_question
+    from nablafol.calibration import step_parameters
+    from nablafol.calibration.figures import calibration_shapes
+    from nablafol.pipeline.answering import compile_question
     binary = [questions[o.question_id] for o in run.outcomes if set(o.answers) == {"yes", "no"}]
     binary.sort(key=lambda q: (-len(q.semantic or ()), q.id))
     drawn, kinds = [], set()
@@ -400,7 +400,7 @@ class _StepRecorder:
 
 
 def _step_title(step) -> str:
-    from calibration import step_token
+    from nablafol.calibration import step_token
     from nablafol.ir import Conjoin, Filter, Neg, Relate
     if isinstance(step, Filter):
         return f"filter {step_token(step)}"
@@ -419,10 +419,10 @@ def _hop_pictures(run, questions, compiler, perception, store, folder) -> list:
     import torch
 
     from nablafol.engine import Engine, ProgramPlan
-    from nablafol.evaluation import compile_question
+    from nablafol.pipeline.answering import compile_question
     from nablafol.ir import Attention, Top
-    from nablafol.metrics import vocabulary_match
-    from nablafol.report import attention_steps
+    from nablafol.scoring.metrics import vocabulary_match
+    from nablafol.plotting import attention_steps
     candidates = []
     for o in run.outcomes:
         q = questions[o.question_id]

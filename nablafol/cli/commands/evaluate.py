@@ -71,21 +71,21 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from nablafol.collector import long_run
-    with long_run():  # millions of long-lived objects: see nablafol.collector
+    from nablafol.pipeline.collector import long_run
+    with long_run():  # millions of long-lived objects: see nablafol.pipeline.collector
         return with_threads(args.threads, lambda: _run(args))
 
 
 def _run(args) -> int:
-    from nablafol.collector import loading
+    from nablafol.pipeline.collector import loading
     from nablafol.data import iter_questions
-    from nablafol.data.journal import EvalJournal, journal_path
+    from nablafol.pipeline.journal import EvalJournal, journal_path
     from nablafol.engine import Engine
-    from nablafol.evaluation import Evaluator
-    from nablafol.metrics import exact_match, vocabulary_match
+    from nablafol.pipeline.answering import Evaluator
+    from nablafol.scoring.metrics import exact_match, vocabulary_match
     from nablafol.progress import ProgressBar
-    from nablafol.stream_scoring import RunningScore
-    from nablafol.worker_pool import answer_chunks
+    from nablafol.scoring.running import RunningScore
+    from nablafol.pipeline.workers import answer_chunks
 
     if args.features and not args.model:
         raise UsageError("--features needs --model (a trained model folder)")
@@ -169,7 +169,7 @@ class _Tally:
 
 def _entry(result) -> tuple:
     """A journal entry: (questionId, prediction, None) or (questionId, None, (reason, detail))."""
-    from nablafol.evaluation import Skip
+    from nablafol.pipeline.answering import Skip
     if isinstance(result, Skip):
         return result.question_id, None, (result.reason, result.detail)
     return result.question_id, result.prediction, None
@@ -221,7 +221,7 @@ class _DetailsPart:
     def write(self, results) -> int:
         """Append the chunk's answered questions; returns the file's size, once on disk."""
         from nablafol.data.details import Details, details_line
-        from nablafol.evaluation import Outcome
+        from nablafol.pipeline.answering import Outcome
         lines = [details_line(Details(o.question_id, o.prediction, o.answers, list(o.grounding), o.formula,
                                       {"attention": o.attention}))
                  for o in results if isinstance(o, Outcome)]
@@ -262,7 +262,7 @@ def _write_outputs(args, journal, details) -> None:
 
 def _settings(args) -> dict:
     """What the outputs depend on: the options and the input files' identities (as JSON values)."""
-    from nablafol.data.journal import input_fingerprint
+    from nablafol.pipeline.journal import input_fingerprint
     knowledge = args.knowledge if args.knowledge in (None, "sample") else input_fingerprint(args.knowledge)
     settings = {"questions": input_fingerprint(args.questions), "scene_graphs": input_fingerprint(args.scene_graphs),
                 "features": input_fingerprint(args.features), "model": input_fingerprint(args.model),
@@ -273,8 +273,8 @@ def _settings(args) -> dict:
 
 
 def _compiler(perception, ontology):
-    from compiler import Compiler
-    from nablafol.evaluation import CACHED_PROGRAMS
+    from nablafol.compiler import Compiler
+    from nablafol.pipeline.answering import CACHED_PROGRAMS
     # a compiled program with its node order, check and packed plan is ~8 KB: this cache bounds them all
     return Compiler(ontology, knowledge_relations=getattr(perception, "knowledge_relations", ()),
                     cache_size=CACHED_PROGRAMS)
@@ -284,15 +284,15 @@ def _perception(args):
     ontology = load_ontology(args.ontology)
     if args.scene_graphs:
         from nablafol.data import SceneGraphTexts, load_scene_graphs
-        from nablafol.evaluation import SceneGraphPerception
+        from nablafol.pipeline.answering import SceneGraphPerception
         knowledge = None
         if args.knowledge:
-            from nablafol.oracles import KnowledgeBase
+            from nablafol.graph_oracles import KnowledgeBase
             knowledge = KnowledgeBase.sample() if args.knowledge == "sample" else KnowledgeBase.load(args.knowledge)
         # with workers, scenes stay JSON text until a worker needs one: read in parallel, not copied
         graphs = SceneGraphTexts(args.scene_graphs) if args.workers > 1 else load_scene_graphs(args.scene_graphs)
         return SceneGraphPerception(graphs, ontology=ontology, device=args.device, knowledge=knowledge), ontology
-    from nablafol.evaluation import FeaturePerception
+    from nablafol.pipeline.answering import FeaturePerception
     perception = FeaturePerception.load(args.features, args.model, device=args.device)
     return perception, perception.ontology
 

@@ -15,8 +15,8 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    import dsl
-    from compiler import Compiler
+    from nablafol import dsl
+    from nablafol.compiler import Compiler
     program = dsl.parse_program(args.program)
     print(program)
     compiled = Compiler(load_ontology(args.ontology)).compile(program)

@@ -23,7 +23,7 @@ def run(args) -> int:
     from nablafol.data import load_questions, read_predictions
     from nablafol.data.json_stream import load_json
     from nablafol.errors import InputFileError
-    from nablafol.metrics import ScoringError, exact_match, vocabulary_match
+    from nablafol.scoring.metrics import ScoringError, exact_match, vocabulary_match
     from nablafol.scoring import Split, score
     questions = load_questions(args.questions)
     split = None

@@ -19,7 +19,7 @@ def add_arguments(parser) -> None:
 
 def run(args) -> int:
     from nablafol.data import load_questions, read_predictions
-    from nablafol.metrics import exact_match, vocabulary_match
+    from nablafol.scoring.metrics import exact_match, vocabulary_match
     from nablafol.scoring import make_split
     output_file(args.out)
     questions = load_questions(args.questions)

@@ -70,12 +70,12 @@ def run(args) -> int:
 def _run(args) -> int:
     import torch
 
-    from compiler import Compiler
+    from nablafol.compiler import Compiler
     from nablafol.data import FeatureStore, load_questions
-    from nablafol.evaluation import FeaturePerception
+    from nablafol.pipeline.answering import FeaturePerception
     from nablafol.neural import ConceptVocabulary, NeuralOracleModel
     from nablafol.progress import ProgressBar
-    from nablafol.training import Trainer, TrainConfig, prepare_examples
+    from nablafol.pipeline.oracle_training import Trainer, TrainConfig, prepare_examples
 
     train_q, features, val_q, onto_dir = dataset_paths(args)
     args.device = device(args.device)

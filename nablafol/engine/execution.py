@@ -1,0 +1,340 @@
+"""The batched DFOL executor: many different programs, one tensor operation per operator kind.
+
+How a batch runs:
+
+1. every program is flattened once into a :class:`ProgramPlan`, kept on the program as row
+   matrices with the engine's predicate ids: its distinct nodes in topological order, each
+   with its *level* (1 + the level of its deepest input) and its inputs as local indices;
+2. the plans of the batch are concatenated with numpy, and nodes are sorted by
+   ``(level, operator kind)`` so that each level's nodes of one kind are contiguous rows;
+3. the oracle is asked once for all distinct ``(scene, unary predicate)`` pairs and once
+   for all ``(scene, binary predicate)`` pairs of the batch;
+4. level by level, each operator kind runs as **one** call of its :mod:`operators` function
+   on all its rows (``Filter`` rows of every program together, every ∃-``Relate`` together,
+   ...), reading its inputs from the rows of earlier levels.
+
+So a batch costs a handful of tensor operations per level whatever its size; the only
+Python work per program is the flattening, cached per program and done once.
+
+Example (the paper's formula (1) on one scene of two objects):
+    >>> import torch
+    >>> from nablafol.ir import Predicate, Program, Aggregate, Filter, Relate, Top
+    >>> from nablafol.oracle import TableOracle
+    >>> chair, left = Predicate("Chair"), Predicate("Left", arity=2)
+    >>> program = Program.yes_no(Aggregate(Quantifier.EXISTS,
+    ...                                    Filter(chair, Relate.of(left, Quantifier.FORALL, Top()))))
+    >>> oracle = TableOracle([{chair: [0.9, 0.2], left: [[1.0, 0.8], [0.1, 1.0]]}])
+    >>> Engine()([program], oracle).probs()
+    tensor([[0.7256]])
+"""
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import Callable, Optional, Protocol, Sequence
+
+import numpy as np
+import torch
+
+from nablafol import operators as ops
+from nablafol.errors import ProbabilityError, ShapeError
+from nablafol.ir import Program
+from nablafol.operators import Quantifier
+from nablafol.oracle import Oracle, Requests
+
+from nablafol.engine.planning import (NEG_INF, S_AGG_A, S_AGG_E, S_AGG_N, S_AND, S_NOT, V_CONJOIN, V_FILTER,
+                                      V_NEG, V_RELATE_A, V_RELATE_E, V_RELATE_N, V_TOP, BatchPlan, ProgramPlan,
+                                      _Group, _Registry, build_batch_plan)
+
+__all__ = ["Engine", "Answers", "Calibration"]
+
+class Calibration(Protocol):
+    """A function the engine calls on every attention it computes (except ``Top``).
+
+    If it has a ``prepare(programs, device)`` method, the engine calls it first with the
+    batch's programs (in batch order), so that it can compute per-program parameters.
+
+    ``log_a`` ``(G, N)`` are the rows of one operator kind at one level, ``mask`` their
+    objects, ``program`` ``(G,)`` the index of each row's program in the batch and ``step``
+    ``(G,)`` the row's position in ``ProgramPlan.attention_steps`` of that program. It
+    returns calibrated log-attentions of the same shape. The engine does not import any
+    calibrator; ``calibration/`` implements this protocol.
+    """
+
+    def __call__(self, log_a: torch.Tensor, mask: torch.Tensor, program: torch.Tensor,
+                 step: torch.Tensor) -> torch.Tensor: ...
+
+
+# --- the rows computed so far ---
+
+class _Store:
+    """The rows computed so far, level after level (groups arrive in row order).
+
+    Without autograd the rows go into one buffer of the final size: concatenating the store
+    anew at every level copies it once per level, quadratic in program length. With autograd
+    a concatenation per level keeps the backward pass free of in-place bookkeeping."""
+
+    def __init__(self, first: torch.Tensor, total: int):
+        self.filled = first.shape[0]
+        if torch.is_grad_enabled():
+            self.rows = first
+            self._buffer = None
+        else:
+            self._buffer = first.new_empty((first.shape[0] + total,) + tuple(first.shape[1:]))
+            self._buffer[: self.filled] = first
+            self.rows = self._buffer  # rows past `filled` are written before anything reads them
+
+    def extend(self, outs: list) -> None:
+        if not outs:
+            return
+        if self._buffer is None:
+            self.rows = torch.cat([self.rows] + outs)
+            return
+        for out in outs:
+            self._buffer[self.filled: self.filled + out.shape[0]] = out
+            self.filled += out.shape[0]
+
+
+
+# --- results ------------------------------------------------------------------------------
+
+@dataclass
+class Answers:
+    """What a batch of programs evaluates to.
+
+    ``log_probs`` ``(P, K)``: per program, the log-probability of each candidate (a yes/no
+    program has one candidate, the probability of *yes*); ``-inf`` pads programs with
+    fewer candidates (``candidate_mask`` False there). ``focus`` ``(P, N)``: the
+    log-attention of each program's focus node (``-inf`` rows when it has none).
+    """
+
+    log_probs: torch.Tensor
+    candidate_mask: torch.Tensor
+    labels: list
+    focus: torch.Tensor
+    object_mask: torch.Tensor  # (P, N)
+    log_complement: Optional[torch.Tensor] = None  # (P, K): log(1 - p), exact where p is close to 1
+
+    def __post_init__(self):
+        if self.log_complement is None:
+            from nablafol.numerics import log1mexp
+            self.log_complement = log1mexp(self.log_probs).masked_fill(~self.candidate_mask, 0.0)
+
+    def probs(self) -> torch.Tensor:
+        return self.log_probs.exp()
+
+    @property
+    def is_yes_no(self) -> list[bool]:
+        return [lbl is None for lbl in self.labels]
+
+    def predictions(self, threshold: float = 0.5) -> list[str]:
+        """Algorithm 1: ``yes`` iff ``α(F) > θ`` for yes/no programs, else the argmax label."""
+        if not (isinstance(threshold, (int, float)) and 0.0 <= threshold <= 1.0):
+            raise ShapeError(f"threshold θ must be a number in [0, 1], got {threshold!r}")
+        lp = self.log_probs.detach()
+        best = lp.argmax(dim=1).tolist()
+        yes = (lp[:, 0] > float(np.log(threshold)) if threshold > 0 else lp[:, 0] > NEG_INF).tolist()
+        return [("yes" if y else "no") if lbl is None else lbl[b] for lbl, b, y in zip(self.labels, best, yes)]
+
+    def distribution(self, i: int) -> dict[str, float]:
+        """Candidate -> probability for program ``i`` (``{"yes": p, "no": 1 - p}`` for yes/no)."""
+        p = self.log_probs[i].detach().exp().tolist()
+        if self.labels[i] is None:
+            return {"yes": p[0], "no": 1.0 - p[0]}
+        return dict(zip(self.labels[i], p))
+
+
+# --- the engine ---------------------------------------------------------------------------
+
+class _CompiledQProduct:
+    """The Q-product through ``torch.compile``: one fused loop instead of a dozen passes.
+
+    The row count varies from batch to batch, so it is marked dynamic; the object count stays
+    static (one compilation per scene size seen), which keeps the inner loop vectorized.
+    """
+
+    def __init__(self):
+        self._fn = torch.compile(ops.q_product_fused, dynamic=None)
+        self.failed: Optional[str] = None  # why compiling failed, once it has: eager from then on
+
+    def __call__(self, log_r, log_y, mask_x, mask_y, quantifier):
+        if log_r.shape[0] < 2 or self.failed:  # size-0/1 dims cannot be marked dynamic; not worth compiling either
+            return ops.q_product(log_r, log_y, mask_x, mask_y, quantifier)
+        if mask_y is not None:  # masked here, not in the kernel: a mask inside its loop halves its speed
+            log_y = log_y.masked_fill(~mask_y, NEG_INF)
+        for t in (log_r, log_y, mask_x):
+            torch._dynamo.mark_dynamic(t, 0)
+        try:
+            return self._fn(log_r, log_y, mask_x, None, quantifier)
+        except Exception as e:  # no C compiler, an unsupported backend...: the eager Q-product is exact too
+            self.failed = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+            warnings.warn(f"torch.compile of the Q-product failed ({self.failed[:200]}); using the eager Q-product",
+                          RuntimeWarning, stacklevel=2)
+            return ops.q_product(log_r, log_y, mask_x, None, quantifier)
+
+
+class Engine(torch.nn.Module):
+    """Evaluates batches of DFOL programs over an oracle; a parameter-free ``nn.Module``.
+
+    ``calibration`` (optional) is called after every attention step (see
+    :class:`Calibration`); when it is a module its parameters belong to the engine.
+    ``validate`` checks what oracles return (shape, NaN, probabilities above 1) and names
+    the offending predicate. ``compile=True`` runs the Q-product through ``torch.compile``
+    (fused, several times faster for large scenes; costs a compilation on first use).
+    """
+
+    def __init__(self, calibration: Optional[Callable] = None, validate: bool = True, compile: bool = False):
+        super().__init__()
+        self.calibration = calibration
+        self.validate = validate
+        self._registry = _Registry()
+        self._q_product = _CompiledQProduct() if compile else ops.q_product
+
+    def plan(self, programs: Sequence[Program], scenes=None) -> BatchPlan:
+        scenes = np.zeros(len(programs), dtype=np.int64) if scenes is None else np.asarray(scenes, dtype=np.int64)
+        return build_batch_plan(programs, scenes, self._registry)
+
+    def forward(self, programs: Sequence[Program], oracle: Oracle, scenes=None) -> Answers:
+        """Evaluate ``programs``; program ``k`` runs on scene ``scenes[k]`` of the oracle's batch.
+
+        ``scenes`` defaults to ``0, 1, 2, ...`` when the oracle holds one scene per program,
+        and to all zeros when it holds a single scene.
+        """
+        programs = list(programs)
+        num_objects = oracle.num_objects
+        n_scenes = int(num_objects.shape[0])
+        if scenes is None:
+            if n_scenes == len(programs):
+                scenes = np.arange(len(programs))
+            elif n_scenes == 1:
+                scenes = np.zeros(len(programs), dtype=np.int64)
+            else:
+                raise ShapeError(f"{len(programs)} programs over {n_scenes} scenes: pass scenes= to say which is which")
+        scenes = np.asarray(scenes.cpu() if torch.is_tensor(scenes) else scenes, dtype=np.int64).reshape(-1)
+        if scenes.shape[0] != len(programs):
+            raise ShapeError(f"scenes has {scenes.shape[0]} entries for {len(programs)} programs")
+        if scenes.size and (scenes.min() < 0 or scenes.max() >= n_scenes):
+            raise ShapeError(f"scene index {int(scenes.max() if scenes.max() >= n_scenes else scenes.min())} "
+                             f"out of range for an oracle of {n_scenes} scenes")
+        plan = self.plan(programs, scenes)
+        prepare = getattr(self.calibration, "prepare", None)
+        if prepare is not None:  # a calibrator that reads the programs first (e.g. their predicate sequences)
+            prepare(programs, device=oracle.num_objects.device)
+        return self.run(plan, oracle)
+
+    # -- execution ---------------------------------------------------------------------
+    def _requests(self, keys: np.ndarray, plan: BatchPlan, device) -> Requests:
+        n_ids = max(1, len(plan.predicates))
+        scene, pid = keys // n_ids, keys % n_ids
+        distinct, local = np.unique(pid, return_inverse=True)
+        return Requests(
+            torch.as_tensor(scene, device=device),
+            torch.as_tensor(local.reshape(-1), device=device),
+            tuple(plan.predicates[i] for i in distinct),
+        )
+
+    def _ask(self, oracle, requests: Requests, arity: int, n: int, object_mask: torch.Tensor) -> torch.Tensor:
+        name = "unary" if arity == 1 else "binary"
+        table = oracle.unary(requests) if arity == 1 else oracle.binary(requests)
+        expected = (len(requests),) + (n,) * arity
+        if not torch.is_tensor(table) or tuple(table.shape) != expected:
+            shape = tuple(table.shape) if torch.is_tensor(table) else type(table).__name__
+            raise ShapeError(f"{type(oracle).__name__}.{name} returned {shape}, expected {expected} "
+                             f"(requests x objects{' x objects' if arity == 2 else ''})")
+        if not len(requests):
+            return table
+        valid = object_mask[requests.scene]
+        if arity == 2:
+            valid = valid[:, :, None] & valid[:, None, :]
+        if self.validate:
+            bad = (torch.isnan(table) | (table > 0)) & valid
+            if bool(bad.any()):
+                r = int(bad.flatten(1).any(1).nonzero()[0])
+                pred = requests.predicates[int(requests.predicate[r])]
+                idx = tuple(int(i) for i in bad[r].nonzero()[0])
+                value = float(table[r][idx].exp()) if not torch.isnan(table[r][idx]) else float("nan")
+                raise ProbabilityError(f"{type(oracle).__name__}: predicate {pred.name!r} (scene "
+                                       f"{int(requests.scene[r])}, objects {idx}) has probability {value!r}, "
+                                       f"outside [0, 1]")
+        return table.masked_fill(~valid, NEG_INF)  # whatever the oracle put at padding: an exact 0
+
+    def run(self, plan: BatchPlan, oracle: Oracle) -> Answers:
+        num_objects = oracle.num_objects
+        device = num_objects.device
+        n = int(num_objects.max()) if num_objects.numel() else 0
+        object_mask = torch.arange(n, device=device)[None, :] < num_objects[:, None]  # (B, N)
+        idx = lambda a: torch.as_tensor(a, dtype=torch.long, device=device)  # noqa: E731
+
+        u_req = self._requests(plan.unary_keys, plan, device)
+        b_req = self._requests(plan.binary_keys, plan, device)
+        unary = self._ask(oracle, u_req, 1, n, object_mask) if len(u_req) else None
+        binary = self._ask(oracle, b_req, 2, n, object_mask) if len(b_req) else None
+        dtype = unary.dtype if unary is not None else binary.dtype if binary is not None else torch.get_default_dtype()
+        if binary is not None:  # the neutral all-ones table that pads relates with fewer atoms
+            binary = torch.cat([binary, binary.new_zeros((1, n, n))])
+
+        v_scene = idx(plan.v_scene)
+        vec = _Store(torch.zeros((0, n), dtype=dtype, device=device), len(plan.v_scene))
+        # scalars carry (log p, log(1 - p)): complements stay exact through ∃, ∄, ¬ and ∨
+        sca = _Store(torch.tensor([[0.0, NEG_INF], [NEG_INF, 0.0]], dtype=dtype, device=device), plan.n_scalars)
+        for vgroups, sgroups in plan.levels:
+            outs = []
+            for g in vgroups:
+                rows = slice(g.start, g.stop)
+                mask = object_mask[v_scene[rows]]
+                out = self._vector_kernel(g, vec.rows, unary, binary, mask, idx)
+                if self.calibration is not None and g.kind != V_TOP:
+                    out = self.calibration(out, mask, idx(plan.v_program[rows]), idx(plan.v_step[rows]))
+                    out = out.masked_fill(~mask, NEG_INF)
+                outs.append(out)
+            vec.extend(outs)
+            sca.extend([self._scalar_kernel(g, vec.rows, sca.rows, object_mask, v_scene, idx) for g in sgroups])
+        vec, sca = vec.rows, sca.rows
+
+        cand = idx(plan.candidates)
+        cand_mask = cand >= 0
+        picked = sca[cand.clamp(min=0)]
+        log_probs = picked[..., 0].masked_fill(~cand_mask, NEG_INF)
+        log_complement = picked[..., 1].masked_fill(~cand_mask, 0.0)
+        focus_rows = idx(plan.focus)
+        has_focus = focus_rows >= 0
+        focus = vec[focus_rows.clamp(min=0)] if vec.shape[0] else vec.new_full((len(focus_rows), n), NEG_INF)
+        focus = focus.masked_fill(~has_focus[:, None], NEG_INF)
+        return Answers(log_probs, cand_mask, plan.labels, focus, object_mask[idx(plan.program_scene)], log_complement)
+
+    def _vector_kernel(self, g: _Group, vec, unary, binary, mask, idx) -> torch.Tensor:
+        if g.kind == V_TOP:
+            return torch.zeros(mask.shape, dtype=vec.dtype, device=vec.device).masked_fill(~mask, NEG_INF)
+        x = vec[idx(g.arrays["in0"])]
+        if g.kind == V_FILTER:
+            return ops.filter_(x, unary[idx(g.arrays["table"])], mask)
+        if g.kind == V_NEG:
+            return ops.neg(x, mask)
+        if g.kind == V_CONJOIN:
+            return ops.conjoin(x, vec[idx(g.arrays["in1"])], mask)
+        tables, reverse = idx(g.arrays["tables"]), g.arrays["reverse"]
+        log_r = None
+        for k in range(tables.shape[1]):
+            t = binary[tables[:, k]]
+            if reverse[:, k].any():
+                flip = torch.as_tensor(reverse[:, k], device=t.device)[:, None, None]
+                t = torch.where(flip, t.transpose(1, 2), t)
+            log_r = t if log_r is None else log_r + t
+        quantifier = {V_RELATE_E: Quantifier.EXISTS, V_RELATE_A: Quantifier.FORALL,
+                      V_RELATE_N: Quantifier.NOT_EXISTS}[g.kind]
+        return self._q_product(log_r, x, mask, mask, quantifier)
+
+    def _scalar_kernel(self, g: _Group, vec, sca, object_mask, v_scene, idx) -> torch.Tensor:
+        if g.kind <= S_AGG_N:
+            rows = idx(g.arrays["vin"])
+            quantifier = {S_AGG_E: Quantifier.EXISTS, S_AGG_A: Quantifier.FORALL,
+                          S_AGG_N: Quantifier.NOT_EXISTS}[g.kind]
+            return torch.stack(ops.aggregate_pair(vec[rows], object_mask[v_scene[rows]], quantifier), dim=-1)
+        args = sca[idx(g.arrays["args"])]  # (G, K, 2)
+        if g.kind == S_NOT:
+            return args[:, 0].flip(-1)
+        if g.kind == S_AND:
+            log_p = ops.and_(args[..., 0])
+            return torch.stack([log_p, ops.not_(log_p)], dim=-1)
+        log_q = ops.and_(args[..., 1])  # Or: none of them holds
+        return torch.stack([ops.not_(log_q), log_q], dim=-1)

@@ -1,0 +1,449 @@
+"""The golden oracle: GQA scene graphs (plain or probabilistic) answer GQA predicates.
+
+It implements the predicate table of ``docs/design.md`` ("GQA predicates: the contract
+between the compiler and the oracles") over one batch of scene graphs. Scene ``b`` has its
+objects in file order, then one **scene pseudo-object** (so ``n_b = objects + 1``).
+
+Unary kinds (``Predicate(name, 1, kind)``), with ``p_X`` what the graph lists for object X:
+
+| kind | P(π(X)) |
+| --- | --- |
+| ``name`` N | ``min(1, Σ_{c ∈ under(N)} p_X(c))``, ``under(N)`` = N and, for a category, its classes |
+| ``class`` C | ``p_X(C)``: exactly C (the candidates of ``query name``) |
+| ``attr`` V | ``p_X(V)``, attributes independent; the scene pseudo-object carries its graph's ``location``, ``weather``, ``place``, ``room`` |
+| ``hposition`` / ``vposition`` | the box's third of the image (:mod:`nablafol.graph_oracles.geometry`) |
+| ``scene`` ``scene`` | 1 for the scene pseudo-object only |
+
+Binary kinds:
+
+| kind | P(π(X, Y)) |
+| --- | --- |
+| ``rel`` R | ``p`` of ``R(X, Y)`` as stored on X; listed twice -> ``1 − (1 − p₁)(1 − p₂)`` |
+| ``compare`` COMP | geometry rules (:mod:`~nablafol.graph_oracles.geometry`) or trait rules (:mod:`~nablafol.graph_oracles.traits`) |
+| ``same`` TYPE | ``1 − Π_{v ∈ TYPE} (1 − p_X(v)·p_Y(v))`` for X ≠ Y (positions: from geometry) |
+
+The scene pseudo-object is false of every other predicate and takes part in no relation.
+Names, attributes and relations in a graph are raw GQA strings: they reach the vocabulary
+through the ontology's ``normalize``; what the vocabulary lacks is counted in
+:attr:`SceneGraphOracle.unknown_concepts` (no predicate can ask for it). A plain graph is the
+case where every listed fact has p = 1, so every answer is 0/1.
+
+Speed: per object the graph's facts are stored once as sparse arrays (see
+:mod:`~nablafol.graph_oracles.fact_tables`); a call maps the distinct predicates to vocabulary
+columns (one dict look-up each) and answers all rows with a few gathers.
+
+    >>> from nablafol.data import load_scene_graphs
+    >>> from nablafol.oracle import Requests
+    >>> from nablafol.ir import Predicate
+    >>> graphs = load_scene_graphs("tests/fixtures/gqa/val_sceneGraphs.json")
+    >>> oracle = SceneGraphOracle([graphs["n161313"]])
+    >>> oracle.num_objects
+    tensor([6])
+    >>> req = Requests.build([0, 0], [Predicate("furniture", kind="name"), Predicate("scene", kind="scene")])
+    >>> oracle.unary(req).exp()
+    tensor([[1., 0., 0., 1., 0., 0.],
+            [0., 0., 0., 0., 0., 1.]])
+"""
+from __future__ import annotations
+
+import weakref
+from collections import Counter
+from operator import attrgetter
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+import torch
+
+from ..errors import OracleError, ShapeError, UnknownPredicateError
+from ..ir import Predicate
+from ..numerics import safe_log
+from ..oracle import Requests
+from . import geometry, traits
+from .contract import BINARY_KINDS, UNARY_KINDS, refusal
+from .fact_tables import BinaryFacts, UnaryFacts
+
+__all__ = ["SceneGraphOracle", "UNARY_KINDS", "BINARY_KINDS", "COMPARATIVES", "SCENE_OBJECT_ID"]
+
+COMPARATIVES = tuple(geometry.RULES) + tuple(traits.RULES)
+SCENE_OBJECT_ID = "scene"  # the id the scene pseudo-object reports (GQA object ids are numbers)
+SCENE_FIELDS = ("location", "weather", "place", "room")  # what the pseudo-object carries
+_GEOMETRY_TYPES = ("hposition", "vposition")
+_SAME_CHUNK = 1 << 24  # elements of the (rows, values, N, N) temporary of `same`
+
+
+_relation_name, _relation_object, _relation_p = (attrgetter(a) for a in ("name", "object_id", "p"))
+
+
+def _default_ontology():
+    from nablafol.dsl import Ontology  # imported late: dsl is torch-free and optional for TableOracle users
+    return Ontology.gqa()
+
+
+class PredicateColumns:
+    """Vocabulary columns of one ontology: ``(kind, name) -> column``, and what raw scene-graph
+    strings feed. Built once per ontology and shared by every oracle over it."""
+
+    _cache: "weakref.WeakKeyDictionary[Any, PredicateColumns]" = weakref.WeakKeyDictionary()
+
+    @classmethod
+    def of(cls, ontology) -> "PredicateColumns":
+        columns = cls._cache.get(ontology)
+        if columns is None:
+            columns = cls._cache[ontology] = cls(ontology)
+        return columns
+
+    def __init__(self, ontology):
+        self.ontology = ontology
+        names = sorted(ontology.classes | set(ontology.categories))
+        values = sorted(set().union(*ontology.attribute_types.values()))
+        unary: dict[tuple[str, str], int] = {}
+        for kind, keys in (("name", names), ("class", names), ("attr", values),
+                           ("hposition", geometry.POSITIONS["hposition"]),
+                           ("vposition", geometry.POSITIONS["vposition"]),
+                           ("scene", ("scene",)), ("trait", traits.TRAITS)):
+            for key in keys:
+                unary[(kind, key)] = len(unary)
+        self.unary = unary
+        self.n_unary = len(unary)
+        self.relations = {r: i for i, r in enumerate(sorted(ontology.relations))}
+        self.trait_columns = np.array([unary[("trait", t)] for t in traits.TRAITS])
+        self._categories_of: dict[str, list[str]] = {}
+        for category, members in ontology.categories.items():
+            for member in members:
+                self._categories_of.setdefault(member, []).append(category)
+        self._trait_classes = traits.trait_classes(ontology)
+        self._label_cache: dict[str, tuple[int, ...] | None] = {}
+        self._value_cache: dict[str, tuple[int, ...] | None] = {}
+        self._relation_cache: dict[str, int | None] = {}
+
+    def label_columns(self, raw: str) -> tuple[int, ...] | None:
+        """Columns a name of the graph adds its probability to (``class``, ``name`` of itself
+        and of its categories, class traits); None when the vocabulary lacks the name."""
+        try:
+            return self._label_cache[raw]
+        except KeyError:
+            pass
+        label = self.ontology.normalize(raw)
+        cols = None
+        if ("name", label) in self.unary:
+            keys = [("class", label), ("name", label)]
+            keys += [("name", c) for c in self._categories_of.get(label, ()) if c != label]
+            keys += [("trait", t) for t, members in self._trait_classes.items() if label in members]
+            cols = tuple(self.unary[k] for k in keys)
+        self._label_cache[raw] = cols
+        return cols
+
+    def value_columns(self, raw: str) -> tuple[int, ...] | None:
+        """Columns an attribute value of the graph sets (``attr``, attribute traits)."""
+        try:
+            return self._value_cache[raw]
+        except KeyError:
+            pass
+        value = self.ontology.normalize(raw)
+        cols = None
+        if ("attr", value) in self.unary:
+            keys = [("attr", value)] + [("trait", t) for t, vals in traits.TRAIT_ATTRIBUTES.items() if value in vals]
+            cols = tuple(self.unary[k] for k in keys)
+        self._value_cache[raw] = cols
+        return cols
+
+    def relation_column(self, raw: str) -> int | None:
+        try:
+            return self._relation_cache[raw]
+        except KeyError:
+            col = self.relations.get(raw.strip())
+            if col is None:
+                col = self.relations.get(self.ontology.normalize(raw))
+            self._relation_cache[raw] = col
+            return col
+
+    def same_columns(self, type_name: str) -> np.ndarray:
+        """Unary columns of the values of an attribute type (positions: the geometry columns)."""
+        if type_name in _GEOMETRY_TYPES:
+            return np.array([self.unary[(type_name, v)] for v in geometry.POSITIONS[type_name]])
+        return np.array(sorted(self.unary[("attr", v)] for v in self.ontology.values_of(type_name)))
+
+
+class SceneGraphOracle:
+    """GQA predicates answered from a batch of scene graphs (see the module docstring).
+
+    ``graphs``: the scenes of the batch, in order (scene ``b`` of the requests is
+    ``graphs[b]``). ``ontology``: the vocabulary (default ``dsl.Ontology.gqa()``).
+    Answers are returned on ``device`` in the default float dtype.
+    """
+
+    def __init__(self, graphs: Sequence, ontology=None, device=None):
+        self.ontology = ontology if ontology is not None else _default_ontology()
+        self.columns = PredicateColumns.of(self.ontology)
+        self.graphs = tuple(graphs)
+        self.device = torch.device(device) if device is not None else torch.device("cpu")
+        self.unknown_concepts: Counter = Counter()  # (kind, raw string) -> occurrences not in the vocabulary
+        sizes = np.array([len(g.objects) + 1 for g in self.graphs], dtype=np.int64)
+        self._num_objects = torch.as_tensor(sizes, device=self.device)
+        self._n = int(sizes.max()) if len(sizes) else 0
+        self._predicate_cache: dict[Predicate, tuple[str, int | str] | None] = {}
+        self._build(sizes)
+
+    # ------------------------------------------------------------------ construction
+    def _build(self, sizes: np.ndarray) -> None:
+        cols = self.columns
+        n_traits = len(traits.TRAITS)
+        trait_index = {int(c): t for t, c in enumerate(cols.trait_columns)}
+        boxes = np.zeros((len(sizes), self._n, 4))
+        images = np.ones((len(sizes), 2))
+        real = np.zeros((len(sizes), self._n), dtype=bool)
+        self._traits = np.zeros((len(sizes), self._n, n_traits))
+        u_scene, u_obj, u_col, u_p = [], [], [], []
+        # relations, flattened: every listed one in file order, with its subject's (scene, row)
+        owners, counts, names, targets, probs = [], [], [], [], []
+
+        def emit(b: int, i: int, probs: Mapping[int, float]) -> None:
+            for col, p in probs.items():
+                if p > 0:
+                    u_scene.append(b), u_obj.append(i), u_col.append(col), u_p.append(p)
+                    t = trait_index.get(col)
+                    if t is not None:
+                        self._traits[b, i, t] = p
+
+        for b, graph in enumerate(self.graphs):
+            images[b] = graph.width, graph.height
+            index = {obj.id: i for i, obj in enumerate(graph.objects)}
+            for i, obj in enumerate(graph.objects):
+                boxes[b, i] = obj.x, obj.y, obj.w, obj.h
+                real[b, i] = True
+                emit(b, i, self._object_facts(obj))
+                relations = obj.relations
+                if relations:  # hundreds per scene: mapped in C, combined below with numpy
+                    owners.append(b * self._n + i), counts.append(len(relations))
+                    names.extend(map(_relation_name, relations))
+                    targets.extend(map(index.__getitem__, map(_relation_object, relations)))
+                    probs.extend(map(_relation_p, relations))
+            emit(b, len(graph.objects), self._scene_facts(graph))
+
+        # positions: one vectorized pass over every real object's box
+        flat_b, flat_i = np.nonzero(real)
+        if len(flat_b):
+            box_t, image_t = torch.from_numpy(boxes[flat_b, flat_i]), torch.from_numpy(images[flat_b])
+            for kind, rule in (("hposition", geometry.hposition), ("vposition", geometry.vposition)):
+                which = rule(box_t, image_t).numpy()
+                first = cols.unary[(kind, geometry.POSITIONS[kind][0])]  # the 3 columns are consecutive
+                u_scene.extend(flat_b), u_obj.extend(flat_i), u_col.extend(first + which), u_p.extend([1.0] * len(flat_b))
+        self._unary_facts = UnaryFacts(u_scene, u_obj, u_col, u_p, cols.n_unary)
+        self._relation_facts = self._combined_relations(owners, counts, names, targets, probs)
+        self._boxes = torch.from_numpy(boxes)
+        self._images = torch.from_numpy(images)
+        self._real = torch.from_numpy(real)
+
+    def _combined_relations(self, owners, counts, names, targets, probs) -> BinaryFacts:
+        """One fact per (scene, subject, object, column): a relation listed twice combines by
+        noisy-or, ``1 − Π (1 − p)`` in the order listed; names outside the vocabulary are counted."""
+        cols, n_columns = self.columns, max(1, len(self.columns.relations))
+        column_of = {}
+        for name in set(names):
+            column = cols.relation_column(name)
+            column_of[name] = -1 if column is None else column
+        column = np.fromiter(map(column_of.__getitem__, names), dtype=np.int64, count=len(names))
+        owner = np.repeat(np.asarray(owners, dtype=np.int64), np.asarray(counts, dtype=np.int64))
+        target = np.asarray(targets, dtype=np.int64)
+        not_held = 1.0 - np.asarray(probs, dtype=np.float64)
+        known = column >= 0
+        if not known.all():
+            for name, times in Counter(names).items():
+                if column_of[name] < 0:
+                    self.unknown_concepts[("rel", name)] += times
+            owner, target, column, not_held = owner[known], target[known], column[known], not_held[known]
+        key = (owner * self._n + target) * n_columns + column
+        order = np.argsort(key, kind="stable")  # a repeated fact's listings stay in file order
+        key = key[order]
+        first = np.flatnonzero(np.concatenate([[True], key[1:] != key[:-1]])) if len(key) else key
+        stop = np.append(first[1:], len(key))
+        q = not_held[order][first]
+        for g in np.flatnonzero(stop - first > 1):  # listed more than once: rare
+            product = 1.0
+            for factor in not_held[order[first[g]:stop[g]]].tolist():
+                product *= factor
+            q[g] = product
+        held = q < 1
+        row = order[first][held]
+        subject_of = owner[row]
+        return BinaryFacts(subject_of // self._n, subject_of % self._n, target[row], column[row], 1 - q[held],
+                           n_columns)
+
+    def _object_facts(self, obj) -> dict[int, float]:
+        """Column -> probability for one object: names add up (exclusive classes, capped at 1),
+        attribute values combine by noisy-or (independent facts)."""
+        sums: dict[int, float] = {}
+        for raw, p in obj.names.items():
+            label_cols = self.columns.label_columns(raw)
+            if label_cols is None:
+                self.unknown_concepts[("name", raw)] += 1
+                continue
+            for col in label_cols:
+                sums[col] = sums.get(col, 0.0) + p
+        facts = {col: min(1.0, s) for col, s in sums.items()}
+        facts.update(self._values(obj.attributes.items()))
+        return facts
+
+    def _values(self, pairs: Iterable[tuple[str, float]]) -> dict[int, float]:
+        not_held: dict[int, float] = {}  # column -> Π (1 - p)
+        for raw, p in pairs:
+            value_cols = self.columns.value_columns(raw)
+            if value_cols is None:
+                self.unknown_concepts[("attr", raw)] += 1
+                continue
+            for col in value_cols:
+                not_held[col] = not_held.get(col, 1.0) * (1.0 - p)
+        return {col: 1.0 - q for col, q in not_held.items()}
+
+    def _scene_facts(self, graph) -> dict[int, float]:
+        pairs: list[tuple[str, float]] = []
+        for field in SCENE_FIELDS:
+            value = getattr(graph, field, None) if field in ("location", "weather") else None
+            if value is None:
+                value = graph.extra.get(field)
+            if value is None:
+                continue
+            if isinstance(value, str):
+                pairs.append((value, 1.0))
+            elif isinstance(value, Mapping) and all(isinstance(k, str) and _is_probability(v) for k, v in value.items()):
+                pairs.extend((k, float(v)) for k, v in value.items())
+            else:
+                raise OracleError(f"scene graph of image {graph.image_id}: {field!r} must be a string or "
+                                  f"{{value: probability}}, got {value!r:.60}")
+        facts = self._values(pairs)
+        facts[self.columns.unary[("scene", "scene")]] = 1.0
+        return facts
+
+    # ------------------------------------------------------------------ the oracle protocol
+    @property
+    def num_objects(self) -> torch.Tensor:
+        """``(B,)``: objects of each scene, plus its scene pseudo-object."""
+        return self._num_objects
+
+    def object_ids(self, scene: int) -> tuple[str, ...]:
+        """Ids of scene ``scene``'s objects in column order; the last is :data:`SCENE_OBJECT_ID`."""
+        return self.graphs[scene].object_ids + (SCENE_OBJECT_ID,)
+
+    def knows(self, predicate: Predicate) -> bool:
+        return self._resolve(predicate) is not None
+
+    def unary(self, requests: Requests) -> torch.Tensor:
+        """``(R, N)`` log-probabilities (see the module docstring)."""
+        cols = np.array([self._require(p, 1)[1] for p in requests.predicates], dtype=np.int64)
+        scene, pred = _scenes(requests, len(self.graphs), "SceneGraphOracle"), _numpy(requests.predicate)
+        log_probs = self._unary_facts.gather(scene, cols[pred] if len(pred) else pred, self._n,
+                                             dtype=torch.get_default_dtype(), log=True)
+        return log_probs.to(self.device)
+
+    def binary(self, requests: Requests) -> torch.Tensor:
+        """``(R, N, N)`` log-probabilities (see the module docstring)."""
+        resolved = [self._require(p, 2) for p in requests.predicates]
+        scene, pred = _scenes(requests, len(self.graphs), "SceneGraphOracle"), _numpy(requests.predicate)
+        dtype = torch.get_default_dtype()
+        out = torch.full((len(scene), self._n, self._n), float("-inf"), dtype=dtype)
+        groups: dict[tuple[str, Any], list[int]] = {}
+        for k, (kind, target) in enumerate(resolved):
+            groups.setdefault((kind, target if kind != "rel" else None), []).append(k)
+        for (kind, target), preds in groups.items():
+            rows = np.nonzero(np.isin(pred, preds))[0]
+            if not len(rows):
+                continue
+            if kind == "rel":
+                cols = np.zeros(len(resolved), dtype=np.int64)
+                cols[preds] = [resolved[k][1] for k in preds]
+                table = self._relation_facts.gather(scene[rows], cols[pred[rows]], self._n, dtype=dtype, log=True)
+            elif kind == "compare" and target in geometry.RULES:
+                holds = self._geometric(target, scene[rows])
+                table = torch.zeros(holds.shape, dtype=dtype).masked_fill_(~holds, float("-inf"))
+            else:
+                probs = self._same(target, scene[rows]) if kind == "same" else self._by_traits(target, scene[rows])
+                table = safe_log(probs.to(dtype))
+            out[torch.from_numpy(rows)] = table
+        return out.to(self.device)
+
+    # ------------------------------------------------------------------ binary kinds
+    def _pair_mask(self, scene: np.ndarray) -> torch.Tensor:
+        real = self._real[torch.from_numpy(scene)]
+        eye = torch.eye(self._n, dtype=torch.bool)
+        return real[:, :, None] & real[:, None, :] & ~eye
+
+    def _geometric(self, name: str, scene: np.ndarray) -> torch.Tensor:
+        """``(R, N, N)`` bool: the box rule between the real objects of each scene."""
+        idx = torch.from_numpy(scene)
+        box, image = self._boxes[idx], self._images[idx]
+        holds = geometry.RULES[name].function(box[:, :, None, :], box[:, None, :, :], image[:, None, None, :])
+        return holds & self._pair_mask(scene)
+
+    def _by_traits(self, name: str, scene: np.ndarray) -> torch.Tensor:
+        """``(R, N, N)`` probabilities of an age or health comparative."""
+        values = torch.from_numpy(self._traits)[torch.from_numpy(scene)]  # (R, N, T)
+        x = {t: values[:, :, None, k] for k, t in enumerate(traits.TRAITS)}
+        y = {t: values[:, None, :, k] for k, t in enumerate(traits.TRAITS)}
+        return traits.RULES[name].function(x, y) * self._pair_mask(scene)
+
+    def _same(self, type_name: str, scene: np.ndarray) -> torch.Tensor:
+        value_cols = self.columns.same_columns(type_name)
+        v, n = len(value_cols), self._n
+        out = torch.zeros((len(scene), n, n), dtype=torch.float64)
+        step = max(1, _SAME_CHUNK // max(1, v * n * n))
+        for lo in range(0, len(scene), step):  # chunks bound memory, not a loop over requests
+            chunk = scene[lo:lo + step]
+            probs = self._unary_facts.gather(np.repeat(chunk, v), np.tile(value_cols, len(chunk)), n)
+            probs = probs.view(len(chunk), v, n)
+            shared = probs[:, :, :, None] * probs[:, :, None, :]  # (rows, V, N, N)
+            out[lo:lo + step] = -torch.expm1(torch.log1p(-shared).sum(dim=1))
+        return out * self._pair_mask(scene)
+
+    # ------------------------------------------------------------------ predicates
+    def _resolve(self, predicate: Predicate) -> tuple[str, int | str] | None:
+        """``(kind, column)`` for unary and ``rel``, ``(kind, name)`` for compare/same; None if unknown."""
+        try:
+            return self._predicate_cache[predicate]
+        except KeyError:
+            pass
+        kind, name, found = predicate.kind, predicate.name, None
+        if predicate.arity == 1 and kind in UNARY_KINDS:
+            for key in (name, self.ontology.normalize(name)):
+                col = self.columns.unary.get((kind, key))
+                if col is not None:
+                    found = (kind, col)
+                    break
+        elif predicate.arity == 2 and kind == "rel":
+            col = self.columns.relation_column(name)
+            found = None if col is None else (kind, col)
+        elif predicate.arity == 2 and kind == "compare" and name in COMPARATIVES:
+            found = (kind, name)
+        elif predicate.arity == 2 and kind == "same" and (name in _GEOMETRY_TYPES or self.ontology.has_type(name)):
+            found = (kind, name if name in _GEOMETRY_TYPES else self.ontology.type_name(name))
+        self._predicate_cache[predicate] = found
+        return found
+
+    def _require(self, predicate: Predicate, arity: int):
+        found = self._resolve(predicate) if predicate.arity == arity else None
+        if found is None:
+            raise UnknownPredicateError(f"SceneGraphOracle: unknown predicate {predicate.name!r} "
+                                        f"(kind {predicate.kind!r}, arity {predicate.arity}): {self._why(predicate)}")
+        return found
+
+    def _why(self, predicate: Predicate) -> str:
+        return refusal(predicate, "the scene-graph oracle")
+
+    def __repr__(self) -> str:
+        return f"SceneGraphOracle({len(self.graphs)} scenes, up to {self._n} objects)"
+
+
+def _numpy(t: torch.Tensor) -> np.ndarray:
+    return t.detach().cpu().numpy().astype(np.int64, copy=False)
+
+
+def _scenes(requests: Requests, n_scenes: int, who: str) -> np.ndarray:
+    """The requests' scene indices as numpy, checked against the oracle's batch."""
+    scene = _numpy(requests.scene)
+    if scene.size and (scene.min() < 0 or scene.max() >= n_scenes):
+        bad = int(scene.min() if scene.min() < 0 else scene.max())
+        raise ShapeError(f"{who}: scene index {bad} out of range for a batch of {n_scenes} scenes")
+    return scene
+
+
+def _is_probability(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and 0.0 <= v <= 1.0

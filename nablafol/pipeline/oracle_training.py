@@ -1,0 +1,368 @@
+"""Training a visual oracle from answers alone, through the parameter-free DFOL reasoning.
+
+The paper's Algorithm 1 turned into losses (section 6; dfol.md):
+
+* a yes/no question: ``-log α(F)`` when the answer is yes, ``-log(1 - α(F))`` when no;
+* an open question: ``-log softmax_a log α(F_a)`` at the right answer, over its plausible
+  answers (the candidates the compiler lists).
+
+Adam with the paper's settings (lr 1e-4, weight decay 1e-10, gradient clipping at norm
+0.65; the model's dropout is 0.1), and a curriculum from short programs to long ones:
+epoch ``e`` trains on the programs of at most ``start + e·step`` steps, every program from
+then on. Each epoch ends with a validation pass and a checkpoint; ``resume`` continues from
+the last checkpoint and gives the same result as an uninterrupted run (every epoch's order
+and dropout come from ``seed`` and the epoch number).
+
+Faults: a run may be killed at any moment. Besides the end of each epoch, a checkpoint is
+taken every ``checkpoint_every`` batches and at least every ``checkpoint_seconds``; it holds
+the weights, Adam's state, the position in the epoch's order, the running loss and the
+dropout generator's state, so a resumed run continues mid-epoch bit-identically. Every file
+is written to a temporary name, flushed to disk and renamed, so a kill never leaves a
+truncated checkpoint or metrics file that a later run would load (docs/reliability.md).
+
+The loss sees only answers: gradients flow from them through the engine into the oracle.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable, Optional, Sequence
+
+import numpy as np
+import torch
+
+from nablafol import dsl
+from nablafol.compiler import CompiledQuestion, Compiler
+
+from nablafol.engine import Answers, Engine
+from nablafol.data.files import atomic_text_writer
+from nablafol.errors import InputFileError
+from nablafol.pipeline.answering import Evaluator, FeaturePerception, Skip, compile_question
+from nablafol.scoring.metrics import vocabulary_match
+
+__all__ = ["TrainConfig", "TrainingExample", "Curriculum", "answer_loss", "prepare_examples", "Trainer"]
+
+LOG_FLOOR = -100.0  # an exact zero probability (log = -inf, no gradient) costs this much in the loss
+STATE_NAME = "training_state.pt"
+METRICS_NAME = "metrics.jsonl"
+FAULT_VARIABLE = "NABLAFOL_FAULT"  # tests: "POINT:N" kills the process the N-th time it reaches POINT
+
+
+@dataclass
+class TrainConfig:
+    """Training settings; the defaults are the paper's (section 6)."""
+
+    epochs: int = 10
+    batch_size: int = 64
+    lr: float = 1e-4
+    weight_decay: float = 1e-10
+    clip_norm: float = 0.65
+    seed: int = 0
+    curriculum_start: int = 2  # steps of the shortest programs trained on first
+    curriculum_step: int = 1  # steps added per epoch
+    threshold: float = 0.5
+    checkpoint_every: int = 0  # batches between mid-epoch checkpoints (0: none by count)
+    checkpoint_seconds: float = 300.0  # a mid-epoch checkpoint at least this often (0: none by time)
+
+    def __post_init__(self):
+        for name in ("epochs", "batch_size", "curriculum_start", "curriculum_step"):
+            value = getattr(self, name)
+            if not (isinstance(value, int) and value >= 1):
+                raise ValueError(f"TrainConfig.{name} must be a whole number >= 1, got {value!r}")
+        if not (isinstance(self.checkpoint_every, int) and self.checkpoint_every >= 0):
+            raise ValueError(f"TrainConfig.checkpoint_every must be a whole number >= 0, got {self.checkpoint_every!r}")
+        if not (isinstance(self.checkpoint_seconds, (int, float)) and math.isfinite(self.checkpoint_seconds)
+                and self.checkpoint_seconds >= 0):
+            raise ValueError(f"TrainConfig.checkpoint_seconds must be a number >= 0, got {self.checkpoint_seconds!r}")
+        for name in ("lr", "clip_norm"):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+                raise ValueError(f"TrainConfig.{name} must be a positive number, got {value!r}")
+        if not (isinstance(self.weight_decay, (int, float)) and math.isfinite(self.weight_decay) and self.weight_decay >= 0):
+            raise ValueError(f"TrainConfig.weight_decay must be a number >= 0, got {self.weight_decay!r}")
+        if not (isinstance(self.threshold, (int, float)) and 0.0 <= self.threshold <= 1.0):
+            raise ValueError(f"TrainConfig.threshold must be in [0, 1], got {self.threshold!r}")
+
+
+@dataclass(frozen=True)
+class TrainingExample:
+    """A question ready to train on: its compiled program and the index of its answer."""
+
+    question_id: str
+    image_id: str
+    compiled: CompiledQuestion
+    target: int  # open: index of the right candidate; yes/no: 0 for yes, 1 for no
+    length: int  # program steps (the curriculum's measure)
+
+
+def answer_target(compiled: CompiledQuestion, answer: str) -> int | None:
+    """The answer's index among the question's answers (``yes`` 0 / ``no`` 1), or None."""
+    if compiled.is_binary:
+        return {"yes": 0, "no": 1}.get(answer)
+    for i, label in enumerate(compiled.answers):
+        if vocabulary_match(label, answer):
+            return i
+    return None
+
+
+def prepare_examples(questions, compiler: Compiler, has_image: Callable[[str], bool]):
+    """``(examples, skips)``: every question becomes an example or a listed skip."""
+    examples, skips = [], []
+    for q in questions:
+        compiled = compile_question(q, compiler)
+        if isinstance(compiled, Skip):
+            skips.append(compiled)
+        elif q.answer is None:
+            skips.append(Skip(q.id, "no answer", "a training question needs its answer"))
+        elif not has_image(q.image_id):
+            skips.append(Skip(q.id, "no scene", f"no features for image {q.image_id!r}"))
+        else:
+            target = answer_target(compiled, q.answer)
+            if target is None:
+                skips.append(Skip(q.id, "answer not plausible", f"answer {q.answer!r} is not among the "
+                                  f"question's {len(compiled.answers)} plausible answers"))
+            else:
+                examples.append(TrainingExample(q.id, q.image_id, compiled, target, len(compiled.source.steps)))
+    return examples, skips
+
+
+def answer_loss(answers: Answers, targets: torch.Tensor, binary: torch.Tensor) -> torch.Tensor:
+    """Mean negative log-likelihood of the right answers (Algorithm 1's two cases).
+
+    ``targets`` ``(P,)``: yes/no -> 0 (yes) or 1 (no); open -> the right candidate's index.
+    ``log P(no)`` is the engine's exact complement (``Answers.log_complement``), so a
+    confidently wrong "yes" still gets its full, informative gradient. Only an exact zero
+    probability (no gradient exists there) counts as ``LOG_FLOOR`` instead of ``-inf``.
+    """
+    lp = answers.log_probs
+    binary_ll = torch.where(targets == 0, lp[:, 0], answers.log_complement[:, 0])
+    scores = _finite(lp).masked_fill(~answers.candidate_mask, float("-inf"))
+    open_ll = torch.log_softmax(scores, dim=1).gather(1, targets.clamp(max=lp.shape[1] - 1)[:, None])[:, 0]
+    return -_finite(torch.where(binary, binary_ll, open_ll)).mean()
+
+
+def _finite(log_p: torch.Tensor) -> torch.Tensor:
+    """Exact zeros (``-inf``) as ``LOG_FLOOR``; every finite value, and its gradient, untouched."""
+    return torch.where(torch.isneginf(log_p), torch.full_like(log_p, LOG_FLOOR), log_p)
+
+
+class Curriculum:
+    """Which examples an epoch trains on: programs of at most ``start + epoch * step`` steps.
+
+    >>> c = Curriculum([3, 2, 5, 2], start=2, step=1)
+    >>> [c.max_length(e) for e in range(4)], c.pool(0).tolist(), c.pool(1).tolist()
+    ([2, 3, 4, 5], [1, 3], [0, 1, 3])
+    """
+
+    def __init__(self, lengths: Sequence[int], start: int = 2, step: int = 1):
+        self.lengths = np.asarray(lengths, dtype=np.int64)
+        self.start, self.step = start, step
+        self.longest = int(self.lengths.max()) if self.lengths.size else 0
+
+    def max_length(self, epoch: int) -> int:
+        return min(self.longest, max(self.start + epoch * self.step, int(self.lengths.min(initial=self.start))))
+
+    def pool(self, epoch: int) -> np.ndarray:
+        return np.nonzero(self.lengths <= self.max_length(epoch))[0]
+
+
+@dataclass
+class EpochRecord:
+    epoch: int
+    steps: int
+    examples: int
+    max_program_steps: int
+    train_loss: float
+    val_accuracy: Optional[float]
+    val_open: Optional[float]
+    val_binary: Optional[float]
+    seconds: float
+    extra: dict = field(default_factory=dict)
+
+
+class Trainer:
+    """Trains ``model`` on ``train`` examples; validates on ``val`` questions; checkpoints to ``out``."""
+
+    def __init__(self, model, train_perception: FeaturePerception, examples: list, out: Path,
+                 config: TrainConfig = TrainConfig(), compiler: Optional[Compiler] = None,
+                 val_perception: Optional[FeaturePerception] = None, val_questions: Sequence = (),
+                 ontology: Optional[dsl.Ontology] = None, progress=None, log=print,
+                 trainable: Optional[torch.nn.Module] = None, engine: Optional[Engine] = None):
+        self.model, self.train_perception, self.examples = model, train_perception, examples
+        self.out, self.config = Path(out), config
+        self.compiler = compiler or Compiler(ontology)
+        self.val_perception, self.val_questions = val_perception, list(val_questions)
+        self.ontology = ontology or self.compiler.ontology
+        self.progress, self.log = progress, log
+        # what is trained: the oracle by default; a calibrator over a frozen oracle (calibration/)
+        self.trainable = trainable if trainable is not None else model
+        self.engine = engine or Engine()
+        self.optimizer = torch.optim.Adam(self.trainable.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+        self.curriculum = Curriculum([e.length for e in examples], config.curriculum_start, config.curriculum_step)
+        self.epoch = 0
+        self.history: list[dict] = []
+        self._position: Optional[dict] = None  # where a mid-epoch checkpoint left the current epoch
+        self._last_checkpoint = time.monotonic()
+
+    # -- checkpoints ----------------------------------------------------------------------
+    state_name = STATE_NAME
+    metrics_name = METRICS_NAME
+
+    def save_trained(self) -> None:
+        """Write what was trained into the model folder (the oracle; a calibrator overrides this)."""
+        from nablafol.neural import save_model
+        save_model(self.out, self.model, extra={"ontology": self.ontology.to_data(), "train": asdict(self.config),
+                                                "epochs_done": self.epoch, "history": self.history})
+
+    def save(self, position: Optional[dict] = None) -> None:
+        """Checkpoint: after a whole epoch (``position`` None; the model folder is written too), or
+        inside one (``position``: batches done, running loss sums, the dropout generator's state)."""
+        self.out.mkdir(parents=True, exist_ok=True)
+        if position is None:
+            self.save_trained()
+        state = {"epoch": self.epoch, "optimizer": self.optimizer.state_dict(),
+                 "model": {k: v.detach().clone() for k, v in self.trainable.state_dict().items()}}
+        if position is not None:
+            state["position"] = position
+        tmp = self.out / (self.state_name + ".tmp")
+        with open(tmp, "wb") as handle:
+            torch.save(state, handle)
+            handle.flush()
+            os.fsync(handle.fileno())  # on disk before the rename makes it the checkpoint
+        _fault("checkpoint-written")
+        tmp.replace(self.out / self.state_name)
+        self._last_checkpoint = time.monotonic()
+
+    def resume(self) -> bool:
+        """Load the last checkpoint of ``out`` if there is one; True when resumed."""
+        path = self.out / self.state_name
+        if not path.exists():
+            return False
+        from nablafol.neural.checkpoint import load_weights_only
+        try:
+            state = load_weights_only(path, map_location=None)  # nothing in the file runs
+            self.trainable.load_state_dict(state["model"])
+            self.optimizer.load_state_dict(state["optimizer"])
+            position = state.get("position")
+            if position is not None:
+                position = {"batch": int(position["batch"]), "total": float(position["total"]),
+                            "count": int(position["count"]), "rng": position["rng"].to(torch.uint8)}
+        except InputFileError as e:  # unreadable or hostile: torch's reason, never its advice to load unsafely
+            raise InputFileError(path, f"cannot resume from this checkpoint: {e.message}") from None
+        except Exception as e:  # a corrupt or foreign file: one line naming it
+            raise InputFileError(path, f"cannot resume from this checkpoint ({type(e).__name__}: {e})") from None
+        self.epoch = int(state["epoch"])
+        self._position = position
+        metrics = self.out / self.metrics_name
+        self.history = [json.loads(line) for line in metrics.read_text().splitlines()] if metrics.exists() else []
+        self.history = self.history[: self.epoch]
+        return True
+
+    # -- training -------------------------------------------------------------------------
+    def train(self) -> list[dict]:
+        cfg = self.config
+        self._last_checkpoint = time.monotonic()
+        while self.epoch < cfg.epochs:
+            start = time.perf_counter()
+            record = self._epoch(self.epoch)
+            self.epoch += 1
+            record.seconds = time.perf_counter() - start
+            self.history.append(asdict(record))
+            self._write_metrics()
+            self.save()
+            acc = "-" if record.val_accuracy is None else f"{100 * record.val_accuracy:.2f}%"
+            self.log(f"epoch {record.epoch + 1}/{cfg.epochs}: loss {record.train_loss:.4f}, "
+                     f"validation accuracy {acc}, programs of <= {record.max_program_steps} steps, "
+                     f"{record.examples:,} questions, {record.seconds:.1f} s")
+        return self.history
+
+    def _epoch(self, epoch: int) -> EpochRecord:
+        cfg = self.config
+        rng = np.random.default_rng([cfg.seed, epoch])
+        pool = self.curriculum.pool(epoch)
+        order = pool[rng.permutation(len(pool))]
+        position, self._position = self._position, None
+        if position is None:  # dropout: reproducible per epoch, so resume matches
+            torch.manual_seed(cfg.seed * 100_003 + epoch)
+            first, total, count = 0, 0.0, 0
+        else:  # resumed mid-epoch: the generator exactly as the checkpoint left it
+            torch.set_rng_state(position["rng"])
+            first, total, count = position["batch"], position["total"], position["count"]
+        self.trainable.train()
+        batches = range(0, len(order), cfg.batch_size)
+        for b in range(first, len(batches)):
+            s = batches[b]
+            batch = [self.examples[i] for i in order[s:s + cfg.batch_size]]
+            loss = self._step(batch)
+            total += loss * len(batch)
+            count += len(batch)
+            _fault("step")
+            if self._checkpoint_due(b + 1):
+                self.save({"batch": b + 1, "total": total, "count": count, "rng": torch.get_rng_state()})
+            if self.progress is not None:
+                self.progress(count, len(order), note=f"epoch {epoch + 1} loss {total / count:.4f}")
+        val = self.validate()
+        return EpochRecord(epoch, len(batches), count, self.curriculum.max_length(epoch), total / max(count, 1),
+                           val.get("all"), val.get("open"), val.get("binary"), 0.0)
+
+    def _checkpoint_due(self, batches_done: int) -> bool:
+        cfg = self.config
+        if cfg.checkpoint_every and batches_done % cfg.checkpoint_every == 0:
+            return True
+        return bool(cfg.checkpoint_seconds) and time.monotonic() - self._last_checkpoint >= cfg.checkpoint_seconds
+
+    def _step(self, batch: list[TrainingExample]) -> float:
+        images = sorted({e.image_id for e in batch})
+        index = {image: b for b, image in enumerate(images)}
+        oracle = self.train_perception.oracle(images)
+        scenes = np.array([index[e.image_id] for e in batch], dtype=np.int64)
+        answers = self.engine([e.compiled.program for e in batch], oracle, scenes)
+        device = answers.log_probs.device
+        targets = torch.tensor([e.target for e in batch], device=device)
+        binary = torch.tensor([e.compiled.is_binary for e in batch], device=device)
+        loss = answer_loss(answers, targets, binary)
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(self.trainable.parameters(), self.config.clip_norm)
+        self.optimizer.step()
+        return float(loss.detach())
+
+    def validate(self) -> dict:
+        """Accuracy (vocabulary forms) on the validation questions: all / open / binary."""
+        if self.val_perception is None or not self.val_questions:
+            return {}
+        from nablafol.scoring import score
+        self.trainable.eval()
+        run = Evaluator(self.val_perception, compiler=self.compiler, engine=self.engine,
+                        threshold=self.config.threshold).run(self.val_questions)
+        scored = [q for q in self.val_questions if q.answer is not None]
+        acc = score(scored, run.predictions, match=vocabulary_match).overall.accuracy
+        self.trainable.train()
+        return {k: (None if v is None or (isinstance(v, float) and math.isnan(v)) else v) for k, v in acc.items()}
+
+    def _write_metrics(self) -> None:
+        self.out.mkdir(parents=True, exist_ok=True)
+        with atomic_text_writer(self.out / self.metrics_name) as f:
+            for record in self.history:
+                f.write(json.dumps(record) + "\n")
+
+
+_fault_counts: dict[str, int] = {}
+
+
+def _fault(point: str) -> None:
+    """Die here (SIGKILL, as a crash would) when ``NABLAFOL_FAULT`` is ``point:N`` and this is the
+    N-th time the process reaches ``point``: the fault tests' way to stop at a chosen moment."""
+    wanted = os.environ.get(FAULT_VARIABLE)
+    if not wanted:
+        return
+    name, _, nth = wanted.partition(":")
+    if name == point:
+        _fault_counts[point] = _fault_counts.get(point, 0) + 1
+        if _fault_counts[point] == int(nth or 1):
+            os.kill(os.getpid(), signal.SIGKILL)

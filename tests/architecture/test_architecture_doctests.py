@@ -1,0 +1,24 @@
+"""Every docstring example of the installed modules runs (from the project's root, where the
+examples find the test fixtures)."""
+from __future__ import annotations
+
+import doctest
+import importlib
+import os
+
+import pytest
+
+from architecture_house import ROOT, modules
+
+#: modules whose examples need an optional package
+NEEDS = {"nablafol.dsl.testing": "hypothesis", "nablafol.testing.strategies": "hypothesis"}
+
+
+@pytest.mark.parametrize("name", sorted(m for m in modules() if not m.endswith("__main__")))
+def test_docstring_examples(name, monkeypatch):
+    if name in NEEDS:
+        pytest.importorskip(NEEDS[name])
+    monkeypatch.chdir(ROOT)
+    module = importlib.import_module(name)
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE, verbose=False)
+    assert result.failed == 0

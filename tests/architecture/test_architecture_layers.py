@@ -1,0 +1,61 @@
+"""The house's shape, checked from the source: imports run one way, no circle, nothing generic
+installed at the top of site-packages, every package declared."""
+from __future__ import annotations
+
+import ast
+
+import pytest
+
+from architecture_house import LAYERS, ROOT, cycles, declared_packages, imports, layer_of, modules
+
+
+def test_every_module_has_a_layer():
+    unplaced = [m for m in modules() if m != "nablafol" and layer_of(m) is None]
+    assert unplaced == [], f"add these to a layer of tests/architecture/architecture_house.py: {unplaced}"
+
+
+def test_no_import_cycle_between_files():
+    assert cycles(imports()) == []
+
+
+def test_imports_never_point_to_a_higher_layer():
+    wrong = []
+    for module, targets in imports().items():
+        here = layer_of(module)
+        for target in sorted(targets):
+            there = layer_of(target)
+            if here is not None and there is not None and there > here:
+                wrong.append(f"{module} ({LAYERS[here][0]}) imports {target} ({LAYERS[there][0]})")
+    assert wrong == [], "\n".join(wrong)
+
+
+def test_no_module_imports_the_card_folders_by_their_folder_names():
+    """`dsl/`, `compiler/`, `calibration/` install as nablafol.dsl, nablafol.compiler,
+    nablafol.calibration: an import of a bare `dsl` would work only inside the checkout."""
+    bare = []
+    for path in [*modules().values(), *ROOT.glob("tests/**/*.py"), *ROOT.glob("benchmarks/*.py")]:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
+            bare += [f"{path.relative_to(ROOT)}: {n}" for n in names
+                     if n.split(".")[0] in ("dsl", "compiler", "calibration")]
+    assert bare == []
+
+
+def test_the_declared_packages_are_exactly_the_folders():
+    from architecture_house import _folder_of, package_dirs
+    declared = set(declared_packages())
+    found = set()
+    for name, folder in package_dirs().items():
+        for init in (ROOT / folder).rglob("__init__.py"):
+            rel = init.parent.relative_to(ROOT / folder)
+            found.add(".".join([name, *rel.parts]) if rel.parts else name)
+    # a folder mapped elsewhere (nablafol.dsl is dsl/) is not also a package under nablafol/
+    assert declared == found
+    for package in declared:
+        assert (_folder_of(package) / "__init__.py").exists()
+
+
+@pytest.mark.parametrize("layer", [name for name, _ in LAYERS])
+def test_each_layer_holds_modules(layer):
+    assert any(LAYERS[layer_of(m)][0] == layer for m in modules() if layer_of(m) is not None)
