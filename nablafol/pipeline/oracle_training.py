@@ -396,6 +396,8 @@ class TrainingJob:
     val_limit: int = 0
     device: object = "cpu"
     resume: bool = False
+    scene_graphs: Optional[Path] = None  # train scene graphs: pretrain on their labels first
+    pretrain_epochs: int = 6
 
 
 def train_oracle(job: TrainingJob, log=print, progress=None) -> list[dict]:
@@ -430,4 +432,18 @@ def train_oracle(job: TrainingJob, log=print, progress=None) -> list[dict]:
                       progress=progress, log=log)
     if job.resume and trainer.resume():
         log(f"resumed from {out} after epoch {trainer.epoch}")
+    elif job.scene_graphs is not None and job.pretrain_epochs:
+        _pretrain(job, model, store, ontology, log)
     return trainer.train()
+
+
+def _pretrain(job: TrainingJob, model, store, ontology, log) -> list[dict]:
+    """Train ``model`` on the labels of ``job.scene_graphs`` (the images it shares with ``store``)."""
+    from nablafol.data import load_scene_graphs
+    from nablafol.neural.feature_memory import FeatureMemory
+    from nablafol.pipeline.label_training import LabelConfig, train_on_labels
+    graphs = load_scene_graphs(job.scene_graphs)
+    log(f"pretraining on the labels of {sum(i in store for i in graphs):,} of {len(graphs):,} scene graphs "
+        f"({job.pretrain_epochs} epochs)")
+    return train_on_labels(model, FeatureMemory(store), graphs, ontology,
+                           LabelConfig(epochs=job.pretrain_epochs, seed=job.config.seed), log=log)
