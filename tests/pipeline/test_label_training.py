@@ -14,8 +14,7 @@ from nablafol.pipeline.answering import Answerer
 from nablafol.pipeline.evaluation import answer_all
 from nablafol.pipeline.label_training import LabelConfig, train_on_labels
 from nablafol.pipeline.perception import FeaturePerception
-from nablafol.scoring.metrics import vocabulary_match
-from nablafol.scoring.running import RunningScore
+from nablafol.scoring import score, vocabulary_match
 
 
 @pytest.fixture(scope="module")
@@ -30,9 +29,8 @@ def _accuracy(model, data, onto):
     model.eval()
     perception = FeaturePerception(FeatureStore(data / "features"), model, onto)
     questions = list(load_questions(data / "val_balanced_questions.json").values())
-    result = answer_all(questions, Answerer(perception, compiler=Compiler(onto)),
-                        scorer=RunningScore(match=vocabulary_match))
-    return result.scores.overall.accuracy["all"]
+    result = answer_all(questions, Answerer(perception, compiler=Compiler(onto)))
+    return score(questions, result.predictions, match=vocabulary_match).overall.accuracy["all"]
 
 
 def test_labels_teach_the_oracle_what_the_answers_need(small_dataset):

@@ -31,7 +31,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--out", default="runs/demo", metavar="DIR")
     parser.add_argument("--quick", action="store_true", help="small dataset, few epochs")
     parser.add_argument("--epochs", type=positive_int, default=None, help="oracle training epochs (default 8; quick: 4)")
-    parser.add_argument("--lr", type=positive_float, default=3e-3, help="Adam learning rate for the demo's short training "
+    parser.add_argument("--lr", type=positive_float, default=1e-3, help="Adam learning rate for the demo's short training "
                         "(the paper's 1e-4 is `nablafol train`'s default)")
     parser.add_argument("--calibration-epochs", type=positive_int, default=None,
                         help="calibrator training epochs (default 2; quick: 1)")
