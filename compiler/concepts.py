@@ -87,6 +87,11 @@ class Concepts:
         """The predicate of ``filter/verify/choose [TYPE]: VALUE``."""
         if type_ is not None and type_ in self.knowledge_relations:
             return self.pred(f"{type_}:{raw.strip()}", 1, "kg")
+        if type_ is not None and not self.ontology.has_type(type_) and type_[1:] != type_[1:].lower():
+            # CamelCase is how knowledge relations are written (`filter CapableOf: lift food`),
+            # never an attribute type GQA writes (its one CamelCase type, sportActivity, is known)
+            raise CompileError(f"{type_!r} is a knowledge relation: give a knowledge base (--knowledge)",
+                               reason="unknown concept")
         if type_ is not None:
             t = self.type(type_)
             if t == "name":
