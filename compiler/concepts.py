@@ -43,6 +43,17 @@ NAME_TYPES = frozenset({"name", "type"})
 SCENE = Predicate("scene", 1, "scene")
 
 
+def is_knowledge_type(step_type: str | None) -> bool:
+    """Whether a step's type is written as a knowledge relation (`filter CapableOf: lift food`):
+    CamelCase, which no attribute type GQA writes is but `sportActivity`.
+
+        >>> is_knowledge_type("CapableOf"), is_knowledge_type("sportActivity"), is_knowledge_type("color")
+        (True, False, False)
+    """
+    return (step_type is not None and step_type[1:] != step_type[1:].lower()
+            and step_type.casefold() != "sportactivity")
+
+
 class Concepts:
     """Resolves GQA's raw strings against one ontology (pure; results are cached).
 
@@ -87,9 +98,7 @@ class Concepts:
         """The predicate of ``filter/verify/choose [TYPE]: VALUE``."""
         if type_ is not None and type_ in self.knowledge_relations:
             return self.pred(f"{type_}:{raw.strip()}", 1, "kg")
-        if type_ is not None and not self.ontology.has_type(type_) and type_[1:] != type_[1:].lower():
-            # CamelCase is how knowledge relations are written (`filter CapableOf: lift food`),
-            # never an attribute type GQA writes (its one CamelCase type, sportActivity, is known)
+        if type_ is not None and not self.ontology.has_type(type_) and is_knowledge_type(type_):
             raise CompileError(f"{type_!r} is a knowledge relation: give a knowledge base (--knowledge)",
                                reason="unknown concept")
         if type_ is not None:

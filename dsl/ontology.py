@@ -157,19 +157,22 @@ class Ontology:
         """This vocabulary widened by what a dataset names (raw forms, normalized here):
         `known` maps `"name"` to names, `"relation"` to relations, an attribute type to values of
         that type, and `None` to untyped values. A name the vocabulary lacks becomes a class of its
-        own (no category: the ontology alone gives categories); a typed value joins its type (a
+        own (no category: the ontology alone gives categories), a pronoun joins the pronouns
+        (dsl.words); a typed value joins its type (a
         new type is created); an untyped value joins the untyped values unless some type or name
         already has it. Returns `self` when nothing is new.
 
             >>> Ontology.gqa().joined({"color": ["red"]}) is Ontology.gqa()
             True
         """
-        names, relations, untyped = set(), set(), set()
+        names, relations, untyped, pronouns = set(), set(), set(), set()
         typed: dict[str, set[str]] = {}
         for key, raws in known.items():
             forms = {self.normalize(raw) for raw in raws if isinstance(raw, str) and raw.strip()}
             if key == "name":
                 names |= {f for f in forms if not self.is_name(f)}
+                pronouns |= names & PRONOUNS
+                names -= PRONOUNS
             elif key == "relation":
                 relations |= forms - self.relations
             elif key is None:
@@ -183,7 +186,7 @@ class Ontology:
                     typed.setdefault(type_name, set()).update(new)
         # a plural whose singular comes too is the same name (`unicorns`, `unicorn`): keep the singular
         names = {n for n in names if not any(c in names for c in singular_candidates(n))}
-        if not (names or relations or untyped or typed):
+        if not (names or relations or untyped or typed or pronouns):
             return self
         attributes = {t: set(v) for t, v in self.attribute_types.items()}
         for type_name, values in typed.items():
@@ -192,7 +195,7 @@ class Ontology:
         return Ontology(self.categories, attributes, self.relations | relations,
                         raw_forms=self._raw_forms, scene_types=self.scene_types,
                         classes=self.uncategorized | names,
-                        untyped=(self.untyped | untyped) - joined_values, pronouns=self.pronouns)
+                        untyped=(self.untyped | untyped) - joined_values, pronouns=self.pronouns | pronouns)
 
     @classmethod
     def from_folder(cls, folder) -> "Ontology":

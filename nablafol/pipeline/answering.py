@@ -276,6 +276,10 @@ class Evaluator:
             return Skip(question.id, "no scene", f"no scene for image {question.image_id!r}")
         unknown = self._unknown_predicate(compiled)
         if unknown is not None:
+            # issue 16: a trained model names what it never learned (`concept not learned: name 'unicorn'`)
+            not_learned = getattr(getattr(self.perception, "vocabulary", None), "not_learned", None)
+            if not_learned is not None:
+                return Skip(question.id, "concept not learned", not_learned(unknown))
             return Skip(question.id, "unknown predicate", f"the oracle does not know {unknown.kind} {unknown.name!r}")
         return question, compiled
 
