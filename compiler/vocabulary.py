@@ -38,7 +38,8 @@ from nablafol.ir import Predicate
 from .concepts import COMPARATIVE_RELATIONS, NAME_TYPES, POSITION_TYPES, SAME_RELATIONS, Concepts, is_knowledge_type
 from .errors import CompileError
 
-__all__ = ["ConceptInventory", "known_values", "vocabulary_report", "dataset_vocabulary", "VocabularyReport",
+__all__ = ["ConceptInventory", "known_values", "widened_ontology", "vocabulary_report", "dataset_vocabulary",
+           "VocabularyReport",
            "CONCEPT_KINDS"]
 
 CONCEPT_KINDS = ("name", "value", "relation", "type")
@@ -95,22 +96,27 @@ class ConceptInventory:
             return
         self.add_program(program)
 
-    def add_scene_graph(self, graph) -> None:
-        """Every name, attribute (untyped: graphs list them so) and relation a scene graph holds."""
+    def add_scene_graph(self, graph, relations: bool = True) -> None:
+        """Every name, attribute (untyped: graphs list them so) and relation a scene graph holds.
+        ``relations=False`` leaves relations out: no open question competes relations, so what an
+        evaluation's compiler needs from its scene graphs is their names and values, and a
+        scene holds many more relations than objects."""
         self.scene_graphs += 1
         for obj in graph.objects:
             for name in obj.names:
                 self.add("name", None, name)
             for value in obj.attributes:
                 self.add("value", None, value)
-            for relation in obj.relations:
-                self.add("relation", None, relation.name)
+            if relations:
+                for relation in obj.relations:
+                    self.add("relation", None, relation.name)
 
-    def update(self, questions: Iterable = (), scene_graphs: Iterable = ()) -> "ConceptInventory":
+    def update(self, questions: Iterable = (), scene_graphs: Iterable = (), relations: bool = True
+               ) -> "ConceptInventory":
         for question in questions:
             self.add_question(question)
         for graph in scene_graphs:
-            self.add_scene_graph(graph)
+            self.add_scene_graph(graph, relations)
         return self
 
 
@@ -265,6 +271,22 @@ def _in_ontology(ontology: dsl.Ontology, kind: str, type_: Optional[str], form: 
 
 
 _COMPARISON_RELATIONS = frozenset(COMPARATIVE_RELATIONS) | frozenset(SAME_RELATIONS)
+
+
+def widened_ontology(ontology: Optional[dsl.Ontology] = None, questions: Iterable = (), scene_graphs: Iterable = (),
+                     relations: bool = True) -> dsl.Ontology:
+    """``ontology`` (GQA's by default) joined with every concept ``questions`` and ``scene_graphs``
+    name: what a model trained on them should have rows for, and what a compiler over them
+    should compete in open questions (``relations=False``: see ``add_scene_graph``).
+
+        >>> from nablafol.data import question_from_record
+        >>> line = "select: cat->filter texture: fuzzy [0]->exist: ? [1]"
+        >>> q = question_from_record("1", {"imageId": "i", "semanticStr": line})
+        >>> sorted(widened_ontology(questions=[q]).values_of("texture"))
+        ['coarse', 'fine', 'fuzzy']
+    """
+    inventory = ConceptInventory().update(questions, scene_graphs, relations)
+    return (ontology or dsl.Ontology.gqa()).joined(known_values(inventory))
 
 
 def dataset_vocabulary(questions, scene_graphs=None, ontology: Optional[dsl.Ontology] = None,

@@ -84,6 +84,7 @@ _GEOMETRY_TYPES = ("hposition", "vposition")
 _SAME_CHUNK = 1 << 24  # elements of the (rows, values, N, N) temporary of `same`
 _OPEN_KINDS = ("name", "class", "attr")  # unary kinds whose vocabulary is open
 ABSENT = -1  # the column of a predicate no graph of the batch holds: false of every object
+EVERY_OBJECT = -2  # the column of `this`, `it`, `they`, ...: true of every real object (computed, not stored)
 
 
 _relation_name, _relation_object, _relation_p = (attrgetter(a) for a in ("name", "object_id", "p"))
@@ -114,8 +115,7 @@ class PredicateColumns:
         names = sorted(ontology.classes | set(ontology.categories))
         values = sorted(set().union(*ontology.attribute_types.values()))
         unary: dict[tuple[str, str], int] = {}
-        pronouns = sorted(set(PERSON_PRONOUNS) | OBJECT_PRONOUNS)
-        for kind, keys in (("name", names), ("class", names), ("attr", values), ("name", pronouns),
+        for kind, keys in (("name", names), ("class", names), ("attr", values), ("name", sorted(PERSON_PRONOUNS)),
                            ("hposition", geometry.POSITIONS["hposition"]),
                            ("vposition", geometry.POSITIONS["vposition"]),
                            ("scene", ("scene",)), ("trait", traits.TRAITS)):
@@ -163,7 +163,6 @@ class PredicateColumns:
         keys = [("class", label), ("name", label)]
         keys += [("name", c) for c in self._categories_of.get(label, ()) if c != label]
         keys += [("trait", t) for t, members in self._trait_classes.items() if label in members]
-        keys += [("name", p) for p in sorted(OBJECT_PRONOUNS)]
         gender = GENDER_OF_NAME.get(label)
         if label in self._person or gender is not None:
             keys += [("name", p) for p, said in sorted(PERSON_PRONOUNS.items()) if gender in (None, said)]
@@ -402,11 +401,15 @@ class SceneGraphOracle:
         cols = np.array([self._require(p, 1)[1] for p in requests.predicates], dtype=np.int64)
         scene, pred = _scenes(requests, len(self.graphs), "SceneGraphOracle"), _numpy(requests.predicate)
         wanted = cols[pred] if len(pred) else pred
-        absent = wanted == ABSENT
-        log_probs = self._unary_facts.gather(scene, np.where(absent, 0, wanted), self._n,
+        absent, every = wanted == ABSENT, wanted == EVERY_OBJECT
+        log_probs = self._unary_facts.gather(scene, np.where(absent | every, 0, wanted), self._n,
                                              dtype=torch.get_default_dtype(), log=True)
         if absent.any():
             log_probs[torch.from_numpy(absent)] = float("-inf")
+        if every.any():
+            rows = torch.from_numpy(every)
+            real = self._real[torch.from_numpy(scene[every])]
+            log_probs[rows] = torch.zeros(real.shape, dtype=log_probs.dtype).masked_fill_(~real, float("-inf"))
         return log_probs.to(self.device)
 
     def binary(self, requests: Requests) -> torch.Tensor:
@@ -481,7 +484,9 @@ class SceneGraphOracle:
         except KeyError:
             pass
         kind, name, found = predicate.kind, predicate.name, None
-        if predicate.arity == 1 and kind in _OPEN_KINDS:  # any name or value: absent from the batch is false
+        if predicate.arity == 1 and kind == "name" and name in OBJECT_PRONOUNS:
+            found = (kind, EVERY_OBJECT)
+        elif predicate.arity == 1 and kind in _OPEN_KINDS:  # any name or value: absent from the batch is false
             col = self.columns.find(kind, name)
             found = (kind, ABSENT if col is None or col >= self._n_unary else col)
         elif predicate.arity == 1 and kind in UNARY_KINDS:
