@@ -105,7 +105,7 @@ def _inspect(args) -> int:
 
     if args.plot:
         output_file(args.plot)
-    _, _, extra = load_model(args.model)
+    _, vocabulary, extra = load_model(args.model)
     if not has_calibrator(args.model):
         raise UsageError(f"{args.model}: no calibrator in this model folder (run `nablafol calibrate` first)")
     if "ontology" not in extra:
@@ -124,6 +124,10 @@ def _inspect(args) -> int:
     else:
         raise UsageError(f"{args.inspect!r} is neither a GQA program line nor a question id of the given "
                          f"questions (name them with --questions, --val-questions or --data)")
+    # issue 16: the vocabulary is open; a concept the model never learned cannot be inspected
+    unknown = next((p for p in compiled.program.predicates() if not vocabulary.knows(p)), None)
+    if unknown is not None:
+        raise UsageError(vocabulary.not_learned(unknown))
     params = step_parameters(load_calibrator(args.model), compiled.program)
     print(f"DFOL: {compiled.program.term()}")
     print(format_step_parameters(params))
