@@ -89,7 +89,7 @@ class Ontology:
     def __init__(self, hypernyms: Mapping[str, Iterable[str]], attributes: Mapping[str, Iterable[str]],
                  relations: Iterable[str], *, raw_forms: Mapping[str, str] | None = None,
                  scene_types: Iterable[str] = (), classes: Iterable[str] = (), untyped: Iterable[str] = (),
-                 pronouns: Iterable[str] = ()):
+                 pronouns: Iterable[str] = (), gendered_names: Mapping[str, str] | None = None):
         self.categories: Mapping[str, frozenset[str]] = MappingProxyType(
             {category: frozenset(classes) for category, classes in hypernyms.items()})
         categorized = frozenset().union(*self.categories.values())
@@ -98,6 +98,9 @@ class Ontology:
         self.classes: frozenset[str] = categorized | self.uncategorized
         #: pronouns this vocabulary reads as names (dsl.words)
         self.pronouns: frozenset[str] = frozenset(pronouns) & PRONOUNS
+        #: names that tell a person's gender (dsl.words; GQA's vocabulary reads them so, a
+        #: vocabulary folder only when it lists them): `girl` -> `female`
+        self.gendered_names: Mapping[str, str] = MappingProxyType(dict(gendered_names or {}))
         merged: dict[str, set[str]] = {}
         self._type_keys: dict[str, str] = {}  # casefolded -> first spelling seen
         for type_name, values in attributes.items():
@@ -129,7 +132,8 @@ class Ontology:
         return _gqa_ontology()
 
     @classmethod
-    def from_data(cls, hypernyms, attributes, relations, classes=(), untyped=(), pronouns=()) -> "Ontology":
+    def from_data(cls, hypernyms, attributes, relations, classes=(), untyped=(), pronouns=(),
+                  gendered_names=None) -> "Ontology":
         """A vocabulary from the three files' contents (and `to_data`'s optional parts), completed
         as GQA's is (see `from_folder`). Contents of the wrong shape raise ValueError naming the part."""
         part = _misshapen_part(hypernyms, attributes, relations)
@@ -137,20 +141,28 @@ class Ontology:
             part = next((name for name, words in (("classes", classes), ("untyped", untyped),
                                                   ("pronouns", pronouns))
                          if not (isinstance(words, (list, tuple)) and all(isinstance(w, str) for w in words))), None)
+        if part is None and gendered_names is not None and not (
+                isinstance(gendered_names, dict) and all(isinstance(k, str) and isinstance(v, str)
+                                                         for k, v in gendered_names.items())):
+            part = "gendered_names"
         if part is not None:
-            raise ValueError(f"vocabulary: {part} must be {VOCABULARY_SHAPES.get(part, '[word, ...]')}")
-        return _completed(hypernyms, attributes, relations, classes=classes, untyped=untyped, pronouns=pronouns)
+            shape = {"gendered_names": "{name: gender}"}.get(part, "[word, ...]")
+            raise ValueError(f"vocabulary: {part} must be {VOCABULARY_SHAPES.get(part, shape)}")
+        return _completed(hypernyms, attributes, relations, classes=classes, untyped=untyped, pronouns=pronouns,
+                          gendered_names=gendered_names)
 
     def to_data(self) -> dict:
         """The vocabulary as the three files' contents (`from_data` of it gives an equal vocabulary),
         plus what the files cannot hold, only when there is any: `classes` (uncategorized),
-        `untyped` (values of no type) and `pronouns`."""
+        `untyped` (values of no type), `pronouns` and `gendered_names`."""
         data = {"hypernyms": {c: sorted(m) for c, m in sorted(self.categories.items())},
                 "attributes": {t: sorted(v) for t, v in sorted(self.attribute_types.items())},
                 "relations": sorted(self.relations)}
         for key, words in (("classes", self.uncategorized), ("untyped", self.untyped), ("pronouns", self.pronouns)):
             if words:
                 data[key] = sorted(words)
+        if self.gendered_names:
+            data["gendered_names"] = dict(sorted(self.gendered_names.items()))
         return data
 
     def joined(self, known: Mapping[str | None, Iterable[str]]) -> "Ontology":
@@ -195,7 +207,8 @@ class Ontology:
         return Ontology(self.categories, attributes, self.relations | relations,
                         raw_forms=self._raw_forms, scene_types=self.scene_types,
                         classes=self.uncategorized | names,
-                        untyped=(self.untyped | untyped) - joined_values, pronouns=self.pronouns | pronouns)
+                        untyped=(self.untyped | untyped) - joined_values, pronouns=self.pronouns | pronouns,
+                        gendered_names=self.gendered_names)
 
     @classmethod
     def from_folder(cls, folder) -> "Ontology":
@@ -252,7 +265,7 @@ class Ontology:
         if pronoun in OBJECT_PRONOUNS:
             return self.classes
         gender = pronoun_gender(pronoun)
-        return frozenset(c for c in self._person_classes if GENDER_OF_NAME.get(c, gender) == gender)
+        return frozenset(c for c in self._person_classes if self.gendered_names.get(c, gender) == gender)
 
     def categories_of(self, class_name: str) -> frozenset[str]:
         """The categories a class sits under (possibly several, possibly none)."""
@@ -352,7 +365,7 @@ def _load_json(name: str):
 def _gqa_ontology() -> Ontology:
     # GQA's programs select by pronoun (`select: he`): its vocabulary reads them as names
     return _completed(_load_json("hypernyms.json"), _load_json("attributes.json"), _load_json("relations.json"),
-                      pronouns=PRONOUNS)
+                      pronouns=PRONOUNS, gendered_names=GENDER_OF_NAME)
 
 
 VOCABULARY_SHAPES = {"hypernyms": "{category: [class, ...]}", "attributes": "{type: [value, ...]}",
@@ -370,7 +383,7 @@ def _misshapen_part(hypernyms, attributes, relations) -> str | None:
     return None if strings(relations) else "relations"
 
 
-def _completed(hypernyms, attributes, relations, classes=(), untyped=(), pronouns=()) -> Ontology:
+def _completed(hypernyms, attributes, relations, classes=(), untyped=(), pronouns=(), gendered_names=None) -> Ontology:
     attributes = {type_name: list(values) for type_name, values in attributes.items()}
     # What GQA's programs use but the files lack (see the module doc).
     attributes["hposition"] = sorted(set(attributes.get("hposition", ("left", "right"))) | {"middle"})
@@ -379,7 +392,7 @@ def _completed(hypernyms, attributes, relations, classes=(), untyped=(), pronoun
     attributes["place"] = sorted(set(attributes.get("place", ())) | set(hypernyms.get("place", ())))
     attributes["room"] = sorted(set(attributes.get("room", ())) | set(hypernyms.get("room", ())))
     return Ontology(hypernyms, attributes, relations, raw_forms=GQA_RAW_FORMS, scene_types=GQA_SCENE_TYPES,
-                    classes=classes, untyped=untyped, pronouns=pronouns)
+                    classes=classes, untyped=untyped, pronouns=pronouns, gendered_names=gendered_names)
 
 
 def normalize(raw: str) -> str:

@@ -33,9 +33,10 @@ object (a scene graph is the whole truth of its image). GQA's own words (``dsl.w
 * a pronoun is a ``name`` that holds of the objects it may stand for: ``he`` of a person whose
   name is not a woman's, ``she`` of a person whose name is not a man's, ``this``, ``it``,
   ``they``, ... of every object;
-* a name that tells a gender (``girl``, ``girls``, ``man``) gives its object that ``gender``
-  value (``female``, ``male``), as GQA's answers do: over one object named ``girls``, "Are all
-  the people the same gender?" is "Yes, all the people are female".
+* a group name that tells a gender (``girls``, ``women``, ``men``: a plural of the ontology's
+  ``gendered_names``, GQA's from ``dsl.words``) gives its object that ``gender`` value, as
+  GQA's answers do: over one object named ``girls``, "Are all the people the same gender?"
+  is "Yes, all the people are female". A singular name (``woman``) gives none.
 
 A plain graph is the case where every listed fact has p = 1, so every answer is 0/1.
 
@@ -69,7 +70,7 @@ from ..errors import OracleError, ShapeError, UnknownPredicateError
 from ..ir import Predicate
 from ..numerics import safe_log
 from ..oracle import Requests
-from nablafol.dsl.words import GENDER_OF_NAME, OBJECT_PRONOUNS, PERSON_PRONOUNS
+from nablafol.dsl.words import OBJECT_PRONOUNS, PERSON_PRONOUNS
 
 from . import geometry, traits
 from .contract import BINARY_KINDS, UNARY_KINDS, refusal
@@ -163,10 +164,11 @@ class PredicateColumns:
         keys = [("class", label), ("name", label)]
         keys += [("name", c) for c in self._categories_of.get(label, ()) if c != label]
         keys += [("trait", t) for t, members in self._trait_classes.items() if label in members]
-        gender = GENDER_OF_NAME.get(label)
+        gender = self.ontology.gendered_names.get(label)
+        group = label != raw.strip()  # a plural (`girls`, `men`): one object for several people
         if label in self._person or gender is not None:
             keys += [("name", p) for p, said in sorted(PERSON_PRONOUNS.items()) if gender in (None, said)]
-        if gender is not None:
+        if gender is not None and group:  # a group's name tells its members' gender
             keys.append(("attr", gender))
         found = self._label_cache[raw] = (tuple(self._column(*k) for k in keys), outside)
         return found

@@ -135,3 +135,20 @@ def test_a_plain_graph_answers_exactly_its_own_names_and_values(objects):
         assert got.tolist() == [float(value in a) for _, a in objects]
     assert torch.all(oracle.unary(Requests.build([0], [Predicate("it", 1, "name")])).exp()[0] ==
                      torch.tensor([1.0] * len(objects) + [0.0]))  # every object, not the scene itself
+
+
+def test_only_a_vocabulary_that_lists_gendered_names_reads_gender_from_names():
+    from nablafol.dsl import Ontology
+    data = Ontology.gqa().to_data()
+    plain = Ontology.from_data(**{k: v for k, v in data.items() if k != "gendered_names"})
+    for ontology, expected in ((Ontology.gqa(), 1.0), (plain, 0.0)):  # the embedded dataset's reads no gender
+        oracle = SceneGraphOracle([GROUP], ontology=ontology)
+        assert oracle.unary(Requests.build([0], [Predicate("female", 1, "attr")])).exp()[0, 0] == expected
+    assert Ontology.from_data(**data).gendered_names == Ontology.gqa().gendered_names
+
+
+def test_a_singular_name_gives_no_gender_but_pronouns_follow_it():
+    oracle = SceneGraphOracle([MIXED])  # man, woman, table
+    female = oracle.unary(Requests.build([0], [Predicate("female", 1, "attr")])).exp()[0]
+    she = oracle.unary(Requests.build([0], [Predicate("she", 1, "name")])).exp()[0]
+    assert female.sum() == 0 and she.tolist() == [0, 1, 0, 0]
