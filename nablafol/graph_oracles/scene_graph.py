@@ -83,7 +83,9 @@ SCENE_OBJECT_ID = "scene"  # the id the scene pseudo-object reports (GQA object 
 SCENE_FIELDS = ("location", "weather", "place", "room")  # what the pseudo-object carries
 _GEOMETRY_TYPES = ("hposition", "vposition")
 _SAME_CHUNK = 1 << 24  # elements of the (rows, values, N, N) temporary of `same`
-_OPEN_KINDS = ("name", "class", "attr")  # unary kinds whose vocabulary is open
+_OPEN_KINDS = ("name", "class", "attr")
+# one column per gender serves every person pronoun of it (`him`, `his` read as `he`)
+_PRONOUN_COLUMN = {word: {"male": "he", "female": "she"}[gender] for word, gender in PERSON_PRONOUNS.items()}  # unary kinds whose vocabulary is open
 ABSENT = -1  # the column of a predicate no graph of the batch holds: false of every object
 EVERY_OBJECT = -2  # the column of `this`, `it`, `they`, ...: true of every real object (computed, not stored)
 
@@ -116,7 +118,7 @@ class PredicateColumns:
         names = sorted(ontology.classes | set(ontology.categories))
         values = sorted(set().union(*ontology.attribute_types.values()))
         unary: dict[tuple[str, str], int] = {}
-        for kind, keys in (("name", names), ("class", names), ("attr", values), ("name", sorted(PERSON_PRONOUNS)),
+        for kind, keys in (("name", names), ("class", names), ("attr", values), ("name", ("he", "she")),
                            ("hposition", geometry.POSITIONS["hposition"]),
                            ("vposition", geometry.POSITIONS["vposition"]),
                            ("scene", ("scene",)), ("trait", traits.TRAITS)):
@@ -148,13 +150,14 @@ class PredicateColumns:
         """Columns a name of the graph adds its probability to (``class``, ``name`` of itself
         and of its categories, of the pronouns that may stand for it, class traits) and, for
         a name that tells a gender, the ``attr`` column of that gender."""
-        return self._label(raw)[0]
+        return self.label(raw)[0]
 
     def label_is_open(self, raw: str) -> bool:
         """Whether a name of the graph lies outside the ontology."""
-        return self._label(raw)[1]
+        return self.label(raw)[1]
 
-    def _label(self, raw: str) -> tuple[tuple[int, ...], bool]:
+    def label(self, raw: str) -> tuple[tuple[int, ...], bool]:
+        """``(label_columns(raw), label_is_open(raw))`` in one look-up."""
         try:
             return self._label_cache[raw]
         except KeyError:
@@ -167,7 +170,7 @@ class PredicateColumns:
         gender = self.ontology.gendered_names.get(label)
         group = label != raw.strip()  # a plural (`girls`, `men`): one object for several people
         if label in self._person or gender is not None:
-            keys += [("name", p) for p, said in sorted(PERSON_PRONOUNS.items()) if gender in (None, said)]
+            keys += [("name", p) for p in ("he", "she") if gender in (None, PERSON_PRONOUNS[p])]
         if gender is not None and group:  # a group's name tells its members' gender
             keys.append(("attr", gender))
         found = self._label_cache[raw] = (tuple(self._column(*k) for k in keys), outside)
@@ -175,13 +178,14 @@ class PredicateColumns:
 
     def value_columns(self, raw: str) -> tuple[int, ...]:
         """Columns an attribute value of the graph sets (``attr``, attribute traits)."""
-        return self._value(raw)[0]
+        return self.value(raw)[0]
 
     def value_is_open(self, raw: str) -> bool:
         """Whether an attribute value of the graph lies outside the ontology."""
-        return self._value(raw)[1]
+        return self.value(raw)[1]
 
-    def _value(self, raw: str) -> tuple[tuple[int, ...], bool]:
+    def value(self, raw: str) -> tuple[tuple[int, ...], bool]:
+        """``(value_columns(raw), value_is_open(raw))`` in one look-up."""
         try:
             return self._value_cache[raw]
         except KeyError:
@@ -322,9 +326,11 @@ class SceneGraphOracle:
         owner = np.repeat(np.asarray(owners, dtype=np.int64), np.asarray(counts, dtype=np.int64))
         target = np.asarray(targets, dtype=np.int64)
         not_held = 1.0 - np.asarray(probs, dtype=np.float64)
-        for name, times in Counter(names).items():
-            if cols.relation_is_open(name):
-                self.unknown_concepts[("rel", name)] += times
+        outside = {name for name in column_of if cols.relation_is_open(name)}
+        if outside:  # counting millions of names only when some lie outside the ontology
+            for name, times in Counter(names).items():
+                if name in outside:
+                    self.unknown_concepts[("rel", name)] += times
         key = (owner * self._n + target) * n_columns + column
         order = np.argsort(key, kind="stable")  # a repeated fact's listings stay in file order
         key = key[order]
@@ -346,9 +352,10 @@ class SceneGraphOracle:
         """Column -> probability for one object: names add up (exclusive classes, capped at 1),
         attribute values combine by noisy-or (independent facts)."""
         sums: dict[int, float] = {}
+        label = self.columns.label
         for raw, p in obj.names.items():
-            label_cols = self.columns.label_columns(raw)
-            if self.columns.label_is_open(raw):
+            label_cols, outside = label(raw)
+            if outside:
                 self.unknown_concepts[("name", raw)] += 1
             for col in label_cols:
                 sums[col] = sums.get(col, 0.0) + p
@@ -358,9 +365,10 @@ class SceneGraphOracle:
 
     def _values(self, pairs: Iterable[tuple[str, float]]) -> dict[int, float]:
         not_held: dict[int, float] = {}  # column -> Π (1 - p)
+        value = self.columns.value
         for raw, p in pairs:
-            value_cols = self.columns.value_columns(raw)
-            if self.columns.value_is_open(raw):
+            value_cols, outside = value(raw)
+            if outside:
                 self.unknown_concepts[("attr", raw)] += 1
             for col in value_cols:
                 not_held[col] = not_held.get(col, 1.0) * (1.0 - p)
@@ -489,7 +497,7 @@ class SceneGraphOracle:
         if predicate.arity == 1 and kind == "name" and name in OBJECT_PRONOUNS:
             found = (kind, EVERY_OBJECT)
         elif predicate.arity == 1 and kind in _OPEN_KINDS:  # any name or value: absent from the batch is false
-            col = self.columns.find(kind, name)
+            col = self.columns.find(kind, _PRONOUN_COLUMN.get(name, name) if kind == "name" else name)
             found = (kind, ABSENT if col is None or col >= self._n_unary else col)
         elif predicate.arity == 1 and kind in UNARY_KINDS:
             col = self.columns.find(kind, name)
