@@ -37,6 +37,7 @@ class GQAQuestion:
     is_balanced: bool | None = True
     question: str | None = None
     semantic: tuple | None = None
+    semantic_str: str | None = None
     groups: dict | None = None
     annotations: dict | None = None
     image_id: str = "img"
@@ -94,11 +95,13 @@ def test_breakdowns_by_semantic_type_steps_and_length():
         GQAQuestion("c", "cup", types={"structural": "query", "semantic": "cat"}, question="What is it?",
                     semantic=(select, {"operation": "query", "argument": "name"})),  # "query: name" is not either
         GQAQuestion("d", "no", types={"structural": "verify", "semantic": "obj"}, question="Is the cup  small ?"),
+        GQAQuestion("e", "cat", types={"structural": "choose", "semantic": "cat"}, question="Cat or dog?",
+                    semantic_str="select: animal (3)->choose name: cat|dog [0]"),  # nor "choose name"
     ]
-    result = scored(questions, {"a": "red", "b": "no", "c": "cup", "d": "no"}).compute()
-    assert result.by("semantic") == {"attr": 1.0, "cat": 1.0, "obj": 0.5}
-    assert result.by("steps") == {1: 0.5, 2: 1.0, "unknown": 1.0}  # b wrong, c right; a has 2
-    assert {k: t.count for k, t in result.breakdowns["length"].items()} == {5: 2, 4: 1, 3: 1}
+    result = scored(questions, {"a": "red", "b": "no", "c": "cup", "d": "no", "e": "dog"}).compute()
+    assert result.by("semantic") == {"attr": 1.0, "cat": 0.5, "obj": 0.5}
+    assert result.by("steps") == {1: 1 / 3, 2: 1.0, "unknown": 1.0}  # b, e wrong, c right; a has 2
+    assert {k: t.count for k, t in result.breakdowns["length"].items()} == {5: 2, 4: 1, 3: 2}
 
 
 def test_empty_scorer_is_undefined_not_zero():
