@@ -29,6 +29,7 @@ from nablafol.errors import NablafolError
 
 __all__ = [
     "ANSWER_GROUPS", "UNKNOWN", "BinaryOverride", "ScorableQuestion", "ScoringError", "answer_group",
+    "question_types",
     "annotated_objects", "check_entailed", "check_predictions", "check_questions", "detailed_type", "global_group",
     "is_balanced", "prediction_of", "refers_to_scene", "semantic_type", "steps_number", "structural_type",
     "words_number",
@@ -74,28 +75,37 @@ class ScorableQuestion(Protocol):
 BinaryOverride = Union[Callable[[ScorableQuestion], bool], Mapping[str, bool], None]
 
 
-def _type(question: ScorableQuestion, kind: str) -> str | None:
-    types = getattr(question, "types", None) or {}
-    value = types.get(kind) if isinstance(types, Mapping) else None
-    return value if isinstance(value, str) and value else None
+def question_types(question: ScorableQuestion) -> tuple[str | None, str | None, str | None]:
+    """GQA's ``types`` of a question: ``(structural, semantic, detailed)``, each None when absent.
+
+    >>> from types import SimpleNamespace as Q
+    >>> question_types(Q(types={"structural": "query", "semantic": "attr", "detailed": "queryAttr"}))
+    ('query', 'attr', 'queryAttr')
+    """
+    types = getattr(question, "types", None)
+    if not types or not hasattr(types, "get"):
+        return None, None, None
+    values = (types.get("structural"), types.get("semantic"), types.get("detailed"))
+    return tuple(v if type(v) is str and v else None for v in values)  # type: ignore[return-value]
 
 
 def structural_type(question: ScorableQuestion) -> str | None:
     """GQA's ``types.structural`` of a question (``query``, ``verify``, ...), or None."""
-    return _type(question, "structural")
+    return question_types(question)[0]
 
 
 def semantic_type(question: ScorableQuestion) -> str | None:
     """GQA's ``types.semantic`` (``attr``, ``cat``, ``global``, ``obj``, ``rel``), or None."""
-    return _type(question, "semantic")
+    return question_types(question)[1]
 
 
 def detailed_type(question: ScorableQuestion) -> str | None:
     """GQA's ``types.detailed`` (``twoCommon``, ``relVerify``, ...), or None."""
-    return _type(question, "detailed")
+    return question_types(question)[2]
 
 
-def answer_group(question: ScorableQuestion, is_binary: BinaryOverride = None) -> str:
+def answer_group(question: ScorableQuestion, is_binary: BinaryOverride = None, *,
+                 structural: str | None = None) -> str:
     """``"open"`` or ``"binary"``: the override, else GQA's rule, else the answer.
 
     GQA's rule: open iff ``types.structural == "query"`` (so ``choose`` and ``compare``
@@ -108,12 +118,15 @@ def answer_group(question: ScorableQuestion, is_binary: BinaryOverride = None) -
     'binary'
     >>> answer_group(Q(id="2", answer="yes", entailed=(), types={}), {"2": False})
     'open'
+
+    ``structural`` may be given when the caller has read it already.
     """
     if callable(is_binary):
         return "binary" if is_binary(question) else "open"
     if is_binary is not None and question.id in is_binary:
         return "binary" if is_binary[question.id] else "open"
-    structural = structural_type(question)
+    if structural is None:
+        structural = structural_type(question)
     if structural is not None:
         return "open" if structural == "query" else "binary"
     return "binary" if question.answer in _BINARY_ANSWERS else "open"
@@ -130,14 +143,14 @@ def words_number(question: ScorableQuestion) -> int | None:
     return len(text.split()) if isinstance(text, str) else None
 
 
-def _step_texts(question: ScorableQuestion) -> list[str] | None:
+def _step_texts(question: ScorableQuestion) -> Iterable[str] | None:
     semantic = getattr(question, "semantic", None)
     if semantic:
-        return [f"{step.get('operation', '')}: {step.get('argument', '')}" if isinstance(step, Mapping) else ""
-                for step in semantic]
+        return (f"{step.get('operation', '')}: {step.get('argument', '')}" if hasattr(step, "get") else ""
+                for step in semantic)
     line = getattr(question, "semantic_str", None)
     if isinstance(line, str) and line.strip():
-        return [_DEPENDENCIES.sub("", part).strip() for part in line.split("->")]
+        return (_DEPENDENCIES.sub("", part).strip() for part in line.split("->"))
     return None
 
 
@@ -148,7 +161,8 @@ def steps_number(question: ScorableQuestion) -> int | None:
     texts = _step_texts(question)
     if texts is None:
         return None
-    return sum(1 for text in texts if not any(marker in text for marker in _NOT_A_STEP))
+    exist, query_name, choose_name = _NOT_A_STEP
+    return sum(1 for text in texts if not (exist in text or query_name in text or choose_name in text))
 
 
 def _field(question: ScorableQuestion, name: str) -> Any:

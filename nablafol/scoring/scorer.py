@@ -5,11 +5,12 @@ question, ``compute()`` for the result (a :class:`SubsetScore`), ``merge(other)`
 scorer updated elsewhere (another process, another shard: states pickle), ``reset()``.
 Merging shards gives exactly the scores of one scorer updated with everything, in any order.
 
-Memory per question: a 64-bit hash of its id and whether it was answered correctly (9
+Memory per question: a 64-bit key of its id and whether it was answered correctly (9
 bytes), plus 8 bytes per entailed link of the correctly answered balanced questions (the only
 links consistency reads); everything else is counts (per type, per answer of a group). Ids
-are compared by hash (BLAKE2b, the same in every process); two ids of one set sharing a hash
-(odds about n²/2⁶⁵: 3e-8 for a million questions) would confuse their consistency lookups.
+are compared by key (:func:`id_key`, the same in every process): GQA's numeric ids exactly;
+other ids by a 63-bit hash, where two ids of one set sharing a hash (odds about n²/2⁶⁴: 5e-8
+for a million questions) would confuse their consistency lookups.
 
 The definitions are those of GQA's ``eval.py`` (``docs/scoring.md`` gives each with its
 source and every place nablafol differs), for the *balanced* questions (``isBalanced``;
@@ -55,7 +56,7 @@ from nablafol.scoring.distribution import distribution_score
 from nablafol.scoring.grounding import grounding_score
 from nablafol.scoring.questions import (
     ANSWER_GROUPS, UNKNOWN, BinaryOverride, ScorableQuestion, ScoringError, answer_group, check_entailed,
-    detailed_type, global_group, is_balanced, semantic_type, steps_number, structural_type, words_number,
+    global_group, is_balanced, question_types, steps_number, words_number,
 )
 
 __all__ = ["BREAKDOWNS", "Scorer", "SubsetScore", "Tally", "id_key"]
@@ -71,9 +72,18 @@ BreakdownKey = Union[str, int]
 
 
 def id_key(question_id: str) -> int:
-    """The 64-bit key of a question id (the same in every process, unlike ``hash``)."""
-    return int.from_bytes(hashlib.blake2b(question_id.encode("utf-8"), digest_size=8).digest(), "little",
-                          signed=True)
+    """The 64-bit key of a question id, the same in every process (unlike ``hash``): the number
+    itself for a decimal id without leading zeros below 10^18 (GQA's ids: no collision at all),
+    else a BLAKE2b hash with the top bit set (so it never equals a number's key).
+
+    >>> id_key("20968244"), id_key("020968244") < 0
+    (20968244, True)
+    """
+    if question_id.isdecimal() and len(question_id) <= 18 and (question_id[0] != "0" or question_id == "0") \
+            and question_id.isascii():
+        return int(question_id)
+    digest = int.from_bytes(hashlib.blake2b(question_id.encode("utf-8"), digest_size=8).digest(), "little")
+    return (digest | (1 << 63)) - (1 << 64)  # as a signed 64-bit number: negative
 
 
 class Tally(NamedTuple):
@@ -259,13 +269,13 @@ class Scorer:
         if not balanced:
             self._unbalanced += 1
             return
-        group = answer_group(question, self.is_binary)
+        structural, semantic, detailed = question_types(question)
+        group = answer_group(question, self.is_binary, structural=structural)
         for key in ("all", group):
             self._groups[key][0] += 1
             self._groups[key][1] += correct
-        steps, length = steps_number(question), words_number(question)
-        for name, key in (("structural", structural_type(question)), ("semantic", semantic_type(question)),
-                          ("steps", steps), ("length", length)):
+        for name, key in (("structural", structural), ("semantic", semantic), ("steps", steps_number(question)),
+                          ("length", words_number(question))):
             _add(self._breakdowns[name], UNKNOWN if key is None else key, correct)
         if correct:
             links = [id_key(e) for e in entailed if e != question.id]
@@ -274,7 +284,7 @@ class Scorer:
                 self._link_ends.append(len(self._links))
                 self._anchor_group.append(_GROUP_CODE[group])
         if choices is not None:
-            common = "Common" in (detailed_type(question) or "")
+            common = "Common" in (detailed or "")
             self._choices[0] += 1
             self._choices[1] += self.match.member(prediction, _COMMON_ANSWERS if common else choices.valid)
             self._choices[2] += self.match.member(prediction, _COMMON_ANSWERS if common else choices.plausible)
