@@ -23,6 +23,8 @@ from collections.abc import Callable, Iterable
 
 __all__ = ["AnswerMatch", "exact_match", "vocabulary_match", "vocabulary_form", "same_string"]
 
+_POSITION_TYPES = ("hposition", "vposition")
+
 
 class AnswerMatch:
     """A rule for comparing answers: ``form(answer)``; a prediction matches when forms are equal.
@@ -67,9 +69,9 @@ def vocabulary_form(answer: str) -> str:
     of its last word; that rule over-generates on purpose (the vocabulary picks). For
     scoring, a candidate is accepted only when it is a real surface form: the string is
     already a vocabulary form, or GQA's own spelling of one (``tennis`` for ``tenni``), or
-    the plural of an object name that is not also an attribute value (``skis``, ``people``).
-    Attribute values have no plural, so ``reds``, ``smalls``, ``lefts`` (``left`` is both a
-    value and, in GQA's vocabulary, a name) and ``oranges`` stay themselves and match nothing.
+    the plural of an object name (``skis``, ``people``, ``oranges``). Attribute values have no
+    plural, so ``reds``, ``smalls``, ``yellows`` stay themselves and match nothing; nor do
+    positions, though GQA's vocabulary also lists ``left`` as a name (``lefts``).
 
     >>> vocabulary_form("skis"), vocabulary_form("people"), vocabulary_form("tennis")
     ('ski', 'person', 'tenni')
@@ -82,7 +84,7 @@ def vocabulary_form(answer: str) -> str:
     form = ontology.normalize(text)
     if form == text or ontology.raw_form(form) == text:
         return form
-    if ontology.is_name(form) and not ontology.is_attribute_value(form):
+    if ontology.is_name(form) and not any(ontology.is_attribute_value(form, t) for t in _POSITION_TYPES):
         return form
     return text
 
