@@ -109,7 +109,7 @@ def write_question_entries(path: str | os.PathLike, entries: Iterable[tuple[str,
     line, atomically: ``entries`` are ``(questionId, entry's JSON text)``; an id given twice is
     refused (ValueError). Returns how many were written."""
     seen: set[str] = set()
-    with atomic_text_writer(path) as stream:
+    with atomic_writer(path) as stream:
         stream.write(brackets[0])
         for question_id, text in entries:
             if question_id in seen:

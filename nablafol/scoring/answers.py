@@ -18,7 +18,6 @@ Pure Python (the vocabulary is read lazily, the first time a vocabulary form is 
 """
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Iterable
 
 __all__ = ["AnswerMatch", "exact_match", "vocabulary_match", "vocabulary_form", "same_string"]
@@ -61,7 +60,6 @@ def same_string(answer: str) -> str:
     return answer
 
 
-@functools.lru_cache(maxsize=1 << 16)
 def vocabulary_form(answer: str) -> str:
     """The vocabulary concept ``answer`` is a real surface form of, else ``answer`` unchanged.
 
@@ -77,6 +75,8 @@ def vocabulary_form(answer: str) -> str:
     ('ski', 'person', 'tenni')
     >>> vocabulary_form("reds"), vocabulary_form("smalls"), vocabulary_form("red")
     ('reds', 'smalls', 'red')
+
+    Not cached here: the vocabulary caches its ``normalize``; the rest are set look-ups.
     """
     from nablafol.dsl import Ontology  # the vocabulary is loaded on first use only
     ontology = Ontology.gqa()
