@@ -112,11 +112,14 @@ def attentions_from_details(details: Iterable, image_of: Mapping[str, str],
                             regions_of: Callable[[str], Mapping[str, Box]], *,
                             normalize: bool = True) -> Iterator[tuple[str, ObjectAttention]]:
     """``(questionId, ObjectAttention)`` for each details line that carries the engine's
-    ``attention`` (:class:`nablafol.data.Details`; others are passed over): ``image_of`` maps a
-    question to its image, ``regions_of(image)`` gives that image's boxes
-    (:func:`scene_graph_regions` or :func:`feature_regions`)."""
+    ``attention`` (:class:`nablafol.data.Details` with it in ``extra``, or any object with
+    ``question_id`` and an ``attention`` attribute, as the answering loop's outcomes; others are
+    passed over): ``image_of`` maps a question to its image, ``regions_of(image)`` gives that
+    image's boxes (:func:`scene_graph_regions` or :func:`feature_regions`)."""
     for item in details:
-        attention = item.extra.get("attention")
+        attention = getattr(item, "attention", None)
+        if attention is None:
+            attention = getattr(item, "extra", {}).get("attention")
         if isinstance(attention, Mapping) and attention:
             yield item.question_id, object_attention(attention, regions_of(image_of[item.question_id]),
                                                      normalize=normalize)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -50,6 +51,9 @@ def test_details_lines_with_attention_become_entries():
                Details("q3", None, extra={"reason": "skipped"})]
     entries = dict(attentions_from_details(details, {"q1": "img", "q2": "img"}, lambda image: scene_graph_regions(GRAPH)))
     assert list(entries) == ["q1"] and [r[4] for r in entries["q1"].regions] == [0.5, 0.5]
+    outcome = SimpleNamespace(question_id="q2", attention={"8": 0.5})  # the answering loop's outcomes too
+    assert dict(attentions_from_details([outcome], {"q2": "img"}, lambda image: scene_graph_regions(GRAPH))) == {
+        "q2": ObjectAttention(((0.5, 0.5, 1.0, 1.0, 1.0),))}
 
 
 @pytest.mark.parametrize("content, kind, problem", [
