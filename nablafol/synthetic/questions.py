@@ -47,6 +47,7 @@ from nablafol.dsl.ast import Alternatives, AttributeType, Empty, Objects, Progra
 from nablafol.data import Question
 from nablafol.data.questions import encode_extra
 
+from .annotations import annotate
 from .crisp import CrispExecutor, Execution, SceneFacts, UndefinedAnswerError
 from .text import INVERSE_PHRASE, MASS, RELATION_PHRASE, a, adjective, be, capitalize, describe, do, plural
 from .vocabulary import LOCATIONS, Vocabulary
@@ -134,6 +135,7 @@ class GeneratedQuestion:
     types: dict
     groups: dict
     facts: tuple[str, ...]
+    annotations: dict = dataclasses.field(default_factory=dict)  # GQA's: words -> objects (annotations.py)
 
     @property
     def is_binary(self) -> bool:
@@ -910,11 +912,12 @@ class QuestionGenerator:
             return None
         program = with_grounding(draft.program, execution)
         structural, semantic, detailed = draft.types
+        full_answer = draft.full_answer(execution.answer)
         return GeneratedQuestion(
             image_id=view.graph.image_id, program=program, text=draft.text, answer=execution.answer,
-            full_answer=draft.full_answer(execution.answer),
-            types={"structural": structural, "semantic": semantic, "detailed": detailed},
-            groups={"global": draft.group_global, "local": draft.group_local}, facts=draft.facts)
+            full_answer=full_answer, types={"structural": structural, "semantic": semantic, "detailed": detailed},
+            groups={"global": draft.group_global, "local": draft.group_local}, facts=draft.facts,
+            annotations=annotate(draft.program, execution, draft.text, full_answer, execution.answer))
 
 
 def with_grounding(program: Program, execution: Execution) -> Program:
@@ -953,5 +956,6 @@ def to_questions(questions: Sequence[GeneratedQuestion], first_id: int) -> list[
             id=ids[k], image_id=q.image_id, question=q.text, answer=q.answer,
             semantic=tuple(q.program.to_semantic()), semantic_str=q.program.to_semantic_str(),
             entailed=tuple(ids[j] for j in linked), equivalent=(ids[k],), types=dict(q.types), is_balanced=True,
-            extra_json=encode_extra({"fullAnswer": q.full_answer, "groups": q.groups})))
+            extra_json=encode_extra({"fullAnswer": q.full_answer, "groups": q.groups,
+                                     "annotations": q.annotations})))
     return out

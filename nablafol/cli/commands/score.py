@@ -1,47 +1,43 @@
-"""Score any GQA predictions: accuracy and consistency, and with a split Acc_h (accuracy on the
-hard set) and Err_e (error on the easy set) with their consistencies, for open / binary / all
-(the paper's Tables 1-3).
+"""Score any GQA predictions with every metric of GQA's evaluation script (accuracy per type,
+steps and length; consistency; validity and plausibility with a choices file; grounding with an
+attentions file; distribution), and with a split the paper's Acc_h (accuracy on the hard set)
+and Err_e (error on the easy set) with their consistencies, for open / binary / all.
 
-    nablafol score --questions Q --predictions P [--split SPLIT] [--json OUT]
+    nablafol score --questions Q --predictions P [--split SPLIT] [--choices C]
+                   [--attentions A --scene-graphs SG] [--exact] [--json OUT]
 """
 from __future__ import annotations
 
 from .common import output_file, write_json
 
-HELP = "accuracy, consistency, Acc_h and Err_e of any predictions file"
+HELP = "every GQA metric of any predictions file; Acc_h and Err_e with a split"
 
 
 def add_arguments(parser) -> None:
     parser.add_argument("--questions", required=True, metavar="Q")
     parser.add_argument("--predictions", required=True, metavar="P")
     parser.add_argument("--split", metavar="SPLIT", help="a split file from `nablafol split`")
+    parser.add_argument("--choices", metavar="C", help="GQA's choices file ({split}_choices.json): validity and "
+                        "plausibility")
+    parser.add_argument("--attentions", metavar="A", help="an attentions file in GQA's format: grounding "
+                        "(needs --scene-graphs)")
+    parser.add_argument("--attention-kind", choices=("objects", "spatial"), default="objects",
+                        help="object-based boxes (default) or a square spatial map, as GQA's --objectFeatures")
+    parser.add_argument("--scene-graphs", metavar="SG", help="the questions' scene graphs (grounding's regions)")
     parser.add_argument("--json", metavar="OUT", help="write the scores as JSON")
     parser.add_argument("--exact", action="store_true", help="exact string match (GQA's eval.py)")
 
 
 def run(args) -> int:
-    from nablafol.data import load_questions, read_predictions
-    from nablafol.data.json_stream import load_json
-    from nablafol.errors import InputFileError
-    from nablafol.scoring.metrics import ScoringError, exact_match, vocabulary_match
-    from nablafol.scoring import Split, score
-    questions = load_questions(args.questions)
-    split = None
-    if args.split:
-        data = load_json(args.split, expected_type=dict, expected="a split {\"easy\": [...], \"hard\": [...]}")
-        try:
-            split = Split.from_json(data)
-        except ScoringError as e:  # name the file the bad split came from
-            raise InputFileError(args.split, str(e).removeprefix("split: ")) from None
+    from nablafol.scoring import format_gqa
+    from nablafol.scoring.inputs import score_files
     if args.json:
         output_file(args.json)
-    try:
-        scores = score(questions.values(), read_predictions(args.predictions), split,
-                       match=exact_match if args.exact else vocabulary_match)
-    except ScoringError as e:  # a split that does not fit the questions: name the split file
-        if split is None:
-            raise
-        raise InputFileError(args.split, str(e)) from None
+    scores = score_files(args.questions, args.predictions, split=args.split, choices=args.choices,
+                         attentions=args.attentions, attention_kind=args.attention_kind,
+                         scene_graphs=args.scene_graphs, exact=args.exact)
+    print(format_gqa(scores.overall))
+    print()
     print(scores.format_table())
     if args.json:
         write_json(args.json, scores.to_json())
