@@ -8,10 +8,10 @@ Every entry point answers through :func:`answer_stream`: ``nablafol eval`` (thro
     >>> from nablafol.data import load_questions, load_scene_graphs
     >>> from nablafol.pipeline.answering import Answerer
     >>> from nablafol.pipeline.perception import SceneGraphPerception
-    >>> from nablafol.scoring.running import RunningScore
+    >>> from nablafol.scoring import Scorer
     >>> questions = load_questions("tests/fixtures/gqa/val_balanced_questions.json").values()
     >>> answerer = Answerer(SceneGraphPerception(load_scene_graphs("tests/fixtures/gqa/val_sceneGraphs.json")))
-    >>> result = answer_stream(questions, answerer, scorer=RunningScore(), collect=True)
+    >>> result = answer_stream(questions, answerer, scorer=Scorer(), collect=True)
     >>> result.done == result.answered + result.skipped == len(result.predictions) + len(result.skips)
     True
     >>> round(result.scores.overall.accuracy["all"], 4)  # the 10 balanced questions (GQA counts those)
@@ -90,7 +90,7 @@ class _Tally:
             if self.collect:
                 result.skips.append(Skip(question_id, *skip))
         if self.scorer is not None and question.answer is not None:
-            self.scorer.add(question, prediction)
+            self.scorer.update(question, prediction)
 
 
 def journal_entry(result: Outcome | Skip) -> tuple:
@@ -118,8 +118,9 @@ def answer_stream(questions: Iterable, answerer: Answerer, *, scorer=None, chunk
                   progress: Optional[Callable[[int], None]] = None, source: str = "questions") -> StreamResult:
     """Answer ``questions`` (an iterable, read once) ``chunk_size`` at a time.
 
-    ``scorer``: updated with every question that has a gold answer (``add(question,
-    prediction)``; ``scores()`` at the end). ``journal``: questions it has committed are read
+    ``scorer``: a :class:`nablafol.scoring.Scorer` updated with every question that has a gold
+    answer; the result's ``scores`` are what it computes at the end (a
+    :class:`~nablafol.scoring.Scores` with only the ``overall`` row). ``journal``: questions it has committed are read
     back instead of answered (they must come first in ``questions``, in its order; ``source``
     names the input in the refusal when they do not), every new chunk is committed to it.
     ``details``: the outcomes are appended to it. ``collect``: the result keeps every prediction
@@ -156,7 +157,8 @@ def answer_stream(questions: Iterable, answerer: Answerer, *, scorer=None, chunk
             progress(result.done - result.replayed)
     _check_unique_ids(tally.ids, journal, source)
     if scorer is not None and len(scorer):
-        result.scores = scorer.scores()
+        from nablafol.scoring import Scores
+        result.scores = Scores(overall=scorer.compute())
     result.seconds = time.perf_counter() - began
     return result
 
@@ -246,6 +248,7 @@ class EvaluationJob:
     features: Optional[Path] = None
     model: Optional[Path] = None
     details: Optional[Path] = None
+    attentions: Optional[Path] = None  # GQA's attentions file, from the details' attention
     skipped: Optional[Path] = None
     knowledge: Optional[str] = None  # a file, or "sample" for the built-in base
     ontology: Optional[Path] = None
@@ -292,11 +295,8 @@ class EvaluationReport:
         out = [f"{r.done:,} questions, {r.answered:,} answered, {r.skipped:,} skipped, in {r.seconds:.1f} s "
                f"({(r.done - r.replayed) / max(r.seconds, 1e-9):,.0f} questions/s{before})"]
         if r.scores is not None:
-            out.append(r.scores.format_table())
-            by_type = r.scores.overall.by_structural
-            if by_type:
-                out.append("accuracy by structural type: " + ", ".join(
-                    f"{t} {100 * a:.2f}%" for t, a in by_type.items() if a is not None))
+            from nablafol.scoring import format_gqa
+            out += [format_gqa(r.scores.overall), "", r.scores.format_table()]
         if r.skipped:
             out.append(f"skipped {r.skipped:,} questions (counted wrong): {r.skip_summary()}")
             out += [f"  {question_id}: {reason}: {detail}" for question_id, _, (reason, detail) in r.first_skips]
@@ -312,8 +312,7 @@ def run_evaluation(job: EvaluationJob, say: Callable[[str], None] = print,
     beside the predictions file (``--resume`` continues it). ``say`` hears one-line notes."""
     from nablafol.pipeline.collector import loading
     from nablafol.pipeline.journal import journal_path
-    from nablafol.scoring.metrics import exact_match, vocabulary_match
-    from nablafol.scoring.running import RunningScore
+    from nablafol.scoring import Scorer, exact_match, vocabulary_match
 
     path = journal_path(job.predictions)
     resuming = job.resume and path.exists()
@@ -325,7 +324,7 @@ def run_evaluation(job: EvaluationJob, say: Callable[[str], None] = print,
         answerer = _answerer(job)
     details = DetailsStream(job.details, journal.details_bytes) if job.details else None
     result = answer_stream(iter_questions(job.questions), answerer,
-                           scorer=RunningScore(match=exact_match if job.exact else vocabulary_match),
+                           scorer=Scorer(exact_match if job.exact else vocabulary_match),
                            chunk_size=job.chunk_size, workers=job.workers, threads=job.threads, journal=journal,
                            details=details, progress=progress, source=str(job.questions))
     journal.close()
@@ -333,6 +332,8 @@ def run_evaluation(job: EvaluationJob, say: Callable[[str], None] = print,
                       check_unique=False)
     if details is not None:
         details.finish()
+    if job.attentions:
+        _write_attentions(job, answerer.perception)
     skipped_file = None
     if result.skipped:
         skipped_file = job.skipped_path
@@ -340,6 +341,16 @@ def run_evaluation(job: EvaluationJob, say: Callable[[str], None] = print,
                                    for q, _, skip in journal.entries() if skip is not None])
     journal.close(remove=True)
     return EvaluationReport(result, resuming, skipped_file)
+
+
+def _write_attentions(job: EvaluationJob, perception) -> int:
+    """GQA's object-based attentions file from the details just written (each question's engine
+    attention on its objects' boxes); how many questions it holds."""
+    from nablafol.data import iter_details
+    from nablafol.data.attentions import attentions_from_details, write_attentions
+    image_of = {q.id: q.image_id for q in iter_questions(job.questions)}
+    return write_attentions(job.attentions, attentions_from_details(iter_details(job.details), image_of,
+                                                                    perception.regions))
 
 
 def _answerer(job: EvaluationJob) -> Answerer:

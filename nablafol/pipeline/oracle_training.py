@@ -45,7 +45,7 @@ from nablafol.errors import InputFileError
 from nablafol.pipeline.answering import Answerer, Skip, compile_question
 from nablafol.pipeline.datasets import DatasetFiles
 from nablafol.pipeline.perception import FeaturePerception
-from nablafol.scoring.metrics import vocabulary_match
+from nablafol.scoring import vocabulary_match
 
 __all__ = ["TrainConfig", "TrainingExample", "TrainingEvent", "Curriculum", "answer_loss", "prepare_examples",
            "Trainer", "TrainingJob", "train_oracle"]
@@ -363,12 +363,12 @@ class Trainer:
         if self.val_perception is None or not self.val_questions:
             return {}
         from nablafol.pipeline.evaluation import answer_stream
-        from nablafol.scoring.running import RunningScore
+        from nablafol.scoring import Scorer
         self.trainable.eval()
         answerer = Answerer(self.val_perception, compiler=self.compiler, engine=self.engine,
                             threshold=self.config.threshold)
         # one chunk: every validation question batched together, as one pass over the set
-        result = answer_stream(self.val_questions, answerer, scorer=RunningScore(match=vocabulary_match),
+        result = answer_stream(self.val_questions, answerer, scorer=Scorer(vocabulary_match),
                                chunk_size=max(1, len(self.val_questions)))
         self.trainable.train()
         if result.scores is None:
