@@ -32,7 +32,8 @@ and points at one object (``docs/benchmarks.md``)::
 ``modules`` (optional) lists, step by step, the object ids each function found (null for a
 step not predicted), for the per-module IoU. A nablafol ``--details`` file (JSON lines with
 ``questionId``, ``prediction`` and ``attention``) is read as predictions too: the grounding
-is the most attended object (:func:`grounding_from_attention`).
+is the most attended object (:func:`grounding_from_attention`); a run's module outputs
+are the objects each step's attention finds (:func:`objects_found`).
 
     >>> grounding_from_attention({"7": 0.2, "9": 0.9, "scene": 1.0}, "fork"), grounding_from_attention({"7": 1.0}, "no")
     ('9', None)
@@ -52,7 +53,8 @@ from nablafol.data.scene_graphs import SceneGraph, scene_graph_from_record
 from nablafol.errors import InputFileError
 
 __all__ = ["CricQuestion", "CricPrediction", "load_cric_questions", "load_cric_scene_graphs",
-           "read_cric_predictions", "write_cric_predictions", "grounding_from_attention", "VERIFY", "RECOGNIZE"]
+           "read_cric_predictions", "write_cric_predictions", "grounding_from_attention", "objects_found", "VERIFY",
+           "RECOGNIZE"]
 
 VERIFY, RECOGNIZE = "Verify", "Recognize"
 _KNOWN = ("image_id", "question", "question_id", "question_type", "answer", "target", "program", "wrong_part")
@@ -214,6 +216,12 @@ def grounding_from_attention(attention: Mapping[str, float], answer: str | None,
     if not ids:
         return None
     return max(ids, key=lambda c: attention[c])  # max keeps the first of equal values
+
+
+def objects_found(attention: Mapping[str, float], threshold: float = 0.5) -> tuple[str, ...]:
+    """The objects an attention puts at or above ``threshold`` (what a module found, for
+    ``modules``), in the attention's order, the scene pseudo-object left out."""
+    return tuple(c for c, p in attention.items() if c != _SCENE and p >= threshold)
 
 
 def read_cric_predictions(path: str | os.PathLike) -> dict[str, CricPrediction]:

@@ -22,6 +22,11 @@ With ``--split`` (a ``nablafol split`` file of any benchmark's question ids) the
 easy sets are scored too, each as a set of its own; with ``--by`` every slice
 (:mod:`nablafol.scoring.slices`). In JSON every metric is a number in [0, 1] (None where
 nothing was scored).
+
+    >>> report = score_benchmark("vcr", "tests/fixtures/gdvcr/val.jsonl", "tests/fixtures/gdvcr/predictions.csv",
+    ...                          by="region")
+    >>> report.metrics["q2a"], report.slices.reference, [round(s.gaps["q2a"], 4) for s in report.slices.slices]
+    (0.625, 'west', [-0.3333, 0.1667, 0.1667, 0.0])
 """
 from __future__ import annotations
 
@@ -142,7 +147,7 @@ def _cric(questions_path, predictions_path, exact: bool) -> _Benchmark:
     def sections(result):
         groups = result.table()
         rows = [["group", "count", "answer", "grounding", "final"]]
-        rows += [[g, f"{result.count[g]:,}"] + [_percent(groups[g][p]) for p in ("answer", "grounding", "final")]
+        rows += [[g, f"{result.counts[g]:,}"] + [_percent(groups[g][p]) for p in ("answer", "grounding", "final")]
                  for g in GROUPS]
         out = [("answer, grounding and final accuracy (the paper's Table 2)", _aligned(rows))]
         modules = result.module_iou()
@@ -150,7 +155,7 @@ def _cric(questions_path, predictions_path, exact: bool) -> _Benchmark:
             rows = [["module", "steps", "IoU"]] + [[f, f"{result.module_count[f]:,}", _percent(v)]
                                                     for f, v in modules.items()]
             out.append(("per-module IoU of predicted and ground-truth objects (Table 3)", _aligned(rows)))
-        return tuple(out), {"groups": {g: {"count": result.count[g], **groups[g]} for g in GROUPS},
+        return tuple(out), {"groups": {g: {"count": result.counts[g], **groups[g]} for g in GROUPS},
                             "modules": {f: {"steps": result.module_count[f], "iou": v} for f, v in modules.items()}}
 
     return _Benchmark(load_cric_questions(questions_path), read_cric_predictions(predictions_path),

@@ -65,13 +65,17 @@ class CricResult:
     """Counts per group (``Verify``, ``Recognize``, ``Overall``) and module IoU sums."""
 
     correct: Mapping[str, Mapping[str, int]]  # group -> part -> count
-    count: Mapping[str, int]
+    counts: Mapping[str, int]  # group -> questions
     module_sum: Mapping[str, Fraction]
     module_count: Mapping[str, int]
     missing: tuple[str, ...]
 
+    @property
+    def count(self) -> int:
+        return self.counts["Overall"]
+
     def fraction(self, group: str, part: str) -> float | None:
-        n = self.count[group]
+        n = self.counts[group]
         return self.correct[group][part] / n if n else None
 
     def metrics(self) -> dict[str, float | None]:
