@@ -13,7 +13,6 @@ cannot be answered are never dropped: each becomes a :class:`Skip` with a reason
 """
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator, Mapping, Optional, Protocol, Sequence
 
@@ -23,13 +22,13 @@ import torch
 from nablafol import dsl
 from nablafol.compiler import CompileError, CompiledQuestion, Compiler
 
+from nablafol.caching import bounded_cache
 from nablafol.engine import Engine
 from nablafol.ir import Predicate
 
 #: Compiled programs a run keeps (with their plans and checks), the most recently used: a
 #: streaming run over a million questions must not hold every program it met.
 CACHED_PROGRAMS = 1 << 14
-_TOKENS = itertools.count()
 
 __all__ = ["Skip", "Outcome", "Perception", "SceneGraphPerception", "FeaturePerception", "Evaluator", "EvaluationRun", "compile_question"]
 
@@ -215,7 +214,8 @@ class Evaluator:
         self.progress = progress
         self._known: set[Predicate] = set()  # predicates the perception was asked about and knows
         self._unknown: set[Predicate] = set()  # ... and does not know
-        self._token = next(_TOKENS)  # names this evaluator in what it leaves on programs
+        # per answerer (another perception may know other predicates); caching rule 2
+        self._first_unknown_of = bounded_cache(self._first_unknown, CACHED_PROGRAMS)
 
     def run(self, questions: Iterable) -> EvaluationRun:
         """Answer all the questions at once (grouped by image over the whole set)."""
@@ -280,10 +280,7 @@ class Evaluator:
         return question, compiled
 
     def _unknown_predicate(self, compiled: CompiledQuestion) -> Predicate | None:
-        # kept on the program (alive as long as the compiler caches it), for this evaluator only:
-        # another perception may know other predicates
-        program = compiled.program
-        return program.cached_for("_first_unknown", self._token, lambda: self._first_unknown(program))
+        return self._first_unknown_of(compiled.program)
 
     def _first_unknown(self, program) -> Predicate | None:
         predicates = program.predicates()
