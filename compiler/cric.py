@@ -37,11 +37,11 @@ the objects each module finds can be compared with CRIC's ground-truth ``output`
 """
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass, field
 from typing import Optional
 
 from nablafol import dsl
+from nablafol.caching import bounded_cache
 from nablafol.dsl.cric import CricKind, CricProgram, CricStep, cric_program_from_json
 
 from nablafol.ir import (Aggregate, AggregateEach, And, Attention, Conjoin, Filter, Neg, Predicate, Program,
@@ -87,7 +87,7 @@ class CricCompiler:
                  cache_size: int = CACHE_SIZE):
         self.ontology = ontology or dsl.Ontology.gqa()
         self.concepts = Concepts(self.ontology, knowledge_relations)
-        self._compile = functools.lru_cache(maxsize=cache_size)(self._compile_uncached)
+        self._compile = bounded_cache(self._compile_uncached, cache_size)
 
     @property
     def knowledge_relations(self) -> frozenset:

@@ -53,7 +53,7 @@ from nablafol.data.scene_graphs import SceneGraph, scene_graph_from_record
 from nablafol.errors import InputFileError
 
 __all__ = ["CricQuestion", "CricPrediction", "load_cric_questions", "load_cric_scene_graphs",
-           "read_cric_predictions", "write_cric_predictions", "grounding_from_attention", "objects_found", "VERIFY",
+           "read_cric_predictions", "write_cric_predictions", "grounding_from_attention", "objects_found", "prediction_from_attentions", "VERIFY",
            "RECOGNIZE"]
 
 VERIFY, RECOGNIZE = "Verify", "Recognize"
@@ -222,6 +222,21 @@ def objects_found(attention: Mapping[str, float], threshold: float = 0.5) -> tup
     """The objects an attention puts at or above ``threshold`` (what a module found, for
     ``modules``), in the attention's order, the scene pseudo-object left out."""
     return tuple(c for c, p in attention.items() if c != _SCENE and p >= threshold)
+
+
+def prediction_from_attentions(answer: str | None, attention: Mapping[str, float],
+                               steps: Mapping[int, Mapping[str, float]] | None = None, n_steps: int = 0,
+                               threshold: float = 0.5) -> CricPrediction:
+    """A run's CRIC prediction: its answer, the object its final attention points at, and the
+    objects each step's attention finds (``steps``: step index -> attention; other steps None).
+
+    >>> prediction_from_attentions("fork", {"1": 0.9, "2": 0.1}, {0: {"1": 1.0, "2": 1.0}}, n_steps=2)
+    CricPrediction(answer='fork', grounding='1', modules=(('1', '2'), None))
+    """
+    modules = None
+    if steps is not None:
+        modules = tuple(objects_found(steps[i], threshold) if i in steps else None for i in range(n_steps))
+    return CricPrediction(answer, grounding_from_attention(attention, answer), modules)
 
 
 def read_cric_predictions(path: str | os.PathLike) -> dict[str, CricPrediction]:

@@ -34,10 +34,11 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from nablafol.errors import InputFileError
 from nablafol.scoring.metrics import ScoringError
 from nablafol.scoring.slices import SliceReport, score_slices
 
-__all__ = ["BenchmarkReport", "score_benchmark", "LABELS"]
+__all__ = ["BenchmarkReport", "score_benchmark", "read_split", "LABELS"]
 
 #: How the table names each metric.
 LABELS = {"q2a": "Q→A", "qa2r": "QA→R", "q2ar": "Q→AR", "multiple_choice": "MC", "direct_answer": "DA",
@@ -72,7 +73,7 @@ class BenchmarkReport:
         lines = [f"{self.benchmark}: {self.count:,} questions"
                  + (f" ({self.missing:,} without a prediction, counted wrong)" if self.missing else "")]
         rows = [("all", self.count, self.metrics)] + [(n, c, m) for n, (c, m) in self.subsets.items()]
-        names = list(self.metrics)
+        names = [n for n in self.metrics if any(m[n] is not None for _, _, m in rows)] or list(self.metrics)
         table = [["set", "count"] + [LABELS.get(n, n) for n in names]]
         table += [[name, f"{count:,}"] + [_percent(m[n]) for n in names] for name, count, m in rows]
         lines.append(_aligned(table))
@@ -107,11 +108,12 @@ class _Benchmark:
 
 def score_benchmark(benchmark: str, questions_path: str | os.PathLike, predictions_path: str | os.PathLike, *,
                     split=None, by: str | None = None, reference: str | None = None,
-                    exact: bool = True) -> BenchmarkReport:
+                    exact: bool = False) -> BenchmarkReport:
     """Read and score one benchmark's files (see the module docstring).
 
-    ``split`` is a :class:`~nablafol.scoring.Split` (or None); ``exact`` compares CRIC and
-    GQA answers as strings (else by vocabulary form, nablafol's GQA default).
+    ``split`` is a :class:`~nablafol.scoring.Split`, the path of a split file, or None; ``exact`` compares CRIC and
+    GQA answers as strings (by default: by vocabulary form, as nablafol scores GQA); A-OKVQA
+    and VCR follow their official scripts either way.
     """
     bench = _READERS[benchmark](questions_path, predictions_path, exact)
     questions = list(bench.questions.values())
@@ -120,12 +122,17 @@ def score_benchmark(benchmark: str, questions_path: str | os.PathLike, predictio
     result = metric.compute()
     sections, details = bench.sections(result)
     subsets = {}
+    split_path = None
+    if isinstance(split, (str, os.PathLike)):
+        split_path, split = split, read_split(split)
     if split is not None:
         for name, ids in (("hard", split.hard), ("easy", split.easy)):
             unknown = [i for i in ids if i not in bench.questions]
             if unknown:
-                raise ScoringError(f"split: {len(unknown)} {name} question(s) are not in the questions "
-                                   f"(e.g. {unknown[0]!r})")
+                message = f"{len(unknown)} {name} question(s) are not in the questions (e.g. {unknown[0]!r})"
+                if split_path is not None:  # name the file that does not fit
+                    raise InputFileError(split_path, message)
+                raise ScoringError(f"split: {message}")
             subset_metric = bench.make_metric()
             subset_metric.update([bench.questions[i] for i in ids], bench.predictions)
             subset = subset_metric.compute()
@@ -135,6 +142,17 @@ def score_benchmark(benchmark: str, questions_path: str | os.PathLike, predictio
         slices = score_slices(questions, bench.predictions, by, bench.make_metric, reference, record=bench.record)
     return BenchmarkReport(benchmark, result.count, result.metrics(), len(result.missing), sections, details,
                            subsets, slices)
+
+
+def read_split(path: str | os.PathLike):
+    """A ``nablafol split`` file as a :class:`~nablafol.scoring.Split` (one line naming the file if unusable)."""
+    from nablafol.data.json_stream import load_json
+    from nablafol.scoring import Split
+    data = load_json(path, expected_type=dict, expected='a split {"easy": [...], "hard": [...]}')
+    try:
+        return Split.from_json(data)
+    except ScoringError as error:
+        raise InputFileError(path, str(error).removeprefix("split: ")) from None
 
 
 # -- the benchmarks ---------------------------------------------------------------------------

@@ -32,7 +32,7 @@ right only by pointing at nothing.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -40,7 +40,7 @@ from nablafol.data.cric import RECOGNIZE, VERIFY
 from nablafol.dsl import ProgramError
 from nablafol.dsl.cric import cric_program_from_json
 from nablafol.scoring.ledger import QuestionLedger
-from nablafol.scoring.metrics import AnswerMatch, ScoringError, exact_match
+from nablafol.scoring.metrics import ScoringError, exact_match
 
 __all__ = ["CricScore", "CricResult", "GROUPS", "iou"]
 
@@ -95,7 +95,7 @@ class CricResult:
 class CricScore:
     """Answer, grounding and final accuracy, and per-module IoU (update / compute / merge / reset)."""
 
-    match: AnswerMatch = exact_match
+    match: Callable[[str | None, str], bool] = exact_match  # how an answer is compared with the gold one
     _correct: dict = field(init=False, repr=False)
     _count: dict = field(init=False, repr=False)
     _module_sum: dict = field(init=False, repr=False)

@@ -79,7 +79,9 @@ class SliceReport:
 
     def format_table(self, labels: Mapping[str, str] | None = None) -> str:
         """Accuracy per slice in percent, with its gap to the reference slice in points."""
-        names = list(self.slices[0].metrics) if self.slices else []
+        # a metric no slice has (GD-VCR's rationales) stays in the JSON, not in the table
+        names = [n for n in (self.slices[0].metrics if self.slices else ())
+                 if any(s.metrics[n] is not None for s in self.slices)]
         labels = labels or {}
         head = [self.field, "count"] + [x for n in names for x in (labels.get(n, n), "gap")]
         rows = []

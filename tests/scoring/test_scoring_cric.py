@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from nablafol.compiler.cric import CricCompiler
-from nablafol.data.cric import (CricPrediction, grounding_from_attention, load_cric_questions, load_cric_scene_graphs,
-                                objects_found, read_cric_predictions)
+from nablafol.data.cric import (CricPrediction, load_cric_questions, load_cric_scene_graphs, prediction_from_attentions,
+                                read_cric_predictions)
 from nablafol.engine import Engine
 from nablafol.graph_oracles import KnowledgeBase
 from nablafol.pipeline.answering import SceneGraphPerception
@@ -107,11 +107,8 @@ def _answer_with_the_golden_oracles(questions):
             answers = Engine()(programs, oracle, torch.zeros(len(programs), dtype=torch.long))
         ids = oracle.object_ids(0)
         attention = [dict(zip(ids, row.tolist())) for row in answers.focus.exp()]
-        answer = answers.predictions()[0]
-        modules = [None] * len(q.program)
-        for k, (index, _) in enumerate(steps, start=1):
-            modules[index] = objects_found(attention[k])
-        predictions[q.id] = CricPrediction(answer, grounding_from_attention(attention[0], answer), tuple(modules))
+        modules = {index: attention[k] for k, (index, _) in enumerate(steps, start=1)}
+        predictions[q.id] = prediction_from_attentions(answers.predictions()[0], attention[0], modules, len(q.program))
     return predictions
 
 
