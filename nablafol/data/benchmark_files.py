@@ -49,7 +49,7 @@ def detect_benchmark(path: str | os.PathLike) -> str:
                 line = text[start:].split("\n", 1)[0]
                 try:
                     record = json.loads(line)
-                except json.JSONDecodeError:
+                except (ValueError, RecursionError):  # a GQA object spans lines; its reader judges it
                     return "gqa"
                 return "vcr" if isinstance(record, dict) and ("annot_id" in record or "answer_choices" in record) \
                     else "gqa"
@@ -75,7 +75,9 @@ def _first_item(stream, text: str, position: int, path: Path):
             return None
         try:
             return _DECODER.raw_decode(rest)[0]
-        except json.JSONDecodeError:
+        except RecursionError:
+            return None
+        except ValueError:  # cut by the chunk's end (or broken: the benchmark's reader will say)
             more = stream.read(_CHUNK)
             if not more or len(text) > _MOST:
                 return None

@@ -47,7 +47,7 @@ from typing import Any, Iterable, Mapping
 
 from nablafol.data.fields import RecordChecker, json_type, unique_by_id
 from nablafol.data.files import atomic_text_writer, json_inputs, open_text
-from nablafol.data.json_stream import load_json
+from nablafol.data.json_stream import decoder_limit, json_line, load_json
 from nablafol.data.questions import ProgramSource
 from nablafol.data.scene_graphs import SceneGraph, scene_graph_from_record
 from nablafol.errors import InputFileError
@@ -254,8 +254,8 @@ def read_cric_predictions(path: str | os.PathLike) -> dict[str, CricPrediction]:
             raise InputFileError(path, f"not valid JSON at line {error.lineno}, column {error.colno}: "
                                        f"{error.msg}") from None
         return _from_details(path, text)
-    except RecursionError:
-        raise InputFileError(path, "cannot be used: nested too deeply") from None
+    except (RecursionError, ValueError) as error:  # after its subclass above: beyond the decoder's limits
+        raise InputFileError(path, f"cannot be used: {decoder_limit(error)}") from None
     if isinstance(data, dict) and "questionId" in data:  # a details file of one line
         return _from_details(path, text)
     if not isinstance(data, dict):
@@ -289,10 +289,7 @@ def _from_details(path, text: str) -> dict[str, CricPrediction]:
         if not line.strip():
             continue
         check = RecordChecker(path, f"line {number}")
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise check.fail(f"not valid JSON at column {error.colno}: {error.msg}") from None
+        record = json_line(line, path, f"line {number}")
         check.object(record, "a details line")
         if "questionId" not in record:
             raise check.fail("questionId is missing")

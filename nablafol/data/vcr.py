@@ -39,7 +39,7 @@ from typing import Any, Mapping
 
 from nablafol.data.fields import RecordChecker, json_type
 from nablafol.data.files import atomic_text_writer, open_text
-from nablafol.data.json_stream import load_json
+from nablafol.data.json_stream import json_line, load_json
 from nablafol.errors import InputFileError
 
 __all__ = ["VcrItem", "VcrPrediction", "load_vcr", "vcr_item_from_record", "read_vcr_predictions",
@@ -183,12 +183,7 @@ def load_vcr(path: str | os.PathLike, images: str | os.PathLike | None = None) -
             for number, line in enumerate(stream, start=1):
                 if not line.strip():
                     continue
-                try:
-                    record = json.loads(line)
-                except json.JSONDecodeError as error:
-                    raise InputFileError(path, f"not valid JSON at column {error.colno}: {error.msg}",
-                                         f"line {number}") from None
-                item = vcr_item_from_record(record, path, number)
+                item = vcr_item_from_record(json_line(line, path, f"line {number}"), path, number)
                 if item.annot_id in items:
                     raise InputFileError(path, "appears twice", f"line {number}, {item.annot_id}")
                 items[item.annot_id] = item
