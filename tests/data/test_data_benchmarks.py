@@ -245,3 +245,15 @@ def test_a_broken_metadata_file_names_itself(tmp_path):
         load_vcr(VCR / "val.jsonl", images=tmp_path / "images")
     with pytest.raises(InputFileError, match="no such file"):
         load_vcr(VCR / "val.jsonl", images=tmp_path / "nowhere")
+
+
+@pytest.mark.parametrize("value, fragment", [("[" * 100_000 + "]" * 100_000, "nested too deeply"),
+                                             ("9" * 5000, "a number too long to read")])
+def test_json_lines_beyond_the_decoders_limits_are_one_line(tmp_path, value, fragment):
+    from nablafol.data import read_details
+    line = '{"questionId": "1", "annot_id": "v", "x": ' + value + "}\n"
+    for reader, name in ((read_details, "d.jsonl"), (read_cric_predictions, "d.jsonl"), (load_vcr, "v.jsonl")):
+        path = _write(tmp_path, name, line)
+        with pytest.raises(InputFileError, match=fragment) as error:
+            reader(path)
+        assert len(str(error.value).splitlines()) == 1
