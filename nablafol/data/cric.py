@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 from nablafol.data.fields import RecordChecker, json_type, unique_by_id
-from nablafol.data.files import atomic_text_writer, json_inputs, open_text
+from nablafol.data.files import atomic_writer, json_inputs, open_text
 from nablafol.data.json_stream import decoder_limit, json_line, load_json
 from nablafol.data.questions import ProgramSource
 from nablafol.data.scene_graphs import SceneGraph, scene_graph_from_record
@@ -310,6 +310,6 @@ def write_cric_predictions(path: str | os.PathLike, predictions: Mapping[str, Cr
         if p.modules is not None:
             out["modules"] = [None if m is None else list(m) for m in p.modules]
         return out
-    with atomic_text_writer(path) as stream:
+    with atomic_writer(path) as stream:
         stream.write(json.dumps({qid: entry(p) for qid, p in predictions.items()}, indent=1) + "\n")
     return len(predictions)

@@ -15,7 +15,7 @@ from types import MappingProxyType
 from typing import Any, Iterable, Iterator, Mapping
 
 from nablafol.data.fields import RecordChecker
-from nablafol.data.files import atomic_text_writer, open_text
+from nablafol.data.files import atomic_writer, open_text
 from nablafol.data.json_stream import json_line
 from nablafol.errors import InputFileError
 
@@ -53,7 +53,7 @@ def write_details(path: str | os.PathLike, details: Iterable[Details]) -> int:
     NaN or infinite probabilities are refused (they are not JSON).
     """
     seen: set[str] = set()
-    with atomic_text_writer(path) as stream:
+    with atomic_writer(path) as stream:
         for item in details:
             if item.question_id in seen:
                 raise ValueError(f"question {item.question_id} has two details lines")

@@ -10,7 +10,7 @@ import os
 from typing import Iterable, Mapping
 
 from nablafol.data.fields import RecordChecker
-from nablafol.data.files import atomic_text_writer
+from nablafol.data.files import atomic_writer
 from nablafol.data.json_stream import load_json
 from nablafol.errors import InputFileError
 
@@ -32,7 +32,7 @@ def write_predictions(path: str | os.PathLike,
     pairs = predictions.items() if isinstance(predictions, Mapping) else predictions
     seen: set[str] = set()
     written = 0
-    with atomic_text_writer(path) as stream:
+    with atomic_writer(path) as stream:
         stream.write("[")
         for question_id, prediction in pairs:
             if not isinstance(question_id, str) or not isinstance(prediction, str):

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, NamedTuple
 
 from nablafol.data.fields import RecordChecker, json_type
-from nablafol.data.files import atomic_text_writer, json_inputs
+from nablafol.data.files import atomic_writer, json_inputs
 from nablafol.data.json_stream import iter_object_members
 from nablafol.errors import InputFileError
 
@@ -181,7 +181,7 @@ def load_questions(path: str | os.PathLike) -> dict[str, Question]:
 def write_questions(path: str | os.PathLike, questions: Iterable[Question]) -> None:
     """Write questions as one GQA ``*_questions.json`` file (ids must be unique)."""
     seen: set[str] = set()
-    with atomic_text_writer(path) as stream:
+    with atomic_writer(path) as stream:
         stream.write("{")
         for question in questions:
             if question.id in seen:

@@ -49,7 +49,7 @@ from types import MappingProxyType
 from typing import Any, Iterable, Iterator, Mapping
 
 from nablafol.data.fields import RecordChecker, json_type
-from nablafol.data.files import atomic_text_writer, json_inputs
+from nablafol.data.files import atomic_writer, json_inputs
 from nablafol.data.json_stream import iter_object_member_texts, iter_object_members
 from nablafol.errors import InputFileError
 
@@ -357,7 +357,7 @@ def write_scene_graphs(path: str | os.PathLike, graphs: Iterable[SceneGraph]) ->
     """Write scene graphs as one ``*_sceneGraphs.json`` file (image ids must be unique;
     NaN or infinite numbers are refused: they are not JSON)."""
     seen: set[str] = set()
-    with atomic_text_writer(path) as stream:
+    with atomic_writer(path) as stream:
         stream.write("{")
         for graph in graphs:
             if graph.image_id in seen:

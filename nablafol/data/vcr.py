@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from nablafol.data.fields import RecordChecker, json_type
-from nablafol.data.files import atomic_text_writer, open_text
+from nablafol.data.files import atomic_writer, open_text
 from nablafol.data.json_stream import json_line, load_json
 from nablafol.errors import InputFileError
 
@@ -289,7 +289,7 @@ def write_vcr_predictions(path: str | os.PathLike, predictions: Mapping[str, Vcr
     header = ["annot_id"] + [f"answer_{i}" for i in range(n)]
     if with_rationales:
         header += [_rationale_column(i, j) for i in range(n) for j in range(n)]
-    with atomic_text_writer(path) as stream:
+    with atomic_writer(path) as stream:
         writer = csv.writer(stream, lineterminator="\n")
         writer.writerow(header)
         for annot_id, p in items:

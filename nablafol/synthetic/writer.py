@@ -36,6 +36,7 @@ from nablafol.errors import NablafolError
 
 from .crisp import CrispExecutor
 from nablafol.synthetic.object_features import SLOTS, ConceptCodes, write_features
+from nablafol.data.files import write_text
 from .questions import QuestionGenerator, balance_yes_no, to_questions
 from .scenes import SceneGenerator
 from .vocabulary import Vocabulary, write_ontology
@@ -192,8 +193,8 @@ def generate_dataset(out_dir, n_train: int = 1500, n_val: int = 300, n_testdev: 
     written += write_features(out / "features", all_graphs, codes, _rng(seed, "features"),
                               noise_std=noise_std, context_scale=context_scale, progress=feature_progress)
     card = out / "dataset_card.json"
-    card.write_text(json.dumps(_card(dataset, codes, feature_dim, noise_std, context_scale), indent=1,
-                               ensure_ascii=False) + "\n", encoding="utf-8")
+    write_text(card, json.dumps(_card(dataset, codes, feature_dim, noise_std, context_scale), indent=1,
+                               ensure_ascii=False) + "\n")
     written.append(card)
     return DatasetSummary(out, seed, {s: len(dataset.scenes[s]) for s in SPLITS},
                           {s: len(dataset.questions[s]) for s in SPLITS},

@@ -13,7 +13,7 @@ from nablafol.dsl import Ontology
 from nablafol.dsl.cric import CricProgram, CricStep, cric_program_from_json
 from nablafol.engine import Engine
 from nablafol.graph_oracles import KnowledgeBase, Triple
-from nablafol.pipeline.answering import SceneGraphPerception
+from nablafol.pipeline.perception import SceneGraphPerception
 
 ONTOLOGY = Ontology(
     {"animal": ["cat", "dog"], "utensil": ["fork", "knife", "spoon"], "food": ["egg", "cake"],

@@ -7,7 +7,9 @@ from types import SimpleNamespace as Q
 import pytest
 
 from nablafol.data import load_questions, load_scene_graphs
-from nablafol.pipeline.answering import Evaluator, Outcome, SceneGraphPerception, Skip
+from nablafol.pipeline.answering import Answerer, Outcome, Skip
+from nablafol.pipeline.perception import SceneGraphPerception
+from nablafol.pipeline.evaluation import answer_all
 from nablafol.scoring.metrics import vocabulary_match
 from nablafol.graph_oracles import KnowledgeBase
 from nablafol.scoring import score
@@ -25,8 +27,8 @@ def test_chunks_answer_as_the_whole_set_does(folder, questions, graphs, knowledg
     questions = list(load_questions(folder / questions).values())
     perception = SceneGraphPerception(load_scene_graphs(folder / graphs),
                                       knowledge=KnowledgeBase.sample() if knowledge else None)
-    whole = Evaluator(perception).run(questions)
-    evaluator = Evaluator(perception, batch_size=3)
+    whole = answer_all(questions, Answerer(perception))
+    evaluator = Answerer(perception, batch_size=3)
     results = [r for start in range(0, len(questions), chunk_size)
                for r in evaluator.answer_chunk(questions[start:start + chunk_size])]
     assert [r.question_id for r in results] == [q.id for q in questions]  # the order given
@@ -92,9 +94,9 @@ def test_the_program_cache_stays_bounded_and_answers_the_same():
     from nablafol.compiler import Compiler
     questions = list(load_questions(FIXTURES / "every_operation" / "questions.json").values())
     perception = SceneGraphPerception(load_scene_graphs(FIXTURES / "every_operation" / "sceneGraphs.json"))
-    expected = Evaluator(perception).answer_chunk(questions)
+    expected = Answerer(perception).answer_chunk(questions)
     compiler = Compiler(cache_size=2)
-    evaluator = Evaluator(perception, compiler=compiler)
+    evaluator = Answerer(perception, compiler=compiler)
     sizes = []
     results = []
     for question in questions:
@@ -127,8 +129,8 @@ def test_a_predicate_the_perception_lacks_skips_its_questions_naming_the_first_o
     used = [p.name for program in programs.values() for p in program.predicates()]
     refused = {used[0], used[len(used) // 2]}
     perception = _Refusing(golden, refused)
-    results = Evaluator(perception, compiler=compiler).answer_chunk(questions)
-    whole = Evaluator(golden).run(questions).predictions
+    results = Answerer(perception, compiler=compiler).answer_chunk(questions)
+    whole = answer_all(questions, Answerer(golden)).predictions
     for question, result in zip(questions, results):
         first = next((p for p in programs[question.id].predicates() if p.name in refused), None) \
             if question.id in programs else None
@@ -152,10 +154,10 @@ def test_batches_take_images_in_order_of_size(tmp_path):
     asked = []
     original = perception.oracle
     perception.oracle = lambda image_ids: asked.append(list(image_ids)) or original(image_ids)
-    results = Evaluator(perception, batch_size=2).answer_chunk(questions)
+    results = Answerer(perception, batch_size=2).answer_chunk(questions)
     sizes = [[perception.object_count(image) for image in batch] for batch in asked]
     assert len({perception.object_count(q.image_id) for q in questions}) > 3  # sizes to sort
     assert all(max(a) <= min(b) for a, b in zip(sizes, sizes[1:]))  # consecutive slices of one order
     shuffled = questions[::-1]
-    again = Evaluator(SceneGraphPerception(perception.scene_graphs), batch_size=5).answer_chunk(shuffled)
+    again = Answerer(SceneGraphPerception(perception.scene_graphs), batch_size=5).answer_chunk(shuffled)
     assert {r.question_id: r for r in results} == {r.question_id: r for r in again}

@@ -248,9 +248,10 @@ def target_questions_file(data: bytes) -> None:
     """A questions file -> load_questions -> every question compiled and answered over the
     every-operation scene graphs (image ids pointing nowhere become skips)."""
     from nablafol.data import load_questions
-    from nablafol.pipeline.answering import Evaluator
+    from nablafol.pipeline.answering import Answerer
+    from nablafol.pipeline.evaluation import answer_all
     questions = load_questions(_Scratch.file("questions.json", data))
-    run = Evaluator(_every_perception(), compiler=_compiler()).run(questions.values())
+    run = answer_all(questions.values(), Answerer(_every_perception(), compiler=_compiler()))
     assert len(run.predictions) + len(run.skips) == len(questions)
 
 
@@ -259,14 +260,16 @@ def target_scene_graphs_file(data: bytes) -> None:
     existence question."""
     from nablafol.data import load_scene_graphs
     from nablafol.data.questions import Question
-    from nablafol.pipeline.answering import Evaluator, SceneGraphPerception
+    from nablafol.pipeline.answering import Answerer
+    from nablafol.pipeline.perception import SceneGraphPerception
+    from nablafol.pipeline.evaluation import answer_all
     graphs = load_scene_graphs(_Scratch.file("sceneGraphs.json", data))
     if not graphs:
         return
     perception = SceneGraphPerception(graphs)
     questions = [Question(id=f"q{i}", image_id=image_id, semantic_str="select: plate->exist: ? [0]")
                  for i, image_id in enumerate(graphs)]
-    run = Evaluator(perception, compiler=_compiler()).run(questions)
+    run = answer_all(questions, Answerer(perception, compiler=_compiler()))
     assert len(run.predictions) + len(run.skips) == len(questions)
 
 
@@ -302,7 +305,7 @@ def _every_questions():
 def _every_perception():
     if "perception" not in _CACHE:
         from nablafol.data import load_scene_graphs
-        from nablafol.pipeline.answering import SceneGraphPerception
+        from nablafol.pipeline.perception import SceneGraphPerception
         _CACHE["perception"] = SceneGraphPerception(load_scene_graphs(EVERY / "sceneGraphs.json"))
     return _CACHE["perception"]
 

@@ -11,7 +11,7 @@ from nablafol.data.cric import (CricPrediction, load_cric_questions, load_cric_s
                                 read_cric_predictions)
 from nablafol.engine import Engine
 from nablafol.graph_oracles import KnowledgeBase
-from nablafol.pipeline.answering import SceneGraphPerception
+from nablafol.pipeline.perception import SceneGraphPerception
 from nablafol.scoring.benchmarks import score_benchmark
 from nablafol.scoring.cric import CricScore, iou
 from nablafol.scoring.metrics import ScoringError

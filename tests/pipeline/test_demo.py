@@ -6,7 +6,7 @@ import numpy as np
 import torch
 
 from nablafol.cli import main
-from nablafol.cli.commands.demo import BASE, BLACK_BOX, CALIBRATED, PRIOR, _StepRecorder
+from nablafol.pipeline.demo_report import BASE, BLACK_BOX, CALIBRATED, PRIOR, _StepRecorder
 from nablafol.engine import Engine, ProgramPlan
 from nablafol.ir import Filter, Predicate, Program, Relate, Top, Aggregate
 from nablafol.operators import Quantifier
