@@ -65,3 +65,28 @@ def test_shards_merge_to_the_whole():
     a.update([ITEMS[i] for i in ids[:1]], PREDICTIONS)
     b.update([ITEMS[i] for i in ids[1:]], PREDICTIONS)
     assert a.merge(b).compute() == whole.compute()
+
+
+def test_multiple_choice_through_the_engine_writes_the_leaderboard_csv(tmp_path):
+    """Any oracle and program answer VCR as a choice among its four answers (Algorithm 1): here
+    one table per choice, the right choice the most probable for val-0 and val-2; the
+    probabilities go to the leaderboard CSV, which scores as the engine chose."""
+    import torch
+    from nablafol.compiler.choices import choose_among
+    from nablafol.data.vcr import write_vcr_predictions
+    from nablafol.engine import Engine
+    from nablafol.ir import Predicate, Top
+    from nablafol.oracle import TableOracle
+    predictions, chosen = {}, {}
+    for k, (annot_id, item) in enumerate(ITEMS.items()):
+        texts = [item.text(choice) for choice in item.answer_choices]
+        question = choose_among(Top(), texts, lambda text: Predicate(f"fits:{text}"))
+        favoured = item.answer_label if k % 2 == 0 else (item.answer_label + 1) % 4
+        tables = {Predicate(f"fits:{t}"): torch.tensor([0.9 if i == favoured else 0.2, 0.1]) for i, t in enumerate(texts)}
+        answers = Engine()([question.program], TableOracle([tables]))
+        chosen[annot_id] = question.index_of(answers.predictions()[0])
+        predictions[annot_id] = VcrPrediction(tuple(answers.probs()[0, :4].tolist()))
+    assert chosen == {"val-0": 1, "val-1": 3, "val-2": 0, "val-3": 0}
+    write_vcr_predictions(tmp_path / "p.csv", predictions)
+    report = score_benchmark("vcr", FIX / "val.jsonl", tmp_path / "p.csv")
+    assert report.metrics == {"q2a": 0.5, "qa2r": None, "q2ar": None}
