@@ -220,17 +220,18 @@ def _gqa(questions_path, predictions_path, exact: bool) -> _Benchmark:
 
 
 class _GqaAccuracy:
-    """GQA's accuracy (all, open, binary) behind the metric interface slices use."""
+    """GQA's :func:`~nablafol.scoring.score` behind the metric interface slices use."""
 
     def __init__(self, match):
-        from nablafol.scoring.metrics import Accuracy
-        self._metric = Accuracy(match=match)
+        self._match, self._questions, self._predictions = match, [], {}
 
     def update(self, questions, predictions) -> None:
-        self._metric.update(questions, predictions)
+        self._questions += list(questions)
+        self._predictions = predictions
 
     def compute(self) -> "_GqaResult":
-        return _GqaResult(self._metric.compute())
+        from nablafol.scoring import score
+        return _GqaResult(score(self._questions, self._predictions, match=self._match).overall)
 
 
 @dataclass(frozen=True)
