@@ -105,6 +105,13 @@ class CricCompiler:
         """Read (:func:`~nablafol.dsl.cric.cric_program_from_json`) and compile CRIC's ``program`` list."""
         return self.compile(cric_program_from_json(steps))
 
+    def compile_source(self, source) -> CompiledCric:
+        """Compile a question's program as its reader hands it over (``("cric", steps)``:
+        :meth:`nablafol.data.cric.CricQuestion.program_source`)."""
+        if source.field != "cric":
+            raise CompileError(f"a CRIC compiler reads CRIC programs, not {source.field!r}", reason="unsupported")
+        return self.compile_json(source.value)
+
     def _compile_uncached(self, program: CricProgram) -> CompiledCric:
         results: list = []
         attentions: dict[int, Attention] = {}

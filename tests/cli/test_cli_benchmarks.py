@@ -116,3 +116,26 @@ def test_the_benchmark_named_must_fit_the_file(capsys):
     code, out, err = run_cli("score", "--benchmark", "aokvqa", "--questions", FILES["cric"][0], "--predictions",
                              FILES["aokvqa"][1], capsys=capsys)
     assert code == 2 and len(err.strip().splitlines()) == 1 and "val_questions.json" in err
+
+
+def test_eval_answers_cric_questions_with_the_golden_oracles_and_writes_cric_predictions(tmp_path, capsys):
+    """`nablafol eval` tells CRIC's questions from GQA's, compiles CRIC's programs, and writes CRIC's
+    predictions (answer and grounding from the final attention), the details beside them."""
+    from nablafol.data.cric import load_cric_questions, read_cric_predictions
+    fixtures = Path(__file__).resolve().parents[1] / "fixtures" / "cric"
+    out = tmp_path / "predictions.json"
+    assert main(["eval", "--questions", str(fixtures / "val_questions.json"), "--scene-graphs",
+                 str(fixtures / "scene_graphs.json"), "--knowledge", str(fixtures / "knowledge_graph.json"),
+                 "--predictions", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "Overall        7  100.00%    100.00%  100.00%" in printed
+    predictions = read_cric_predictions(out)
+    questions = load_cric_questions(fixtures / "val_questions.json")
+    assert set(predictions) == set(questions)
+    for qid, question in questions.items():
+        assert predictions[qid].answer == question.answer
+    assert (tmp_path / "predictions.json.details.jsonl").exists()
+    # a GQA file read as CRIC is refused in one line
+    assert main(["eval", "--format", "cric", "--questions", str(fixtures.parent / "gqa" / "val_balanced_questions.json"),
+                 "--scene-graphs", str(fixtures / "scene_graphs.json"), "--predictions", str(tmp_path / "x.json")]) == 2
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1

@@ -57,6 +57,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--exact", action="store_true", help="score by exact string match (GQA's eval.py) "
                         "instead of vocabulary forms")
     parser.add_argument("--strict", action="store_true", help="any skipped question is an error (exit 2)")
+    parser.add_argument("--format", choices=("gqa", "cric"), help="the questions' format (default: told from the "
+                        "file); CRIC questions are answered with CRIC's programs, and their predictions (answer "
+                        "and grounding) are written in CRIC's format, the details beside them")
     parser.add_argument("--knowledge", metavar="KB", help="a knowledge base (TSV or JSON triples; 'sample' for the "
                         "built-in one) for CRIC-style steps such as `filter CapableOf: lift food`")
     parser.add_argument("--device", default="cpu")
@@ -95,7 +98,8 @@ def _run(args) -> int:
         features=args.features, model=args.model, details=args.details, attentions=args.attentions,
         skipped=args.skipped,
         knowledge=args.knowledge, ontology=args.ontology, batch_size=args.batch_size, chunk_size=args.chunk_size,
-        threshold=args.threshold, details_top=args.details_top, exact=args.exact, workers=args.workers,
+        threshold=args.threshold, details_top=args.details_top, exact=args.exact, format=args.format,
+        workers=args.workers,
         threads=args.threads, device=args.device, resume=args.resume)
     bar = ProgressBar("eval", unit="q")
     report = run_evaluation(job, progress=bar)
