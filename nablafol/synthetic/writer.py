@@ -40,7 +40,7 @@ from .choices import dataset_choices
 from .crisp import CrispExecutor
 from nablafol.synthetic.object_features import SLOTS, ConceptCodes, write_features
 from nablafol.data.files import write_text
-from .questions import QuestionGenerator, balance_yes_no, to_questions
+from .question_generator import QuestionGenerator, balance_yes_no, to_questions
 from .scenes import SceneGenerator
 from .vocabulary import Vocabulary, write_ontology
 
