@@ -51,6 +51,8 @@ The shipped files are copied unchanged; these decisions live here, in code.
 """
 from __future__ import annotations
 
+from nablafol.caching import bounded_cache, memo
+
 import functools
 import json
 from importlib import resources
@@ -122,7 +124,7 @@ class Ontology:
         self._aliases = {raw: form for form, raw in self._raw_forms.items()}
         self._vocabulary = (self.classes | set(self.categories) | set(self._types_by_value)
                             | set(self.attribute_types) | self.relations | self.pronouns)
-        self._normalized = functools.lru_cache(maxsize=1 << 14)(self._normalize_uncached)
+        self._normalized = bounded_cache(self._normalize_uncached, 1 << 14)
 
     # ------------------------------------------------------------------ construction
 
@@ -256,8 +258,11 @@ class Ontology:
             return frozenset({name})
         raise UnknownConceptError(name, "name")
 
-    @functools.cached_property
+    @property
     def _person_classes(self) -> frozenset[str]:
+        return memo(self, "_person_classes_memo", self._compute_person_classes)
+
+    def _compute_person_classes(self) -> frozenset[str]:
         person = self.categories.get(PERSON_CATEGORY, frozenset())
         return person | ({PERSON_CATEGORY} if PERSON_CATEGORY in self.classes else set())
 
@@ -361,7 +366,7 @@ def _load_json(name: str):
     return json.loads(resources.files(__package__).joinpath(f"data/gqa/{name}").read_text(encoding="utf-8"))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache  # a file shipped with the package, read once
 def _gqa_ontology() -> Ontology:
     # GQA's programs select by pronoun (`select: he`): its vocabulary reads them as names
     return _completed(_load_json("hypernyms.json"), _load_json("attributes.json"), _load_json("relations.json"),

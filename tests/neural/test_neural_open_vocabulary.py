@@ -11,7 +11,9 @@ from nablafol.data import load_questions, question_from_record
 from nablafol.dsl import Ontology
 from nablafol.ir import Predicate
 from nablafol.neural import ConceptVocabulary, load_model, save_model
-from nablafol.pipeline.answering import Evaluator
+from nablafol.pipeline.answering import Answerer
+from nablafol.pipeline.evaluation import answer_all
+from nablafol.pipeline.perception import FeaturePerception
 
 from neural_helpers import TINY_ONTOLOGY, random_batch, small_model
 
@@ -51,17 +53,17 @@ def test_the_model_folder_records_the_grown_vocabulary_and_ontology(tmp_path):
     assert again.values_of("material") == {"granite"} and "shiny" in again.untyped and again.is_relation("atop")
 
 
-class _Model:
-    """A trained model's perception, reduced to what answering asks of it."""
+class _Model(FeaturePerception):
+    """A trained model's perception over random features instead of a feature store."""
 
     def __init__(self, model):
-        self.model, self.vocabulary, self.ontology = model, model.vocabulary, TINY_ONTOLOGY
+        super().__init__(None, model, TINY_ONTOLOGY)
 
     def has_image(self, image_id):
         return True
 
-    def knows(self, predicate):
-        return self.vocabulary.knows(predicate)
+    def object_count(self, image_id):
+        return 3
 
     def oracle(self, image_ids):
         oracle = self.model.bind(random_batch([3] * len(image_ids)))
@@ -76,7 +78,7 @@ def test_a_concept_never_learned_is_a_listed_skip(word):
         ("learned", "select: chair->filter color: red [0]->exist: ? [1]"),
         ("new name", f"select: {word}->exist: ? [0]"),
         ("new value", "select: chair->filter material: granite [0]->exist: ? [1]"))]
-    run = Evaluator(perception, compiler=Compiler(TINY_ONTOLOGY)).run(questions)
+    run = answer_all(questions, Answerer(perception, compiler=Compiler(TINY_ONTOLOGY)))
     assert set(run.predictions) == {"learned"}
     assert {(s.question_id, s.reason, s.detail) for s in run.skips} == {
         ("new name", "concept not learned", f"concept not learned: name {word!r}"),
