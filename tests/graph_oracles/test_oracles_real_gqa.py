@@ -14,8 +14,10 @@ from nablafol.compiler.vocabulary import ConceptInventory, known_values
 from nablafol.data import load_questions, load_scene_graphs, scene_graph_from_record
 from nablafol.ir import Predicate
 from nablafol.oracle import Requests
-from nablafol.pipeline.answering import Evaluator, SceneGraphPerception
-from nablafol.scoring.metrics import vocabulary_match
+from nablafol.pipeline.answering import Answerer
+from nablafol.pipeline.evaluation import answer_all
+from nablafol.pipeline.perception import SceneGraphPerception
+from nablafol.scoring.answers import vocabulary_match
 from nablafol.graph_oracles import SceneGraphOracle
 
 REAL = Path(__file__).parents[1] / "fixtures" / "real_gqa"
@@ -26,7 +28,7 @@ SETS = [("domiknows_train_questions.json", "domiknows_train_sceneGraphs.json"),
 @pytest.mark.parametrize("questions, graphs", SETS)
 def test_real_train_scene_graphs_answer_their_real_questions(questions, graphs):
     questions, graphs = load_questions(REAL / questions), load_scene_graphs(REAL / graphs)
-    run = Evaluator(SceneGraphPerception(graphs)).run(questions.values())
+    run = answer_all(questions.values(), Answerer(SceneGraphPerception(graphs)))
     assert run.skips == []
     wrong = {q.id: (q.semantic_str, q.answer, run.predictions[q.id]) for q in questions.values()
              if not vocabulary_match(run.predictions[q.id], q.answer)}
@@ -53,7 +55,7 @@ def _scene(objects, **scene):
 def _answer(graph, line, **compiler):
     perception = SceneGraphPerception({"g": graph})
     question = load_questions_from_line(line)
-    return Evaluator(perception, compiler=Compiler(**compiler)).run([question]).predictions.get("q")
+    return answer_all([question], Answerer(perception, compiler=Compiler(**compiler))).predictions.get("q")
 
 
 def load_questions_from_line(line):
@@ -152,3 +154,23 @@ def test_a_singular_name_gives_no_gender_but_pronouns_follow_it():
     female = oracle.unary(Requests.build([0], [Predicate("female", 1, "attr")])).exp()[0]
     she = oracle.unary(Requests.build([0], [Predicate("she", 1, "name")])).exp()[0]
     assert female.sum() == 0 and she.tolist() == [0, 1, 0, 0]
+
+
+def test_eval_competes_what_its_scene_graphs_hold_in_open_queries(tmp_path, capsys):
+    """`nablafol eval --scene-graphs`: `query name` and `query TYPE` candidates are the ontology's
+    values plus what the given graphs hold (a name outside the ontology is answered)."""
+    graphs = {"g": {"width": 600, "height": 400, "objects": {
+        "1": {"name": "skateboard ramp", "x": 10, "y": 50, "w": 80, "h": 80, "attributes": ["graffitied"],
+              "relations": [{"name": "to the left of", "object": "2"}]},
+        "2": {"name": "fence", "x": 200, "y": 50, "w": 80, "h": 80, "attributes": [], "relations": []}}}}
+    questions = {"q1": {"imageId": "g", "answer": "skateboard ramp",
+                        "semanticStr": "select: fence->relate: _,to the left of,s [0]->query: name [1]"},
+                 "q2": {"imageId": "g", "answer": "yes",
+                        "semanticStr": "select: skateboard ramp->filter: graffitied [0]->exist: ? [1]"}}
+    (tmp_path / "sg.json").write_text(json.dumps(graphs))
+    (tmp_path / "q.json").write_text(json.dumps(questions))
+    out = tmp_path / "p.json"
+    assert main(["eval", "--questions", str(tmp_path / "q.json"), "--scene-graphs", str(tmp_path / "sg.json"),
+                 "--predictions", str(out), "--strict"]) == 0, capsys.readouterr().err
+    assert {p["questionId"]: p["prediction"] for p in json.loads(out.read_text())} == {
+        "q1": "skateboard ramp", "q2": "yes"}

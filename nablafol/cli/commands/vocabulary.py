@@ -22,15 +22,10 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from nablafol.compiler.vocabulary import dataset_vocabulary
+    from nablafol.pipeline.datasets import vocabulary_of
     if args.json:
         output_file(args.json)
-    model_knows = None
-    if args.model:
-        from nablafol.neural import load_model
-        _, vocabulary, _ = load_model(args.model)
-        model_knows = vocabulary.knows
-    report = dataset_vocabulary(args.questions, args.scene_graphs, load_ontology(args.ontology), model_knows)
+    report = vocabulary_of(args.questions, args.scene_graphs, load_ontology(args.ontology), args.model)
     print("\n".join(report.lines(args.examples)))
     if args.json:
         write_json(args.json, report.to_dict())
