@@ -419,11 +419,11 @@ def _answerer(job: EvaluationJob, benchmark: str = "gqa") -> Answerer:
         else:
             graphs = SceneGraphTexts(job.scene_graphs) if job.workers > 1 else load_scene_graphs(job.scene_graphs)
         if benchmark != "cric":
-            # an open query's candidates are the ontology's and what the scene graphs hold (issue 16)
-            from nablafol.compiler.vocabulary import widened_ontology
-            from nablafol.data import iter_scene_graphs
-            held = graphs.values() if isinstance(graphs, dict) else iter_scene_graphs(job.scene_graphs)
-            ontology = widened_ontology(ontology, scene_graphs=held, relations=False)
+            # an open query's candidates are the ontology's and what the scene graphs hold (issue 16);
+            # relations are left out: no open question competes them
+            from nablafol.data import scene_graph_words
+            names, values = scene_graph_words(graphs)
+            ontology = ontology.joined({"name": names, None: values})
         perception = SceneGraphPerception(graphs, ontology=ontology, device=job.device, knowledge=knowledge)
     else:
         from nablafol.pipeline.model_folder import feature_perception

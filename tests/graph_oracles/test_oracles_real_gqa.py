@@ -156,7 +156,8 @@ def test_a_singular_name_gives_no_gender_but_pronouns_follow_it():
     assert female.sum() == 0 and she.tolist() == [0, 1, 0, 0]
 
 
-def test_eval_competes_what_its_scene_graphs_hold_in_open_queries(tmp_path, capsys):
+@pytest.mark.parametrize("workers", ["1", "2"])  # scenes decoded up front, or kept as text for the workers
+def test_eval_competes_what_its_scene_graphs_hold_in_open_queries(workers, tmp_path, capsys):
     """`nablafol eval --scene-graphs`: `query name` and `query TYPE` candidates are the ontology's
     values plus what the given graphs hold (a name outside the ontology is answered)."""
     graphs = {"g": {"width": 600, "height": 400, "objects": {
@@ -171,6 +172,15 @@ def test_eval_competes_what_its_scene_graphs_hold_in_open_queries(tmp_path, caps
     (tmp_path / "q.json").write_text(json.dumps(questions))
     out = tmp_path / "p.json"
     assert main(["eval", "--questions", str(tmp_path / "q.json"), "--scene-graphs", str(tmp_path / "sg.json"),
-                 "--predictions", str(out), "--strict"]) == 0, capsys.readouterr().err
+                 "--predictions", str(out), "--strict", "--workers", workers]) == 0, capsys.readouterr().err
     assert {p["questionId"]: p["prediction"] for p in json.loads(out.read_text())} == {
         "q1": "skateboard ramp", "q2": "yes"}
+
+
+@pytest.mark.parametrize("graphs", [name for _, name in SETS])
+def test_the_words_of_scene_graphs_are_the_same_read_whole_or_kept_as_text(graphs):
+    from nablafol.data import SceneGraphTexts, scene_graph_words
+    names, values = scene_graph_words(load_scene_graphs(REAL / graphs))
+    assert scene_graph_words(SceneGraphTexts(REAL / graphs)) == (names, values)
+    inventory = ConceptInventory().update(scene_graphs=load_scene_graphs(REAL / graphs).values(), relations=False)
+    assert known_values(inventory) == {"name": sorted(names), None: sorted(values)}
