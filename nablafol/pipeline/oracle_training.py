@@ -403,6 +403,7 @@ def train_oracle(job: TrainingJob, log=print, progress=None) -> list[dict]:
     ``job.out`` when ``job.resume``); returns the history, one record per epoch."""
     from nablafol.data import FeatureStore, load_questions
     from nablafol.neural import ConceptVocabulary, NeuralOracleModel
+    from nablafol.compiler.vocabulary import widened_ontology
     from nablafol.pipeline.datasets import validation_questions
     files = job.files
     out = Path(job.out)
@@ -411,6 +412,11 @@ def train_oracle(job: TrainingJob, log=print, progress=None) -> list[dict]:
     ontology = dsl.Ontology.gqa() if files.ontology is None else dsl.Ontology.from_folder(files.ontology)
     store = FeatureStore(files.features)
     questions = load_questions(files.train_questions)
+    # the vocabulary is open (issue 16): the model learns every concept its training questions name
+    base, ontology = ontology, widened_ontology(ontology, questions=questions.values())
+    if ontology is not base:
+        log(f"the training questions name {_new_concepts(base, ontology):,} concepts beyond the ontology: "
+            f"the model learns them too")
     ids = store.image_ids()
     if not ids:
         raise InputFileError(files.features, "the features folder lists no image")
@@ -431,3 +437,10 @@ def train_oracle(job: TrainingJob, log=print, progress=None) -> list[dict]:
     if job.resume and trainer.resume():
         log(f"resumed from {out} after epoch {trainer.epoch}")
     return trainer.train()
+
+
+def _new_concepts(base: dsl.Ontology, grown: dsl.Ontology) -> int:
+    """How many more rows a model of ``grown`` has than one of ``base``."""
+    from nablafol.neural import ConceptVocabulary
+    before, after = ConceptVocabulary.from_ontology(base), ConceptVocabulary.from_ontology(grown)
+    return after.num_unary + after.num_binary - before.num_unary - before.num_binary
