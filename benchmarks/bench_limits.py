@@ -25,6 +25,7 @@
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import statistics
@@ -116,6 +117,32 @@ def mm_rate(config, rows: int, repeats: int = 3) -> dict:
     return {"flops": flops, "seconds": seconds, "flops_per_s": flops / seconds}
 
 
+MATMUL_OPS = {"aten::mm", "aten::addmm", "aten::bmm", "aten::matmul"}
+DROPOUT_OPS = {"aten::bernoulli_"}
+
+
+@contextlib.contextmanager
+def _timing(owner, name: str, spent: dict, label: str):
+    """Adds the wall time of every call of ``owner.name`` to ``spent[label]`` while inside."""
+    original = getattr(owner, name)
+    kept = owner.__dict__.get(name, None) if isinstance(owner, type) else None  # a classmethod stays one
+
+    def timed(*args, **kwargs):
+        start = time.perf_counter()
+        try:
+            return original(*args, **kwargs)
+        finally:
+            spent[label] += time.perf_counter() - start
+    setattr(owner, name, timed)
+    try:
+        yield
+    finally:
+        if kept is not None:
+            setattr(owner, name, kept)
+        else:
+            delattr(owner, name)
+
+
 class _Recorder:
     """An oracle that passes every call through and keeps what it returned (detached)."""
 
@@ -154,6 +181,7 @@ class _Replay:
 def roofline_case(objects: int, batch: int, n_scenes: int, steps: int, seed: int = 0) -> dict:
     from torch.utils.flop_counter import FlopCounterMode
 
+    from nablafol.neural.feature_batch import FeatureBatch
     from nablafol.pipeline.oracle_training import answer_loss
 
     from .bench_training import trainer_on_generated_data
@@ -166,12 +194,15 @@ def roofline_case(objects: int, batch: int, n_scenes: int, steps: int, seed: int
         batches = [[examples[i] for i in rng.choice(len(examples), size=min(batch, len(examples)), replace=False)]
                    for _ in range(steps + 1)]
         trainer._step(batches[0])  # warm
-        times = []
-        for b in batches[1:]:
-            start = time.perf_counter()
-            trainer._step(b)
-            times.append(time.perf_counter() - start)
+        times, spent = [], {"read features": 0.0, "optimizer": 0.0}
+        with _timing(FeatureBatch, "from_store", spent, "read features"), \
+                _timing(trainer.optimizer, "step", spent, "optimizer"):
+            for b in batches[1:]:
+                start = time.perf_counter()
+                trainer._step(b)
+                times.append(time.perf_counter() - start)
         step_s = statistics.median(times)
+        shares = {k: v / sum(times) for k, v in spent.items()}
         b = batches[-1]
         images = sorted({e.image_id for e in b})
         with FlopCounterMode(display=False) as counter:
@@ -206,8 +237,13 @@ def roofline_case(objects: int, batch: int, n_scenes: int, steps: int, seed: int
 
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
             trainer._step(b)
-        top = [(e.key, e.self_cpu_time_total / 1e3) for e in
-               sorted(prof.key_averages(), key=lambda e: -e.self_cpu_time_total)[:6]]
+        ops = prof.key_averages()
+        top = [(e.key, e.self_cpu_time_total / 1e3) for e in sorted(ops, key=lambda e: -e.self_cpu_time_total)[:6]]
+        profiled = sum(e.self_cpu_time_total for e in ops)  # all torch operators of the step
+        for label, names in (("matmul", MATMUL_OPS), ("dropout masks", DROPOUT_OPS)):
+            # a share of the operators' time, scaled to the step: the profiler's overhead cancels
+            shares[label] = sum(e.self_cpu_time_total for e in ops if e.key in names) / profiled * (
+                1 - shares["read features"])
 
         unary = sum(t.shape[0] for t in recorder.unary_tables)
         binary_asked = sum(t.shape[0] for t in recorder.binary_tables)
@@ -221,7 +257,10 @@ def roofline_case(objects: int, batch: int, n_scenes: int, steps: int, seed: int
             "unary_requests": unary, "binary_requests": binary_asked,
             "mm_rate_gflops": rate["flops_per_s"] / 1e9,
             "achieved_gflops": counted / step_s / 1e9, "fraction_of_mm_rate": counted / step_s / rate["flops_per_s"],
+            # the same without reading the features (the generated files are gzip-compressed, GQA's are not)
+            "fraction_without_reading": counted / (step_s * (1 - shares["read features"])) / rate["flops_per_s"],
             "reasoning_s": reasoning_s, "reasoning_share": reasoning_s / step_s, "top_ops_ms": top,
+            "shares": {**shares, "reasoning": reasoning_s / step_s},
             "parameters": sum(p.numel() for p in model.parameters())}
 
 
@@ -411,10 +450,13 @@ def report(r: dict) -> list[str]:
         lines.append(f"  N={c['objects']:>2} batch {c['batch']:>3} ({c['scenes_in_batch']} scenes): step "
                      f"{c['step_s'] * 1e3:.0f} ms, {c['flops_counted'] / 1e9:.1f} GFLOP counted "
                      f"({m['step'] / 1e9:.1f} from the sizes) -> {c['achieved_gflops']:.1f} GFLOP/s of "
-                     f"{c['mm_rate_gflops']:.1f} (mm) = {c['fraction_of_mm_rate']:.2f}; reasoning "
+                     f"{c['mm_rate_gflops']:.1f} (mm) = {c['fraction_of_mm_rate']:.2f} ({c['fraction_without_reading']:.2f} "
+                     f"without reading features); reasoning "
                      f"{c['reasoning_s'] * 1e3:.0f} ms = {c['reasoning_share']:.3f} of the step")
         lines.append(f"    per object {m['per_object'] / 1e6:.2f} MFLOP (+{m['per_object_per_unary_concept']} per unary "
                      f"concept), per pair {m['per_pair']} FLOP (+{m['per_pair_per_binary_concept']} per binary concept)")
+        lines.append("    where the step goes: " + ", ".join(f"{k} {v:.0%}" for k, v in c["shares"].items())
+                     + f", the rest {1 - sum(c['shares'].values()):.0%}")
         lines.append("    top operators (self CPU ms): " + ", ".join(f"{k} {v:.0f}" for k, v in c["top_ops_ms"]))
     if "eval" in r:
         e = r["eval"]
