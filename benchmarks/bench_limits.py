@@ -341,8 +341,8 @@ def qproduct_vs_copy(sizes) -> list[dict]:
     out = []
     for rows, n in sizes:
         tq, tc, _ = bench_qproduct(rows, n, compile_=False)
-        # why eager stays below half a copy: exact log(1 - e^t) takes four transcendental passes
-        # (expm1, log; exp, log1p) and one exp pass alone costs about a copy of the same bytes
+        # for scale: exact log(1 - e^t) takes four transcendental passes (expm1, log; exp, log1p)
+        # besides the add, the branch test, the select and the sum
         terms = torch.rand(rows, n, n).log_()
         scratch = torch.empty_like(terms)
         te = _best(lambda: torch.exp(terms, out=scratch), 5)
