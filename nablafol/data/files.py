@@ -11,7 +11,7 @@ import os
 import re
 import tempfile
 from pathlib import Path
-from typing import IO, Iterator
+from typing import IO, Iterable, Iterator
 
 from nablafol.errors import InputFileError
 
@@ -102,3 +102,20 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def write_question_entries(path: str | os.PathLike, entries: Iterable[tuple[str, str]], brackets: str = "[]",
+                           *, kind: str = "question") -> int:
+    """Write a JSON list (``brackets="[]"``) or object (``"{}"``) of one entry per question (or
+    image: ``kind``), one per line, atomically: ``entries`` are ``(id, entry's JSON text)``; an
+    id given twice is refused (ValueError). Returns how many were written."""
+    seen: set[str] = set()
+    with atomic_writer(path) as stream:
+        stream.write(brackets[0])
+        for key, text in entries:
+            if key in seen:
+                raise ValueError(f"{kind} {key} given twice")
+            stream.write(("\n" if not seen else ",\n") + text)
+            seen.add(key)
+        stream.write(f"\n{brackets[1]}\n")
+    return len(seen)

@@ -13,9 +13,9 @@ from pathlib import Path
 from dataclasses import dataclass
 
 from nablafol.data.files import write_text
-from nablafol.pipeline.demo_report import (BASE, BLACK_BOX, CALIBRATED, CEILING, PRIOR, accuracy_by_length, calibration_pictures, ceiling_table,
-                                           hard_easy_bars, hop_pictures, pattern, pictures_section, reliability,
-                                           tables, write_json)
+from nablafol.pipeline.demo_report import (BASE, BLACK_BOX, CALIBRATED, CEILING, GOLDEN, PRIOR, accuracy_by_length,
+                                           calibration_pictures, ceiling_table, gqa_metrics_section, hard_easy_bars,
+                                           hop_pictures, pattern, pictures_section, reliability, tables, write_json)
 
 STAGES = 8
 
@@ -65,7 +65,7 @@ def run_demo(args: DemoSettings) -> int:
     from nablafol.engine import Engine
     from nablafol.pipeline.answering import Answerer
     from nablafol.pipeline.perception import FeaturePerception, SceneGraphPerception
-    from nablafol.scoring.metrics import vocabulary_match
+    from nablafol.scoring import vocabulary_match
     from nablafol.neural import ConceptVocabulary, NeuralOracleModel
     from nablafol.progress import ProgressBar
     from nablafol.plotting import training_curve
@@ -101,9 +101,9 @@ def run_demo(args: DemoSettings) -> int:
 
     # 2. golden evaluation
     report.start()
-    golden = _evaluate(Answerer(SceneGraphPerception(load_scene_graphs(data / "val_sceneGraphs.json"),
-                                                     ontology=ontology), compiler=compiler),
-                       val_q, f"2/{STAGES} golden")
+    val_graphs = load_scene_graphs(data / "val_sceneGraphs.json")
+    golden = _evaluate(Answerer(SceneGraphPerception(val_graphs, ontology=ontology), compiler=compiler,
+                                keep_outcomes=True), val_q, f"2/{STAGES} golden")
     g = score(list(val_q.values()), golden.predictions, match=vocabulary_match).overall
     golden_ok = g.accuracy["all"] == 1.0 and not golden.skips
     say(f"\n## Golden oracle (validation scene graphs, golden programs)\n\naccuracy {100 * g.accuracy['all']:.2f}% "
@@ -183,12 +183,15 @@ def run_demo(args: DemoSettings) -> int:
     ceiling_score = scores.pop(CEILING)
     scores = {name: scores[name] for name in (BASE, CALIBRATED, BLACK_BOX, PRIOR)}  # one order (and colour) everywhere
     say(tables(scores, split, blackbox, calibration_epochs, calibration_history))
+    runs = {BASE: base.predictions, CALIBRATED: calibrated.predictions, BLACK_BOX: predictions[BLACK_BOX],
+            PRIOR: predictions[PRIOR]}
+    gqa = _gqa_metrics(runs, test_q, val_q, val_graphs, golden, Answerer(perception, compiler=compiler,
+                                                                         keep_outcomes=True), data)
+    say(gqa_metrics_section(gqa))
 
     # 8. pictures and files
     report.start()
     bar = ProgressBar(f"8/{STAGES} pictures", total=5, unit="pictures")
-    runs = {BASE: base.predictions, CALIBRATED: calibrated.predictions, BLACK_BOX: predictions[BLACK_BOX],
-            PRIOR: predictions[PRIOR]}
     by_length = accuracy_by_length(test_q, runs, folder / "accuracy_by_length.png")
     bar(1)
     hard_easy_bars(scores, split, folder / "hard_vs_easy.png")
@@ -206,6 +209,8 @@ def run_demo(args: DemoSettings) -> int:
         + "\n".join(f"| {k} | {v:.1f} |" for k, v in report.timings.items())
         + f"\n| **total** | {sum(report.timings.values()):.1f} |")
     write_json(folder / "scores.json", {CEILING: ceiling_score.to_json(), **{name: s.to_json() for name, s in scores.items()}})
+    write_json(folder / "gqa_metrics.json", {split_name: {name: s.gqa_json() for name, s in by_model.items()}
+                                             for split_name, by_model in gqa.items()})
     write_json(folder / "demo.json", {
         "seed": args.seed, "quick": bool(args.quick), "sizes": sizes,
         "epochs": {"oracle": epochs, "calibrator": calibration_epochs, "black_box": blackbox_epochs,
@@ -240,6 +245,24 @@ def _ceiling(data, store, base_model, ontology, compiler, test_q, epochs: int, s
     bar.close()
     return _evaluate(Answerer(FeaturePerception(store, model, ontology), compiler=compiler), test_q,
                      f"4/{STAGES} ceiling test-dev"), history
+
+
+def _gqa_metrics(runs: dict, test_q: dict, val_q: dict, val_graphs, golden, base_answerer, data) -> dict:
+    """GQA's other metrics: validity, plausibility and distribution of every model on test-dev;
+    grounding on validation (GQA publishes no test-dev scene graphs, so grounding is scored where
+    the gold regions are), for the golden oracle and the base model (the only runs with an
+    attention over objects)."""
+    from nablafol.data.choices import load_choices
+    from nablafol.scoring.report import score_run
+    test_choices, val_choices = (load_choices(data / f"{split}_choices.json") for split in ("testdev", "val"))
+    base_val = _evaluate(base_answerer, val_q, f"7/{STAGES} base validation (grounding)")
+    grounded = {GOLDEN: (golden, None), BASE: (base_val, base_answerer.perception.regions)}
+    return {
+        "testdev": {name: score_run(test_q.values(), predictions, choices=test_choices)
+                    for name, predictions in runs.items()},
+        "val": {name: score_run(val_q.values(), run.predictions, choices=val_choices, details=run.outcomes,
+                                scene_graphs=val_graphs, regions_of=regions)
+                for name, (run, regions) in grounded.items()}}
 
 
 def _evaluate(answerer, questions, label: str):

@@ -8,14 +8,14 @@ Every entry point answers through :func:`answer_stream`: ``nablafol eval`` (thro
     >>> from nablafol.data import load_questions, load_scene_graphs
     >>> from nablafol.pipeline.answering import Answerer
     >>> from nablafol.pipeline.perception import SceneGraphPerception
-    >>> from nablafol.scoring.running import RunningScore
+    >>> from nablafol.scoring import Scorer
     >>> questions = load_questions("tests/fixtures/gqa/val_balanced_questions.json").values()
     >>> answerer = Answerer(SceneGraphPerception(load_scene_graphs("tests/fixtures/gqa/val_sceneGraphs.json")))
-    >>> result = answer_stream(questions, answerer, scorer=RunningScore(), collect=True)
+    >>> result = answer_stream(questions, answerer, scorer=Scorer(), collect=True)
     >>> result.done == result.answered + result.skipped == len(result.predictions) + len(result.skips)
     True
-    >>> round(result.scores.overall.accuracy["all"], 4)
-    0.9167
+    >>> round(result.scores.overall.accuracy["all"], 4)  # the 10 balanced questions (GQA counts those)
+    0.9
 
 Memory stays flat in the number of questions unless ``collect`` asks for the predictions: the
 scorer keeps a few bytes a question, the journal is on disk.
@@ -90,7 +90,7 @@ class _Tally:
             if self.collect:
                 result.skips.append(Skip(question_id, *skip))
         if self.scorer is not None and question.answer is not None:
-            self.scorer.add(question, prediction)
+            self.scorer.update(question, prediction)
 
 
 def journal_entry(result: Outcome | Skip) -> tuple:
@@ -118,8 +118,9 @@ def answer_stream(questions: Iterable, answerer: Answerer, *, scorer=None, chunk
                   progress: Optional[Callable[[int], None]] = None, source: str = "questions") -> StreamResult:
     """Answer ``questions`` (an iterable, read once) ``chunk_size`` at a time.
 
-    ``scorer``: updated with every question that has a gold answer (``add(question,
-    prediction)``; ``scores()`` at the end). ``journal``: questions it has committed are read
+    ``scorer``: a :class:`nablafol.scoring.Scorer` updated with every question that has a gold
+    answer; the result's ``scores`` are what it computes at the end (a
+    :class:`~nablafol.scoring.Scores` with only the ``overall`` row). ``journal``: questions it has committed are read
     back instead of answered (they must come first in ``questions``, in its order; ``source``
     names the input in the refusal when they do not), every new chunk is committed to it.
     ``details``: the outcomes are appended to it. ``collect``: the result keeps every prediction
@@ -156,7 +157,8 @@ def answer_stream(questions: Iterable, answerer: Answerer, *, scorer=None, chunk
             progress(result.done - result.replayed)
     _check_unique_ids(tally.ids, journal, source)
     if scorer is not None and len(scorer):
-        result.scores = scorer.scores()
+        from nablafol.scoring import Scores
+        result.scores = Scores(overall=scorer.compute())
     result.seconds = time.perf_counter() - began
     return result
 
@@ -246,6 +248,7 @@ class EvaluationJob:
     features: Optional[Path] = None
     model: Optional[Path] = None
     details: Optional[Path] = None
+    attentions: Optional[Path] = None  # GQA's attentions file, from the details' attention
     skipped: Optional[Path] = None
     knowledge: Optional[str] = None  # a file, or "sample" for the built-in base
     ontology: Optional[Path] = None
@@ -254,6 +257,7 @@ class EvaluationJob:
     threshold: float = 0.5
     details_top: int = 10
     exact: bool = False  # compare answers as exact strings (GQA's eval.py)
+    format: Optional[str] = None  # "gqa" or "cric" (None: told from the questions file)
     workers: int = 1
     threads: int = 1
     device: object = "cpu"
@@ -272,6 +276,26 @@ class EvaluationJob:
         return json.loads(json.dumps(settings))
 
     @property
+    def benchmark(self) -> str:
+        """The questions' format: ``gqa`` or ``cric`` (told from the file unless given)."""
+        if self.format is not None:
+            return self.format
+        from nablafol.data.benchmark_files import detect_benchmark
+        found = detect_benchmark(self.questions)
+        if found not in ("gqa", "cric"):
+            raise InputFileError(self.questions, f"holds {found} questions; `nablafol eval` answers GQA and CRIC "
+                                                 "questions (`nablafol score` scores the others' predictions)")
+        return found
+
+    @property
+    def details_path(self) -> Optional[Path]:
+        """Where the details go: ``details``, or, for CRIC (whose predictions need each answer's
+        attention), beside the predictions."""
+        if self.details or self.benchmark != "cric":
+            return self.details
+        return Path(self.predictions).with_name(Path(self.predictions).name + ".details.jsonl")
+
+    @property
     def skipped_path(self) -> Path:
         return Path(self.skipped) if self.skipped else Path(self.predictions).with_suffix(".skipped.json")
 
@@ -283,6 +307,7 @@ class EvaluationReport:
     result: StreamResult
     resumed: bool
     skipped_file: Optional[Path]
+    benchmark_report: object = None  # CRIC: its scores (nablafol.scoring.benchmarks)
 
     def lines(self) -> list[str]:
         """The summary, as the command prints it."""
@@ -292,11 +317,10 @@ class EvaluationReport:
         out = [f"{r.done:,} questions, {r.answered:,} answered, {r.skipped:,} skipped, in {r.seconds:.1f} s "
                f"({(r.done - r.replayed) / max(r.seconds, 1e-9):,.0f} questions/s{before})"]
         if r.scores is not None:
-            out.append(r.scores.format_table())
-            by_type = r.scores.overall.by_structural
-            if by_type:
-                out.append("accuracy by structural type: " + ", ".join(
-                    f"{t} {100 * a:.2f}%" for t, a in by_type.items() if a is not None))
+            from nablafol.scoring import format_gqa
+            out += [format_gqa(r.scores.overall), "", r.scores.format_table()]
+        if self.benchmark_report is not None:
+            out.append(self.benchmark_report.format_table())
         if r.skipped:
             out.append(f"skipped {r.skipped:,} questions (counted wrong): {r.skip_summary()}")
             out += [f"  {question_id}: {reason}: {detail}" for question_id, _, (reason, detail) in r.first_skips]
@@ -307,14 +331,15 @@ class EvaluationReport:
 
 def run_evaluation(job: EvaluationJob, say: Callable[[str], None] = print,
                    progress: Optional[Callable[[int], None]] = None) -> EvaluationReport:
-    """``nablafol eval``: answer ``job.questions`` over scene graphs (golden) or features (a trained
-    model), write the predictions (and details, and the skipped questions), through the journal
-    beside the predictions file (``--resume`` continues it). ``say`` hears one-line notes."""
+    """``nablafol eval``: answer ``job.questions`` (GQA's, or CRIC's) over scene graphs (golden)
+    or features (a trained model), write the predictions (and details, and the skipped
+    questions), through the journal beside the predictions file (``--resume`` continues it).
+    ``say`` hears one-line notes."""
     from nablafol.pipeline.collector import loading
     from nablafol.pipeline.journal import journal_path
-    from nablafol.scoring.metrics import exact_match, vocabulary_match
-    from nablafol.scoring.running import RunningScore
+    from nablafol.scoring import Scorer, exact_match, vocabulary_match
 
+    benchmark = job.benchmark
     path = journal_path(job.predictions)
     resuming = job.resume and path.exists()
     if job.resume and not resuming:
@@ -322,45 +347,94 @@ def run_evaluation(job: EvaluationJob, say: Callable[[str], None] = print,
     settings = job.settings()
     journal = EvalJournal.resume(path, settings) if resuming else EvalJournal.start(path, settings)
     with loading():
-        answerer = _answerer(job)
-    details = DetailsStream(job.details, journal.details_bytes) if job.details else None
-    result = answer_stream(iter_questions(job.questions), answerer,
-                           scorer=RunningScore(match=exact_match if job.exact else vocabulary_match),
-                           chunk_size=job.chunk_size, workers=job.workers, threads=job.threads, journal=journal,
-                           details=details, progress=progress, source=str(job.questions))
+        answerer = _answerer(job, benchmark)
+        questions = _questions(job, benchmark)
+    details = DetailsStream(job.details_path, journal.details_bytes) if job.details_path else None
+    scorer = Scorer(exact_match if job.exact else vocabulary_match) if benchmark == "gqa" else None
+    result = answer_stream(questions, answerer, scorer=scorer, chunk_size=job.chunk_size, workers=job.workers,
+                           threads=job.threads, journal=journal, details=details, progress=progress,
+                           source=str(job.questions))
     journal.close()
-    write_predictions(job.predictions, ((q, p) for q, p, skip in journal.entries() if skip is None),
-                      check_unique=False)
     if details is not None:
         details.finish()
+    benchmark_report = None
+    if benchmark == "cric":
+        benchmark_report = _write_cric_predictions(job)
+    else:
+        write_predictions(job.predictions, ((q, p) for q, p, skip in journal.entries() if skip is None),
+                          check_unique=False)
+    if job.attentions:
+        _write_attentions(job, answerer.perception)
     skipped_file = None
     if result.skipped:
         skipped_file = job.skipped_path
         _write_json(skipped_file, [{"questionId": q, "reason": skip[0], "detail": skip[1]}
                                    for q, _, skip in journal.entries() if skip is not None])
     journal.close(remove=True)
-    return EvaluationReport(result, resuming, skipped_file)
+    return EvaluationReport(result, resuming, skipped_file, benchmark_report)
 
 
-def _answerer(job: EvaluationJob) -> Answerer:
-    """The perception the job names, and an answerer over it."""
+def _questions(job: EvaluationJob, benchmark: str) -> Iterable:
+    if benchmark == "cric":
+        from nablafol.data.cric import load_cric_questions
+        return iter(load_cric_questions(job.questions).values())
+    return iter_questions(job.questions)
+
+
+def _write_cric_predictions(job: EvaluationJob):
+    """CRIC's predictions (answer and grounding: the object the final attention points at) from
+    the details just written; returns their CRIC scores."""
+    from nablafol.data.cric import read_cric_predictions, write_cric_predictions
+    from nablafol.scoring.benchmarks import score_benchmark
+    predictions = read_cric_predictions(job.details_path) if Path(job.details_path).stat().st_size else {}
+    write_cric_predictions(job.predictions, predictions)
+    return score_benchmark("cric", job.questions, job.predictions, exact=job.exact)
+
+
+def _write_attentions(job: EvaluationJob, perception) -> int:
+    """GQA's object-based attentions file from the details just written (each question's engine
+    attention on its objects' boxes); how many questions it holds."""
+    from nablafol.data import iter_details
+    from nablafol.data.attentions import attentions_from_details, write_attentions
+    image_of = {q.id: q.image_id for q in iter_questions(job.questions)}
+    return write_attentions(job.attentions, attentions_from_details(iter_details(job.details), image_of,
+                                                                    perception.regions))
+
+
+def _answerer(job: EvaluationJob, benchmark: str = "gqa") -> Answerer:
+    """The perception the job names, and an answerer over it (with CRIC's compiler for CRIC)."""
     from nablafol.dsl import Ontology
     from nablafol.pipeline.perception import SceneGraphPerception
     ontology = Ontology.gqa() if job.ontology is None else Ontology.from_folder(job.ontology)
     if job.scene_graphs:
         from nablafol.data import SceneGraphTexts, load_scene_graphs
+        from nablafol.data.cric import load_cric_scene_graphs
         knowledge = None
         if job.knowledge:
             from nablafol.graph_oracles import KnowledgeBase
             knowledge = KnowledgeBase.sample() if job.knowledge == "sample" else KnowledgeBase.load(job.knowledge)
         # with workers, scenes stay JSON text until a worker needs one: read in parallel, not copied
-        graphs = SceneGraphTexts(job.scene_graphs) if job.workers > 1 else load_scene_graphs(job.scene_graphs)
+        if benchmark == "cric":
+            graphs = load_cric_scene_graphs(job.scene_graphs)
+        else:
+            graphs = SceneGraphTexts(job.scene_graphs) if job.workers > 1 else load_scene_graphs(job.scene_graphs)
+        if benchmark != "cric":
+            # an open query's candidates are the ontology's and what the scene graphs hold (issue 16);
+            # relations are left out: no open question competes them
+            from nablafol.data import scene_graph_words
+            names, values = scene_graph_words(graphs)
+            ontology = ontology.joined({"name": names, None: values})
         perception = SceneGraphPerception(graphs, ontology=ontology, device=job.device, knowledge=knowledge)
     else:
         from nablafol.pipeline.model_folder import feature_perception
         perception = feature_perception(job.features, job.model, device=job.device)
-    return Answerer(perception, batch_size=job.batch_size, threshold=job.threshold, keep_outcomes=bool(job.details),
-                    details_top=job.details_top)
+    compiler = None
+    if benchmark == "cric":
+        from nablafol.compiler.cric import CricCompiler
+        from nablafol.pipeline.answering import CACHED_PROGRAMS
+        compiler = CricCompiler(perception.ontology, perception.knowledge_relations, cache_size=CACHED_PROGRAMS)
+    return Answerer(perception, compiler=compiler, batch_size=job.batch_size, threshold=job.threshold,
+                    keep_outcomes=bool(job.details_path), details_top=job.details_top)
 
 
 def _write_json(path: Path, obj) -> None:

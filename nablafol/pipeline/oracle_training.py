@@ -45,7 +45,7 @@ from nablafol.errors import InputFileError
 from nablafol.pipeline.answering import Answerer, Skip, compile_question
 from nablafol.pipeline.datasets import DatasetFiles
 from nablafol.pipeline.perception import FeaturePerception
-from nablafol.scoring.metrics import vocabulary_match
+from nablafol.scoring import vocabulary_match
 
 __all__ = ["TrainConfig", "TrainingExample", "TrainingEvent", "Curriculum", "answer_loss", "prepare_examples",
            "Trainer", "TrainingJob", "train_oracle"]
@@ -363,12 +363,12 @@ class Trainer:
         if self.val_perception is None or not self.val_questions:
             return {}
         from nablafol.pipeline.evaluation import answer_stream
-        from nablafol.scoring.running import RunningScore
+        from nablafol.scoring import Scorer
         self.trainable.eval()
         answerer = Answerer(self.val_perception, compiler=self.compiler, engine=self.engine,
                             threshold=self.config.threshold)
         # one chunk: every validation question batched together, as one pass over the set
-        result = answer_stream(self.val_questions, answerer, scorer=RunningScore(match=vocabulary_match),
+        result = answer_stream(self.val_questions, answerer, scorer=Scorer(vocabulary_match),
                                chunk_size=max(1, len(self.val_questions)))
         self.trainable.train()
         if result.scores is None:
@@ -405,6 +405,7 @@ def train_oracle(job: TrainingJob, log=print, progress=None) -> list[dict]:
     ``job.out`` when ``job.resume``); returns the history, one record per epoch."""
     from nablafol.data import FeatureStore, load_questions
     from nablafol.neural import ConceptVocabulary, NeuralOracleModel
+    from nablafol.compiler.vocabulary import widened_ontology
     from nablafol.pipeline.datasets import validation_questions
     files = job.files
     out = Path(job.out)
@@ -413,6 +414,11 @@ def train_oracle(job: TrainingJob, log=print, progress=None) -> list[dict]:
     ontology = dsl.Ontology.gqa() if files.ontology is None else dsl.Ontology.from_folder(files.ontology)
     store = FeatureStore(files.features)
     questions = load_questions(files.train_questions)
+    # the vocabulary is open (issue 16): the model learns every concept its training questions name
+    base, ontology = ontology, widened_ontology(ontology, questions=questions.values())
+    if ontology is not base:
+        log(f"the training questions name {_new_concepts(base, ontology):,} concepts beyond the ontology: "
+            f"the model learns them too")
     ids = store.image_ids()
     if not ids:
         raise InputFileError(files.features, "the features folder lists no image")
@@ -447,3 +453,10 @@ def _pretrain(job: TrainingJob, model, store, ontology, log) -> list[dict]:
         f"({job.pretrain_epochs} epochs)")
     return train_on_labels(model, FeatureMemory(store), graphs, ontology,
                            LabelConfig(epochs=job.pretrain_epochs, seed=job.config.seed), log=log)
+
+
+def _new_concepts(base: dsl.Ontology, grown: dsl.Ontology) -> int:
+    """How many more rows a model of ``grown`` has than one of ``base``."""
+    from nablafol.neural import ConceptVocabulary
+    before, after = ConceptVocabulary.from_ontology(base), ConceptVocabulary.from_ontology(grown)
+    return after.num_unary + after.num_binary - before.num_unary - before.num_binary
