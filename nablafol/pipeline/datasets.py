@@ -50,3 +50,11 @@ def validation_questions(path, limit: int = 0) -> list:
     from nablafol.data import load_questions
     questions = list(load_questions(path).values()) if path else []
     return questions[:limit] if limit else questions
+
+
+def plan_lines(files: DatasetFiles, shards: int, val_limit: int = 0) -> list[str]:
+    """What each of ``shards`` shards of a training run over ``files`` reads (``nablafol train --plan``)."""
+    from nablafol.data import FeatureStore
+    from nablafol.pipeline.sharding import plan_report
+    return plan_report(files.train_questions, FeatureStore(files.features), shards,
+                       validation_questions(files.val_questions, val_limit))
