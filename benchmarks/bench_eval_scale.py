@@ -141,7 +141,7 @@ def phases(eval_argv: list[str]) -> None:
     import nablafol.pipeline.perception as perception
     from nablafol.cli import main as cli_main
     from nablafol.pipeline.journal import EvalJournal
-    from nablafol.scoring.running import RunningScore
+    from nablafol.scoring import Scorer
     spent: dict[str, float] = defaultdict(float)
 
     def timed(owner, name: str, label: str) -> None:
@@ -165,7 +165,7 @@ def phases(eval_argv: list[str]) -> None:
     timed(engine.Engine, "plan", "engine: plan")
     timed(engine.Engine, "run", "engine: run")
     timed(EvalJournal, "commit", "journal commits (fsync)")
-    timed(RunningScore, "add", "score")
+    timed(Scorer, "update", "score")
     timed(evaluation, "write_predictions", "write the predictions from the journal")
     began = time.perf_counter()
     code = cli_main(["eval", *eval_argv])

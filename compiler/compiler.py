@@ -127,6 +127,16 @@ class Compiler:
             return self.compile(dsl.program_from_semantic(steps))
         return self._compile_line(_ByTemplate(dsl.id_template(line), steps))
 
+    def compile_source(self, source) -> CompiledQuestion:
+        """Compile a question's program as its reader hands it over (``("semantic", steps)`` or
+        ``("semanticStr", line)``: :meth:`nablafol.data.Question.program_source`)."""
+        if source.field == "semantic":
+            return self.compile_semantic(source.value)
+        if source.field == "semanticStr":
+            return self.compile_text(source.value)
+        raise CompileError(f"a GQA compiler reads 'semantic' or 'semanticStr', not {source.field!r}",
+                           reason="unsupported")
+
     def cache_info(self) -> CacheInfo:
         by_line, parsed = self._compile_line.cache_info(), self._compile_stripped.cache_info()
         return CacheInfo(by_line.hits + parsed.hits, parsed.misses, parsed.maxsize, parsed.currsize)

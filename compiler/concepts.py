@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from nablafol.caching import bounded_cache, memo
 
-import functools
 
 from nablafol.dsl import Ontology
 

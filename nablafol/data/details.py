@@ -16,6 +16,7 @@ from typing import Any, Iterable, Iterator, Mapping
 
 from nablafol.data.fields import RecordChecker
 from nablafol.data.files import atomic_writer, open_text
+from nablafol.data.json_stream import json_line
 from nablafol.errors import InputFileError
 
 _STANDARD = ("questionId", "prediction", "answers", "grounding", "formula")
@@ -93,10 +94,7 @@ def read_details(path: str | os.PathLike) -> dict[str, Details]:
 
 def _details_from_line(path: str | os.PathLike, number: int, line: str) -> Details:
     check = RecordChecker(path, f"line {number}")
-    try:
-        record = json.loads(line.rstrip("\r\n"))
-    except json.JSONDecodeError as error:
-        raise check.fail(f"not valid JSON at column {error.colno}: {error.msg}") from None
+    record = json_line(line.rstrip("\r\n"), path, f"line {number}")
     check.object(record, "a details line")
     if "questionId" not in record:
         raise check.fail("questionId is missing")

@@ -11,7 +11,7 @@ import os
 import re
 import tempfile
 from pathlib import Path
-from typing import IO, Iterator
+from typing import IO, Iterable, Iterator
 
 from nablafol.errors import InputFileError
 
@@ -102,3 +102,19 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def write_question_entries(path: str | os.PathLike, entries: Iterable[tuple[str, str]], brackets: str = "[]") -> int:
+    """Write a JSON list (``brackets="[]"``) or object (``"{}"``) of one entry per question, one per
+    line, atomically: ``entries`` are ``(questionId, entry's JSON text)``; an id given twice is
+    refused (ValueError). Returns how many were written."""
+    seen: set[str] = set()
+    with atomic_writer(path) as stream:
+        stream.write(brackets[0])
+        for question_id, text in entries:
+            if question_id in seen:
+                raise ValueError(f"question {question_id} has two entries")
+            stream.write(("\n" if not seen else ",\n") + text)
+            seen.add(question_id)
+        stream.write(f"\n{brackets[1]}\n")
+    return len(seen)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Iterable, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 from nablafol.data.fields import RecordChecker
 from nablafol.data.files import atomic_writer
@@ -55,17 +55,25 @@ def read_predictions(path: str | os.PathLike) -> dict[str, str]:
 
     Entries may carry other keys (ignored); ``questionId`` and ``prediction`` must be strings.
     """
-    entries = load_json(path, expected_type=list,
-                        expected='a JSON list [{"questionId", "prediction"}, ...]')
-    predictions: dict[str, str] = {}
+    return {question_id: check.string(value, "prediction") for question_id, value, check in question_entries(
+        path, "prediction", 'a JSON list [{"questionId", "prediction"}, ...]', "has two predictions")}
+
+
+def question_entries(path: str | os.PathLike, field: str, expected: str,
+                     twice: str) -> Iterator[tuple[str, Any, RecordChecker]]:
+    """``(questionId, entry[field], checker)`` of a JSON list of ``{"questionId", field}`` objects
+    (GQA's predictions and attentions files), checked; a question id given twice is refused
+    (``twice`` says how)."""
+    entries = load_json(path, expected_type=list, expected=expected)
+    seen: set[str] = set()
     for index, entry in enumerate(entries):
         check = RecordChecker(path, f"entry {index}")
-        check.object(entry, "a prediction")
-        for key in ("questionId", "prediction"):
+        check.object(entry, f"a {field} entry" if field != "prediction" else "a prediction")
+        for key in ("questionId", field):
             if key not in entry:
                 raise check.fail(f"{key} is missing")
         question_id = check.string(entry["questionId"], "questionId")
-        if question_id in predictions:
-            raise InputFileError(path, "has two predictions", f"question {question_id}")
-        predictions[question_id] = check.string(entry["prediction"], "prediction")
-    return predictions
+        if question_id in seen:
+            raise InputFileError(path, twice, f"question {question_id}")
+        seen.add(question_id)
+        yield question_id, entry[field], check

@@ -56,14 +56,13 @@ class Outcome:
 
 
 def compile_question(question, compiler: Compiler) -> CompiledQuestion | Skip:
-    """The question's program (``semantic`` first, else ``semanticStr``), compiled, or why not."""
+    """The question's program (as its reader hands it over: GQA's ``semantic`` first, else
+    ``semanticStr``; a CRIC program), compiled by ``compiler.compile_source``, or why not."""
     source = question.program_source()
     if source is None:
         return Skip(question.id, "no program", "the question has neither 'semantic' nor 'semanticStr'")
     try:
-        if source.field == "semantic":
-            return compiler.compile_semantic(source.value)
-        return compiler.compile_text(source.value)
+        return compiler.compile_source(source)
     except dsl.ProgramError as e:
         return Skip(question.id, "malformed program", f"{source.field}: {str(e).splitlines()[0]}")
     except CompileError as e:

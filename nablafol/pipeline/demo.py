@@ -64,7 +64,7 @@ def run_demo(args: DemoSettings) -> int:
     from nablafol.engine import Engine
     from nablafol.pipeline.answering import Answerer
     from nablafol.pipeline.perception import FeaturePerception, SceneGraphPerception
-    from nablafol.scoring.metrics import vocabulary_match
+    from nablafol.scoring import vocabulary_match
     from nablafol.neural import ConceptVocabulary, NeuralOracleModel
     from nablafol.progress import ProgressBar
     from nablafol.plotting import training_curve

@@ -96,7 +96,7 @@ def _pattern_text(pattern: dict) -> str:
 
 def accuracy_by_length(questions, runs: dict, path) -> dict:
     """Accuracy of every model by the number of operations of the GQA program; drawn as bars."""
-    from nablafol.scoring.metrics import vocabulary_match
+    from nablafol.scoring import vocabulary_match
     from nablafol.plotting import grouped_bars
     lengths = sorted({len(q.semantic or ()) for q in questions.values()})
     table = {}
@@ -127,7 +127,7 @@ def reliability(questions, runs: dict, path) -> dict:
     """Reliability of the yes/no answers: the probability of the chosen answer against how often
     it is right; returns each model's ECE."""
     from nablafol.calibration.figures import expected_calibration_error, reliability_diagram
-    from nablafol.scoring.metrics import vocabulary_match
+    from nablafol.scoring import vocabulary_match
     curves = {}
     for name, run in runs.items():
         binary = [o for o in run.outcomes if set(o.answers) == {"yes", "no"}]
@@ -200,7 +200,7 @@ def hop_pictures(run, questions, compiler, perception, store, folder) -> list:
     from nablafol.engine import Engine, ProgramPlan
     from nablafol.pipeline.answering import compile_question
     from nablafol.ir import Attention, Top
-    from nablafol.scoring.metrics import vocabulary_match
+    from nablafol.scoring import vocabulary_match
     from nablafol.plotting import attention_steps
     candidates = []
     for o in run.outcomes:

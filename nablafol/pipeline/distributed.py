@@ -338,18 +338,16 @@ class Distribution:
                 parts[shard].append(question)
         return list(parts.values())
 
-    def merged_scores(self, questions: Sequence, predictions: Mapping[str, str], scorer):
-        """The scores of ``questions`` over every process's ``predictions``: gathered, then given
-        to ``scorer`` in question order, so they are exactly one process's scores over the same
-        answers (consistency looks across shards). None when no question has a gold answer.
+    def merged_scores(self, scorer):
+        """The scores of every process's ``scorer`` (each updated with its shards' validation
+        questions), merged: exactly one scorer's over the whole set (consistency looks across
+        shards; :class:`nablafol.scoring.Scorer` merges exactly). None when nothing was scored.
         The one place where the processes' validation results meet."""
-        merged: dict = {}
-        for part in self.group.gather(dict(predictions)):
-            merged.update(part)
-        for question in questions:
-            if question.answer is not None:
-                scorer.add(question, merged.get(question.id))
-        return scorer.scores() if len(scorer) else None
+        from nablafol.scoring import Scores
+        merged, *others = self.group.gather(scorer)
+        for other in others:
+            merged.merge(other)
+        return Scores(overall=merged.compute()) if len(merged) else None
 
 
 def run_shards(group: Collectives, requested: Optional[int], checkpoint=None) -> int:

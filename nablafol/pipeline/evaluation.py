@@ -11,14 +11,14 @@ shards' journals through the same loop (nothing left to answer) into one run's o
     >>> from nablafol.data import load_questions, load_scene_graphs
     >>> from nablafol.pipeline.answering import Answerer
     >>> from nablafol.pipeline.perception import SceneGraphPerception
-    >>> from nablafol.scoring.running import RunningScore
+    >>> from nablafol.scoring import Scorer
     >>> questions = load_questions("tests/fixtures/gqa/val_balanced_questions.json").values()
     >>> answerer = Answerer(SceneGraphPerception(load_scene_graphs("tests/fixtures/gqa/val_sceneGraphs.json")))
-    >>> result = answer_stream(questions, answerer, scorer=RunningScore(), collect=True)
+    >>> result = answer_stream(questions, answerer, scorer=Scorer(), collect=True)
     >>> result.done == result.answered + result.skipped == len(result.predictions) + len(result.skips)
     True
-    >>> round(result.scores.overall.accuracy["all"], 4)
-    0.9167
+    >>> round(result.scores.overall.accuracy["all"], 4)  # the 10 balanced questions (GQA counts those)
+    0.9
 
 Memory stays flat in the number of questions unless ``collect`` asks for the predictions: the
 scorer keeps a few bytes a question, the journal is on disk.
@@ -94,7 +94,7 @@ class _Tally:
             if self.collect:
                 result.skips.append(Skip(question_id, *skip))
         if self.scorer is not None and question.answer is not None:
-            self.scorer.add(question, prediction)
+            self.scorer.update(question, prediction)
 
 
 def journal_entry(result: Outcome | Skip) -> tuple:
@@ -122,8 +122,9 @@ def answer_stream(questions: Iterable, answerer: Answerer, *, scorer=None, chunk
                   progress: Optional[Callable[[int], None]] = None, source: str = "questions") -> StreamResult:
     """Answer ``questions`` (an iterable, read once) ``chunk_size`` at a time.
 
-    ``scorer``: updated with every question that has a gold answer (``add(question,
-    prediction)``; ``scores()`` at the end). ``journal``: questions it has committed are read
+    ``scorer``: a :class:`nablafol.scoring.Scorer` updated with every question that has a gold
+    answer; the result's ``scores`` are what it computes at the end (a
+    :class:`~nablafol.scoring.Scores` with only the ``overall`` row). ``journal``: questions it has committed are read
     back instead of answered (they must come first in ``questions``, in its order; ``source``
     names the input in the refusal when they do not), every new chunk is committed to it.
     ``details``: the outcomes are appended to it. ``collect``: the result keeps every prediction
@@ -160,7 +161,8 @@ def answer_stream(questions: Iterable, answerer: Answerer, *, scorer=None, chunk
             progress(result.done - result.replayed)
     _check_unique_ids(tally.ids, journal, source)
     if scorer is not None and len(scorer):
-        result.scores = scorer.scores()
+        from nablafol.scoring import Scores
+        result.scores = Scores(overall=scorer.compute())
     result.seconds = time.perf_counter() - began
     return result
 
@@ -250,6 +252,7 @@ class EvaluationJob:
     features: Optional[Path] = None
     model: Optional[Path] = None
     details: Optional[Path] = None
+    attentions: Optional[Path] = None  # GQA's attentions file, from the details' attention
     skipped: Optional[Path] = None
     knowledge: Optional[str] = None  # a file, or "sample" for the built-in base
     ontology: Optional[Path] = None
@@ -258,6 +261,7 @@ class EvaluationJob:
     threshold: float = 0.5
     details_top: int = 10
     exact: bool = False  # compare answers as exact strings (GQA's eval.py)
+    format: Optional[str] = None  # "gqa" or "cric" (None: told from the questions file)
     workers: int = 1
     threads: int = 1
     device: object = "cpu"
@@ -279,6 +283,26 @@ class EvaluationJob:
         return json.loads(json.dumps(settings))
 
     @property
+    def benchmark(self) -> str:
+        """The questions' format: ``gqa`` or ``cric`` (told from the file unless given)."""
+        if self.format is not None:
+            return self.format
+        from nablafol.data.benchmark_files import detect_benchmark
+        found = detect_benchmark(self.questions)
+        if found not in ("gqa", "cric"):
+            raise InputFileError(self.questions, f"holds {found} questions; `nablafol eval` answers GQA and CRIC "
+                                                 "questions (`nablafol score` scores the others' predictions)")
+        return found
+
+    @property
+    def details_path(self) -> Optional[Path]:
+        """Where the details go: ``details``, or, for CRIC (whose predictions need each answer's
+        attention), beside the predictions."""
+        if self.details or self.benchmark != "cric":
+            return self.details
+        return Path(self.predictions).with_name(Path(self.predictions).name + ".details.jsonl")
+
+    @property
     def skipped_path(self) -> Path:
         return Path(self.skipped) if self.skipped else Path(self.predictions).with_suffix(".skipped.json")
 
@@ -290,6 +314,7 @@ class EvaluationReport:
     result: StreamResult
     resumed: bool
     skipped_file: Optional[Path]
+    benchmark_report: object = None  # CRIC: its scores (nablafol.scoring.benchmarks)
     shard: Optional[EvalShard] = None  # the shard this run answered
     merged: int = 0  # shards merged into the outputs
 
@@ -306,11 +331,10 @@ class EvaluationReport:
             out.append("scores and outputs of the whole set come with the merge (`nablafol eval ... --merge`)")
             return out
         if r.scores is not None:
-            out.append(r.scores.format_table())
-            by_type = r.scores.overall.by_structural
-            if by_type:
-                out.append("accuracy by structural type: " + ", ".join(
-                    f"{t} {100 * a:.2f}%" for t, a in by_type.items() if a is not None))
+            from nablafol.scoring import format_gqa
+            out += [format_gqa(r.scores.overall), "", r.scores.format_table()]
+        if self.benchmark_report is not None:
+            out.append(self.benchmark_report.format_table())
         if r.skipped:
             out.append(f"skipped {r.skipped:,} questions (counted wrong): {r.skip_summary()}")
             out += [f"  {question_id}: {reason}: {detail}" for question_id, _, (reason, detail) in r.first_skips]
@@ -321,9 +345,10 @@ class EvaluationReport:
 
 def run_evaluation(job: EvaluationJob, say: Callable[[str], None] = print,
                    progress: Optional[Callable[[int], None]] = None) -> EvaluationReport:
-    """``nablafol eval``: answer ``job.questions`` over scene graphs (golden) or features (a trained
-    model), write the predictions (and details, and the skipped questions), through the journal
-    beside the predictions file (``--resume`` continues it). ``say`` hears one-line notes.
+    """``nablafol eval``: answer ``job.questions`` (GQA's, or CRIC's) over scene graphs (golden)
+    or features (a trained model), write the predictions (and details, and the skipped
+    questions), through the journal beside the predictions file (``--resume`` continues it).
+    ``say`` hears one-line notes.
 
     ``job.shard``: answer that shard's chunks into its own journal (and details), kept for the
     merge; ``job.merge``: write the outputs from the shards' journals, byte-identical to one
@@ -336,10 +361,9 @@ def run_evaluation(job: EvaluationJob, say: Callable[[str], None] = print,
     return _answer(job, say, progress)
 
 
-def _scorer(job: EvaluationJob):
-    from nablafol.scoring.metrics import exact_match, vocabulary_match
-    from nablafol.scoring.running import RunningScore
-    return RunningScore(match=exact_match if job.exact else vocabulary_match)
+def _scorer(job: EvaluationJob, benchmark: str):
+    from nablafol.scoring import Scorer, exact_match, vocabulary_match
+    return Scorer(exact_match if job.exact else vocabulary_match) if benchmark == "gqa" else None
 
 
 def _answer(job: EvaluationJob, say, progress, device=None) -> EvaluationReport:
@@ -348,7 +372,7 @@ def _answer(job: EvaluationJob, say, progress, device=None) -> EvaluationReport:
     from nablafol.pipeline.collector import loading
     from nablafol.pipeline.journal import journal_path, shard_settings
 
-    shard = job.shard
+    benchmark, shard = job.benchmark, job.shard
     path = journal_path(job.predictions if shard is None else shard.path(job.predictions))
     resuming = job.resume and path.exists()
     if job.resume and not resuming:
@@ -356,39 +380,48 @@ def _answer(job: EvaluationJob, say, progress, device=None) -> EvaluationReport:
     settings = job.settings() if shard is None else shard_settings(job.settings(), shard)
     journal = EvalJournal.resume(path, settings) if resuming else EvalJournal.start(path, settings)
     with loading():
-        answerer = _answerer(job if device is None else replace(job, device=device))
-    details = None
-    if job.details:
-        details = DetailsStream(job.details if shard is None else shard.path(job.details), journal.details_bytes)
-    questions = iter_questions(job.questions)
+        answerer = _answerer(job if device is None else replace(job, device=device), benchmark)
+        questions = _questions(job, benchmark)
     if shard is not None:
         questions = shard.take(questions, job.chunk_size)
-    result = answer_stream(questions, answerer, scorer=_scorer(job), chunk_size=job.chunk_size, workers=job.workers,
-                           threads=job.threads, journal=journal, details=details, progress=progress,
-                           source=str(job.questions))
-    if shard is None:
-        return _finish(job, journal, result, resuming, details)
-    journal.seal()  # kept, finished, for the merge
+    details = None
+    if job.details_path:
+        details = DetailsStream(job.details_path if shard is None else shard.path(job.details_path),
+                                journal.details_bytes)
+    result = answer_stream(questions, answerer, scorer=_scorer(job, benchmark), chunk_size=job.chunk_size,
+                           workers=job.workers, threads=job.threads, journal=journal, details=details,
+                           progress=progress, source=str(job.questions))
+    if shard is not None:
+        journal.seal()  # kept, finished, for the merge
+        journal.close()
+        if details is not None:
+            details.finish()
+        return EvaluationReport(result, resuming, None, shard=shard)
+    return _finish(job, benchmark, journal, result, resuming, details, lambda: answerer.perception)
+
+
+def _finish(job: EvaluationJob, benchmark: str, journal, result: StreamResult, resumed: bool, details,
+            perception: Callable, merged: int = 0) -> EvaluationReport:
+    """The outputs from the journal's entries (in question order), then the journal removed;
+    ``perception()`` gives the boxes of the attentions file."""
     journal.close()
     if details is not None:
         details.finish()
-    return EvaluationReport(result, resuming, None, shard=shard)
-
-
-def _finish(job: EvaluationJob, journal, result: StreamResult, resumed: bool, details, merged: int = 0):
-    """The outputs from the journal's entries (in question order), then the journal removed."""
-    journal.close()
-    write_predictions(job.predictions, ((q, p) for q, p, skip in journal.entries() if skip is None),
-                      check_unique=False)
-    if details is not None:
-        details.finish()
+    benchmark_report = None
+    if benchmark == "cric":
+        benchmark_report = _write_cric_predictions(job)
+    else:
+        write_predictions(job.predictions, ((q, p) for q, p, skip in journal.entries() if skip is None),
+                          check_unique=False)
+    if job.attentions:
+        _write_attentions(job, perception())
     skipped_file = None
     if result.skipped:
         skipped_file = job.skipped_path
         _write_json(skipped_file, [{"questionId": q, "reason": skip[0], "detail": skip[1]}
                                    for q, _, skip in journal.entries() if skip is not None])
     journal.close(remove=True)
-    return EvaluationReport(result, resumed, skipped_file, merged=merged)
+    return EvaluationReport(result, resumed, skipped_file, benchmark_report, merged=merged)
 
 
 def _merge(job: EvaluationJob) -> EvaluationReport:
@@ -396,15 +429,17 @@ def _merge(job: EvaluationJob) -> EvaluationReport:
     them in stream order through :func:`answer_stream` (scored as one run scores them), the
     details copied chunk by chunk; then the shards' files are removed."""
     from nablafol.pipeline.journal import ShardedJournal
+    benchmark = job.benchmark
     journal = ShardedJournal.find(job.predictions, job.settings())
     count = len(journal.journals)
-    result = answer_stream(iter_questions(job.questions), _Unanswered(job.questions), scorer=_scorer(job),
+    result = answer_stream(_questions(job, benchmark), _Unanswered(job.questions), scorer=_scorer(job, benchmark),
                            chunk_size=job.chunk_size, journal=journal, source=str(job.questions))
-    details = _MergedDetails(job.details, journal) if job.details else None
-    report = _finish(job, journal, result, False, details, merged=count)
-    for index in range(count):
-        if job.details:
-            EvalShard(index, count).path(job.details).unlink(missing_ok=True)
+    details = _MergedDetails(job.details_path, journal) if job.details_path else None
+    report = _finish(job, benchmark, journal, result, False, details, lambda: _answerer(job, benchmark).perception,
+                     merged=count)
+    if job.details_path:
+        for index in range(count):
+            EvalShard(index, count).path(job.details_path).unlink(missing_ok=True)
     return report
 
 
@@ -459,26 +494,61 @@ def _run_launched(job: EvaluationJob, say, progress) -> EvaluationReport:
     return report
 
 
-def _answerer(job: EvaluationJob) -> Answerer:
-    """The perception the job names, and an answerer over it."""
+def _questions(job: EvaluationJob, benchmark: str) -> Iterable:
+    if benchmark == "cric":
+        from nablafol.data.cric import load_cric_questions
+        return iter(load_cric_questions(job.questions).values())
+    return iter_questions(job.questions)
+
+
+def _write_cric_predictions(job: EvaluationJob):
+    """CRIC's predictions (answer and grounding: the object the final attention points at) from
+    the details just written; returns their CRIC scores."""
+    from nablafol.data.cric import read_cric_predictions, write_cric_predictions
+    from nablafol.scoring.benchmarks import score_benchmark
+    predictions = read_cric_predictions(job.details_path) if Path(job.details_path).stat().st_size else {}
+    write_cric_predictions(job.predictions, predictions)
+    return score_benchmark("cric", job.questions, job.predictions, exact=job.exact)
+
+
+def _write_attentions(job: EvaluationJob, perception) -> int:
+    """GQA's object-based attentions file from the details just written (each question's engine
+    attention on its objects' boxes); how many questions it holds."""
+    from nablafol.data import iter_details
+    from nablafol.data.attentions import attentions_from_details, write_attentions
+    image_of = {q.id: q.image_id for q in iter_questions(job.questions)}
+    return write_attentions(job.attentions, attentions_from_details(iter_details(job.details), image_of,
+                                                                    perception.regions))
+
+
+def _answerer(job: EvaluationJob, benchmark: str = "gqa") -> Answerer:
+    """The perception the job names, and an answerer over it (with CRIC's compiler for CRIC)."""
     from nablafol.dsl import Ontology
     from nablafol.pipeline.perception import SceneGraphPerception
-    device = job.device
     ontology = Ontology.gqa() if job.ontology is None else Ontology.from_folder(job.ontology)
     if job.scene_graphs:
         from nablafol.data import SceneGraphTexts, load_scene_graphs
+        from nablafol.data.cric import load_cric_scene_graphs
         knowledge = None
         if job.knowledge:
             from nablafol.graph_oracles import KnowledgeBase
             knowledge = KnowledgeBase.sample() if job.knowledge == "sample" else KnowledgeBase.load(job.knowledge)
         # with workers, scenes stay JSON text until a worker needs one: read in parallel, not copied
-        graphs = SceneGraphTexts(job.scene_graphs) if job.workers > 1 else load_scene_graphs(job.scene_graphs)
-        perception = SceneGraphPerception(graphs, ontology=ontology, device=device, knowledge=knowledge)
+        if benchmark == "cric":
+            graphs = load_cric_scene_graphs(job.scene_graphs)
+        else:
+            graphs = SceneGraphTexts(job.scene_graphs) if job.workers > 1 else load_scene_graphs(job.scene_graphs)
+        perception = SceneGraphPerception(graphs, ontology=ontology, device=job.device, knowledge=knowledge)
     else:
         from nablafol.pipeline.model_folder import feature_perception
-        perception = feature_perception(job.features, job.model, device=device)
-    return Answerer(perception, batch_size=job.batch_size, threshold=job.threshold, keep_outcomes=bool(job.details),
-                    details_top=job.details_top)
+        perception = feature_perception(job.features, job.model, device=job.device)
+    compiler = None
+    if benchmark == "cric":
+        from nablafol.compiler.cric import CricCompiler
+        from nablafol.pipeline.answering import CACHED_PROGRAMS
+        compiler = CricCompiler(perception.ontology, perception.knowledge_relations, cache_size=CACHED_PROGRAMS)
+    return Answerer(perception, compiler=compiler, batch_size=job.batch_size, threshold=job.threshold,
+                    keep_outcomes=bool(job.details_path), details_top=job.details_top)
 
 
 def _write_json(path: Path, obj) -> None:

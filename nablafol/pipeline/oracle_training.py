@@ -45,7 +45,7 @@ from nablafol.errors import InputFileError
 from nablafol.pipeline.answering import Answerer, Skip, compile_question
 from nablafol.pipeline.datasets import DatasetFiles
 from nablafol.pipeline.perception import FeaturePerception
-from nablafol.scoring.metrics import vocabulary_match
+from nablafol.scoring import vocabulary_match
 
 __all__ = ["TrainConfig", "TrainingExample", "TrainingEvent", "Curriculum", "answer_loss", "prepare_examples",
            "Trainer", "TrainingJob", "train_oracle"]
@@ -444,17 +444,17 @@ class Trainer:
         if self.val_perception is None or not self.val_questions:
             return {}
         from nablafol.pipeline.evaluation import answer_all
-        from nablafol.scoring.running import RunningScore
+        from nablafol.scoring import Scorer
         self.trainable.eval()
         answerer = Answerer(self.val_perception, compiler=self.compiler, engine=self.engine,
                             threshold=self.config.threshold)
-        predictions = {}
+        scorer = Scorer(vocabulary_match)
         # one chunk per shard: every validation question of a shard batched together, one pass
         for part in self.world.validation_parts(self.val_questions):
             if part:
-                predictions.update(answer_all(part, answerer).predictions)
+                answer_all(part, answerer, scorer=scorer)
         self.trainable.train()
-        scores = self.world.merged_scores(self.val_questions, predictions, RunningScore(match=vocabulary_match))
+        scores = self.world.merged_scores(scorer)
         if scores is None:
             return {}
         acc = scores.overall.accuracy

@@ -10,7 +10,9 @@ Every member the pipeline reads is declared on :class:`Perception`, with its def
 * ``ontology``: the vocabulary questions are compiled against (None: GQA's);
 * ``calibrator``: a top-down calibrator the engine applies (None: none);
 * ``knowledge_relations``: relations of a knowledge base that CRIC-style steps may name;
-* ``before_fork()``: release what must not cross a fork (open HDF5 files).
+* ``before_fork()``: release what must not cross a fork (open HDF5 files);
+* ``regions(image_id)``: each object's box (fractions of the image; ``scene``: the whole image),
+  for writing the engine's attention as GQA's attentions file.
 
     >>> from nablafol.data import load_scene_graphs
     >>> perception = SceneGraphPerception(load_scene_graphs("tests/fixtures/gqa/val_sceneGraphs.json"))
@@ -52,6 +54,11 @@ class Perception:
     def before_fork(self) -> None:
         """Release what must not cross a fork (nothing, unless a perception holds files)."""
 
+    def regions(self, image_id: str) -> dict:
+        """``{object id: (x0, y0, x1, y1)}`` as fractions of the image, the objects named as the
+        oracle names them."""
+        raise NotImplementedError(f"{type(self).__name__} does not know where its objects are")
+
 
 class SceneGraphPerception(Perception):
     """The golden oracle over GQA scene graphs (plain or probabilistic), and optionally a
@@ -81,6 +88,10 @@ class SceneGraphPerception(Perception):
 
     def knows(self, predicate: Predicate) -> bool:
         return any(p.knows(predicate) for p in self._probes)
+
+    def regions(self, image_id: str) -> dict:
+        from nablafol.data.attentions import scene_graph_regions
+        return scene_graph_regions(self.scene_graphs[image_id])
 
     def oracle(self, image_ids: Sequence[str]):
         oracles = self._graph_oracles
@@ -119,6 +130,10 @@ class FeaturePerception(Perception):
 
     def knows(self, predicate: Predicate) -> bool:
         return self.vocabulary.knows(predicate)
+
+    def regions(self, image_id: str) -> dict:
+        from nablafol.data.attentions import feature_regions
+        return feature_regions(self.store[image_id])
 
     def oracle(self, image_ids: Sequence[str]):
         from nablafol.neural import FeatureBatch

@@ -64,7 +64,7 @@ def test_each_layer_holds_modules(layer):
 #: What a command may not touch itself: answering, journaling, workers, the engine, tensors.
 #: A command parses options, calls one library function, prints (docs/design.md).
 NOT_IN_COMMANDS = ("torch", "nablafol.engine", "nablafol.pipeline.answering", "nablafol.pipeline.journal",
-                   "nablafol.pipeline.workers", "nablafol.scoring.running")
+                   "nablafol.pipeline.workers")
 
 
 def test_commands_hold_no_answering_scoring_or_journaling_logic():

@@ -1,6 +1,5 @@
 """Streaming evaluation pieces: chunked answering agrees with the whole-set run, and the running
 score agrees with :func:`nablafol.scoring.score`."""
-import random
 from pathlib import Path
 from types import SimpleNamespace as Q
 
@@ -10,10 +9,9 @@ from nablafol.data import load_questions, load_scene_graphs
 from nablafol.pipeline.answering import Answerer, Outcome, Skip
 from nablafol.pipeline.perception import SceneGraphPerception
 from nablafol.pipeline.evaluation import answer_all
-from nablafol.scoring.metrics import vocabulary_match
+from nablafol.scoring import Scorer, ScoringError
 from nablafol.graph_oracles import KnowledgeBase
-from nablafol.scoring import score
-from nablafol.scoring.running import RunningScore
+
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "gqa"
 
@@ -37,55 +35,18 @@ def test_chunks_answer_as_the_whole_set_does(folder, questions, graphs, knowledg
     assert len(whole.predictions) > 0
 
 
-def _same_scores(questions, predictions, match=vocabulary_match):
-    running = RunningScore(match=match)
-    for q in questions:
-        running.add(q, predictions.get(q.id))
-    expected = score(questions, predictions, match=match)
-    got = running.scores()
-    assert got.to_json() == expected.to_json()
-    assert got.overall.by_structural == expected.overall.by_structural
-    assert got.missing == expected.missing
-    assert got.format_table() == expected.format_table()
-    return got
-
-
-def test_running_score_matches_score_on_the_fixture_questions():
-    questions = [q for q in load_questions(FIXTURES / "val_balanced_questions.json").values() if q.answer]
-    rng = random.Random(3)
-    predictions = {q.id: (q.answer if rng.random() < 0.6 else "yes") for q in questions if rng.random() < 0.9}
-    _same_scores(questions, predictions)
-
-
-def test_running_score_matches_score_on_random_entailment_graphs():
-    rng = random.Random(11)
-    for trial in range(30):
-        n = rng.randint(1, 60)
-        ids = [str(rng.randint(0, 10 ** 6)) for _ in range(n)]
-        ids = list(dict.fromkeys(ids))
-        questions = [Q(id=i, answer=rng.choice(["yes", "no", "red", "cat"]),
-                       entailed=tuple(rng.choice(ids + ["absent"]) for _ in range(rng.randint(0, 6))),
-                       types={"structural": rng.choice(["query", "verify", "logical"])} if rng.random() < 0.8
-                       else {}) for i in ids]
-        predictions = {q.id: rng.choice([q.answer, "no", "cat"]) for q in questions if rng.random() < 0.85}
-        got = _same_scores(questions, predictions)
-        if trial == 0:
-            assert got.overall.count["all"] == len(questions)
-
-
-def test_running_score_consistency_by_hand():
-    running = RunningScore()
-    running.add(Q(id="1", answer="red", entailed=("2", "3", "3", "1", "99"), types={"structural": "query"}), "red")
-    running.add(Q(id="2", answer="yes", entailed=("1",), types={"structural": "verify"}), "yes")
-    running.add(Q(id="3", answer="no", entailed=(), types={"structural": "verify"}), "yes")
+def test_the_scorer_of_a_stream_consistency_by_hand():
+    scorer = Scorer()
+    scorer.update(Q(id="1", answer="red", entailed=("2", "3", "3", "1", "99"), types={"structural": "query"}), "red")
+    scorer.update(Q(id="2", answer="yes", entailed=("1",), types={"structural": "verify"}), "yes")
+    scorer.update(Q(id="3", answer="no", entailed=(), types={"structural": "verify"}), "yes")
     # anchor 1: 2 right, 3 twice wrong -> 1/3; anchor 2: 1 right -> 1
-    assert running.scores().overall.consistency == {"all": 2 / 3, "open": 1 / 3, "binary": 1.0}
+    assert scorer.compute().consistency == {"all": 2 / 3, "open": 1 / 3, "binary": 1.0}
 
 
-def test_running_score_refuses_a_question_without_answer():
-    from nablafol.scoring.metrics import ScoringError
+def test_the_scorer_refuses_a_question_without_answer():
     with pytest.raises(ScoringError, match="question '7'"):
-        RunningScore().add(Q(id="7", answer=None, entailed=(), types={}), "x")
+        Scorer().update(Q(id="7", answer=None, entailed=(), types={}), "x")
 
 
 def test_the_program_cache_stays_bounded_and_answers_the_same():

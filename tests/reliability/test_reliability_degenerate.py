@@ -19,7 +19,7 @@ from nablafol.pipeline.answering import Answerer
 from nablafol.pipeline.perception import SceneGraphPerception
 from nablafol.pipeline.evaluation import answer_all
 from nablafol.ir import Aggregate, Filter, Predicate, Program, Quantifier, Relate, Top
-from nablafol.scoring.metrics import vocabulary_match
+from nablafol.scoring import vocabulary_match
 from nablafol.oracle import TableOracle
 from nablafol.synthetic import CrispExecutor, QuestionGenerator, UndefinedAnswerError, Vocabulary
 from nablafol.testing import brute_force

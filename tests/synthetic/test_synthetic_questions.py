@@ -7,7 +7,7 @@ import pytest
 
 from nablafol.dsl import Objects, Relation, Scene, Value, parse_program, program_from_semantic
 from nablafol.synthetic import CrispExecutor
-from nablafol.synthetic.questions import FAMILIES
+from nablafol.synthetic.question_generator import FAMILIES
 
 SPLITS = ("train", "val", "testdev")
 

@@ -50,6 +50,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--model", metavar="M", help="trained model folder (with --features)")
     parser.add_argument("--predictions", required=True, metavar="OUT", help="where to write GQA predictions JSON")
     parser.add_argument("--details", metavar="D", help="also write per-question details (JSON lines)")
+    parser.add_argument("--attentions", metavar="A", help="with --details: also write the engine's attention as GQA's "
+                        "attentions file (object-based; `nablafol score --attentions A` scores its grounding)")
     parser.add_argument("--details-top", type=non_negative_int, default=10, metavar="K",
                         help="candidates of an open question kept in details (0: all; default 10)")
     parser.add_argument("--skipped", metavar="PATH", help="write the skipped questions here (JSON); default "
@@ -63,6 +65,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--exact", action="store_true", help="score by exact string match (GQA's eval.py) "
                         "instead of vocabulary forms")
     parser.add_argument("--strict", action="store_true", help="any skipped question is an error (exit 2)")
+    parser.add_argument("--format", choices=("gqa", "cric"), help="the questions' format (default: told from the "
+                        "file); CRIC questions are answered with CRIC's programs, and their predictions (answer "
+                        "and grounding) are written in CRIC's format, the details beside them")
     parser.add_argument("--knowledge", metavar="KB", help="a knowledge base (TSV or JSON triples; 'sample' for the "
                         "built-in one) for CRIC-style steps such as `filter CapableOf: lift food`")
     parser.add_argument("--device", default="cpu")
@@ -103,7 +108,9 @@ def _run(args) -> int:
         raise UsageError("--features needs --model (a trained model folder)")
     if args.model and not args.features:
         raise UsageError("--model goes with --features")
-    for out in (args.predictions, args.details, args.skipped):  # fail before the work, not after it
+    if args.attentions and not args.details:
+        raise UsageError("--attentions is written from the details: give --details too")
+    for out in (args.predictions, args.details, args.attentions, args.skipped):  # fail before the work, not after it
         if out:
             output_file(out)
     args.device = device(args.device)
@@ -112,11 +119,12 @@ def _run(args) -> int:
                          f"{args.device}); give --workers 1 or --device cpu")
     job = EvaluationJob(
         questions=args.questions, predictions=args.predictions, scene_graphs=args.scene_graphs,
-        features=args.features, model=args.model, details=args.details, skipped=args.skipped,
+        features=args.features, model=args.model, details=args.details, attentions=args.attentions,
+        skipped=args.skipped,
         knowledge=args.knowledge, ontology=args.ontology, batch_size=args.batch_size, chunk_size=args.chunk_size,
-        threshold=args.threshold, details_top=args.details_top, exact=args.exact, workers=args.workers,
-        threads=args.threads, device=args.device, resume=args.resume, shard=args.shard, merge=args.merge,
-        launch=Launch.from_environment())
+        threshold=args.threshold, details_top=args.details_top, exact=args.exact, format=args.format,
+        workers=args.workers, threads=args.threads, device=args.device, resume=args.resume, shard=args.shard,
+        merge=args.merge, launch=Launch.from_environment())
     if args.shard is not None and args.merge:
         raise UsageError("--shard answers one shard, --merge joins them: give one of the two")
     bar = ProgressBar("eval", unit="q") if job.launch.is_main and not args.merge else None
