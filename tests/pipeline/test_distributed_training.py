@@ -117,3 +117,46 @@ def test_more_processes_than_shards_or_a_batch_the_shards_do_not_divide_is_refus
     code = main(["train", "--data", str(data), "--out", str(tmp_path / "m"), "--shards", "3", *TRAIN_ARGS])
     err = capsys.readouterr().err
     assert code == 2 and "multiple of the shard count 3" in err and len(err.strip().splitlines()) == 1
+
+
+class _Stop(Exception):
+    pass
+
+
+def _stop_at(step):
+    def callback(event):
+        if event.kind == "step" and event.step == step:
+            raise _Stop
+    return callback
+
+
+def test_resuming_with_other_shards_draws_a_new_plan_and_finishes(runs, tmp_path):
+    """A run of 2 shards stopped inside its first epoch, resumed with --shards 1: the epoch goes
+    on at the same step of the new plan; the folder then records one shard."""
+    from nablafol.pipeline.datasets import dataset_files
+    from nablafol.pipeline.oracle_training import TrainConfig, TrainingJob, train_oracle
+    data, root, _ = runs
+    config = TrainConfig(epochs=2, batch_size=8, lr=1e-2, checkpoint_every=1, checkpoint_seconds=0)
+    job = TrainingJob(dataset_files(data), tmp_path / "m", config, hidden_dim=16, shards=2, callbacks=[_stop_at(4)])
+    with pytest.raises(_Stop):
+        train_oracle(job, log=lambda *_: None)
+    assert torch.load(tmp_path / "m" / "training_state.pt", weights_only=True)["position"]["batch"] == 3
+    said = []
+    history = train_oracle(TrainingJob(dataset_files(data), tmp_path / "m", config, hidden_dim=16, shards=1,
+                                       resume=True), log=said.append)
+    assert any(line.startswith(f"resumed from {tmp_path / 'm'}") for line in said)
+    assert [r["epoch"] for r in history] == [0, 1]
+    state = torch.load(tmp_path / "m" / "training_state.pt", weights_only=True)
+    assert "shards" not in state and state["epoch"] == 2
+    assert all(torch.isfinite(w).all() for w in weights(tmp_path / "m").values())
+
+
+def test_the_plan_lists_each_shards_questions_and_feature_files(runs, capsys):
+    from nablafol.data import load_questions
+    data, _, _ = runs
+    assert main(["train", "--data", str(data), "--out", "unused", "--shards", "2", "--plan"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("2 shards of ") and len(lines) == 3
+    counts = [int(line.split(": ")[1].split(" training")[0].replace(",", "")) for line in lines[1:]]
+    assert sum(counts) == len(load_questions(data / "train_balanced_questions.json"))
+    assert all(line.endswith("features: gqa_objects_0.h5") for line in lines[1:])
