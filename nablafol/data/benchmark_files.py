@@ -35,7 +35,11 @@ _DECODER = json.JSONDecoder()
 
 
 def detect_benchmark(path: str | os.PathLike) -> str:
-    """``gqa``, ``cric``, ``aokvqa`` or ``vcr``; an InputFileError when the file says none of them."""
+    """``gqa``, ``cric``, ``aokvqa`` or ``vcr``; an InputFileError when its records are none of them.
+
+    A file that holds no records at all (empty, not JSON, a list of numbers) is read as GQA's, whose
+    reader then says in one line what is wrong with it.
+    """
     path = Path(path)
     first = json_inputs(path)[0] if path.is_dir() else path
     if not first.exists():
@@ -61,6 +65,10 @@ def detect_benchmark(path: str | os.PathLike) -> str:
                     if "choices" in record and {"direct_answers", "correct_choice_idx",
                                                 "difficult_direct_answer"} & set(record):
                         return "aokvqa"
+                else:  # not a list of records: GQA's reader says what is wrong with it
+                    return "gqa"
+            else:  # empty, or not JSON: GQA's reader says what is wrong with it
+                return "gqa"
         except UnicodeDecodeError as error:
             raise InputFileError(first, f"is not UTF-8 text ({error.reason})") from None
     raise InputFileError(first, "cannot tell which benchmark the file is (GQA, CRIC, A-OKVQA or VCR); "

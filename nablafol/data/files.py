@@ -104,17 +104,18 @@ def _umask() -> int:
     return mask
 
 
-def write_question_entries(path: str | os.PathLike, entries: Iterable[tuple[str, str]], brackets: str = "[]") -> int:
-    """Write a JSON list (``brackets="[]"``) or object (``"{}"``) of one entry per question, one per
-    line, atomically: ``entries`` are ``(questionId, entry's JSON text)``; an id given twice is
-    refused (ValueError). Returns how many were written."""
+def write_question_entries(path: str | os.PathLike, entries: Iterable[tuple[str, str]], brackets: str = "[]",
+                           *, kind: str = "question") -> int:
+    """Write a JSON list (``brackets="[]"``) or object (``"{}"``) of one entry per question (or
+    image: ``kind``), one per line, atomically: ``entries`` are ``(id, entry's JSON text)``; an
+    id given twice is refused (ValueError). Returns how many were written."""
     seen: set[str] = set()
     with atomic_writer(path) as stream:
         stream.write(brackets[0])
-        for question_id, text in entries:
-            if question_id in seen:
-                raise ValueError(f"question {question_id} has two entries")
+        for key, text in entries:
+            if key in seen:
+                raise ValueError(f"{kind} {key} given twice")
             stream.write(("\n" if not seen else ",\n") + text)
-            seen.add(question_id)
+            seen.add(key)
         stream.write(f"\n{brackets[1]}\n")
     return len(seen)

@@ -13,9 +13,9 @@ from pathlib import Path
 from dataclasses import dataclass
 
 from nablafol.data.files import write_text
-from nablafol.pipeline.demo_report import (BASE, BLACK_BOX, CALIBRATED, PRIOR, accuracy_by_length, calibration_pictures,
-                                           hard_easy_bars, hop_pictures, pattern, pictures_section, reliability,
-                                           tables, write_json)
+from nablafol.pipeline.demo_report import (BASE, BLACK_BOX, CALIBRATED, GOLDEN, PRIOR, accuracy_by_length,
+                                           calibration_pictures, gqa_metrics_section, hard_easy_bars, hop_pictures,
+                                           pattern, pictures_section, reliability, tables, write_json)
 
 STAGES = 8
 
@@ -99,9 +99,9 @@ def run_demo(args: DemoSettings) -> int:
 
     # 2. golden evaluation
     report.start()
-    golden = _evaluate(Answerer(SceneGraphPerception(load_scene_graphs(data / "val_sceneGraphs.json"),
-                                                     ontology=ontology), compiler=compiler),
-                       val_q, f"2/{STAGES} golden")
+    val_graphs = load_scene_graphs(data / "val_sceneGraphs.json")
+    golden = _evaluate(Answerer(SceneGraphPerception(val_graphs, ontology=ontology), compiler=compiler,
+                                keep_outcomes=True), val_q, f"2/{STAGES} golden")
     g = score(list(val_q.values()), golden.predictions, match=vocabulary_match).overall
     golden_ok = g.accuracy["all"] == 1.0 and not golden.skips
     say(f"\n## Golden oracle (validation scene graphs, golden programs)\n\naccuracy {100 * g.accuracy['all']:.2f}% "
@@ -173,12 +173,15 @@ def run_demo(args: DemoSettings) -> int:
     # 7. tables
     scores = {name: scores[name] for name in (BASE, CALIBRATED, BLACK_BOX, PRIOR)}  # one order (and colour) everywhere
     say(tables(scores, split, blackbox, calibration_epochs, calibration_history))
+    runs = {BASE: base.predictions, CALIBRATED: calibrated.predictions, BLACK_BOX: predictions[BLACK_BOX],
+            PRIOR: predictions[PRIOR]}
+    gqa = _gqa_metrics(runs, test_q, val_q, val_graphs, golden, Answerer(perception, compiler=compiler,
+                                                                         keep_outcomes=True), data)
+    say(gqa_metrics_section(gqa))
 
     # 8. pictures and files
     report.start()
     bar = ProgressBar(f"8/{STAGES} pictures", total=5, unit="pictures")
-    runs = {BASE: base.predictions, CALIBRATED: calibrated.predictions, BLACK_BOX: predictions[BLACK_BOX],
-            PRIOR: predictions[PRIOR]}
     by_length = accuracy_by_length(test_q, runs, folder / "accuracy_by_length.png")
     bar(1)
     hard_easy_bars(scores, split, folder / "hard_vs_easy.png")
@@ -196,6 +199,8 @@ def run_demo(args: DemoSettings) -> int:
         + "\n".join(f"| {k} | {v:.1f} |" for k, v in report.timings.items())
         + f"\n| **total** | {sum(report.timings.values()):.1f} |")
     write_json(folder / "scores.json", {name: s.to_json() for name, s in scores.items()})
+    write_json(folder / "gqa_metrics.json", {split_name: {name: s.gqa_json() for name, s in by_model.items()}
+                                             for split_name, by_model in gqa.items()})
     write_json(folder / "demo.json", {
         "seed": args.seed, "quick": bool(args.quick), "sizes": sizes,
         "epochs": {"oracle": epochs, "calibrator": calibration_epochs, "black_box": blackbox_epochs},
@@ -208,6 +213,24 @@ def run_demo(args: DemoSettings) -> int:
     print(f"\nreport: {folder / 'report.md'} (tables, {len(list(folder.rglob('*.png')))} pictures, raw JSON beside it)"
           f" — {sum(report.timings.values()):.0f} s in all")
     return 0 if golden_ok else 1
+
+
+def _gqa_metrics(runs: dict, test_q: dict, val_q: dict, val_graphs, golden, base_answerer, data) -> dict:
+    """GQA's other metrics: validity, plausibility and distribution of every model on test-dev;
+    grounding on validation (GQA publishes no test-dev scene graphs, so grounding is scored where
+    the gold regions are), for the golden oracle and the base model (the only runs with an
+    attention over objects)."""
+    from nablafol.data.choices import load_choices
+    from nablafol.scoring.report import score_run
+    test_choices, val_choices = (load_choices(data / f"{split}_choices.json") for split in ("testdev", "val"))
+    base_val = _evaluate(base_answerer, val_q, f"7/{STAGES} base validation (grounding)")
+    grounded = {GOLDEN: (golden, None), BASE: (base_val, base_answerer.perception.regions)}
+    return {
+        "testdev": {name: score_run(test_q.values(), predictions, choices=test_choices)
+                    for name, predictions in runs.items()},
+        "val": {name: score_run(val_q.values(), run.predictions, choices=val_choices, details=run.outcomes,
+                                scene_graphs=val_graphs, regions_of=regions)
+                for name, (run, regions) in grounded.items()}}
 
 
 def _evaluate(answerer, questions, label: str):

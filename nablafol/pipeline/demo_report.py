@@ -12,6 +12,7 @@ SHAPE_STEPS = 12  # curves per calibration picture, for a readable legend
 
 BASE, CALIBRATED, BLACK_BOX, PRIOR = ("base model (∇-FOL)", "calibrated (∇-FOL + top-down calibration)",
                                       "black-box (question words + features)", "answer prior (blind)")
+GOLDEN = "golden oracle (scene graphs)"
 
 
 def write_json(path, obj) -> None:
@@ -65,6 +66,29 @@ def tables(scores: dict, split, blackbox, calibration_epochs: int, calibration_h
         _split_table({k: scores[k] for k in (BASE, CALIBRATED)}),
         "\n" + _pattern_text(pattern(scores)),
     ])
+
+
+def gqa_metrics_section(gqa: dict) -> str:
+    """GQA's own metrics beyond accuracy and consistency (``gqa`` from the demo: split -> model ->
+    SubsetScore), one table per split, in GQA's order."""
+    from nablafol.scoring.report import gqa_rows
+    parts = ["\n## GQA's other metrics\n\nAs GQA's `eval.py` computes them (see `docs/scoring.md`): validity and "
+             "plausibility against each question's valid and plausible answers (`*_choices.json`), distribution "
+             "(the chi-square distance between the predicted and the true answer distributions per question group; "
+             "lower is better), grounding (the attention's share inside the regions the question names). Grounding "
+             "needs the scene graphs' regions, which GQA publishes for validation only, and an attention over objects, "
+             "which only the ∇-FOL runs have. Two of the script's rules show here: grounding sums over the regions of "
+             "the question's and of the full answer's annotations, so an object named in both counts twice and a score can "
+             "pass 100%; and a `twoCommon` answer is valid only if it is color, material or shape (real GQA asks no "
+             "other), while the embedded generator also asks what two objects have in common in size or pose: the "
+             "golden oracle's validity below 100% is those questions.\n"]
+    for split, title in (("testdev", "test-dev"), ("val", "validation")):
+        models = gqa[split]
+        names = [metric for metric, _ in gqa_rows(next(iter(models.values())))]
+        parts += [f"\n**{title}**\n", "| model | " + " | ".join(names) + " |", "|---|" + "---:|" * len(names)]
+        parts += [f"| {model} | " + " | ".join(value.replace(" (lower is better)", "") for _, value in gqa_rows(s))
+                  + " |" for model, s in models.items()]
+    return "\n".join(parts)
 
 
 def pattern(scores: dict) -> dict:

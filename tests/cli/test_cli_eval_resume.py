@@ -277,9 +277,9 @@ def test_eval_loads_with_the_collector_off_and_restores_it_after(data, reference
     seen = {}
     original = evaluation._answerer
 
-    def watched(job):
+    def watched(job, *rest):
         seen["loading"] = (gc.isenabled(), gc.get_threshold())
-        return original(job)
+        return original(job, *rest)
 
     monkeypatch.setattr(evaluation, "_answerer", watched)
     before = gc.get_threshold()

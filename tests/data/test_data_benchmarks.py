@@ -150,12 +150,19 @@ def test_the_benchmark_is_told_from_the_file(path, benchmark):
     assert detect_benchmark(path) == benchmark
 
 
-@pytest.mark.parametrize("text", ["[]", "[1, 2]", '[{"question": "?"}]', "42", ""])
-def test_an_unknown_file_asks_for_the_benchmark(tmp_path, text):
+@pytest.mark.parametrize("text", ['[{"question": "?"}]', '[{"id": 1}, {"id": 2}]'])
+def test_records_of_no_known_benchmark_ask_for_the_benchmark(tmp_path, text):
     path = tmp_path / "q.json"
     path.write_text(text)
     with pytest.raises(InputFileError, match="give --benchmark"):
         detect_benchmark(path)
+
+
+@pytest.mark.parametrize("text", ["[]", "[1, 2]", "42", "", "{not json"])
+def test_a_file_without_records_goes_to_the_gqa_reader_which_says_what_is_wrong(tmp_path, text):
+    path = tmp_path / "q.json"
+    path.write_text(text)
+    assert detect_benchmark(path) == "gqa"
 
 
 # -- broken files: one line naming the file and the record ----------------------------------------
