@@ -14,11 +14,14 @@ global batch ``--batch``), each ``--steps`` optimizer steps timed after 5 warm-u
   of the model's size (its gradients) 20 times over gloo; the median time.
 
 Throughput is global-batch questions per second (for ``independent``: the sum of the
-processes'). ``split / one`` is the scaling; ``independent / one`` is its ceiling on this
-machine as it is now; ``split / independent`` is what the exchanges themselves cost (gradient
-all-reduce, the agreed step totals, waiting for the slower process). Peak memory is each
-process's maximum resident set. Without ``--data`` a dataset of 300 training scenes is made in
-a temporary folder.
+processes'). Each process's CPU time over the timed steps gives the share of a core it had (CPU
+/ wall) and its CPU milliseconds per global question; ``one``'s over ``split``'s (the busiest
+process) estimates the scaling with a free core per process, whatever the load now (an estimate:
+it leaves out the waiting for the slower process at each step). ``split / one`` is the scaling;
+``independent / one`` is its ceiling on this machine as it is now; ``split / independent`` is
+what the exchanges themselves cost (gradient all-reduce, the agreed step totals, waiting for the
+slower process). Peak memory is each process's maximum resident set. Without ``--data`` a
+dataset of 300 training scenes is made in a temporary folder.
 """
 from __future__ import annotations
 
@@ -50,11 +53,12 @@ def _train(rank: int, world: int, port: int, data: str, out: str, batch: int, st
     from nablafol.pipeline.oracle_training import TrainConfig, TrainingJob, train_oracle
     files = dataset_files(data)
     files = DatasetFiles(files.train_questions, files.features, None, files.ontology)  # no validation pass
-    times = []
+    times, cpu = [], []
 
     def timing(event) -> None:
         if event.kind == "step":
             times.append(time.perf_counter())
+            cpu.append(time.process_time())  # every thread of the process (gloo's too)
             if event.step == WARMUP + steps:
                 raise _Enough
 
@@ -68,7 +72,8 @@ def _train(rank: int, world: int, port: int, data: str, out: str, batch: int, st
     seconds = times[WARMUP + steps - 1] - times[WARMUP - 1]
     # split: the run's global batches per second (every process steps with the others)
     results.put({"rank": rank, "questions_per_s": batch * steps / seconds,
-                 "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024})
+                 "cpu_s": cpu[WARMUP + steps - 1] - cpu[WARMUP - 1], "wall_s": seconds,
+                 "questions": batch * steps, "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024})
 
 
 def _allreduce(rank: int, world: int, port: int, parameters: int, results) -> None:
@@ -132,7 +137,11 @@ def _run(mode: str, processes: int, data: str, out: str, batch: int, steps: int)
     # independent: the processes' rates add up; split: one run, rank 0 tells its rate
     total = got[0]["questions_per_s"] if mode == "split" else sum(r["questions_per_s"] for r in got)
     return {"mode": mode, "processes": world, "questions_per_s": total,
-            "peak_mb": [round(r["peak_mb"]) for r in got]}
+            "peak_mb": [round(r["peak_mb"]) for r in got],
+            # the share of a core each process had, and its CPU time per question it stepped over:
+            # with a core to itself and no waiting, a run goes as fast as its busiest process
+            "core_share": [r["cpu_s"] / r["wall_s"] for r in got],
+            "cpu_ms_per_question": max(1000 * r["cpu_s"] / r["questions"] for r in got)}
 
 
 MODES = ("one", "independent", "split", "allreduce")
@@ -154,6 +163,9 @@ def run(data: str | None = None, steps: int = 30, batch: int = 64, processes: in
         out["ceiling"] = by["independent"] / by["one"]
     if {"independent", "split"} <= by.keys():
         out["exchange_cost"] = 1 - by["split"] / by["independent"]
+    cpu = {r["mode"]: r["cpu_ms_per_question"] for r in rows if "cpu_ms_per_question" in r}
+    if {"one", "split"} <= cpu.keys():
+        out["cpu_bound_scaling"] = cpu["one"] / cpu["split"]
     reduce = next((r for r in rows if r["mode"] == "allreduce"), None)
     if reduce is not None and "split" in by:
         step_ms = 1000 * batch / by["split"]
@@ -170,11 +182,16 @@ def report(r: dict) -> list[str]:
                          f"float32 numbers (the gradients)")
             continue
         lines.append(f"  {row['mode']:<12} {row['processes']} process(es): {row['questions_per_s']:8.1f} questions/s, "
-                     f"peak memory per process {', '.join(f'{m} MB' for m in row['peak_mb'])}")
+                     f"peak memory per process {', '.join(f'{m} MB' for m in row['peak_mb'])}, "
+                     f"core share {', '.join(f'{100 * c:.0f}%' for c in row['core_share'])}, "
+                     f"CPU {row['cpu_ms_per_question']:.2f} ms per global question (busiest process)")
     if "scaling" in r:
         lines.append(f"scaling (split / one) {r['scaling']:.2f}x")
     if "ceiling" in r:
         lines.append(f"ceiling on this machine now (independent / one) {r['ceiling']:.2f}x")
+    if "cpu_bound_scaling" in r:
+        lines.append(f"scaling with a free core per process, from CPU time (one / split CPU per question; an estimate "
+                     f"that ignores waiting): {r['cpu_bound_scaling']:.2f}x")
     if "exchange_cost" in r:
         lines.append(f"the exchanges cost {100 * r['exchange_cost']:.0f}% of the independent rate")
     if "allreduce_share" in r:

@@ -12,12 +12,14 @@ from nablafol.pipeline.journal import EvalJournal
 from distributed_helpers import tiny_dataset, torchrun
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "gqa" / "every_operation"
+CRIC = Path(__file__).resolve().parents[1] / "fixtures" / "cric"
 
 
 @pytest.fixture(scope="module")
 def inputs(tmp_path_factory):
-    """Two evaluations: golden scene graphs (one question skipped: its concept needs a knowledge
-    base), and a neural oracle over features (details full of float probabilities)."""
+    """Three evaluations: golden scene graphs (one question skipped: its concept needs a knowledge
+    base), a neural oracle over features (details full of float probabilities), and CRIC's
+    questions (CRIC's predictions, written from the details)."""
     import torch
 
     from nablafol.dsl import Ontology
@@ -33,6 +35,8 @@ def inputs(tmp_path_factory):
                    "--chunk-size", "4", "--batch-size", "3"],
         "features": ["--questions", data / "val_balanced_questions.json", "--features", data / "features",
                      "--model", root / "model", "--chunk-size", "5", "--batch-size", "4"],
+        "cric": ["--questions", CRIC / "val_questions.json", "--scene-graphs", CRIC / "scene_graphs.json",
+                 "--knowledge", CRIC / "knowledge_graph.json", "--chunk-size", "2"],
     }
 
 
@@ -53,22 +57,27 @@ def _scores(stdout: str) -> list[str]:
     return [line for line in stdout.splitlines()[1:] if not line.startswith("all skipped questions")]
 
 
-@pytest.mark.parametrize("kind", ["golden", "features"])
+def _attentions(kind: str, out: Path) -> list[str]:
+    """GQA's attentions file too, for the golden run (written at the end from the details)."""
+    return ["--attentions", str(out / "attentions.json")] if kind == "golden" else []
+
+
+@pytest.mark.parametrize("kind", ["golden", "features", "cric"])
 def test_shards_merged_equal_one_process_byte_for_byte(inputs, kind, tmp_path, capsys):
     one, split = tmp_path / "one", tmp_path / "split"
-    code, single_out, err = _eval(capsys, one, inputs[kind])
+    code, single_out, err = _eval(capsys, one, inputs[kind], *_attentions(kind, one))
     assert code == 0, err
     for index in range(3):  # shard 1 with forked workers: how a shard answers its chunks does not matter
         extra = ["--workers", "2"] if index == 1 else []
-        code, out, err = _eval(capsys, split, inputs[kind], "--shard", f"{index}/3", *extra)
+        code, out, err = _eval(capsys, split, inputs[kind], "--shard", f"{index}/3", *extra, *_attentions(kind, split))
         assert code == 0 and out.startswith(f"shard {index}/3: "), err
     assert not (split / "pred.json").exists()
-    code, merged_out, err = _eval(capsys, split, inputs[kind], "--merge")
+    code, merged_out, err = _eval(capsys, split, inputs[kind], "--merge", *_attentions(kind, split))
     assert code == 0, err
     assert _files(split) == _files(one)  # predictions, details, skipped list; no shard file left
     assert _scores(merged_out) == _scores(single_out) and "merged from 3 shards" in merged_out
     if kind == "golden":
-        assert "pred.skipped.json" in _files(one)
+        assert {"pred.skipped.json", "attentions.json"} <= set(_files(one))
 
 
 def test_torchrun_eval_answers_a_shard_per_process_and_rank_0_merges(inputs, tmp_path, capsys):
