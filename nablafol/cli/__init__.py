@@ -19,6 +19,7 @@ SUBCOMMANDS = {
     "calibrate": commands.calibrate,
     "generate": commands.generate,
     "demo": commands.demo,
+    "vocabulary": commands.vocabulary,
 }
 
 

@@ -538,6 +538,12 @@ def _answerer(job: EvaluationJob, benchmark: str = "gqa") -> Answerer:
             graphs = load_cric_scene_graphs(job.scene_graphs)
         else:
             graphs = SceneGraphTexts(job.scene_graphs) if job.workers > 1 else load_scene_graphs(job.scene_graphs)
+        if benchmark != "cric":
+            # an open query's candidates are the ontology's and what the scene graphs hold (issue 16);
+            # relations are left out: no open question competes them
+            from nablafol.data import scene_graph_words
+            names, values = scene_graph_words(graphs)
+            ontology = ontology.joined({"name": names, None: values})
         perception = SceneGraphPerception(graphs, ontology=ontology, device=job.device, knowledge=knowledge)
     else:
         from nablafol.pipeline.model_folder import feature_perception

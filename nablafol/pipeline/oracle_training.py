@@ -518,6 +518,11 @@ def _oracle_trainer(job: TrainingJob, group, log, progress) -> "Trainer":
     shards = run_shards(group, job.shards, out / STATE_NAME if job.resume else None)
     distribution, questions = plan_training(group, shards, store, files.train_questions, val, device)
     say = log if distribution.is_writer else (lambda *_: None)
+    # the vocabulary is open (issue 16): the model learns every concept its training questions name
+    base, ontology = ontology, _training_ontology(ontology, questions.values(), group)
+    if ontology is not base:
+        say(f"the training questions name {_new_concepts(base, ontology):,} concepts beyond the ontology: "
+            f"the model learns them too")
     torch.manual_seed(job.config.seed)
     # the feature width from an image of this process's shards (another machine may hold the others)
     first = next((q.image_id for q in questions.values() if q.image_id in store), ids[0])
@@ -538,3 +543,21 @@ def _oracle_trainer(job: TrainingJob, group, log, progress) -> "Trainer":
     if job.resume and trainer.resume():
         say(f"resumed from {out} after epoch {trainer.epoch}")
     return trainer
+
+
+def _new_concepts(base: dsl.Ontology, grown: dsl.Ontology) -> int:
+    """How many more rows a model of ``grown`` has than one of ``base``."""
+    from nablafol.neural import ConceptVocabulary
+    before, after = ConceptVocabulary.from_ontology(base), ConceptVocabulary.from_ontology(grown)
+    return after.num_unary + after.num_binary - before.num_unary - before.num_binary
+
+
+def _training_ontology(base: dsl.Ontology, questions, group) -> dsl.Ontology:
+    """``base`` widened by every concept the run's training questions name: every process's
+    questions (each holds only its shards'), so that every process builds the same model, the
+    one a single process over the whole set builds."""
+    from nablafol.compiler.vocabulary import ConceptInventory, known_values
+    inventory = ConceptInventory()
+    for part in group.gather(ConceptInventory().update(questions).counts):
+        inventory.counts.update(part)
+    return base.joined(known_values(inventory))

@@ -16,18 +16,40 @@ TOLERANCE = 1e-5
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
-    """The dataset, a 2-process ``torchrun`` training of it, and one process trained over the
-    same shards (``--shards 2``: the same global batches)."""
+    """The dataset (one training question, of shard 0, naming a concept the ontology lacks), a
+    2-process ``torchrun`` training of it, and one process trained over the same shards
+    (``--shards 2``: the same global batches)."""
     root = tmp_path_factory.mktemp("distributed")
-    data = tiny_dataset(root / "data")
+    data = _with_a_concept_of_shard_0(tiny_dataset(root / "data"))
     launched = torchrun("train", "--data", data, "--out", root / "two", *TRAIN_ARGS)
     assert launched.returncode == 0, launched.stderr[-3000:]
     assert main(["train", "--data", str(data), "--out", str(root / "one"), "--shards", "2", *TRAIN_ARGS]) == 0
     return data, root, launched
 
 
+NEW_NAME = "zorse"
+
+
+def _with_a_concept_of_shard_0(data: Path) -> Path:
+    """The vocabulary is open (issue 16): a question of the first image in the features' order
+    (shard 0's) names a new concept, which the model of every process must learn."""
+    import json
+
+    from nablafol.data import FeatureStore
+    image = FeatureStore(data / "features").image_ids()[0]
+    train = data / "train_balanced_questions.json"
+    records = json.loads(train.read_text())
+    records["new"] = {"imageId": image, "answer": "no", "question": "Is there a zorse?",
+                      "semanticStr": f"select: {NEW_NAME}->exist: ? [0]"}
+    train.write_text(json.dumps(records))
+    return data
+
+
 def test_torchrun_training_equals_one_process_over_the_same_global_batch(runs):
+    from nablafol.ir import Predicate
+    from nablafol.neural import load_model
     data, root, launched = runs
+    assert load_model(root / "two")[1].knows(Predicate(NEW_NAME, 1, "name"))  # rank 1 learned shard 0's concept
     two, one = weights(root / "two"), weights(root / "one")
     assert largest_difference(two, one) <= TOLERANCE
     # the same validation, merged from the two processes' halves, and the same training loss
