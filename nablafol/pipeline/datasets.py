@@ -52,6 +52,14 @@ def validation_questions(path, limit: int = 0) -> list:
     return questions[:limit] if limit else questions
 
 
+def plan_lines(files: DatasetFiles, shards: int, val_limit: int = 0) -> list[str]:
+    """What each of ``shards`` shards of a training run over ``files`` reads (``nablafol train --plan``)."""
+    from nablafol.data import FeatureStore
+    from nablafol.pipeline.sharding import plan_report
+    return plan_report(files.train_questions, FeatureStore(files.features), shards,
+                       validation_questions(files.val_questions, val_limit))
+
+
 def vocabulary_of(questions, scene_graphs=None, ontology=None, model=None):
     """What ``nablafol vocabulary`` prints: the concepts of a questions file (and scene graphs),
     known to ``ontology`` (a :class:`nablafol.dsl.Ontology`; GQA's by default), to the model of
