@@ -485,6 +485,8 @@ class TrainingJob:
     shards: Optional[int] = None  # data shards (None: the checkpoint's when resuming, else one per process)
     launch: object = None  # nablafol.pipeline.distributed.Launch (None: one process)
     callbacks: Sequence[Callable[[TrainingEvent], None]] = ()
+    scene_graphs: Optional[Path] = None  # train scene graphs: pretrain on their labels first
+    pretrain_epochs: int = 6
 
 
 def train_oracle(job: TrainingJob, log=print, progress=None) -> list[dict]:
@@ -542,7 +544,22 @@ def _oracle_trainer(job: TrainingJob, group, log, progress) -> "Trainer":
                       distribution=distribution)
     if job.resume and trainer.resume():
         say(f"resumed from {out} after epoch {trainer.epoch}")
+    elif job.scene_graphs is not None and job.pretrain_epochs:
+        # every process pretrains on the same labels from the same seed: the same weights everywhere
+        _pretrain(job, model, store, ontology, say)
     return trainer
+
+
+def _pretrain(job: TrainingJob, model, store, ontology, log) -> list[dict]:
+    """Train ``model`` on the labels of ``job.scene_graphs`` (the images it shares with ``store``)."""
+    from nablafol.data import load_scene_graphs
+    from nablafol.neural.feature_memory import FeatureMemory
+    from nablafol.pipeline.label_training import LabelConfig, train_on_labels
+    graphs = load_scene_graphs(job.scene_graphs)
+    log(f"pretraining on the labels of {sum(i in store for i in graphs):,} of {len(graphs):,} scene graphs "
+        f"({job.pretrain_epochs} epochs)")
+    return train_on_labels(model, FeatureMemory(store), graphs, ontology,
+                           LabelConfig(epochs=job.pretrain_epochs, seed=job.config.seed), log=log)
 
 
 def _new_concepts(base: dsl.Ontology, grown: dsl.Ontology) -> int:

@@ -6,7 +6,7 @@ import numpy as np
 import torch
 
 from nablafol.cli import main
-from nablafol.pipeline.demo_report import BASE, BLACK_BOX, CALIBRATED, GOLDEN, PRIOR, _StepRecorder
+from nablafol.pipeline.demo_report import BASE, BLACK_BOX, CALIBRATED, CEILING, GOLDEN, PRIOR, _StepRecorder
 from nablafol.engine import Engine, ProgramPlan
 from nablafol.ir import Filter, Predicate, Program, Relate, Top, Aggregate
 from nablafol.operators import Quantifier
@@ -80,7 +80,9 @@ def test_demo_quick_writes_its_report(tmp_path):
         assert _is_png(folder / link), link
 
     scores = json.loads((folder / "scores.json").read_text())
-    assert set(scores) == {BASE, CALIBRATED, BLACK_BOX, PRIOR}
+    assert set(scores) == {CEILING, BASE, CALIBRATED, BLACK_BOX, PRIOR}
+    assert "## The perception ceiling" in report and CEILING in report
+    assert report.index("## The perception ceiling") < report.index("## Table 1")
     base = scores[BASE]
     assert base["hard"]["all"]["accuracy"] == 0.0 and base["easy"]["all"]["error"] == 0.0
     split = json.loads((folder / "split.json").read_text())

@@ -31,12 +31,15 @@ def add_arguments(parser) -> None:
     parser.add_argument("--out", default="runs/demo", metavar="DIR")
     parser.add_argument("--quick", action="store_true", help="small dataset, few epochs")
     parser.add_argument("--epochs", type=positive_int, default=None, help="oracle training epochs (default 8; quick: 4)")
-    parser.add_argument("--lr", type=positive_float, default=3e-3, help="Adam learning rate for the demo's short training "
+    parser.add_argument("--lr", type=positive_float, default=1e-3, help="Adam learning rate for the demo's short training "
                         "(the paper's 1e-4 is `nablafol train`'s default)")
     parser.add_argument("--calibration-epochs", type=positive_int, default=None,
                         help="calibrator training epochs (default 2; quick: 1)")
     parser.add_argument("--blackbox-epochs", type=positive_int, default=None,
                         help="black-box baseline training epochs (default 10; quick: 8)")
+    parser.add_argument("--ceiling-epochs", type=positive_int, default=None,
+                        help="epochs of the perception ceiling (the oracle trained on the scene graphs' labels; "
+                        "default 6; quick: 2)")
     parser.add_argument("--seed", type=non_negative_int, default=0)
     parser.add_argument("--threads", type=positive_int, default=1,
                         help="torch threads (default 1: the demo's tensors are small, and more threads mostly wait "
@@ -47,5 +50,5 @@ def run(args) -> int:
     from nablafol.pipeline.demo import DemoSettings, run_demo
     settings = DemoSettings(out=Path(args.out), quick=args.quick, epochs=args.epochs, lr=args.lr,
                             calibration_epochs=args.calibration_epochs, blackbox_epochs=args.blackbox_epochs,
-                            seed=args.seed)
+                            ceiling_epochs=args.ceiling_epochs, seed=args.seed)
     return with_threads(args.threads, lambda: run_demo(settings))

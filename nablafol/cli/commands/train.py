@@ -5,6 +5,7 @@ programs, a checkpoint and a validation pass each epoch).
     nablafol train --data DATASET --out MODEL                 # a dataset folder (the embedded layout)
     nablafol train --questions Q --features F --val-questions V --out MODEL [--ontology DIR]
     nablafol train ... --resume                               # continue from MODEL's last checkpoint
+    nablafol train ... --scene-graphs SG --pretrain-epochs K  # first learn SG's labels, then the answers
 
 A dataset folder holds train_balanced_questions.json, val_balanced_questions.json, features/
 and, optionally, ontology/ (its vocabulary); `nablafol generate` writes one.
@@ -40,7 +41,11 @@ def add_arguments(parser) -> None:
     parser.add_argument("--val-limit", type=non_negative_int, default=0, metavar="N", help="validate on the first N (0: all)")
     parser.add_argument("--out", required=True, metavar="MODEL", help="the model folder to write")
     parser.add_argument("--resume", action="store_true", help="continue from the checkpoint in MODEL")
-    parser.add_argument("--epochs", type=positive_int, default=10)
+    parser.add_argument("--epochs", type=positive_int, default=10, help="epochs through the reasoning")
+    parser.add_argument("--scene-graphs", metavar="SG", help="train scene graphs (GQA's format): pretrain the oracle on "
+                        "their labels (names, attributes, relations), then train on the answers (default: answers only)")
+    parser.add_argument("--pretrain-epochs", type=positive_int, default=None,
+                        help="epochs on the scene graphs' labels (default 6; needs --scene-graphs)")
     parser.add_argument("--batch-size", type=positive_int, default=64)
     parser.add_argument("--lr", type=positive_float, default=1e-4, help="Adam learning rate (paper: 1e-4)")
     parser.add_argument("--weight-decay", type=non_negative_float, default=1e-10, help="paper: 1e-10")
@@ -74,14 +79,17 @@ def _run(args) -> int:
     from nablafol.pipeline.distributed import Launch
     from nablafol.pipeline.oracle_training import TrainConfig, TrainingJob, train_oracle
     from nablafol.progress import ProgressBar
-
+    if args.pretrain_epochs is not None and not args.scene_graphs:
+        raise UsageError("--pretrain-epochs needs --scene-graphs SG (the labels to pretrain on)")
     if args.plan:
         return _plan(args)
     config = TrainConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, weight_decay=args.weight_decay,
                          clip_norm=args.clip, seed=args.seed, curriculum_start=args.curriculum_start)
     launch = Launch.from_environment()
     job = TrainingJob(dataset(args), Path(args.out), config, hidden_dim=args.hidden, val_limit=args.val_limit,
-                      device=device(args.device), resume=args.resume, shards=args.shards, launch=launch)
+                      device=device(args.device), resume=args.resume, shards=args.shards, launch=launch,
+                      scene_graphs=Path(args.scene_graphs) if args.scene_graphs else None,
+                      pretrain_epochs=args.pretrain_epochs or 6)
     bar = ProgressBar("train", unit="q") if launch.is_main else None
     history = train_oracle(job, progress=bar)
     if bar is not None:
