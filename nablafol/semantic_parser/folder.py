@@ -35,6 +35,7 @@ from nablafol.data.files import atomic_text_writer
 from nablafol.data.json_stream import load_json
 from nablafol.errors import InputFileError, NablafolError
 
+from .constraint import DecodingSpec
 from .errors import ParserError
 from .network import NetworkConfig, ParserNetwork, parameter_count
 from .reader import SemanticParser
@@ -81,7 +82,7 @@ def load_parser(folder, device=None) -> SemanticParser:
     """The parser stored in ``folder``, on ``device`` (default CPU); a broken or hostile folder
     is one InputFileError line."""
     from nablafol.neural import load_tensors
-    from nablafol.neural.checkpoint import refuse_oversized
+    from nablafol.neural.checkpoint import fill_module, refuse_oversized
     folder = Path(folder)
     if not folder.is_dir():
         raise InputFileError(folder, "no such folder (expected a parser folder holding parser.json)")
@@ -113,21 +114,23 @@ def load_parser(folder, device=None) -> SemanticParser:
         raise fail(f"'min_probability' must be a number in [0, 1], got {probability!r:.40}")
     try:
         units = ProgramUnits(config["heads"], config["words"], config.get("max_steps"))
+        spec = DecodingSpec(units, config.get("max_phrase_words"))  # checks every operation with the dsl
         sizes = NetworkConfig(len(config["question_words"]), len(units), **network)
     except (NablafolError, TypeError) as error:
         raise fail(str(error)) from None
-    tensors = load_tensors(folder, PART)
-    refuse_oversized(path, parameter_count(sizes), tensors, "the parser's tensors hold")
+    tensors, tensor_path = load_tensors(folder, PART), _tensor_path(folder)
+    refuse_oversized(path, parameter_count(sizes), tensors, f"{tensor_path.name} holds")
     built = ParserNetwork(sizes)
+    fill_module(built, tensors, tensor_path)
     try:
-        built.load_state_dict(tensors)
-    except RuntimeError as error:
-        raise fail(f"the parser's tensors do not fit its configuration: {str(error).splitlines()[0]}") from None
-    try:
-        parser = SemanticParser(built.to(device or "cpu"), config["question_words"], units,
-                                max_phrase_words=config.get("max_phrase_words"),
-                                max_question_words=config.get("max_question_words"),
-                                min_probability=float(probability), info=training)
+        return SemanticParser(built.to(device or "cpu"), config["question_words"], units, spec=spec,
+                              max_question_words=config.get("max_question_words"),
+                              min_probability=float(probability), info=training)
     except ParserError as error:
         raise fail(str(error)) from None
-    return parser
+
+
+def _tensor_path(folder: Path) -> Path:
+    from nablafol.neural.checkpoint import tensor_file_names
+    names = tensor_file_names(PART)
+    return next((folder / n for n in names if (folder / n).is_file()), folder / names[0])

@@ -49,13 +49,14 @@ class SemanticParser:
     """Question text -> :class:`ParsedQuestion`. Build with :func:`train_parser` or :func:`load_parser`.
 
     ``question_words``: the words the encoder knows (others read as unknown, and can still be
-    copied); ``units``: what the decoder writes; ``max_phrase_words`` bounds a name's words,
+    copied); ``units``: what the decoder writes (``spec``: their decoding spec, if already
+    built); ``max_phrase_words`` bounds a name's words,
     ``max_question_words`` a question's; a program read with a probability below
     ``min_probability`` is refused as unreadable (0: never)."""
 
     def __init__(self, network: ParserNetwork, question_words: Sequence[str], units: ProgramUnits, *,
-                 max_phrase_words: int, max_question_words: int, min_probability: float = 0.0,
-                 info: dict | None = None):
+                 max_phrase_words: int | None = None, max_question_words: int, min_probability: float = 0.0,
+                 info: dict | None = None, spec: DecodingSpec | None = None):
         if list(question_words[:2]) != [PAD_WORD, UNKNOWN_WORD] or len(set(question_words)) != len(question_words):
             raise ParserError(f"question words must start with {PAD_WORD!r}, {UNKNOWN_WORD!r} and be distinct")
         if not (isinstance(max_question_words, int) and 1 <= max_question_words <= 4096):
@@ -69,7 +70,9 @@ class SemanticParser:
         self.network = network.eval()
         self.question_words, self.units = list(question_words), units
         self.word_ids = {w: i for i, w in enumerate(self.question_words)}
-        self.spec = DecodingSpec(units, max_phrase_words)
+        if spec is not None and spec.units is not units:
+            raise ParserError("the decoding spec given is for other units")
+        self.spec = spec if spec is not None else DecodingSpec(units, max_phrase_words)
         self.max_question_words, self.min_probability = max_question_words, float(min_probability)
         self.info = dict(info or {})
 

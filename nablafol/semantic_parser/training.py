@@ -45,12 +45,15 @@ __all__ = ["TrainingSettings", "TrainingResult", "Example", "training_examples",
 
 @dataclass(frozen=True)
 class TrainingSettings:
-    """How to train: epochs, batch size, Adam's learning rate, gradient clipping, word dropout,
-    the network's widths, the seed, and the parser's refusal threshold (``min_probability``)."""
+    """How to train: epochs, batch size, Adam's learning rate (warmed up over the first 5% of
+    the updates, then down in a straight line), gradient clipping, word dropout, the network's
+    widths, the seed, and the parser's refusal threshold (``min_probability``). The defaults
+    train on the embedded dataset (15,889 questions) in under two minutes on two cores
+    (docs/semantic-parser.md)."""
 
-    epochs: int = 6
-    batch_size: int = 32
-    lr: float = 3e-3
+    epochs: int = 4
+    batch_size: int = 64
+    lr: float = 5e-3
     clip: float = 1.0
     word_dropout: float = 0.1
     word_dim: int = 48

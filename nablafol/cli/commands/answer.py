@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 
-from .common import add_ontology_argument, add_threads_argument, load_ontology, positive_int, with_threads
+from .common import add_ontology_argument, add_threads_argument, load_ontology, positive_int, probability, with_threads
 
 HELP = "answer a question in words about one image (semantic parser + reasoning)"
 
@@ -30,6 +30,9 @@ def add_arguments(parser) -> None:
     source.add_argument("--features", metavar="F", help="a features folder, with --model")
     parser.add_argument("--model", metavar="M", help="a trained model folder (with --features)")
     parser.add_argument("--top", type=positive_int, default=5, help="candidates shown (default 5)")
+    parser.add_argument("--min-probability", type=probability, default=None, metavar="P",
+                        help="refuse a question whose program is read with a lower probability (default: the "
+                             "parser's own threshold; a reading below 0.5 is flagged either way)")
     parser.add_argument("--json", action="store_true", help="print the reply as JSON")
     add_ontology_argument(parser)
     add_threads_argument(parser)
@@ -49,6 +52,6 @@ def _run(args) -> int:
     ontology = load_ontology(args.ontology) if args.scene_graph else None
     asker = Asker.from_folders(args.parser, scene_graphs=args.scene_graph, features=args.features,
                                model=args.model, ontology=ontology, top=args.top)
-    reply = asker.ask(args.image, args.question)
+    reply = asker.ask(args.image, args.question, min_probability=args.min_probability)
     print(json.dumps(reply.to_dict(), indent=1, ensure_ascii=False) if args.json else "\n".join(reply.lines()))
     return 0
