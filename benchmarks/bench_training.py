@@ -29,7 +29,7 @@ def run(size: str = "full", steps: int | None = None, batch: int = 64, seed: int
     from nablafol.compiler import Compiler
     from nablafol.dsl import Ontology
     from nablafol.data import FeatureStore, load_questions
-    from nablafol.pipeline.answering import FeaturePerception
+    from nablafol.pipeline.perception import FeaturePerception
     from nablafol.neural import ConceptVocabulary, NeuralOracleModel
     from nablafol.synthetic import generate_dataset
     from nablafol.pipeline.oracle_training import TrainConfig, Trainer, prepare_examples

@@ -17,7 +17,8 @@ so a repeated program is neither parsed nor translated again.
 """
 from __future__ import annotations
 
-import functools
+from nablafol.caching import bounded_cache, memo
+
 from dataclasses import dataclass, replace
 from typing import Any, NamedTuple, Optional
 
@@ -54,11 +55,7 @@ class CompiledQuestion:
 
     def formula(self) -> str:
         """The FOL formula (computed once: compiled questions are shared by many questions)."""
-        cached = self.__dict__.get("_formula")
-        if cached is None:
-            cached = self.program.formula()
-            object.__setattr__(self, "_formula", cached)
-        return cached
+        return memo(self, "_formula", self.program.formula)
 
 
 def without_ids(program: A.Program) -> A.Program:
@@ -108,8 +105,8 @@ class Compiler:
         self.ontology = ontology or dsl.Ontology.gqa()
         self.concepts = Concepts(self.ontology, knowledge_relations)
         self._translator = Translator(self.concepts)
-        self._compile_stripped = functools.lru_cache(maxsize=cache_size)(self._compile_uncached)
-        self._compile_line = functools.lru_cache(maxsize=cache_size)(self._compile_parsed)
+        self._compile_stripped = bounded_cache(self._compile_uncached, cache_size)
+        self._compile_line = bounded_cache(self._compile_parsed, cache_size)
 
     def compile(self, program: A.Program) -> CompiledQuestion:
         """Compile a parsed program; raises :class:`CompileError` naming the step."""
@@ -129,6 +126,16 @@ class Compiler:
         if line is None:  # unusual: read step by step, so that errors name the step
             return self.compile(dsl.program_from_semantic(steps))
         return self._compile_line(_ByTemplate(dsl.id_template(line), steps))
+
+    def compile_source(self, source) -> CompiledQuestion:
+        """Compile a question's program as its reader hands it over (``("semantic", steps)`` or
+        ``("semanticStr", line)``: :meth:`nablafol.data.Question.program_source`)."""
+        if source.field == "semantic":
+            return self.compile_semantic(source.value)
+        if source.field == "semanticStr":
+            return self.compile_text(source.value)
+        raise CompileError(f"a GQA compiler reads 'semantic' or 'semanticStr', not {source.field!r}",
+                           reason="unsupported")
 
     def cache_info(self) -> CacheInfo:
         by_line, parsed = self._compile_line.cache_info(), self._compile_stripped.cache_info()

@@ -14,7 +14,8 @@ Predicate(name='to the left of', arity=2, kind='rel'))
 """
 from __future__ import annotations
 
-import functools
+from nablafol.caching import bounded_cache, memo
+
 
 from nablafol.dsl import Ontology
 
@@ -44,8 +45,8 @@ class Concepts:
     def __init__(self, ontology: Ontology, knowledge_relations=()):
         self.ontology = ontology
         self.knowledge_relations = frozenset(knowledge_relations)
-        self.pred = functools.lru_cache(maxsize=None)(Predicate)  # interned: equal predicates are one object
-        self._candidates = functools.lru_cache(maxsize=4096)(self._candidates_uncached)
+        self.pred = bounded_cache(Predicate, 1 << 16)  # interned: equal predicates are (mostly) one object
+        self._candidates = bounded_cache(self._candidates_uncached, 4096)
         excluded = POSITION_TYPES | set(ontology.scene_types)
         # what `common` compares (a type without values could never be shared: left out)
         self.common_types = tuple(sorted(t for t in ontology.attribute_types
@@ -121,10 +122,13 @@ class Concepts:
         """
         return self._candidates(type_, source)
 
-    @functools.cached_property
+    @property
     def common_values(self) -> tuple[tuple[Predicate, ...], tuple[int, ...]]:
         """The values of every :attr:`common_types` type, one type after the other, and how
         many each type has (one tuple, the same object every time: nodes share it)."""
+        return memo(self, "_common_values", self._common_values)
+
+    def _common_values(self) -> tuple[tuple[Predicate, ...], tuple[int, ...]]:
         per_type = [self.candidates(t)[0] for t in self.common_types]
         return tuple(p for preds in per_type for p in preds), tuple(len(preds) for preds in per_type)
 

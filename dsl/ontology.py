@@ -37,6 +37,8 @@ The shipped files are copied unchanged; these decisions live here, in code.
 """
 from __future__ import annotations
 
+from nablafol.caching import bounded_cache
+
 import functools
 import json
 from importlib import resources
@@ -95,7 +97,7 @@ class Ontology:
         self._aliases = {raw: form for form, raw in self._raw_forms.items()}
         self._vocabulary = (self.classes | set(self.categories) | set(self._types_by_value)
                             | set(self.attribute_types) | self.relations)
-        self._normalized = functools.lru_cache(maxsize=1 << 14)(self._normalize_uncached)
+        self._normalized = bounded_cache(self._normalize_uncached, 1 << 14)
 
     # ------------------------------------------------------------------ construction
 
@@ -256,7 +258,7 @@ def _load_json(name: str):
     return json.loads(resources.files(__package__).joinpath(f"data/gqa/{name}").read_text(encoding="utf-8"))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache  # a file shipped with the package, read once
 def _gqa_ontology() -> Ontology:
     return _completed(_load_json("hypernyms.json"), _load_json("attributes.json"), _load_json("relations.json"))
 

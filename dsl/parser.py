@@ -24,6 +24,8 @@ Errors are `ProgramError`s; no Lark or Python exception escapes the two readers.
 """
 from __future__ import annotations
 
+from nablafol.caching import bounded_cache
+
 import functools
 import re
 from dataclasses import dataclass
@@ -156,7 +158,7 @@ class _ToSyntax(Transformer):
         return _ArgumentSyntax("question", ("?",), None, mark.line, mark.column, "?")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache  # the grammar shipped with the package, compiled once
 def _lark() -> Lark:
     """The grammar, compiled once (LALR, contextual lexer, transformer applied while parsing)."""
     grammar = resources.files(__package__).joinpath("grammar/gqa.lark").read_text(encoding="utf-8")
@@ -329,27 +331,35 @@ class _Recipe:
     slots: tuple[int, ...]
 
 
-@functools.lru_cache(maxsize=1 << 16)
-def _step_recipe(piece: str) -> Step:
+def _step_recipe_uncached(piece: str) -> Step:
     """A step template (ids written ' (-)'), parsed and built; cached."""
     return _build_step(_lark().parse(piece, start="step"), 0, piece)
 
 
+_step_recipe = bounded_cache(_step_recipe_uncached, 1 << 16)
+
+
 # Skeletons (each step's operation, type, argument class and dependencies) that passed
-# `check_structure`: the check depends on nothing else, and GQA has few skeletons.
+# `check_structure`: the check depends on nothing else, and GQA has few skeletons (a set
+# emptied when it reaches _SKELETONS_KEPT, so odd input cannot grow it without bound).
 _VALID_SKELETONS: set[tuple] = set()
+_SKELETONS_KEPT = 1 << 12
 
 
-@functools.lru_cache(maxsize=1 << 15)
-def _line_recipe(template: str) -> _Recipe:
+def _line_recipe_uncached(template: str) -> _Recipe:
     """A line template, parsed step by step (cached) and validated; cached."""
     steps = tuple(_step_recipe(piece) for piece in template.split(_ARROW))
     skeleton = tuple((s.operation, s.type, s.argument.__class__, s.dependencies) for s in steps)
     if skeleton not in _VALID_SKELETONS:
         check_structure(steps)
+        if len(_VALID_SKELETONS) >= _SKELETONS_KEPT:
+            _VALID_SKELETONS.clear()
         _VALID_SKELETONS.add(skeleton)
     slots = tuple(i for i, step in enumerate(steps) if getattr(step.argument, "ids", None) is not None)
     return _Recipe(Program(steps), slots)
+
+
+_line_recipe = bounded_cache(_line_recipe_uncached, 1 << 15)
 
 
 def _recipe_of(template: str, id_groups: int) -> _Recipe | None:

@@ -30,6 +30,7 @@ import operator
 from dataclasses import dataclass, fields
 from typing import Iterator, NamedTuple, Union
 
+from .caching import memo
 from .errors import ProgramStructureError
 from .operators import Quantifier
 
@@ -49,16 +50,14 @@ class _Hashed:
     __slots__ = ()
 
     def __hash__(self) -> int:
-        try:
-            return self.__dict__["_hash"]
-        except KeyError:
-            cls = type(self)
-            names = _FIELD_NAMES.get(cls)
-            if names is None:
-                names = _FIELD_NAMES[cls] = tuple(f.name for f in fields(self))
-            h = hash((cls.__name__,) + tuple(getattr(self, n) for n in names))
-            object.__setattr__(self, "_hash", h)
-            return h
+        return memo(self, "_hash", self._structural_hash)
+
+    def _structural_hash(self) -> int:
+        cls = type(self)
+        names = _FIELD_NAMES.get(cls)
+        if names is None:
+            names = _FIELD_NAMES[cls] = tuple(f.name for f in fields(self))
+        return hash((cls.__name__,) + tuple(getattr(self, n) for n in names))
 
 
 class _PredicateFields(NamedTuple):
@@ -338,13 +337,8 @@ class AggregateEach(Truths):
 
     def __hash__(self) -> int:
         # as _Hashed's, with the (long, shared) predicate tuple's hash looked up, not recomputed
-        try:
-            return self.__dict__["_hash"]
-        except KeyError:
-            h = hash(("AggregateEach", self.quantifier, _check_unary_tuple(self.predicates, "AggregateEach"),
-                      self.input, self.negate))
-            object.__setattr__(self, "_hash", h)
-            return h
+        return memo(self, "_hash", lambda: hash(("AggregateEach", self.quantifier, _check_unary_tuple(
+            self.predicates, "AggregateEach"), self.input, self.negate)))
 
     def children(self):
         return (self.input,)
@@ -623,11 +617,7 @@ class Program(_Hashed):
 
     def nodes(self) -> Iterator[Node]:
         """Every distinct node, each after its inputs (a topological order; computed once)."""
-        cached = self.__dict__.get("_nodes")
-        if cached is None:
-            cached = self._topological()
-            object.__setattr__(self, "_nodes", cached)
-        return iter(cached)
+        return iter(memo(self, "_nodes", self._topological))
 
     def _topological(self) -> tuple:
         # shared subterms are usually the same object: an id() check first spares most hashing;
@@ -653,22 +643,11 @@ class Program(_Hashed):
                     stack.extend((c, False) for c in reversed(node.children()) if id(c) not in seen_ids)
         return tuple(order)
 
-    def cached_for(self, name: str, token: int, compute):
-        """``compute()``, kept on the program under ``name`` for the user ``token`` names (an
-        engine, an evaluator): programs are immutable and shared by many questions, and the
-        value lives as long as the program, found by identity, with no reference to its user."""
-        got = self.__dict__.get(name)
-        if got is not None and got[0] == token:
-            return got[1]
-        value = compute()
-        object.__setattr__(self, name, (token, value))
-        return value
-
     def predicates(self) -> tuple[Predicate, ...]:
         """The distinct predicates, in order of first use (computed once: programs are immutable)."""
-        cached = self.__dict__.get("_predicates")
-        if cached is not None:
-            return cached
+        return memo(self, "_predicates", self._distinct_predicates)
+
+    def _distinct_predicates(self) -> tuple[Predicate, ...]:
         out: dict[Predicate, None] = {}
         for node in self.nodes():
             if isinstance(node, Filter):
@@ -678,9 +657,7 @@ class Program(_Hashed):
             elif isinstance(node, Relate):
                 for a in node.atoms:
                     out.setdefault(a.predicate)
-        result = tuple(out)
-        object.__setattr__(self, "_predicates", result)
-        return result
+        return tuple(out)
 
     def term(self) -> str:
         """The DFOL term, e.g. ``A_∃(Filter_Chair[Relate_{Left,∀}[1]])``."""

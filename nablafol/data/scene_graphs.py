@@ -49,7 +49,7 @@ from types import MappingProxyType
 from typing import Any, Iterable, Iterator, Mapping
 
 from nablafol.data.fields import RecordChecker, json_type
-from nablafol.data.files import atomic_text_writer, json_inputs
+from nablafol.data.files import json_inputs, write_question_entries
 from nablafol.data.json_stream import iter_object_member_texts, iter_object_members
 from nablafol.errors import InputFileError
 
@@ -356,13 +356,5 @@ class SceneGraphTexts(Mapping):
 def write_scene_graphs(path: str | os.PathLike, graphs: Iterable[SceneGraph]) -> None:
     """Write scene graphs as one ``*_sceneGraphs.json`` file (image ids must be unique;
     NaN or infinite numbers are refused: they are not JSON)."""
-    seen: set[str] = set()
-    with atomic_text_writer(path) as stream:
-        stream.write("{")
-        for graph in graphs:
-            if graph.image_id in seen:
-                raise ValueError(f"image {graph.image_id} given twice")
-            stream.write(("\n" if not seen else ",\n") + json.dumps(graph.image_id) + ": "
-                         + json.dumps(graph.to_record(), ensure_ascii=False, allow_nan=False))
-            seen.add(graph.image_id)
-        stream.write("\n}\n")
+    write_question_entries(path, ((g.image_id, json.dumps(g.image_id) + ": " + json.dumps(
+        g.to_record(), ensure_ascii=False, allow_nan=False)) for g in graphs), "{}", kind="image")

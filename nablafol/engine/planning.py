@@ -6,12 +6,12 @@ registry's predicate ids, so the registry keeps it (``_Registry.packed``).
 """
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass, field
 from typing import Sequence
 
 import numpy as np
 
+from nablafol.caching import bounded_cache, memo
 from nablafol.errors import ProgramStructureError
 from nablafol.ir import (Aggregate, AggregateEach, AllOf, And, AnyOf, AnyOfGroups, Attention, Conjoin, Filter, Neg, Not, Or,
                  Pairwise, Predicate, Program, Relate, Top)
@@ -97,12 +97,7 @@ class ProgramPlan:
     def of(cls, program: Program) -> "ProgramPlan":
         if not isinstance(program, Program):
             raise ProgramStructureError(f"expected a nablafol.ir.Program, got {type(program).__name__} {program!r:.60}")
-        cached = program.__dict__.get("_plan")
-        if cached is not None:
-            return cached
-        plan = cls._build(program)
-        object.__setattr__(program, "_plan", plan)
-        return plan
+        return memo(program, "_plan", lambda: cls._build(program))
 
     @classmethod
     def _build(cls, program: Program) -> "ProgramPlan":
@@ -213,18 +208,17 @@ class ProgramPlan:
     def attention_steps(self) -> tuple:
         """What each vector row computes, in the order of the engine's ``step``: an Attention
         node, or ``(AggregateEach node, predicate)`` for the rows such a node stands for."""
-        cached = self.__dict__.get("_attention_steps")
-        if cached is None:
-            out = []
-            for entry in self._steps:
-                if isinstance(entry, tuple):  # (AggregateEach, operator rows per predicate)
-                    node, repeat = entry
-                    out.extend((node, p) for _ in range(repeat) for p in node.predicates)
-                else:
-                    out.append(entry)
-            cached = tuple(out)
-            object.__setattr__(self, "_attention_steps", cached)
-        return cached
+        return memo(self, "_attention_steps", self._expanded_steps)
+
+    def _expanded_steps(self) -> tuple:
+        out = []
+        for entry in self._steps:
+            if isinstance(entry, tuple):  # (AggregateEach, operator rows per predicate)
+                node, repeat = entry
+                out.extend((node, p) for _ in range(repeat) for p in node.predicates)
+            else:
+                out.append(entry)
+        return tuple(out)
 
 
 class _Rows:
@@ -342,22 +336,24 @@ def _padded(owner: np.ndarray, values: np.ndarray, n_rows: int, fill: int) -> np
     return out
 
 
+#: Packed programs an engine keeps, the most recently used (caching rule 2: nablafol.caching)
+PACKED_PROGRAMS = 1 << 14
+
+
 class _Registry:
-    """Predicate -> small int, per engine (a cache of the programs' predicate ids)."""
+    """Predicate -> small int, per engine, and the programs packed with those ids (kept here,
+    since they depend on this registry's ids)."""
 
-    _tokens = itertools.count()
-
-    def __init__(self):
+    def __init__(self, cache_size: int = PACKED_PROGRAMS):
         self.ids: dict[Predicate, int] = {}
         self.predicates: list[Predicate] = []
-        self.token = next(self._tokens)  # names this registry in the programs' caches, without a reference
+        self._packed = bounded_cache(self._pack, cache_size)
 
     def packed(self, program: Program) -> "_Packed":
-        """``program``'s plan as row matrices with this engine's predicate ids, cached on the program
-        (a lookup by identity: a weak-keyed dictionary cost a third of planning)."""
+        """``program``'s plan as row matrices with this engine's predicate ids."""
         if not isinstance(program, Program):
             ProgramPlan.of(program)  # raises, naming what it was given
-        return program.cached_for("_packed", self.token, lambda: self._pack(program))
+        return self._packed(program)
 
     def _pack(self, program: Program) -> "_Packed":
         # the plan is built for packing only, not kept: the packed rows are all a batch needs

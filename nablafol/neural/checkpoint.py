@@ -31,9 +31,7 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import platform
-import tempfile
 import warnings
 from pathlib import Path
 from typing import Mapping
@@ -41,6 +39,7 @@ from typing import Mapping
 import torch
 
 from nablafol.data.fields import count_text
+from nablafol.data.files import atomic_writer
 from nablafol.errors import InputFileError, NablafolError
 
 from nablafol.neural.concept_vocabulary import ConceptVocabulary
@@ -94,7 +93,8 @@ def save_model(folder, model: NeuralOracleModel, vocabulary: ConceptVocabulary |
         "extra": extra,
     }
     path = folder / CONFIG_NAME
-    _atomic_write(path, json.dumps(config, indent=1, ensure_ascii=False).encode("utf-8"))
+    with atomic_writer(path) as f:
+        f.write(json.dumps(config, indent=1, ensure_ascii=False))
     return path
 
 
@@ -114,7 +114,8 @@ def save_tensors(folder, part: str, tensors: Mapping[str, torch.Tensor]) -> Path
         buffer = io.BytesIO()
         torch.save(tensors, buffer)
         data = buffer.getvalue()
-    _atomic_write(path, data)
+    with atomic_writer(path, "wb") as f:
+        f.write(data)
     stale = folder / (fallback if path.name == preferred else preferred)
     stale.unlink(missing_ok=True)  # one file per part, so loading is never ambiguous
     return path
@@ -283,17 +284,6 @@ def _make_folder(folder) -> Path:
     except OSError as error:
         raise InputFileError(folder, f"cannot be created ({error.strerror})") from None
     return folder
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    """Write via a temporary file and a rename, so a crash never leaves half a config."""
-    with tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}-", delete=False) as handle:
-        handle.write(data)
-        temporary = Path(handle.name)
-    try:
-        os.replace(temporary, path)
-    finally:
-        temporary.unlink(missing_ok=True)
 
 
 def _first_line(error: Exception) -> str:

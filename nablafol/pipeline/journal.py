@@ -28,7 +28,7 @@ import os
 from pathlib import Path
 from typing import Iterator, Optional
 
-from nablafol.data.files import atomic_text_writer
+from nablafol.data.files import atomic_writer
 from nablafol.errors import InputFileError
 
 FORMAT = "nablafol-eval"
@@ -52,7 +52,7 @@ class EvalJournal:
         """A new, empty journal (replacing any old one); the header appears whole or not at all."""
         path = Path(path)
         header = json.dumps({"journal": FORMAT, "version": VERSION, "settings": settings}, ensure_ascii=True) + "\n"
-        with atomic_text_writer(path) as f:
+        with atomic_writer(path) as f:
             f.write(header)
             _sync(f)
         return cls(path, settings, 0, 0, len(header.encode("utf-8")))

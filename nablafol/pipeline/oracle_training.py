@@ -17,8 +17,10 @@ Faults: a run may be killed at any moment. Besides the end of each epoch, a chec
 taken every ``checkpoint_every`` batches and at least every ``checkpoint_seconds``; it holds
 the weights, Adam's state, the position in the epoch's order, the running loss and the
 dropout generator's state, so a resumed run continues mid-epoch bit-identically. Every file
-is written to a temporary name, flushed to disk and renamed, so a kill never leaves a
-truncated checkpoint or metrics file that a later run would load (docs/reliability.md).
+is written through :func:`nablafol.data.files.atomic_writer` (a temporary name, flushed to
+disk, renamed), so a kill never leaves a truncated checkpoint or metrics file that a later run
+would load (docs/reliability.md). ``callbacks`` hear of each step, checkpoint and epoch
+(:class:`TrainingEvent`): a user's logging, or a test that stops the run at a chosen step.
 
 The loss sees only answers: gradients flow from them through the engine into the oracle.
 """
@@ -26,8 +28,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import signal
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -39,18 +39,20 @@ import torch
 from nablafol import dsl
 from nablafol.compiler import CompiledQuestion, Compiler
 
+from nablafol.data.files import atomic_writer
 from nablafol.engine import Answers, Engine
-from nablafol.data.files import atomic_text_writer
 from nablafol.errors import InputFileError
-from nablafol.pipeline.answering import Evaluator, FeaturePerception, Skip, compile_question
-from nablafol.scoring.metrics import vocabulary_match
+from nablafol.pipeline.answering import Answerer, Skip, compile_question
+from nablafol.pipeline.datasets import DatasetFiles
+from nablafol.pipeline.perception import FeaturePerception
+from nablafol.scoring import vocabulary_match
 
-__all__ = ["TrainConfig", "TrainingExample", "Curriculum", "answer_loss", "prepare_examples", "Trainer"]
+__all__ = ["TrainConfig", "TrainingExample", "TrainingEvent", "Curriculum", "answer_loss", "prepare_examples",
+           "Trainer", "TrainingJob", "train_oracle"]
 
 LOG_FLOOR = -100.0  # an exact zero probability (log = -inf, no gradient) costs this much in the loss
 STATE_NAME = "training_state.pt"
 METRICS_NAME = "metrics.jsonl"
-FAULT_VARIABLE = "NABLAFOL_FAULT"  # tests: "POINT:N" kills the process the N-th time it reaches POINT
 
 
 @dataclass
@@ -171,6 +173,19 @@ class Curriculum:
         return np.nonzero(self.lengths <= self.max_length(epoch))[0]
 
 
+@dataclass(frozen=True)
+class TrainingEvent:
+    """What a training run tells its callbacks: ``kind`` is ``"step"`` (an optimizer step was
+    taken: ``batch`` batches of this epoch are done), ``"checkpoint"`` (a checkpoint is on disk)
+    or ``"epoch"`` (an epoch ended; ``epoch`` is the number done). ``step`` counts optimizer
+    steps taken by this process."""
+
+    kind: str
+    epoch: int
+    batch: int
+    step: int
+
+
 @dataclass
 class EpochRecord:
     epoch: int
@@ -192,7 +207,8 @@ class Trainer:
                  config: TrainConfig = TrainConfig(), compiler: Optional[Compiler] = None,
                  val_perception: Optional[FeaturePerception] = None, val_questions: Sequence = (),
                  ontology: Optional[dsl.Ontology] = None, progress=None, log=print,
-                 trainable: Optional[torch.nn.Module] = None, engine: Optional[Engine] = None):
+                 trainable: Optional[torch.nn.Module] = None, engine: Optional[Engine] = None,
+                 callbacks: Sequence[Callable[[TrainingEvent], None]] = ()):
         self.model, self.train_perception, self.examples = model, train_perception, examples
         self.out, self.config = Path(out), config
         self.compiler = compiler or Compiler(ontology)
@@ -208,6 +224,14 @@ class Trainer:
         self.history: list[dict] = []
         self._position: Optional[dict] = None  # where a mid-epoch checkpoint left the current epoch
         self._last_checkpoint = time.monotonic()
+        self.callbacks = list(callbacks)
+        self._steps = 0  # optimizer steps taken by this process
+
+    def _tell(self, kind: str, batch: int = 0) -> None:
+        if self.callbacks:
+            event = TrainingEvent(kind, self.epoch, batch, self._steps)
+            for callback in self.callbacks:
+                callback(event)
 
     # -- checkpoints ----------------------------------------------------------------------
     state_name = STATE_NAME
@@ -215,9 +239,9 @@ class Trainer:
 
     def save_trained(self) -> None:
         """Write what was trained into the model folder (the oracle; a calibrator overrides this)."""
-        from nablafol.neural import save_model
-        save_model(self.out, self.model, extra={"ontology": self.ontology.to_data(), "train": asdict(self.config),
-                                                "epochs_done": self.epoch, "history": self.history})
+        from nablafol.pipeline.model_folder import save_oracle
+        save_oracle(self.out, self.model, self.ontology, {"train": asdict(self.config), "epochs_done": self.epoch,
+                                                          "history": self.history})
 
     def save(self, position: Optional[dict] = None) -> None:
         """Checkpoint: after a whole epoch (``position`` None; the model folder is written too), or
@@ -229,17 +253,17 @@ class Trainer:
                  "model": {k: v.detach().clone() for k, v in self.trainable.state_dict().items()}}
         if position is not None:
             state["position"] = position
-        tmp = self.out / (self.state_name + ".tmp")
-        with open(tmp, "wb") as handle:
+        with atomic_writer(self.out / self.state_name, "wb") as handle:
             torch.save(state, handle)
-            handle.flush()
-            os.fsync(handle.fileno())  # on disk before the rename makes it the checkpoint
-        _fault("checkpoint-written")
-        tmp.replace(self.out / self.state_name)
         self._last_checkpoint = time.monotonic()
+        self._tell("checkpoint", position["batch"] if position is not None else 0)
 
     def resume(self) -> bool:
-        """Load the last checkpoint of ``out`` if there is one; True when resumed."""
+        """Load the last checkpoint of ``out`` if there is one; True when resumed. Temporary files
+        a killed run left behind (written, never renamed) are removed: this run owns the folder."""
+        if self.out.is_dir():
+            for stale in self.out.glob(".*.tmp"):
+                stale.unlink(missing_ok=True)
         path = self.out / self.state_name
         if not path.exists():
             return False
@@ -275,6 +299,7 @@ class Trainer:
             self.history.append(asdict(record))
             self._write_metrics()
             self.save()
+            self._tell("epoch")
             acc = "-" if record.val_accuracy is None else f"{100 * record.val_accuracy:.2f}%"
             self.log(f"epoch {record.epoch + 1}/{cfg.epochs}: loss {record.train_loss:.4f}, "
                      f"validation accuracy {acc}, programs of <= {record.max_program_steps} steps, "
@@ -301,7 +326,8 @@ class Trainer:
             loss = self._step(batch)
             total += loss * len(batch)
             count += len(batch)
-            _fault("step")
+            self._steps += 1
+            self._tell("step", b + 1)
             if self._checkpoint_due(b + 1):
                 self.save({"batch": b + 1, "total": total, "count": count, "rng": torch.get_rng_state()})
             if self.progress is not None:
@@ -336,33 +362,72 @@ class Trainer:
         """Accuracy (vocabulary forms) on the validation questions: all / open / binary."""
         if self.val_perception is None or not self.val_questions:
             return {}
-        from nablafol.scoring import score
+        from nablafol.pipeline.evaluation import answer_stream
+        from nablafol.scoring import Scorer
         self.trainable.eval()
-        run = Evaluator(self.val_perception, compiler=self.compiler, engine=self.engine,
-                        threshold=self.config.threshold).run(self.val_questions)
-        scored = [q for q in self.val_questions if q.answer is not None]
-        acc = score(scored, run.predictions, match=vocabulary_match).overall.accuracy
+        answerer = Answerer(self.val_perception, compiler=self.compiler, engine=self.engine,
+                            threshold=self.config.threshold)
+        # one chunk: every validation question batched together, as one pass over the set
+        result = answer_stream(self.val_questions, answerer, scorer=Scorer(vocabulary_match),
+                               chunk_size=max(1, len(self.val_questions)))
         self.trainable.train()
+        if result.scores is None:
+            return {}
+        acc = result.scores.overall.accuracy
         return {k: (None if v is None or (isinstance(v, float) and math.isnan(v)) else v) for k, v in acc.items()}
 
     def _write_metrics(self) -> None:
         self.out.mkdir(parents=True, exist_ok=True)
-        with atomic_text_writer(self.out / self.metrics_name) as f:
+        with atomic_writer(self.out / self.metrics_name) as f:
             for record in self.history:
                 f.write(json.dumps(record) + "\n")
 
 
-_fault_counts: dict[str, int] = {}
+# --- nablafol train ---------------------------------------------------------------------------
+
+@dataclass
+class TrainingJob:
+    """What ``nablafol train`` is asked: the dataset's files, the model folder, the settings."""
+
+    files: DatasetFiles
+    out: Path
+    config: TrainConfig = field(default_factory=TrainConfig)
+    hidden_dim: int = 256
+    val_limit: int = 0
+    device: object = "cpu"
+    resume: bool = False
 
 
-def _fault(point: str) -> None:
-    """Die here (SIGKILL, as a crash would) when ``NABLAFOL_FAULT`` is ``point:N`` and this is the
-    N-th time the process reaches ``point``: the fault tests' way to stop at a chosen moment."""
-    wanted = os.environ.get(FAULT_VARIABLE)
-    if not wanted:
-        return
-    name, _, nth = wanted.partition(":")
-    if name == point:
-        _fault_counts[point] = _fault_counts.get(point, 0) + 1
-        if _fault_counts[point] == int(nth or 1):
-            os.kill(os.getpid(), signal.SIGKILL)
+def train_oracle(job: TrainingJob, log=print, progress=None) -> list[dict]:
+    """Train a new neural oracle over the job's features (or continue the checkpoint in
+    ``job.out`` when ``job.resume``); returns the history, one record per epoch."""
+    from nablafol.data import FeatureStore, load_questions
+    from nablafol.neural import ConceptVocabulary, NeuralOracleModel
+    from nablafol.pipeline.datasets import validation_questions
+    files = job.files
+    out = Path(job.out)
+    if out.exists() and not out.is_dir():
+        raise InputFileError(out, "exists and is not a folder (a model is a folder)")
+    ontology = dsl.Ontology.gqa() if files.ontology is None else dsl.Ontology.from_folder(files.ontology)
+    store = FeatureStore(files.features)
+    questions = load_questions(files.train_questions)
+    ids = store.image_ids()
+    if not ids:
+        raise InputFileError(files.features, "the features folder lists no image")
+    torch.manual_seed(job.config.seed)
+    model = NeuralOracleModel.for_vocabulary(ConceptVocabulary.from_ontology(ontology),
+                                             feature_dim=store[ids[0]].features.shape[1], hidden_dim=job.hidden_dim)
+    model = model.to(job.device)
+    compiler = Compiler(ontology)
+    perception = FeaturePerception(store, model, ontology, device=job.device)
+    examples, skips = prepare_examples(questions.values(), compiler, perception.has_image)
+    log(f"{len(questions):,} training questions: {len(examples):,} to train on, {len(skips):,} skipped")
+    for skip in skips[:10]:
+        log(f"  {skip.question_id}: {skip.reason}: {skip.detail}")
+    val = validation_questions(files.val_questions, job.val_limit)
+    trainer = Trainer(model, perception, examples, out, job.config, compiler=compiler,
+                      val_perception=perception if val else None, val_questions=val, ontology=ontology,
+                      progress=progress, log=log)
+    if job.resume and trainer.resume():
+        log(f"resumed from {out} after epoch {trainer.epoch}")
+    return trainer.train()

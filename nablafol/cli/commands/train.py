@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .common import (UsageError, add_ontology_argument, add_threads_argument, device, load_ontology,
-                     non_negative_float, non_negative_int, positive_float, positive_int, with_threads)
+from .common import (UsageError, add_ontology_argument, add_threads_argument, device, non_negative_float,
+                     non_negative_int, positive_float, positive_int, with_threads)
 
 HELP = "train the neural oracle through the reasoning (Algorithm 1)"
 
@@ -41,26 +41,13 @@ def add_arguments(parser) -> None:
     add_ontology_argument(parser)
 
 
-def dataset_paths(args) -> tuple[Path, Path, Path | None, Path | None]:
-    """(train questions, features, validation questions, ontology folder) from the options."""
-    if args.data:
-        data = Path(args.data)
-        if not data.is_dir():
-            raise UsageError(f"{data}: no such dataset folder")
-        onto = Path(args.ontology) if args.ontology else (data / "ontology" if (data / "ontology").is_dir() else None)
-        val = data / "val_balanced_questions.json"
-        return (data / "train_balanced_questions.json", data / "features", val if val.exists() else None, onto)
-    if not (args.questions and args.features):
+def dataset(args):
+    """The dataset's files from ``--data`` or ``--questions``/``--features`` (and the rest)."""
+    from nablafol.pipeline.datasets import dataset_files
+    if not args.data and not (args.questions and args.features):
         raise UsageError("give --data DIR, or --questions and --features")
-    return (Path(args.questions), Path(args.features), Path(args.val_questions) if args.val_questions else None,
-            Path(args.ontology) if args.ontology else None)
-
-
-def validation_questions(path, limit: int) -> list:
-    """The validation questions (the first ``limit`` when it is not 0), or none without a file."""
-    from nablafol.data import load_questions
-    questions = list(load_questions(path).values()) if path else []
-    return questions[:limit] if limit else questions
+    return dataset_files(args.data, args.questions, args.features, args.val_questions,
+                         getattr(args, "ontology", None))
 
 
 def run(args) -> int:
@@ -68,45 +55,15 @@ def run(args) -> int:
 
 
 def _run(args) -> int:
-    import torch
-
-    from nablafol.compiler import Compiler
-    from nablafol.data import FeatureStore, load_questions
-    from nablafol.pipeline.answering import FeaturePerception
-    from nablafol.neural import ConceptVocabulary, NeuralOracleModel
+    from nablafol.pipeline.oracle_training import TrainConfig, TrainingJob, train_oracle
     from nablafol.progress import ProgressBar
-    from nablafol.pipeline.oracle_training import Trainer, TrainConfig, prepare_examples
 
-    train_q, features, val_q, onto_dir = dataset_paths(args)
-    args.device = device(args.device)
-    if Path(args.out).exists() and not Path(args.out).is_dir():
-        raise UsageError(f"{args.out}: exists and is not a folder (a model is a folder)")
-    ontology = load_ontology(onto_dir)
-    store = FeatureStore(features)
-    questions = load_questions(train_q)
-    torch.manual_seed(args.seed)
-    vocabulary = ConceptVocabulary.from_ontology(ontology)
-    ids = store.image_ids()
-    if not ids:
-        raise UsageError(f"{features}: the features folder lists no image")
-    feature_dim = store[ids[0]].features.shape[1]
-    model = NeuralOracleModel.for_vocabulary(vocabulary, feature_dim=feature_dim, hidden_dim=args.hidden).to(args.device)
-    compiler = Compiler(ontology)
-    perception = FeaturePerception(store, model, ontology, device=args.device)
-    examples, skips = prepare_examples(questions.values(), compiler, perception.has_image)
-    print(f"{len(questions):,} training questions: {len(examples):,} to train on, {len(skips):,} skipped")
-    for s in skips[:10]:
-        print(f"  {s.question_id}: {s.reason}: {s.detail}")
-    val = validation_questions(val_q, args.val_limit)
     config = TrainConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, weight_decay=args.weight_decay,
                          clip_norm=args.clip, seed=args.seed, curriculum_start=args.curriculum_start)
+    job = TrainingJob(dataset(args), Path(args.out), config, hidden_dim=args.hidden, val_limit=args.val_limit,
+                      device=device(args.device), resume=args.resume)
     bar = ProgressBar("train", unit="q")
-    trainer = Trainer(model, perception, examples, Path(args.out), config, compiler=compiler,
-                      val_perception=perception if val else None, val_questions=val, ontology=ontology,
-                      progress=bar)
-    if args.resume and trainer.resume():
-        print(f"resumed from {args.out} after epoch {trainer.epoch}")
-    history = trainer.train()
+    history = train_oracle(job, progress=bar)
     bar.close()
     if history and history[-1].get("val_accuracy") is not None:
         print(f"final validation accuracy {100 * history[-1]['val_accuracy']:.2f}% -> model in {args.out}")

@@ -6,7 +6,7 @@ import numpy as np
 import torch
 
 from nablafol.cli import main
-from nablafol.cli.commands.demo import BASE, BLACK_BOX, CALIBRATED, PRIOR, _StepRecorder
+from nablafol.pipeline.demo_report import BASE, BLACK_BOX, CALIBRATED, GOLDEN, PRIOR, _StepRecorder
 from nablafol.engine import Engine, ProgramPlan
 from nablafol.ir import Filter, Predicate, Program, Relate, Top, Aggregate
 from nablafol.operators import Quantifier
@@ -87,6 +87,16 @@ def test_demo_quick_writes_its_report(tmp_path):
     for name in scores:
         assert scores[name]["overall"]["all"]["count"] == len(split["easy"]) + len(split["hard"])
         assert 0.0 <= scores[name]["overall"]["all"]["accuracy"] <= 1.0
+    gqa = json.loads((folder / "gqa_metrics.json").read_text())
+    assert "## GQA's other metrics" in report
+    assert set(gqa["testdev"]) == {BASE, CALIBRATED, BLACK_BOX, PRIOR} and set(gqa["val"]) == {GOLDEN, BASE}
+    for name, metrics in gqa["testdev"].items():
+        assert metrics["accuracy"] == scores[name]["overall"]["all"]["accuracy"], name
+        assert metrics["grounding"] is None and 0 <= metrics["plausibility"] <= metrics["validity"] <= 1, name
+        assert metrics["distribution"] >= 0, name
+    golden = gqa["val"][GOLDEN]
+    assert golden["accuracy"] == 1.0 and golden["distribution"] == 0.0 and golden["validity"] > 0.95
+    assert gqa["val"][BASE]["grounding"] is not None and golden["grounding"] > gqa["val"][BASE]["grounding"] > 0
     demo = json.loads((folder / "demo.json").read_text())
     assert set(demo["table3_pattern"]) == {"accuracy", "Acc_h", "Err_e", "consistency"}
     assert demo["table3_pattern"]["Acc_h"]["base"] == 0.0
