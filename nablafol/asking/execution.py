@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from nablafol.engine import Engine
-from nablafol.pipeline.answering import (Evaluator, FeaturePerception, Outcome, SceneGraphPerception, Skip,
-                                         compile_question)
+from nablafol.pipeline import model_folder
+from nablafol.pipeline.answering import Answerer, Outcome, Skip, compile_question
+from nablafol.pipeline.perception import FeaturePerception, SceneGraphPerception
 
 __all__ = ["golden_perception", "feature_perception", "answer_questions", "Outcome", "Skip", "compile_question"]
 
@@ -30,13 +30,13 @@ def golden_perception(scene_graphs, ontology=None) -> SceneGraphPerception:
 
 def feature_perception(features, model, device=None) -> FeaturePerception:
     """A trained oracle (model folder, with its calibrator if it has one) over a features folder."""
-    return FeaturePerception.load(features, model, device=device)
+    return model_folder.feature_perception(features, model, device=device)
 
 
 def answer_questions(perception, questions: Sequence, *, keep_outcomes: bool = False,
                      details_top: int = 10) -> list:
     """One :class:`Outcome` or :class:`Skip` per question, in order (outcomes carry answers,
-    grounding, formula and attention when ``keep_outcomes``)."""
-    evaluator = Evaluator(perception, engine=Engine(calibration=getattr(perception, "calibrator", None)),
-                          keep_outcomes=keep_outcomes, details_top=details_top)
-    return evaluator.answer_chunk(list(questions))
+    grounding, formula and attention when ``keep_outcomes``; the perception's calibrator, if any,
+    calibrates the engine)."""
+    answerer = Answerer(perception, keep_outcomes=keep_outcomes, details_top=details_top)
+    return answerer.answer_chunk(list(questions))

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Optional
 
-from nablafol.scoring.metrics import vocabulary_match
+from nablafol.scoring import vocabulary_match
 from nablafol.semantic_parser import same_program, with_predicted_programs
 from nablafol.semantic_parser.predicted_programs import parser_error
 

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import torch
 
-from nablafol.data.files import atomic_text_writer
+from nablafol.data.files import atomic_writer
 from nablafol.data.json_stream import load_json
 from nablafol.errors import InputFileError, NablafolError
 
@@ -69,7 +69,7 @@ def save_parser(folder, parser: SemanticParser) -> Path:
         "versions": {"torch": torch.__version__, "python": platform.python_version()},
     }
     path = folder / CONFIG_NAME
-    with atomic_text_writer(path) as stream:
+    with atomic_writer(path) as stream:
         stream.write(json.dumps(config, indent=1, ensure_ascii=False, allow_nan=False) + "\n")
     return path
 

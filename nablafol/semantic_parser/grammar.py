@@ -26,7 +26,7 @@ __all__ = ["gqa_grammar", "interactive_parser", "terminals_accepted", "question_
 PHRASE = "PHRASE"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache  # reads the grammar shipped with the package (caching rule 3)
 def gqa_grammar() -> Lark:
     """``dsl/grammar/gqa.lark`` compiled for token-by-token parsing (LALR, no transformer)."""
     text = resources.files("nablafol.dsl").joinpath("grammar/gqa.lark").read_text(encoding="utf-8")
@@ -51,7 +51,7 @@ def terminals_accepted(parser) -> frozenset:
     return found
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache  # a terminal of the grammar shipped with the package (caching rule 3)
 def _phrase_pattern() -> re.Pattern:
     return re.compile(gqa_grammar().get_terminal(PHRASE).pattern.to_regexp())
 

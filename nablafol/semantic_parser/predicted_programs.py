@@ -17,6 +17,7 @@ says why in ``parserError`` (:func:`parser_error`), so a pipeline skips it with 
 from __future__ import annotations
 
 import dataclasses
+import json
 from typing import Iterable, Iterator
 
 from nablafol.data.questions import Question, encode_extra
@@ -61,6 +62,8 @@ def _read(chunk: list[Question], parser, min_probability) -> Iterator[Question]:
                                       semantic_str=result.text, extra_json=encode_extra(extra))
 
 
-def parser_error(question: Question) -> str | None:
-    """Why the parser could not read this question (None: it could, or it was not asked)."""
-    return question.extra.get(ERROR_FIELD) if question.extra_json != "{}" else None
+def parser_error(question) -> str | None:
+    """Why the parser could not read this question (None: it could, or it was not asked; any
+    question with an ``extra_json`` record, GQA's or CRIC's)."""
+    extra_json = getattr(question, "extra_json", "{}")
+    return json.loads(extra_json).get(ERROR_FIELD) if ERROR_FIELD in extra_json else None

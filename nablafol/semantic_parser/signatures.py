@@ -16,9 +16,9 @@ relation's name slot, a PHRASE or ``_``.
 """
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 
+from nablafol.caching import bounded_cache
 from nablafol.dsl import (Alternatives, AttributeType, Empty, Kind, Objects, ProgramError, Relation, Scene,
                           Value, parse_program)
 
@@ -87,7 +87,11 @@ def _probe(field: str, form: str) -> Signature | None:
     return None
 
 
-@functools.lru_cache(maxsize=4096)
-def step_signatures(field: str) -> tuple[Signature, ...]:
+def _step_signatures(field: str) -> tuple[Signature, ...]:
     """Every form ``field`` can be written with, in :data:`FORMS` order (empty: an unknown field)."""
     return tuple(s for s in (_probe(field, form) for form in FORMS) if s is not None)
+
+
+#: :func:`_step_signatures`, probed once per field: fields come from parser folders, so the cache is
+#: bounded (caching rule 2; what it depends on, the dsl, is the module's own).
+step_signatures = bounded_cache(_step_signatures, 4096)

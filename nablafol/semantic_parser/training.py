@@ -23,7 +23,6 @@ operation's type that the question names (``younger``, ``shape``) may be written
 """
 from __future__ import annotations
 
-import functools
 import math
 import time
 from dataclasses import asdict, dataclass, field
@@ -31,6 +30,7 @@ from typing import Callable, Iterable, Optional
 
 import torch
 
+from nablafol.caching import bounded_cache
 from nablafol.dsl import ProgramError, parse_program, program_from_semantic
 
 from .errors import ParserError
@@ -319,8 +319,7 @@ def train_parser(questions: Iterable, *, val_questions: Optional[Iterable] = Non
     return TrainingResult(parser, len(examples), skipped, history, seconds, info.get("best_epoch"))
 
 
-@functools.lru_cache(maxsize=1)
-def tiny_parser() -> SemanticParser:
+def _tiny_parser() -> SemanticParser:
     """A parser trained in about a second on a handful of questions (for examples and tests;
     built once, shared)."""
     from nablafol.data import Question
@@ -332,3 +331,7 @@ def tiny_parser() -> SemanticParser:
                   for k, n in enumerate(names) for j, c in enumerate(colors)]
     settings = TrainingSettings(epochs=30, batch_size=8, word_dim=16, unit_dim=16, hidden_dim=32, seed=0)
     return train_parser(questions, settings=settings).parser
+
+
+#: :func:`_tiny_parser`, trained once and shared (caching rule 2: one entry).
+tiny_parser = bounded_cache(_tiny_parser, 1)

@@ -6,7 +6,7 @@ from nablafol.asking import Asker, UnanswerableQuestionError, evaluate_parser
 from nablafol.asking.execution import Outcome, answer_questions, golden_perception
 from nablafol.data import load_scene_graphs
 from nablafol.dsl import parse_program
-from nablafol.scoring.metrics import vocabulary_match
+from nablafol.scoring import vocabulary_match
 from nablafol.semantic_parser import UnreadableQuestionError, same_program
 
 from conftest import simple_questions

@@ -64,6 +64,39 @@ def test_parser_apply_writes_questions_with_the_programs_read(dataset, parser_fo
     assert code == 0 and "answered" in printed
 
 
+def test_eval_with_a_parser_answers_the_programs_it_reads(dataset, parser_folder, tmp_path, capsys):
+    """`eval --parser P` gives the predictions of `parser apply` then `eval`; a question the parser
+    cannot read is a listed skip ("unreadable question"), and the journal knows the parser."""
+    import dataclasses
+    from nablafol.data import write_questions
+    given = list(load_questions(dataset / "val_balanced_questions.json").values())
+    given[0] = dataclasses.replace(given[0], question="?!")  # no words: unreadable
+    questions = tmp_path / "questions.json"
+    write_questions(questions, given)
+    sg = dataset / "val_sceneGraphs.json"
+    code, printed, _ = run_cli(capsys, "eval", "--questions", questions, "--scene-graphs", sg, "--parser",
+                               parser_folder, "--predictions", tmp_path / "with_parser.json")
+    assert code == 0 and "unreadable question" in printed
+    skipped = json.loads((tmp_path / "with_parser.skipped.json").read_text())
+    assert {"questionId": given[0].id, "reason": "unreadable question",
+            "detail": "cannot read the question '?!': it has no words"} in skipped
+    run_cli(capsys, "parser", "apply", "--questions", questions, "--parser", parser_folder, "--out", tmp_path / "read.json")
+    code, _, _ = run_cli(capsys, "eval", "--questions", tmp_path / "read.json", "--scene-graphs", sg,
+                         "--predictions", tmp_path / "applied.json")
+    assert code == 0
+    with_parser = json.loads((tmp_path / "with_parser.json").read_text())
+    assert with_parser and with_parser == json.loads((tmp_path / "applied.json").read_text())
+
+
+def test_eval_with_a_parser_refuses_cric_questions(parser_folder, tmp_path, capsys):
+    cric = "tests/fixtures/cric"
+    code, _, err = run_cli(capsys, "eval", "--questions", f"{cric}/val_questions.json", "--scene-graphs",
+                           f"{cric}/scene_graphs.json", "--knowledge", f"{cric}/knowledge_graph.json", "--parser",
+                           parser_folder, "--predictions", tmp_path / "p.json")
+    one_line_error(code, err)
+    assert "a semantic parser writes GQA programs" in err
+
+
 def test_answer_prints_the_program_formula_answer_candidates_and_grounding(dataset, parser_folder, capsys):
     question = simple_questions(dataset / "val_balanced_questions.json")[0]
     args = ["answer", "--parser", parser_folder, "--scene-graph", dataset / "val_sceneGraphs.json",
