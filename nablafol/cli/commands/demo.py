@@ -37,6 +37,8 @@ def add_arguments(parser) -> None:
                         help="calibrator training epochs (default 2; quick: 1)")
     parser.add_argument("--blackbox-epochs", type=positive_int, default=None,
                         help="black-box baseline training epochs (default 10; quick: 8)")
+    parser.add_argument("--parser-epochs", type=positive_int, default=None,
+                        help="semantic parser training epochs (default 4)")
     parser.add_argument("--seed", type=non_negative_int, default=0)
     parser.add_argument("--threads", type=positive_int, default=1,
                         help="torch threads (default 1: the demo's tensors are small, and more threads mostly wait "
@@ -47,5 +49,5 @@ def run(args) -> int:
     from nablafol.pipeline.demo import DemoSettings, run_demo
     settings = DemoSettings(out=Path(args.out), quick=args.quick, epochs=args.epochs, lr=args.lr,
                             calibration_epochs=args.calibration_epochs, blackbox_epochs=args.blackbox_epochs,
-                            seed=args.seed)
+                            parser_epochs=args.parser_epochs, seed=args.seed)
     return with_threads(args.threads, lambda: run_demo(settings))
