@@ -21,6 +21,7 @@ SUBCOMMANDS = {
     "demo": commands.demo,
     "parser": commands.parser,
     "answer": commands.answer,
+    "vocabulary": commands.vocabulary,
 }
 
 

@@ -134,7 +134,7 @@ class Answerer:
             return Skip(question.id, "no scene", f"no scene for image {question.image_id!r}")
         unknown = self._unknown_predicate(compiled)
         if unknown is not None:
-            return Skip(question.id, "unknown predicate", f"the oracle does not know {unknown.kind} {unknown.name!r}")
+            return Skip(question.id, *self.perception.refusal(unknown))
         return question, compiled
 
     def _unknown_predicate(self, compiled: CompiledQuestion) -> Predicate | None:

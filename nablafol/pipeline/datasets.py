@@ -13,7 +13,7 @@ from typing import Optional
 
 from nablafol.errors import InputFileError
 
-__all__ = ["DatasetFiles", "dataset_files", "validation_questions"]
+__all__ = ["DatasetFiles", "dataset_files", "validation_questions", "vocabulary_of"]
 
 
 @dataclass(frozen=True)
@@ -50,3 +50,23 @@ def validation_questions(path, limit: int = 0) -> list:
     from nablafol.data import load_questions
     questions = list(load_questions(path).values()) if path else []
     return questions[:limit] if limit else questions
+
+
+def plan_lines(files: DatasetFiles, shards: int, val_limit: int = 0) -> list[str]:
+    """What each of ``shards`` shards of a training run over ``files`` reads (``nablafol train --plan``)."""
+    from nablafol.data import FeatureStore
+    from nablafol.pipeline.sharding import plan_report
+    return plan_report(files.train_questions, FeatureStore(files.features), shards,
+                       validation_questions(files.val_questions, val_limit))
+
+
+def vocabulary_of(questions, scene_graphs=None, ontology=None, model=None):
+    """What ``nablafol vocabulary`` prints: the concepts of a questions file (and scene graphs),
+    known to ``ontology`` (a :class:`nablafol.dsl.Ontology`; GQA's by default), to the model of
+    the folder ``model``, or new (a :class:`nablafol.compiler.vocabulary.VocabularyReport`)."""
+    from nablafol.compiler.vocabulary import dataset_vocabulary
+    model_knows = None
+    if model is not None:
+        from nablafol.pipeline.model_folder import load_model_folder
+        model_knows = load_model_folder(model, calibrator=False).vocabulary.knows
+    return dataset_vocabulary(questions, scene_graphs, ontology, model_knows)

@@ -3,7 +3,10 @@ workers), scored as they come, and, when a journal is given, committed chunk by 
 killed run resumes where it stopped with byte-identical outputs.
 
 Every entry point answers through :func:`answer_stream`: ``nablafol eval`` (through
-:func:`run_evaluation`, which adds the files), the demo, training's validation.
+:func:`run_evaluation`, which adds the files), the demo, training's validation. A split
+evaluation too: each shard (``--shard I/N``, or a process of ``torchrun``) answers its chunks
+(:class:`nablafol.pipeline.sharding.EvalShard`) into its own journal, and the merge replays the
+shards' journals through the same loop (nothing left to answer) into one run's outputs.
 
     >>> from nablafol.data import load_questions, load_scene_graphs
     >>> from nablafol.pipeline.answering import Answerer
@@ -26,7 +29,7 @@ import json
 import os
 import time
 from array import array
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Optional, Sequence
 
@@ -34,6 +37,7 @@ from nablafol.data import iter_questions, write_predictions
 from nablafol.errors import InputFileError
 from nablafol.pipeline.answering import Answerer, Outcome, Skip
 from nablafol.pipeline.journal import EvalJournal
+from nablafol.pipeline.sharding import EvalShard
 
 __all__ = ["answer_stream", "answer_all", "StreamResult", "DetailsStream", "EvaluationJob", "run_evaluation",
            "chunked"]
@@ -263,6 +267,9 @@ class EvaluationJob:
     threads: int = 1
     device: object = "cpu"
     resume: bool = False
+    shard: Optional[EvalShard] = None  # answer this shard's chunks only, into its own journal
+    merge: bool = False  # join the shards' journals into the outputs instead of answering
+    launch: object = None  # nablafol.pipeline.distributed.Launch: under torchrun, shard by rank, rank 0 merges
 
     def settings(self) -> dict:
         """What the outputs depend on: the options and the input files' identities (JSON values);
@@ -310,14 +317,21 @@ class EvaluationReport:
     resumed: bool
     skipped_file: Optional[Path]
     benchmark_report: object = None  # CRIC: its scores (nablafol.scoring.benchmarks)
+    shard: Optional[EvalShard] = None  # the shard this run answered
+    merged: int = 0  # shards merged into the outputs
 
     def lines(self) -> list[str]:
         """The summary, as the command prints it."""
         r = self.result
         before = (f"; {r.done - r.replayed:,} done in this run, {r.replayed:,} read from the journal"
                   if self.resumed else "")
-        out = [f"{r.done:,} questions, {r.answered:,} answered, {r.skipped:,} skipped, in {r.seconds:.1f} s "
-               f"({(r.done - r.replayed) / max(r.seconds, 1e-9):,.0f} questions/s{before})"]
+        rate = (f"merged from {self.merged} shards" if self.merged else
+                f"in {r.seconds:.1f} s ({(r.done - r.replayed) / max(r.seconds, 1e-9):,.0f} questions/s{before})")
+        where = f"shard {self.shard}: " if self.shard is not None else ""
+        out = [f"{where}{r.done:,} questions, {r.answered:,} answered, {r.skipped:,} skipped, {rate}"]
+        if self.shard is not None:
+            out.append("scores and outputs of the whole set come with the merge (`nablafol eval ... --merge`)")
+            return out
         if r.scores is not None:
             from nablafol.scoring import format_gqa
             out += [format_gqa(r.scores.overall), "", r.scores.format_table()]
@@ -336,28 +350,64 @@ def run_evaluation(job: EvaluationJob, say: Callable[[str], None] = print,
     """``nablafol eval``: answer ``job.questions`` (GQA's, or CRIC's) over scene graphs (golden)
     or features (a trained model), write the predictions (and details, and the skipped
     questions), through the journal beside the predictions file (``--resume`` continues it).
-    ``say`` hears one-line notes."""
-    from nablafol.pipeline.collector import loading
-    from nablafol.pipeline.journal import journal_path
-    from nablafol.scoring import Scorer, exact_match, vocabulary_match
+    ``say`` hears one-line notes.
 
-    benchmark = job.benchmark
+    ``job.shard``: answer that shard's chunks into its own journal (and details), kept for the
+    merge; ``job.merge``: write the outputs from the shards' journals, byte-identical to one
+    process's; ``job.launch`` of several processes (``torchrun``): each answers the shard of its
+    rank, then rank 0 merges (the shards' files must be visible to it: a shared folder)."""
+    if job.launch is not None and job.launch.world > 1:
+        return _run_launched(job, say, progress)
+    if job.merge:
+        return _merge(job)
+    return _answer(job, say, progress)
+
+
+def _scorer(job: EvaluationJob, benchmark: str):
+    from nablafol.scoring import Scorer, exact_match, vocabulary_match
+    return Scorer(exact_match if job.exact else vocabulary_match) if benchmark == "gqa" else None
+
+
+def _answer(job: EvaluationJob, say, progress, device=None) -> EvaluationReport:
+    """Answer the job's questions (its shard's, with ``job.shard``) through its journal, on
+    ``device`` when given (its journal still records the job's: the GPU of each rank)."""
+    from nablafol.pipeline.collector import loading
+    from nablafol.pipeline.journal import journal_path, shard_settings
+
+    benchmark, shard = job.benchmark, job.shard
     if job.parser is not None and benchmark != "gqa":
         raise InputFileError(job.questions, f"holds {benchmark} questions; a semantic parser writes GQA programs")
-    path = journal_path(job.predictions)
+    path = journal_path(job.predictions if shard is None else shard.path(job.predictions))
     resuming = job.resume and path.exists()
     if job.resume and not resuming:
         say(f"no journal at {path}: starting from the first question")
-    settings = job.settings()
+    settings = job.settings() if shard is None else shard_settings(job.settings(), shard)
     journal = EvalJournal.resume(path, settings) if resuming else EvalJournal.start(path, settings)
     with loading():
-        answerer = _answerer(job, benchmark)
+        answerer = _answerer(job if device is None else replace(job, device=device), benchmark)
         questions = _questions(job, benchmark)
-    details = DetailsStream(job.details_path, journal.details_bytes) if job.details_path else None
-    scorer = Scorer(exact_match if job.exact else vocabulary_match) if benchmark == "gqa" else None
-    result = answer_stream(questions, answerer, scorer=scorer, chunk_size=job.chunk_size, workers=job.workers,
-                           threads=job.threads, journal=journal, details=details, progress=progress,
-                           source=str(job.questions))
+    if shard is not None:
+        questions = shard.take(questions, job.chunk_size)
+    details = None
+    if job.details_path:
+        details = DetailsStream(job.details_path if shard is None else shard.path(job.details_path),
+                                journal.details_bytes)
+    result = answer_stream(questions, answerer, scorer=_scorer(job, benchmark), chunk_size=job.chunk_size,
+                           workers=job.workers, threads=job.threads, journal=journal, details=details,
+                           progress=progress, source=str(job.questions))
+    if shard is not None:
+        journal.seal()  # kept, finished, for the merge
+        journal.close()
+        if details is not None:
+            details.finish()
+        return EvaluationReport(result, resuming, None, shard=shard)
+    return _finish(job, benchmark, journal, result, resuming, details, lambda: answerer.perception)
+
+
+def _finish(job: EvaluationJob, benchmark: str, journal, result: StreamResult, resumed: bool, details,
+            perception: Callable, merged: int = 0) -> EvaluationReport:
+    """The outputs from the journal's entries (in question order), then the journal removed;
+    ``perception()`` gives the boxes of the attentions file."""
     journal.close()
     if details is not None:
         details.finish()
@@ -368,14 +418,84 @@ def run_evaluation(job: EvaluationJob, say: Callable[[str], None] = print,
         write_predictions(job.predictions, ((q, p) for q, p, skip in journal.entries() if skip is None),
                           check_unique=False)
     if job.attentions:
-        _write_attentions(job, answerer.perception)
+        _write_attentions(job, perception())
     skipped_file = None
     if result.skipped:
         skipped_file = job.skipped_path
         _write_json(skipped_file, [{"questionId": q, "reason": skip[0], "detail": skip[1]}
                                    for q, _, skip in journal.entries() if skip is not None])
     journal.close(remove=True)
-    return EvaluationReport(result, resuming, skipped_file, benchmark_report)
+    return EvaluationReport(result, resumed, skipped_file, benchmark_report, merged=merged)
+
+
+def _merge(job: EvaluationJob) -> EvaluationReport:
+    """The outputs of a split run from its shards' journals: the questions are replayed from
+    them in stream order through :func:`answer_stream` (scored as one run scores them), the
+    details copied chunk by chunk; then the shards' files are removed."""
+    from nablafol.pipeline.journal import ShardedJournal
+    benchmark = job.benchmark
+    journal = ShardedJournal.find(job.predictions, job.settings())
+    count = len(journal.journals)
+    result = answer_stream(_questions(job, benchmark), _Unanswered(job.questions), scorer=_scorer(job, benchmark),
+                           chunk_size=job.chunk_size, journal=journal, source=str(job.questions))
+    details = _MergedDetails(job.details_path, journal) if job.details_path else None
+    report = _finish(job, benchmark, journal, result, False, details, lambda: _answerer(job, benchmark).perception,
+                     merged=count)
+    if job.details_path:
+        for index in range(count):
+            EvalShard(index, count).path(job.details_path).unlink(missing_ok=True)
+    return report
+
+
+class _Unanswered:
+    """The answerer of a merge: every question must come from the shards' journals."""
+
+    keep_outcomes = False
+
+    def __init__(self, source):
+        self.source = source
+
+    def answer_chunk(self, questions, progress=None):
+        raise InputFileError(self.source, "has questions the shards did not answer (shards of other inputs?)",
+                             f"question {questions[0].id}")
+
+
+class _MergedDetails:
+    """The details file of a merge: each chunk's bytes from its shard's details file, in order."""
+
+    def __init__(self, path, journal):
+        self.path, self.journal = Path(path), journal
+
+    def finish(self) -> None:
+        from nablafol.data.files import atomic_writer
+        count = len(self.journal.journals)
+        sources = [open(EvalShard(i, count).path(self.path), "rb") for i in range(count)]
+        try:
+            with atomic_writer(self.path, "wb") as out:
+                for shard, start, end, _ in self.journal.pieces():
+                    sources[shard].seek(start)
+                    out.write(sources[shard].read(end - start))
+        finally:
+            for source in sources:
+                source.close()
+
+
+def _run_launched(job: EvaluationJob, say, progress) -> EvaluationReport:
+    """Under ``torchrun``: this process answers the shard of its rank; when every shard is done,
+    rank 0 merges them (a barrier over gloo: the processes only wait for each other)."""
+    from nablafol.pipeline.distributed import EVALUATION_TIMEOUT, process_group, rank_device
+    from nablafol.pipeline.sharding import ShardingError
+    launch = job.launch
+    if job.shard is not None or job.merge:
+        raise ShardingError("under torchrun each process answers the shard of its rank and rank 0 merges: "
+                            "give neither --shard nor --merge")
+    with process_group(launch, "cpu", timeout=EVALUATION_TIMEOUT) as group:
+        report = _answer(replace(job, shard=EvalShard(launch.rank, launch.world), launch=None), say,
+                         progress if launch.is_main else None, device=rank_device(job.device, launch))
+        group.barrier()
+        if launch.is_main:
+            report = _merge(replace(job, launch=None))
+    return report
 
 
 def _questions(job: EvaluationJob, benchmark: str) -> Iterable:
@@ -425,6 +545,12 @@ def _answerer(job: EvaluationJob, benchmark: str = "gqa") -> Answerer:
             graphs = load_cric_scene_graphs(job.scene_graphs)
         else:
             graphs = SceneGraphTexts(job.scene_graphs) if job.workers > 1 else load_scene_graphs(job.scene_graphs)
+        if benchmark != "cric":
+            # an open query's candidates are the ontology's and what the scene graphs hold (issue 16);
+            # relations are left out: no open question competes them
+            from nablafol.data import scene_graph_words
+            names, values = scene_graph_words(graphs)
+            ontology = ontology.joined({"name": names, None: values})
         perception = SceneGraphPerception(graphs, ontology=ontology, device=job.device, knowledge=knowledge)
     else:
         from nablafol.pipeline.model_folder import feature_perception

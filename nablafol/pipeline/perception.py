@@ -10,6 +10,8 @@ Every member the pipeline reads is declared on :class:`Perception`, with its def
 * ``ontology``: the vocabulary questions are compiled against (None: GQA's);
 * ``calibrator``: a top-down calibrator the engine applies (None: none);
 * ``knowledge_relations``: relations of a knowledge base that CRIC-style steps may name;
+* ``refusal(predicate)``: the skip's reason and line for a question naming a predicate the
+  perception does not know (a trained model: ``concept not learned: name 'unicorn'``);
 * ``before_fork()``: release what must not cross a fork (open HDF5 files);
 * ``regions(image_id)``: each object's box (fractions of the image; ``scene``: the whole image),
   for writing the engine's attention as GQA's attentions file.
@@ -50,6 +52,10 @@ class Perception:
 
     def object_count(self, image_id: str) -> Optional[int]:
         return None
+
+    def refusal(self, predicate: Predicate) -> tuple[str, str]:
+        """``(reason, detail)`` of the skip of a question that names ``predicate``, unknown here."""
+        return "unknown predicate", f"the oracle does not know {predicate.kind} {predicate.name!r}"
 
     def before_fork(self) -> None:
         """Release what must not cross a fork (nothing, unless a perception holds files)."""
@@ -130,6 +136,10 @@ class FeaturePerception(Perception):
 
     def knows(self, predicate: Predicate) -> bool:
         return self.vocabulary.knows(predicate)
+
+    def refusal(self, predicate: Predicate) -> tuple[str, str]:
+        """A concept the training data never named (issue 16): ``concept not learned: ...``."""
+        return "concept not learned", self.vocabulary.not_learned(predicate)
 
     def regions(self, image_id: str) -> dict:
         from nablafol.data.attentions import feature_regions

@@ -163,14 +163,16 @@ def test_kills_at_chosen_points_then_resume_end_bit_identical(setup, processes, 
 
 
 def test_a_truncated_checkpoint_is_refused_in_one_line(setup, tmp_path):
+    from nablafol.pipeline.distributed import Distribution
     from nablafol.pipeline.oracle_training import Trainer
     out = tmp_path / "model"
     out.mkdir()
     torch.save({"epoch": 1, "model": {}, "optimizer": {}}, out / STATE_NAME)
     data = (out / STATE_NAME).read_bytes()
     (out / STATE_NAME).write_bytes(data[: len(data) // 2])
-    trainer = Trainer.__new__(Trainer)  # resume reads only the folder and the two state owners
+    trainer = Trainer.__new__(Trainer)  # resume reads only the folder, the two state owners and who reads
     trainer.out, trainer.trainable, trainer.optimizer = out, torch.nn.Linear(1, 1), None
+    trainer.world = Distribution.single()
     with pytest.raises(InputFileError, match="cannot resume from this checkpoint"):
         trainer.resume()
 

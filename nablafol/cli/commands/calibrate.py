@@ -3,6 +3,7 @@ Beta-calibration of every attention step, its parameters read by a Bi-LSTM from 
 The calibrator is saved into the model folder; `nablafol eval --model` then uses it.
 
     nablafol calibrate --data DATASET --model MODEL [--epochs 3]
+    torchrun --nproc_per_node 2 -m nablafol.cli calibrate --data DATASET --model MODEL   # split, as for train
 
 With --inspect, nothing is trained: the calibrator of MODEL prints its Beta-calibration
 parameters (a, b, c, d) for every attention step of one question, read as the shapes of the
@@ -34,7 +35,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--seed", type=non_negative_int, default=0)
     parser.add_argument("--resume", action="store_true")
     parser.add_argument("--ontology", metavar="DIR", help="ignored: the model folder carries its vocabulary")
-    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--device", default="cpu", help="cpu, or cuda (under torchrun: the GPU of each local rank)")
+    parser.add_argument("--shards", type=positive_int, metavar="N", help="data shards, as for `nablafol train` "
+                        "(default: one per process; when resuming, the checkpoint's)")
     parser.add_argument("--inspect", metavar="PROGRAM", help="print the calibration of each step of a GQA program "
                         "line, or of a question id of --questions / --val-questions / --data; trains nothing")
     parser.add_argument("--plot", metavar="PNG", help="with --inspect: also draw the calibration curves")
@@ -46,19 +49,23 @@ def run(args) -> int:
     if args.inspect is not None:
         return _inspect(args)
     from nablafol.pipeline.calibration_training import CalibrationJob, calibrate_model
+    from nablafol.pipeline.distributed import Launch
     from nablafol.pipeline.oracle_training import TrainConfig
     from nablafol.progress import ProgressBar
 
     from .train import dataset
 
     args.ontology = None  # the model folder carries its vocabulary
+    launch = Launch.from_environment()
     job = CalibrationJob(dataset(args), Path(args.model),
                          TrainConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, seed=args.seed),
-                         val_limit=args.val_limit, device=device(args.device), resume=args.resume)
-    bar = ProgressBar("calibrate", unit="q")
+                         val_limit=args.val_limit, device=device(args.device), resume=args.resume,
+                         shards=args.shards, launch=launch)
+    bar = ProgressBar("calibrate", unit="q") if launch.is_main else None
     history = calibrate_model(job, progress=bar)
-    bar.close()
-    if history and history[-1].get("val_accuracy") is not None:
+    if bar is not None:
+        bar.close()
+    if launch.is_main and history and history[-1].get("val_accuracy") is not None:
         print(f"validation accuracy with the calibrator {100 * history[-1]['val_accuracy']:.2f}% -> {args.model}")
     return 0
 

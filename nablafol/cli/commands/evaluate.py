@@ -27,6 +27,14 @@ Workers: with `--workers N` the chunks are answered by N processes forked once t
 loaded (shared with them, not copied up front), committed to the journal in question order.
 The outputs are byte-identical to a run with one worker (a chunk is batched the same way
 wherever it is answered), so `--resume` may change N.
+
+Shards (several machines, or processes): `--shard I/N` (0 <= I < N) answers the chunks k with
+k mod N = I into its own journal (OUT.shard-I-of-N.journal, kept, and its details); `--merge`,
+with the same options, joins the N shards into OUT (and the details, and the skipped list),
+byte-identical to one process's run with the same --chunk-size, and prints the scores of the
+whole set. Under torchrun every process answers the shard of its rank and rank 0 merges:
+
+    torchrun --nproc_per_node 2 -m nablafol.cli eval --questions Q --features F --model M --predictions OUT
 """
 from __future__ import annotations
 
@@ -73,8 +81,23 @@ def add_arguments(parser) -> None:
     parser.add_argument("--workers", type=positive_int, default=1, metavar="N",
                         help="processes answering chunks side by side (CPU only; default 1). The answers do not "
                              "depend on it")
+    parser.add_argument("--shard", type=shard, metavar="I/N", help="answer shard I of N (0-based; chunks k with "
+                        "k mod N = I) into its own journal, for --merge")
+    parser.add_argument("--merge", action="store_true", help="write the outputs from the journals of the N shards "
+                        "(run with the same options)")
     add_threads_argument(parser)
     add_ontology_argument(parser)
+
+
+def shard(text: str):
+    """``--shard I/N``."""
+    import argparse
+
+    from nablafol.pipeline.sharding import EvalShard, ShardingError
+    try:
+        return EvalShard.parse(text)
+    except ShardingError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def run(args) -> int:
@@ -84,6 +107,7 @@ def run(args) -> int:
 
 
 def _run(args) -> int:
+    from nablafol.pipeline.distributed import Launch
     from nablafol.pipeline.evaluation import EvaluationJob, run_evaluation
     from nablafol.progress import ProgressBar
 
@@ -106,11 +130,14 @@ def _run(args) -> int:
         skipped=args.skipped,
         knowledge=args.knowledge, ontology=args.ontology, batch_size=args.batch_size, chunk_size=args.chunk_size,
         threshold=args.threshold, details_top=args.details_top, exact=args.exact, format=args.format,
-        parser=args.parser, workers=args.workers,
-        threads=args.threads, device=args.device, resume=args.resume)
-    bar = ProgressBar("eval", unit="q")
+        parser=args.parser, workers=args.workers, threads=args.threads, device=args.device, resume=args.resume,
+        shard=args.shard, merge=args.merge, launch=Launch.from_environment())
+    if args.shard is not None and args.merge:
+        raise UsageError("--shard answers one shard, --merge joins them: give one of the two")
+    bar = ProgressBar("eval", unit="q") if job.launch.is_main and not args.merge else None
     report = run_evaluation(job, progress=bar)
-    bar.close()
+    if bar is not None:
+        bar.close()
     for line in report.lines():
         print(line)
     if args.strict and report.result.skipped:

@@ -9,6 +9,18 @@ programs, a checkpoint and a validation pass each epoch).
 A dataset folder holds train_balanced_questions.json, val_balanced_questions.json, features/
 and, optionally, ontology/ (its vocabulary); `nablafol generate` writes one.
 Metrics go to MODEL/metrics.jsonl, one line per epoch.
+
+On several processes or machines (PyTorch's DistributedDataParallel; gloo on the CPU, nccl on
+GPUs, chosen by --device):
+
+    torchrun --nproc_per_node 2 -m nablafol.cli train --data DATASET --out MODEL
+    nablafol train --data DATASET --out MODEL --shards 2        # one process, the same training
+    nablafol train --data DATASET --shards 8 --plan --out MODEL # which feature files each shard reads
+
+The images are cut into --shards blocks (default: one per process); each process reads only
+its shards' questions and features; --batch-size is the global batch, batch / shards questions
+from every shard; rank 0 writes MODEL. `--resume` continues with the checkpoint's shards,
+on any number of processes up to the shard count.
 """
 from __future__ import annotations
 
@@ -36,7 +48,11 @@ def add_arguments(parser) -> None:
     parser.add_argument("--curriculum-start", type=positive_int, default=2, help="program steps of the first epoch")
     parser.add_argument("--hidden", type=positive_int, default=256, help="hidden size of the oracle's layers")
     parser.add_argument("--seed", type=non_negative_int, default=0)
-    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--device", default="cpu", help="cpu, or cuda (under torchrun: the GPU of each local rank)")
+    parser.add_argument("--shards", type=positive_int, metavar="N", help="data shards of the run (default: one per "
+                        "process; when resuming, the checkpoint's); the result depends on them, not on the processes")
+    parser.add_argument("--plan", action="store_true", help="print what each shard reads (questions, images, "
+                        "feature files) and stop")
     add_threads_argument(parser)
     add_ontology_argument(parser)
 
@@ -55,16 +71,28 @@ def run(args) -> int:
 
 
 def _run(args) -> int:
+    from nablafol.pipeline.distributed import Launch
     from nablafol.pipeline.oracle_training import TrainConfig, TrainingJob, train_oracle
     from nablafol.progress import ProgressBar
 
+    if args.plan:
+        return _plan(args)
     config = TrainConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, weight_decay=args.weight_decay,
                          clip_norm=args.clip, seed=args.seed, curriculum_start=args.curriculum_start)
+    launch = Launch.from_environment()
     job = TrainingJob(dataset(args), Path(args.out), config, hidden_dim=args.hidden, val_limit=args.val_limit,
-                      device=device(args.device), resume=args.resume)
-    bar = ProgressBar("train", unit="q")
+                      device=device(args.device), resume=args.resume, shards=args.shards, launch=launch)
+    bar = ProgressBar("train", unit="q") if launch.is_main else None
     history = train_oracle(job, progress=bar)
-    bar.close()
-    if history and history[-1].get("val_accuracy") is not None:
+    if bar is not None:
+        bar.close()
+    if launch.is_main and history and history[-1].get("val_accuracy") is not None:
         print(f"final validation accuracy {100 * history[-1]['val_accuracy']:.2f}% -> model in {args.out}")
+    return 0
+
+
+def _plan(args) -> int:
+    from nablafol.pipeline.datasets import plan_lines
+    for line in plan_lines(dataset(args), args.shards or 1, args.val_limit):
+        print(line)
     return 0
