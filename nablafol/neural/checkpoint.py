@@ -51,7 +51,8 @@ try:  # optional: the preferred tensor format when installed
 except ImportError:  # pragma: no cover - depends on the environment
     _safetensors = None
 
-__all__ = ["save_model", "load_model", "save_tensors", "load_tensors", "CONFIG_NAME", "FORMAT", "FORMAT_VERSION"]
+__all__ = ["save_model", "load_model", "save_tensors", "load_tensors", "fill_module", "refuse_oversized",
+           "CONFIG_NAME", "FORMAT", "FORMAT_VERSION"]
 
 CONFIG_NAME = "config.json"
 FORMAT = "nablafol-model"
@@ -139,13 +140,13 @@ def load_model(folder, device=None) -> tuple[NeuralOracleModel, ConceptVocabular
     recorded = config.get("files", {}).get(MODEL_PART) if isinstance(config.get("files"), Mapping) else None
     tensors, weights = _load_part(folder, MODEL_PART, recorded)
     # the sizes come from an untrusted file: build the network only when it is not much bigger
-    # than the tensors on disk (a near miss is built, so _fill can name the tensor that differs)
+    # than the tensors on disk (a near miss is built, so fill_module can name the tensor that differs)
     refuse_oversized(path, parameter_count(model_config), tensors, f"{weights.name} holds")
     try:
         model = NeuralOracleModel(model_config, vocabulary)
     except NablafolError as error:
         raise InputFileError(path, str(error)) from None
-    _fill(model, tensors, weights)
+    fill_module(model, tensors, weights)
     extra = config.get("extra", {})
     if not isinstance(extra, dict):
         raise InputFileError(path, f"'extra' must be an object, got {type(extra).__name__}")
@@ -255,8 +256,9 @@ def _check_ontology(data, path: Path) -> None:
         raise InputFileError(path, f"extra.ontology: {error}") from None
 
 
-def _fill(model: NeuralOracleModel, tensors: dict, path: Path) -> None:
-    """Copy ``tensors`` into ``model``, naming the first tensor that is missing, extra or mis-shaped."""
+def fill_module(model: torch.nn.Module, tensors: dict, path: Path) -> None:
+    """Copy ``tensors`` into ``model`` (any module), naming the first tensor that is missing, extra
+    or mis-shaped in one InputFileError line on ``path``."""
     expected = model.state_dict()
     missing = [k for k in expected if k not in tensors]
     if missing:

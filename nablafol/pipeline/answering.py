@@ -26,6 +26,7 @@ from nablafol.compiler import CompileError, CompiledQuestion, Compiler
 from nablafol.engine import Engine
 from nablafol.ir import Predicate
 from nablafol.pipeline.perception import Perception
+from nablafol.semantic_parser.predicted_programs import parser_error
 
 #: Compiled programs a run keeps (with their plans and checks), the most recently used: a
 #: streaming run over a million questions must not hold every program it met.
@@ -60,6 +61,9 @@ def compile_question(question, compiler: Compiler) -> CompiledQuestion | Skip:
     ``semanticStr``; a CRIC program), compiled by ``compiler.compile_source``, or why not."""
     source = question.program_source()
     if source is None:
+        unreadable = parser_error(question)
+        if unreadable is not None:  # the semantic parser could not read the question's words
+            return Skip(question.id, "unreadable question", unreadable)
         return Skip(question.id, "no program", "the question has neither 'semantic' nor 'semanticStr'")
     try:
         return compiler.compile_source(source)

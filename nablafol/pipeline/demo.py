@@ -13,9 +13,10 @@ from pathlib import Path
 from dataclasses import dataclass
 
 from nablafol.data.files import write_text
-from nablafol.pipeline.demo_report import (BASE, BLACK_BOX, CALIBRATED, CEILING, GOLDEN, PRIOR, accuracy_by_length,
-                                           calibration_pictures, ceiling_table, gqa_metrics_section, hard_easy_bars,
-                                           hop_pictures, pattern, pictures_section, reliability, tables, write_json)
+from nablafol.pipeline.demo_report import (BASE, BLACK_BOX, CALIBRATED, CEILING, GOLDEN, PREDICTED, PRIOR,
+                                           accuracy_by_length, calibration_pictures, ceiling_table, gqa_metrics_section,
+                                           hard_easy_bars, hop_pictures, parser_section, pattern, pictures_section,
+                                           reliability, tables, write_json)
 
 STAGES = 8
 
@@ -50,6 +51,7 @@ class DemoSettings:
     calibration_epochs: int | None = None  # default 2; quick: 1
     blackbox_epochs: int | None = None  # default 10; quick: 8
     ceiling_epochs: int | None = None  # supervised epochs of the perception ceiling (default 6; quick: 2)
+    parser_epochs: int | None = None  # semantic parser training epochs (default: its own, 4)
     seed: int = 0
 
 
@@ -145,6 +147,17 @@ def run_demo(args: DemoSettings) -> int:
     scores = {BASE: score(list(test_q.values()), base.predictions, split, match=vocabulary_match)}
     report.stop("base test-dev")
 
+    # 4b. the same over the programs a semantic parser reads from the words
+    report.start()
+    parsing = _predicted_programs(train_q, test_q, Answerer(perception, compiler=compiler), out / "parser",
+                                  args.parser_epochs, args.seed)
+    run = parsing.pop("run")
+    write_predictions(folder / "predicted_programs_testdev_predictions.json", run.predictions)
+    predicted = score(list(test_q.values()), run.predictions, split, match=vocabulary_match)
+    parsing.update(golden_accuracy=scores[BASE].overall.accuracy["all"],
+                   predicted_accuracy=predicted.overall.accuracy["all"])
+    report.stop("parser")
+
     # 5. baselines that never see a program
     report.start()
     bar = ProgressBar(f"5/{STAGES} black-box", unit="q")
@@ -182,7 +195,8 @@ def run_demo(args: DemoSettings) -> int:
     say(ceiling_table(scores[CEILING], scores, ceiling_epochs, ceiling_history))
     ceiling_score = scores.pop(CEILING)
     scores = {name: scores[name] for name in (BASE, CALIBRATED, BLACK_BOX, PRIOR)}  # one order (and colour) everywhere
-    say(tables(scores, split, blackbox, calibration_epochs, calibration_history))
+    say(parser_section(parsing))
+    say(tables({**scores, PREDICTED: predicted}, split, blackbox, calibration_epochs, calibration_history))
     runs = {BASE: base.predictions, CALIBRATED: calibrated.predictions, BLACK_BOX: predictions[BLACK_BOX],
             PRIOR: predictions[PRIOR]}
     gqa = _gqa_metrics(runs, test_q, val_q, val_graphs, golden, Answerer(perception, compiler=compiler,
@@ -219,7 +233,8 @@ def run_demo(args: DemoSettings) -> int:
         "oracle_history": history, "calibrator_history": calibration_history, "black_box_history": blackbox.history,
         "split": {"easy": len(split.easy), "hard": len(split.hard)},
         "accuracy_by_length": by_length, "yes_no_ece": ece, "table3_pattern": pattern(scores),
-        "calibration_shapes": shapes, "hop_by_hop": hops, "timings_s": report.timings})
+        "calibration_shapes": shapes, "hop_by_hop": hops, "timings_s": report.timings,
+        "predicted_programs": {**parsing, "scores": predicted.to_json()}})
     write_text(folder / "report.md", "\n".join(report.lines) + "\n")
     print(f"\nreport: {folder / 'report.md'} (tables, {len(list(folder.rglob('*.png')))} pictures, raw JSON beside it)"
           f" — {sum(report.timings.values()):.0f} s in all")
@@ -245,6 +260,30 @@ def _ceiling(data, store, base_model, ontology, compiler, test_q, epochs: int, s
     bar.close()
     return _evaluate(Answerer(FeaturePerception(store, model, ontology), compiler=compiler), test_q,
                      f"4/{STAGES} ceiling test-dev"), history
+
+
+def _predicted_programs(train_q: dict, test_q: dict, answerer, folder: Path, epochs, seed: int) -> dict:
+    """A semantic parser trained on the training questions (saved in ``folder``, for
+    ``nablafol answer``), and test-dev answered by ``answerer`` over the programs it reads;
+    the figures, with the run (``run``)."""
+    from nablafol.dsl import parse_program
+    from nablafol.progress import ProgressBar
+    from nablafol.semantic_parser import (TrainingSettings, same_program, save_parser, train_parser,
+                                          with_predicted_programs)
+    settings = TrainingSettings(seed=seed) if epochs is None else TrainingSettings(epochs=epochs, seed=seed)
+    bar = ProgressBar(f"4/{STAGES} train parser", unit="batches")
+    trained = train_parser(train_q.values(), settings=settings, progress=bar)
+    bar.close()
+    save_parser(folder, trained.parser)
+    read = {q.id: q for q in with_predicted_programs(test_q.values(), trained.parser)}
+    exact = sum(q.semantic_str is not None and test_q[q.id].semantic_str is not None
+                and same_program(parse_program(q.semantic_str), parse_program(test_q[q.id].semantic_str))
+                for q in read.values())
+    run = _evaluate(answerer, read, f"4/{STAGES} base test-dev, predicted programs")
+    return {"folder": str(folder), "examples": trained.examples, "epochs": settings.epochs,
+            "seconds": trained.seconds, "exact_match": exact / max(1, len(read)),
+            "unreadable": sum(q.semantic_str is None for q in read.values()),
+            "skips": run.skip_summary(), "run": run}
 
 
 def _gqa_metrics(runs: dict, test_q: dict, val_q: dict, val_graphs, golden, base_answerer, data) -> dict:

@@ -262,6 +262,7 @@ class EvaluationJob:
     details_top: int = 10
     exact: bool = False  # compare answers as exact strings (GQA's eval.py)
     format: Optional[str] = None  # "gqa" or "cric" (None: told from the questions file)
+    parser: Optional[Path] = None  # a semantic parser folder: its reading replaces each question's program
     workers: int = 1
     threads: int = 1
     device: object = "cpu"
@@ -277,7 +278,8 @@ class EvaluationJob:
         knowledge = self.knowledge if self.knowledge in (None, "sample") else input_fingerprint(self.knowledge)
         settings = {"questions": input_fingerprint(self.questions), "scene_graphs": input_fingerprint(self.scene_graphs),
                     "features": input_fingerprint(self.features), "model": input_fingerprint(self.model),
-                    "knowledge": knowledge, "ontology": input_fingerprint(self.ontology), "threshold": self.threshold,
+                    "knowledge": knowledge, "ontology": input_fingerprint(self.ontology),
+                    "parser": input_fingerprint(self.parser), "threshold": self.threshold,
                     "batch_size": self.batch_size, "chunk_size": self.chunk_size, "details": bool(self.details),
                     "details_top": self.details_top, "device": str(self.device)}
         return json.loads(json.dumps(settings))
@@ -373,6 +375,8 @@ def _answer(job: EvaluationJob, say, progress, device=None) -> EvaluationReport:
     from nablafol.pipeline.journal import journal_path, shard_settings
 
     benchmark, shard = job.benchmark, job.shard
+    if job.parser is not None and benchmark != "gqa":
+        raise InputFileError(job.questions, f"holds {benchmark} questions; a semantic parser writes GQA programs")
     path = journal_path(job.predictions if shard is None else shard.path(job.predictions))
     resuming = job.resume and path.exists()
     if job.resume and not resuming:
@@ -498,6 +502,9 @@ def _questions(job: EvaluationJob, benchmark: str) -> Iterable:
     if benchmark == "cric":
         from nablafol.data.cric import load_cric_questions
         return iter(load_cric_questions(job.questions).values())
+    if job.parser is not None:  # the parser's reading of each question in place of its program
+        from nablafol.semantic_parser import load_parser, with_predicted_programs
+        return with_predicted_programs(iter_questions(job.questions), load_parser(job.parser))
     return iter_questions(job.questions)
 
 

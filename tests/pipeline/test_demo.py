@@ -6,7 +6,7 @@ import numpy as np
 import torch
 
 from nablafol.cli import main
-from nablafol.pipeline.demo_report import BASE, BLACK_BOX, CALIBRATED, CEILING, GOLDEN, PRIOR, _StepRecorder
+from nablafol.pipeline.demo_report import BASE, BLACK_BOX, CALIBRATED, CEILING, GOLDEN, PREDICTED, PRIOR, _StepRecorder
 from nablafol.engine import Engine, ProgramPlan
 from nablafol.ir import Filter, Predicate, Program, Relate, Top, Aggregate
 from nablafol.operators import Quantifier
@@ -63,7 +63,8 @@ def test_step_recorder_keeps_every_step_and_changes_nothing():
 
 def test_demo_quick_writes_its_report(tmp_path):
     out = tmp_path / "demo"
-    assert main(["demo", "--quick", "--epochs", "2", "--blackbox-epochs", "2", "--out", str(out)]) == 0
+    assert main(["demo", "--quick", "--epochs", "2", "--blackbox-epochs", "2", "--parser-epochs", "1",
+                 "--out", str(out)]) == 0
     folder = out / "report"
     report = (folder / "report.md").read_text()
     assert "## Golden oracle" in report and "accuracy 100.00%" in report and "As it must be" in report
@@ -110,3 +111,16 @@ def test_demo_quick_writes_its_report(tmp_path):
         assert len(predictions) > 0, name
     for name in ("model/config.json", "model/calibrator.json"):
         assert (out / name).exists(), name
+
+    # the semantic parser's row: test-dev answered over the programs it read, the parser kept for `nablafol answer`
+    assert "## Reading the questions: the semantic parser" in report and PREDICTED in report
+    table1 = report[report.index("## Table 1"):report.index("## Table 2")]
+    assert "| golden | open |" in table1 and "| predicted (semantic parser) | open |" in table1
+    parsing = demo["predicted_programs"]
+    predicted = parsing["scores"]["overall"]["all"]
+    assert parsing["golden_accuracy"] == base["overall"]["all"]["accuracy"]
+    assert parsing["predicted_accuracy"] == predicted["accuracy"] and 0.0 <= parsing["exact_match"] <= 1.0
+    assert predicted["count"] == base["overall"]["all"]["count"]
+    assert f"{100 * predicted['accuracy']:.2f}%" in table1
+    from nablafol.semantic_parser import load_parser
+    assert load_parser(out / "parser").parse("Is the cup red?").program is not None

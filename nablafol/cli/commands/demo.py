@@ -40,6 +40,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--ceiling-epochs", type=positive_int, default=None,
                         help="epochs of the perception ceiling (the oracle trained on the scene graphs' labels; "
                         "default 6; quick: 2)")
+    parser.add_argument("--parser-epochs", type=positive_int, default=None,
+                        help="semantic parser training epochs (default 4)")
     parser.add_argument("--seed", type=non_negative_int, default=0)
     parser.add_argument("--threads", type=positive_int, default=1,
                         help="torch threads (default 1: the demo's tensors are small, and more threads mostly wait "
@@ -50,5 +52,5 @@ def run(args) -> int:
     from nablafol.pipeline.demo import DemoSettings, run_demo
     settings = DemoSettings(out=Path(args.out), quick=args.quick, epochs=args.epochs, lr=args.lr,
                             calibration_epochs=args.calibration_epochs, blackbox_epochs=args.blackbox_epochs,
-                            ceiling_epochs=args.ceiling_epochs, seed=args.seed)
+                            ceiling_epochs=args.ceiling_epochs, parser_epochs=args.parser_epochs, seed=args.seed)
     return with_threads(args.threads, lambda: run_demo(settings))

@@ -9,6 +9,10 @@ Questions that cannot be answered (malformed program, a concept the vocabulary l
 without a scene) are skipped, counted as wrong and listed with their reasons; `--strict` makes
 any skip an error (exit status 2).
 
+With `--parser P` (a folder from `nablafol parser train`) the questions are answered with the
+programs the parser reads from their words, not with their own (golden) programs: what parsing
+costs. A question it cannot read is skipped as "unreadable question".
+
 Streaming: questions are read one at a time and answered `--chunk-size` at a time (grouped by
 image within a chunk), so memory does not grow with the number of questions. After each chunk
 its predictions go to a journal beside the predictions file (OUT.journal, on disk before the
@@ -70,6 +74,9 @@ def add_arguments(parser) -> None:
                         "and grounding) are written in CRIC's format, the details beside them")
     parser.add_argument("--knowledge", metavar="KB", help="a knowledge base (TSV or JSON triples; 'sample' for the "
                         "built-in one) for CRIC-style steps such as `filter CapableOf: lift food`")
+    parser.add_argument("--parser", metavar="P", help="a semantic parser folder (`nablafol parser train`): answer "
+                        "with the program it reads from each question's words, not the question's own; a question "
+                        "it cannot read is skipped as 'unreadable question'")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--workers", type=positive_int, default=1, metavar="N",
                         help="processes answering chunks side by side (CPU only; default 1). The answers do not "
@@ -123,8 +130,8 @@ def _run(args) -> int:
         skipped=args.skipped,
         knowledge=args.knowledge, ontology=args.ontology, batch_size=args.batch_size, chunk_size=args.chunk_size,
         threshold=args.threshold, details_top=args.details_top, exact=args.exact, format=args.format,
-        workers=args.workers, threads=args.threads, device=args.device, resume=args.resume, shard=args.shard,
-        merge=args.merge, launch=Launch.from_environment())
+        parser=args.parser, workers=args.workers, threads=args.threads, device=args.device, resume=args.resume,
+        shard=args.shard, merge=args.merge, launch=Launch.from_environment())
     if args.shard is not None and args.merge:
         raise UsageError("--shard answers one shard, --merge joins them: give one of the two")
     bar = ProgressBar("eval", unit="q") if job.launch.is_main and not args.merge else None
