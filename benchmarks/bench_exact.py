@@ -41,13 +41,15 @@ NAMES = ["chair", "table", "man", "woman", "car", "dog", "cup", "plate", "shirt"
 COLORS = ["red", "blue", "white", "black", "green", "brown"]
 MATERIALS = ["wood", "metal", "plastic", "glass"]
 RELATIONS = ["on", "near", "behind", "holding"]
+LEFT = "to the left of"  # GQA stores spatial relations densely: every pair of objects apart
 
 # family -> GQA program templates (A, B names; C a colour; R, R2 relations); all repeat atoms
 FAMILIES = {
     "relate": ["select: {A}->relate: {B},{R},s [0]->exist: ? [1]",
-               "select: {A}->relate: _,{R},o [0]->exist: ? [1]"],
+               "select: {A}->relate: _,to the left of,o [0]->exist: ? [1]"],
     "verify rel after relate": ["select: {A}->relate: _,{R},o [0]->verify rel: {B},{R2},s [1]"],
-    "two hops": ["select: {A}->relate: _,{R},o [0]->relate: {B},{R2},s [1]->exist: ? [2]"],
+    "two hops": ["select: {A}->relate: _,{R},o [0]->relate: {B},{R2},s [1]->exist: ? [2]",
+                 "select: {A}->relate: _,to the left of,o [0]->relate: {B},{R},s [1]->exist: ? [2]"],
     "and/or, same objects": [
         "select: {A}->exist: ? [0]->select: {A}->filter color: {C} [2]->exist: ? [3]->and:  [1, 4]",
         "select: {A}->filter color: {C} [0]->exist: ? [1]->select: {A}->filter color: not({C}) [3]->exist: ? [4]"
@@ -67,6 +69,7 @@ SIZES = {
     "full": dict(sizes=[3, 5, 8, 12], per_family=64, budget=14, gqa_sizes=[16, 24], gqa_batch=512, problog=40,
                  problog_limit_s=20.0),
 }
+RELATIONS_PER_OBJECT = 3.0  # on average, as subject (GQA's scene graphs have a few per object)
 GQA_UNCERTAIN = 0.04  # share of a GQA-size scene's facts that are uncertain (a confident generator)
 FEW_ATOMS = 4  # "few shared uncertain atoms": the 10x aim is stated for programs conditioning on at most this many
 
@@ -78,6 +81,7 @@ def probabilistic_scene(rng: np.random.Generator, image_id: str, n: int, uncerta
         return round(float(rng.uniform(0.15, 0.95)), 3) if rng.random() < uncertain else 1.0
 
     objects = {}
+    boxes = rng.integers(0, 460, n)  # x of each 40-pixel-wide box: "to the left of" holds for every pair apart
     for i in range(n):
         first, second = rng.choice(NAMES, 2, replace=False)
         q = p()
@@ -85,8 +89,9 @@ def probabilistic_scene(rng: np.random.Generator, image_id: str, n: int, uncerta
         attributes = {str(c): p() for c in rng.choice(COLORS, int(rng.integers(1, 3)), replace=False)}
         attributes[str(rng.choice(MATERIALS))] = p()
         relations = [{"name": str(rng.choice(RELATIONS)), "object": str(j), "p": p()}
-                     for j in range(n) if j != i and rng.random() < min(1.0, 2.0 / n)]
-        objects[str(i)] = {"names": names, "x": int(rng.integers(0, 400)), "y": int(rng.integers(0, 300)),
+                     for j in range(n) if j != i and rng.random() < min(1.0, RELATIONS_PER_OBJECT / (n - 1))]
+        relations += [{"name": LEFT, "object": str(j), "p": p()} for j in range(n) if boxes[i] + 40 <= boxes[j]]
+        objects[str(i)] = {"names": names, "x": int(boxes[i]), "y": int(rng.integers(0, 300)),
                            "w": 40, "h": 40, "attributes": attributes, "relations": relations}
     return scene_graph_from_record(image_id, {"width": 500, "height": 400, "objects": objects})
 
@@ -99,9 +104,10 @@ def questions(rng: np.random.Generator, compiler: Compiler, family: str, count: 
     for k in range(count):
         graph = probabilistic_scene(rng, f"img{first_id + k}", n, uncertain)
         present = sorted({name for obj in graph.objects for name in obj.names})
-        a = str(rng.choice(present))
+        related = sorted({r.name for obj in graph.objects for r in obj.relations}) or RELATIONS
+        a = str(rng.choice(present))  # names and relations the scene has: questions that can be true
         b = str(rng.choice([x for x in present if x != a] or NAMES))
-        r, r2 = rng.choice(RELATIONS, 2, replace=False)
+        r, r2 = (str(x) for x in rng.choice(related, 2))
         text = templates[k % len(templates)].format(A=a, B=b, C=rng.choice(COLORS), R=r, R2=r2)
         out.append((compiler.compile_text(text).program, graph))
     return out

@@ -32,15 +32,18 @@ from typing import Sequence
 import numpy as np
 import torch
 
+from nablafol.engine.answers import Answers, Tables
 from nablafol.engine.grounding import RepeatedAtoms, repeated_atoms
 from nablafol.engine.planning import V_FILTER, V_RELATE_A, V_RELATE_E, V_RELATE_N, BatchPlan, build_batch_plan
 from nablafol.ir import Program
 from nablafol.numerics import log1mexp, log_sum_exp
 
+NEG_INF = float("-inf")
+
 __all__ = ["exact_flags", "exact_answers", "shared_atom_counts", "WORLDS_PER_RUN"]
 
-#: Worlds (program copies) one run of exact mode evaluates at most; more run in turn
-WORLDS_PER_RUN = 1 << 13
+#: Worlds (program copies) one run of exact mode evaluates at most (memory); more run in turn
+WORLDS_PER_RUN = 1 << 12
 
 
 def exact_flags(engine, programs: Sequence[Program], plan: BatchPlan, tables) -> torch.Tensor:
@@ -59,8 +62,10 @@ def _shared_atoms(engine, programs, plan: BatchPlan, tables) -> tuple[np.ndarray
     request rows; programs numbered in ``programs``), for the programs that are not read-once."""
     count = np.zeros(len(programs), dtype=np.int64)
     need = np.array([i for i, p in enumerate(programs) if not p.read_once], dtype=np.int64)
+    if need.size:  # what a program repeats is certain in its scene: nothing to find (plain scene graphs)
+        need = need[~_certain_repeats(programs, need, plan, tables)]
     if not need.size:
-        return count, None
+        return count, _no_atoms()
     if need.size == len(programs):
         sub, sub_tables = plan, tables
     else:  # analyse only the programs that can repeat an atom, over the tables already fetched
@@ -74,6 +79,34 @@ def _shared_atoms(engine, programs, plan: BatchPlan, tables) -> tuple[np.ndarray
         atoms.unary[:, 0], atoms.binary[:, 0] = need[atoms.unary[:, 0]], need[atoms.binary[:, 0]]
         atoms.unary[:, 1], atoms.binary[:, 1] = u_rows[atoms.unary[:, 1]], b_rows[atoms.binary[:, 1]]
     return count, atoms
+
+
+def _no_atoms() -> RepeatedAtoms:
+    return RepeatedAtoms(np.zeros((0, 3), dtype=np.int64), np.zeros((0, 4), dtype=np.int64), np.zeros(0, np.int64))
+
+
+def _certain_repeats(programs, need: np.ndarray, plan: BatchPlan, tables) -> np.ndarray:
+    """For the programs ``need``: whether every atom of every predicate they can repeat is
+    certain (0 or 1) in their scene, which makes them exact with no further look."""
+    n_ids = max(1, len(plan.predicates))
+    pid = {p: i for i, p in enumerate(plan.predicates)}
+    certain = {}
+    for arity, keys, table in ((1, plan.unary_keys, tables.unary), (2, plan.binary_keys, tables.binary)):
+        if table is not None and len(keys):
+            t = table[: len(keys)].flatten(1)
+            certain[arity] = (keys, ((t == 0) | torch.isneginf(t)).all(1).cpu().numpy())
+    out = np.ones(len(need), dtype=bool)
+    for arity, (keys, crisp) in certain.items():
+        owner, ids = [], []
+        for k, i in enumerate(need):
+            found = [pid[p] for p in programs[i].repeated_predicates() if p.arity == arity]
+            owner.extend([k] * len(found))
+            ids.extend(found)
+        if ids:
+            owner = np.array(owner, dtype=np.int64)
+            rows = np.searchsorted(keys, plan.program_scene[need[owner]] * n_ids + np.array(ids, dtype=np.int64))
+            out &= np.bincount(owner[~crisp[rows]], minlength=len(need)) == 0
+    return out
 
 
 def _request_rows(sub: BatchPlan, plan: BatchPlan) -> tuple[np.ndarray, np.ndarray]:
@@ -90,7 +123,6 @@ def _request_rows(sub: BatchPlan, plan: BatchPlan) -> tuple[np.ndarray, np.ndarr
 
 def _gather(tables, u_rows: np.ndarray, b_rows: np.ndarray):
     """The tables of a sub-plan, taken from the plan's (the neutral binary table stays last)."""
-    from nablafol.engine.execution import Tables
     device = tables.object_mask.device
     unary = tables.unary[torch.as_tensor(u_rows, device=device)] if len(u_rows) else None
     binary = None
@@ -100,65 +132,66 @@ def _gather(tables, u_rows: np.ndarray, b_rows: np.ndarray):
     return Tables(unary, binary, tables.object_mask, tables.dtype)
 
 
-def exact_answers(engine, programs: Sequence[Program], plan: BatchPlan, tables):
+def exact_answers(engine, programs: Sequence[Program], plan: BatchPlan, tables) -> Answers:
     """The batch's answers, exact for every program that repeats at most ``engine.exact_budget``
-    uncertain atoms (:class:`~nablafol.engine.execution.Answers` with ``exact`` set)."""
+    uncertain atoms (``Answers.exact`` says which)."""
     count, atoms = _shared_atoms(engine, programs, plan, tables)
+    answers = engine.execute(plan, tables)  # the fast path: exact where nothing uncertain repeats
+    answers._exact = torch.as_tensor(count <= engine.exact_budget)
     expand = np.nonzero((count > 0) & (count <= engine.exact_budget))[0]
-    exact = torch.as_tensor((count == 0) | ((count > 0) & (count <= engine.exact_budget)))
     if not expand.size:
-        answers = engine.execute(plan, tables)
-        answers._exact = exact
         return answers
-    keep = np.nonzero(~np.isin(np.arange(len(programs)), expand))[0]
-    parts, order = [], []  # pieces of the answers (log p, log(1 - p), focus), and which programs they are
-    if keep.size:
-        kept = build_batch_plan([programs[i] for i in keep], plan.program_scene[keep], engine._registry)
-        u_rows, b_rows = _request_rows(kept, plan)
-        run = engine.execute(kept, _gather(tables, u_rows, b_rows))
-        parts.append((run.log_probs, run.log_complement, run.focus))
-        order.append(keep)
-    for chunk in _chunks(expand, count):
-        parts.append(_worlds(engine, programs, plan, tables, atoms, chunk, count))
-        order.append(chunk)
-    inverse = np.argsort(np.concatenate(order), kind="stable")
-    pick = torch.as_tensor(inverse, device=tables.object_mask.device)
-    width = max(p[0].shape[1] for p in parts)
-    log_probs, log_complement, focus = (torch.cat([_widen(p[j], width, fill) for p in parts])[pick]
-                                        for j, fill in ((0, float("-inf")), (1, 0.0), (2, float("-inf"))))
-    from nablafol.engine.execution import Answers
-    candidate_mask = torch.as_tensor(plan.candidates >= 0, device=log_probs.device)
-    log_probs = log_probs[:, :candidate_mask.shape[1]].masked_fill(~candidate_mask, float("-inf"))
-    log_complement = log_complement[:, :candidate_mask.shape[1]].masked_fill(~candidate_mask, 0.0)
-    object_mask = tables.object_mask[torch.as_tensor(plan.program_scene, device=log_probs.device)]
-    return Answers(log_probs, candidate_mask, plan.labels, focus, object_mask, log_complement, exact)
+    pieces, parts = [], []  # a program's worlds may span runs: a part per (program, run)
+    for run in _runs(expand, count):
+        pieces.append(run[:, 0])
+        parts.append(_worlds(engine, programs, plan, tables, atoms, run))
+    owner = np.concatenate(pieces)
+    per = np.unique(owner, return_counts=True)[1]
+    grid = np.full((len(per), int(per.max())), owner.size, dtype=np.int64)  # (program, its parts), padded
+    order = np.argsort(owner, kind="stable")
+    grid[np.repeat(np.arange(len(per)), per), np.arange(owner.size) - np.repeat(np.cumsum(per) - per, per)] = order
+    device = answers.log_probs.device
+    rows = torch.as_tensor(np.unique(owner), device=device)  # the programs, in the grid's order
+    grid = torch.as_tensor(grid, device=device)
+    for name, j, fill in (("log_probs", 0, NEG_INF), ("log_complement", 1, 0.0), ("focus", 2, NEG_INF)):
+        current = getattr(answers, name)
+        mixed = torch.cat([_widen(part[j], current.shape[1], fill) for part in parts])
+        mixed = torch.cat([mixed, mixed.new_full((1, mixed.shape[1]), NEG_INF)])  # the padding part
+        setattr(answers, name, current.index_copy(0, rows, log_sum_exp(mixed[grid], dim=1)))
+    answers.log_probs = answers.log_probs.masked_fill(~answers.candidate_mask, NEG_INF)
+    answers.log_complement = answers.log_complement.masked_fill(~answers.candidate_mask, 0.0)
+    return answers
 
 
 def _widen(t: torch.Tensor, width: int, fill: float) -> torch.Tensor:
+    """``t`` padded with ``fill`` to ``width`` columns (a chunk's programs may have fewer candidates)."""
     return t if t.shape[1] >= width else torch.nn.functional.pad(t, (0, width - t.shape[1]), value=fill)
 
 
-def _chunks(expand: np.ndarray, count: np.ndarray):
-    """The programs to expand, in runs of at most WORLDS_PER_RUN worlds (one program at least)."""
-    chunk, worlds = [], 0
+def _runs(expand: np.ndarray, count: np.ndarray):
+    """The worlds to evaluate, in runs of at most WORLDS_PER_RUN: each run an array of rows
+    (program, first world, worlds); a program with more worlds than a run spans several."""
+    run, room = [], WORLDS_PER_RUN
     for i in expand:
-        w = 1 << int(count[i])
-        if chunk and worlds + w > WORLDS_PER_RUN:
-            yield np.array(chunk, dtype=np.int64)
-            chunk, worlds = [], 0
-        chunk.append(i)
-        worlds += w
-    if chunk:
-        yield np.array(chunk, dtype=np.int64)
+        total, start = 1 << int(count[i]), 0
+        while start < total:
+            take = min(total - start, room)
+            run.append((i, start, take))
+            start, room = start + take, room - take
+            if not room:
+                yield np.array(run, dtype=np.int64)
+                run, room = [], WORLDS_PER_RUN
+    if run:
+        yield np.array(run, dtype=np.int64)
 
 
-def _worlds(engine, programs, plan: BatchPlan, tables, atoms: RepeatedAtoms, chunk: np.ndarray, count: np.ndarray):
-    """The exact answers of the programs of ``chunk``: every world of each, run as one batch,
-    then ``log Σ_w P(w) P(F | w)`` per program (``(log p, log(1 - p), focus)``)."""
+def _worlds(engine, programs, plan: BatchPlan, tables, atoms: RepeatedAtoms, run: np.ndarray):
+    """One run of worlds, as one batch: ``run`` rows (program, first world, worlds). Returns
+    ``log Σ_w P(w) P(F | w)`` over each row's worlds (``(log p, log(1 - p), focus)``, a row each)."""
     device = tables.object_mask.device
-    n_worlds = 1 << count[chunk]
-    owner = np.repeat(np.arange(len(chunk)), n_worlds)  # world -> its program's place in the chunk
-    world = np.arange(owner.size) - np.repeat(np.cumsum(n_worlds) - n_worlds, n_worlds)  # its number
+    chunk, n_worlds = run[:, 0], run[:, 2]
+    owner = np.repeat(np.arange(len(chunk)), n_worlds)  # world -> its row of the run
+    world = run[owner, 1] + np.arange(owner.size) - np.repeat(np.cumsum(n_worlds) - n_worlds, n_worlds)  # its number
     n_scenes = tables.object_mask.shape[0]
     world_plan = build_batch_plan([programs[chunk[o]] for o in owner], n_scenes + np.arange(owner.size),
                                   engine._registry)  # each world a scene of its own, after the batch's
@@ -186,11 +219,10 @@ def _worlds(engine, programs, plan: BatchPlan, tables, atoms: RepeatedAtoms, chu
                 g.arrays["table"] = u_remap[g.arrays["table"]]
             elif g.kind in (V_RELATE_E, V_RELATE_A, V_RELATE_N):
                 g.arrays["tables"] = b_remap[g.arrays["tables"]]
-    from nablafol.engine.execution import Tables
-    run = engine.execute(world_plan, Tables(unary, binary, tables.object_mask[torch.as_tensor(base_scene, device=device)],
+    result = engine.execute(world_plan, Tables(unary, binary, tables.object_mask[torch.as_tensor(base_scene, device=device)],
                                             tables.dtype))
     grid = np.full((len(chunk), int(n_worlds.max())), owner.size, dtype=np.int64)  # past the last world: padding
-    grid[owner, world] = np.arange(owner.size)
+    grid[owner, world - run[owner, 1]] = np.arange(owner.size)
     grid = torch.as_tensor(grid, device=device)
 
     def mix(values: torch.Tensor) -> torch.Tensor:
@@ -199,7 +231,7 @@ def _worlds(engine, programs, plan: BatchPlan, tables, atoms: RepeatedAtoms, chu
         padded = torch.cat([weighted, weighted.new_full((1, weighted.shape[1]), float("-inf"))])
         return log_sum_exp(padded[grid], dim=1)
 
-    return mix(run.log_probs), mix(run.log_complement), mix(run.focus)
+    return mix(result.log_probs), mix(result.log_complement), mix(result.focus)
 
 
 class _Settings:

@@ -30,8 +30,7 @@ Example (the paper's formula (1) on one scene of two objects):
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass, field
-from typing import Callable, Optional, Protocol, Sequence, Union
+from typing import Callable, Optional, Protocol, Sequence
 
 import numpy as np
 import torch
@@ -42,14 +41,16 @@ from nablafol.ir import Program
 from nablafol.operators import Quantifier
 from nablafol.oracle import Oracle, Requests
 
+from nablafol.engine.answers import Answers, Tables
+from nablafol.engine.exact import exact_answers, exact_flags, shared_atom_counts
 from nablafol.engine.planning import (NEG_INF, S_AGG_A, S_AGG_E, S_AGG_N, S_ALLSAME, S_AND, S_NOT, V_CONJOIN, V_FILTER,
                                       V_NEG, V_RELATE_A, V_RELATE_E, V_RELATE_N, V_TOP, BatchPlan, ProgramPlan,
                                       _Group, _Registry, build_batch_plan)
 
-__all__ = ["Engine", "Answers", "Calibration", "Tables", "EXACT_BUDGET"]
+__all__ = ["Engine", "Calibration", "EXACT_BUDGET"]
 
-#: Shared uncertain atoms exact mode conditions on per program, by default (2**12 = 4,096 runs)
-EXACT_BUDGET = 12
+#: Shared uncertain atoms exact mode conditions on per program, by default (2**16 = 65,536 worlds)
+EXACT_BUDGET = 16
 MAX_EXACT_BUDGET = 24
 
 class Calibration(Protocol):
@@ -98,85 +99,6 @@ class _Store:
             self._buffer[self.filled: self.filled + out.shape[0]] = out
             self.filled += out.shape[0]
 
-
-
-# --- results ------------------------------------------------------------------------------
-
-@dataclass
-class Tables:
-    """The log-probability tables of a plan's requests: ``unary`` ``(R, N)``, ``binary``
-    ``(R' + 1, N, N)`` (the relates' neutral all-ones table last), ``object_mask`` ``(B, N)``."""
-
-    unary: Optional[torch.Tensor]
-    binary: Optional[torch.Tensor]
-    object_mask: torch.Tensor
-    dtype: torch.dtype
-
-    def detached(self) -> "Tables":
-        d = lambda t: None if t is None else t.detach()  # noqa: E731
-        return Tables(d(self.unary), d(self.binary), self.object_mask, self.dtype)
-
-
-@dataclass
-class Answers:
-    """What a batch of programs evaluates to.
-
-    ``log_probs`` ``(P, K)``: per program, the log-probability of each candidate (a yes/no
-    program has one candidate, the probability of *yes*); ``-inf`` pads programs with
-    fewer candidates (``candidate_mask`` False there). ``focus`` ``(P, N)``: the
-    log-attention of each program's focus node (``-inf`` rows when it has none).
-    """
-
-    log_probs: torch.Tensor
-    candidate_mask: torch.Tensor
-    labels: list
-    focus: torch.Tensor
-    object_mask: torch.Tensor  # (P, N)
-    log_complement: Optional[torch.Tensor] = None  # (P, K): log(1 - p), exact where p is close to 1
-    # (P,) bool, or how to compute it when first asked (the fast path computes it only then)
-    _exact: Union[torch.Tensor, Callable[[], torch.Tensor], None] = field(default=None, repr=False)
-
-    def __post_init__(self):
-        if self.log_complement is None:
-            from nablafol.numerics import log1mexp
-            self.log_complement = log1mexp(self.log_probs).masked_fill(~self.candidate_mask, 0.0)
-
-    @property
-    def exact(self) -> torch.Tensor:
-        """``(P,)`` bool: whether each program's answer probabilities are the exact probabilities of
-        its formulas (every ground atom an independent coin with the oracle's probability), not
-        the fast path's approximation. True when the program is read-once, when the atoms it
-        repeats are all certain in its scene, or when exact mode conditioned on them
-        (:mod:`nablafol.engine.exact`); always False with a calibrator (its answers are not
-        probabilities of the formula). Computed on first use."""
-        if callable(self._exact):
-            self._exact = self._exact()
-        if self._exact is None:
-            self._exact = torch.zeros(len(self.labels), dtype=torch.bool)
-        return self._exact
-
-    def probs(self) -> torch.Tensor:
-        return self.log_probs.exp()
-
-    @property
-    def is_yes_no(self) -> list[bool]:
-        return [lbl is None for lbl in self.labels]
-
-    def predictions(self, threshold: float = 0.5) -> list[str]:
-        """Algorithm 1: ``yes`` iff ``α(F) > θ`` for yes/no programs, else the argmax label."""
-        if not (isinstance(threshold, (int, float)) and 0.0 <= threshold <= 1.0):
-            raise ShapeError(f"threshold θ must be a number in [0, 1], got {threshold!r}")
-        lp = self.log_probs.detach()
-        best = lp.argmax(dim=1).tolist()
-        yes = (lp[:, 0] > float(np.log(threshold)) if threshold > 0 else lp[:, 0] > NEG_INF).tolist()
-        return [("yes" if y else "no") if lbl is None else lbl[b] for lbl, b, y in zip(self.labels, best, yes)]
-
-    def distribution(self, i: int) -> dict[str, float]:
-        """Candidate -> probability for program ``i`` (``{"yes": p, "no": 1 - p}`` for yes/no)."""
-        p = self.log_probs[i].detach().exp().tolist()
-        if self.labels[i] is None:
-            return {"yes": p[0], "no": 1.0 - p[0]}
-        return dict(zip(self.labels[i], p))
 
 
 # --- the engine ---------------------------------------------------------------------------
@@ -419,6 +341,3 @@ class Engine(torch.nn.Module):
             return torch.stack(ops.all_same(args[:, 0, 0], args[:, 1:, 0], pad), dim=-1)
         log_q = ops.and_(args[..., 1])  # Or: none of them holds
         return torch.stack([ops.not_(log_q), log_q], dim=-1)
-
-
-from nablafol.engine.exact import exact_answers, exact_flags, shared_atom_counts  # noqa: E402  (it runs the engine's own plans)

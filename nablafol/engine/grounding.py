@@ -146,23 +146,29 @@ class _Analysis:
     # -- the programs' grounding rows, in the plan's sorted numbering ------------------------
     def _program_rows(self, rows: Sequence[_GroundingRows]):
         plan = self.plan
+
+        def stacked(name: str, width: int):
+            """One table of every program's grounding rows, and each row's program."""
+            parts = [getattr(g, name) for g in rows]
+            counts = np.fromiter(map(len, parts), dtype=np.int64, count=len(parts))
+            table = np.concatenate(parts) if parts else np.zeros((0, width), dtype=np.int64)
+            return table, np.repeat(np.arange(len(parts)), counts)
+
         v_at = lambda p, r: plan.v_rank[plan.v_offset[p] + r]  # noqa: E731
         s_at = lambda p, r: plan.s_rank[plan.s_offset[p] + r] + SCALAR_CONSTANTS  # noqa: E731
-        roots, merges, same, values = [], [], [], []
-        n_same = 0
-        for p, g in enumerate(rows):
-            roots.append(np.stack([g.roots[:, 0], s_at(p, g.roots[:, 1])], 1))
-            if len(g.merges):
-                m = g.merges
-                merges.append(np.stack([m[:, 0], v_at(p, m[:, 1]), v_at(p, m[:, 2]), m[:, 3]], 1))
-            if len(g.allsame):
-                same.append(np.stack([s_at(p, g.allsame[:, 0]), v_at(p, g.allsame[:, 1])], 1))
-                values.append(np.stack([g.allsame_values[:, 0] + n_same, v_at(p, g.allsame_values[:, 1])], 1))
-                n_same += len(g.allsame)
-        cat = lambda parts, w: np.concatenate(parts) if parts else np.zeros((0, w), dtype=np.int64)  # noqa: E731
-        self.roots, self.merges = cat(roots, 2), cat(merges, 4)
+        r, rp = stacked("roots", 2)
+        m, mp = stacked("merges", 4)
+        a, ap = stacked("allsame", 2)
+        v, vp = stacked("allsame_values", 2)
+        same_base = np.concatenate([[0], np.cumsum(np.bincount(ap, minlength=len(rows)))[:-1]]).astype(np.int64)
+        roots = np.stack([r[:, 0], s_at(rp, r[:, 1])], 1)
+        merges = np.stack([m[:, 0], v_at(mp, m[:, 1]), v_at(mp, m[:, 2]) * (1 + int(m[:, 3].max(initial=0)))
+                           + m[:, 3]], 1)  # (entry, row, one key per (block, group))
+        same = np.stack([s_at(ap, a[:, 0]), v_at(ap, a[:, 1])], 1)
+        values = np.stack([v[:, 0] + same_base[vp], v_at(vp, v[:, 1])], 1)
+        self.roots, self.merges = roots, merges
         self.n_entries = int(self.roots[:, 0].max()) + 1 if len(self.roots) else 0
-        same, values = cat(same, 2), cat(values, 2)
+        self.group_width = 1 + int(m[:, 3].max(initial=0))  # a merge key is block * group_width + group
         # AllSame row -> its input row and the Filter_π[1] row of each value (in argument order)
         self.same_index = np.full(SCALAR_CONSTANTS + plan.n_scalars, -1, dtype=np.int64)
         self.same_index[same[:, 0]] = np.arange(len(same))
@@ -253,14 +259,13 @@ class _Analysis:
         roots = self.roots[self.roots[:, 0] == entry, 1]
         scount.index_add_(0, idx(roots), torch.ones(len(roots), dtype=torch.int32, device=self.device))
         merges = self.merges[self.merges[:, 0] == entry]
-        merged = np.full(len(plan.v_scene), -1, dtype=np.int64)  # vector row -> its merge (block, group) pair
-        pairs, pair_of = np.unique(merges[:, 2:], axis=0, return_inverse=True) if len(merges) else (merges[:, 2:], None)
-        if len(merges):
-            merged[merges[:, 1]] = pair_of.reshape(-1)
+        merged = np.full(len(plan.v_scene), -1, dtype=np.int64)  # vector row -> its (block, group) key
+        merged[merges[:, 1]] = merges[:, 2]
+        # counts are capped when read (only "twice or more" matters), so no sum can overflow
         for vgroups, sgroups in reversed(plan.levels):
             for g in sgroups:
-                rows = np.arange(SCALAR_CONSTANTS + g.start, SCALAR_CONSTANTS + g.stop)
-                c = scount[rows] * k.s_open(idx(rows))
+                rows = slice(SCALAR_CONSTANTS + g.start, SCALAR_CONSTANTS + g.stop)
+                c = scount[rows].clamp(max=CAP) * k.s_open(rows)
                 if g.kind in _AGG:
                     x = idx(g.arrays["vin"])
                     vcount.index_add_(0, x, c[:, None] * self.object_mask[self.v_scene[x]])
@@ -273,44 +278,41 @@ class _Analysis:
                 if g.kind == V_TOP:
                     continue
                 rows = slice(g.start, g.stop)
-                c = vcount[rows] * k.v_open(rows)
+                c = vcount[rows].clamp(max=CAP) * k.v_open(rows)
                 if g.kind == V_FILTER:
-                    self._to_input(g, c, vcount, merged, pairs)
+                    self._to_input(g, c, vcount, merged)
                     slots = self._slot("u", plan.v_program[rows], g.arrays["table"])
                     u_count.index_add_(0, idx(slots), c)
                 elif g.kind == V_NEG:
                     vcount.index_add_(0, idx(g.arrays["in0"]), c)
                 elif g.kind == V_CONJOIN:
-                    self._to_input(g, c, vcount, merged, pairs)
+                    self._to_input(g, c, vcount, merged)
                     vcount.index_add_(0, idx(g.arrays["in1"]), c)
                 else:
                     self._down_relate(g, rows, c, vcount, b_count)
-            scount.clamp_(max=CAP)
-            vcount.clamp_(max=CAP)
         return u_count, b_count
 
-    def _to_input(self, g, c, vcount, merged, pairs):
+    def _to_input(self, g, c, vcount, merged):
         """What a group's rows pass to their first input; the rows of a block of many candidates
-        pass the sum within one candidate (group), maximized over its candidates."""
+        pass the sum within one candidate (group), maximized over the block's candidates."""
         inputs = g.arrays["in0"]
-        pair = merged[g.start:g.stop]
-        plain = pair < 0
+        key = merged[g.start:g.stop]
+        plain = key < 0
         if plain.all():
             vcount.index_add_(0, self.idx(inputs), c)
             return
         keep = torch.as_tensor(plain, device=self.device)
         if plain.any():
             vcount.index_add_(0, self.idx(inputs[plain]), c[keep])
-        present, pair_at = np.unique(pair[~plain], return_inverse=True)
-        pair_at = pair_at.reshape(-1)
-        sums = torch.zeros((len(present), c.shape[1]), dtype=c.dtype, device=self.device)
-        sums.index_add_(0, self.idx(pair_at), c[~keep])
-        blocks, block_at = np.unique(pairs[present, 0], return_inverse=True)
+        keys, key_at = np.unique(key[~plain], return_inverse=True)
+        sums = torch.zeros((len(keys), c.shape[1]), dtype=c.dtype, device=self.device)
+        sums.index_add_(0, self.idx(key_at.reshape(-1)), c[~keep])
+        blocks, block_at = np.unique(keys // self.group_width, return_inverse=True)
         block_at = block_at.reshape(-1)
         best = torch.zeros((len(blocks), c.shape[1]), dtype=c.dtype, device=self.device)
         best.scatter_reduce_(0, self.idx(block_at)[:, None].expand_as(sums), sums, "amax")
         block_input = np.empty(len(blocks), dtype=np.int64)
-        block_input[block_at[pair_at]] = inputs[~plain]  # a block's rows share their input
+        block_input[block_at[key_at.reshape(-1)]] = inputs[~plain]  # a block's rows share their input
         vcount.index_add_(0, self.idx(block_input), best)
 
     def _down_relate(self, g, rows, c, vcount, b_count):
