@@ -131,16 +131,17 @@ def run(questions: Path, scene_graphs: Path, out: Path, kill_after: float | None
 def phases(eval_argv: list[str]) -> None:
     """Run `nablafol eval` in this process with a timer around each phase; print the shares."""
     from collections import defaultdict
-    import nablafol.cli.commands.evaluate as command
     import nablafol.data as data
     import nablafol.data.questions as questions
     import nablafol.data.scene_graphs as scene_graphs
     import nablafol.engine as engine
     import nablafol.engine.planning as planning
-    import nablafol.pipeline.answering as evaluation
+    import nablafol.pipeline.answering as answering
+    import nablafol.pipeline.evaluation as evaluation
+    import nablafol.pipeline.perception as perception
     from nablafol.cli import main as cli_main
     from nablafol.pipeline.journal import EvalJournal
-    from nablafol.scoring.running import RunningScore
+    from nablafol.scoring import Scorer
     spent: dict[str, float] = defaultdict(float)
 
     def timed(owner, name: str, label: str) -> None:
@@ -155,17 +156,17 @@ def phases(eval_argv: list[str]) -> None:
         setattr(owner, name, wrapper)
 
     timed(scene_graphs, "load_scene_graphs", "read scene graphs")
-    data.load_scene_graphs = scene_graphs.load_scene_graphs  # what the command imports
+    data.load_scene_graphs = scene_graphs.load_scene_graphs  # what the pipeline imports
     timed(questions, "question_from_record", "read questions (record -> Question)")
-    timed(evaluation, "compile_question", "compile (parse + translate, LRU cache)")
-    timed(evaluation.Evaluator, "_unknown_predicate", "check the predicates are known")
+    timed(answering, "compile_question", "compile (parse + translate, LRU cache)")
+    timed(answering.Answerer, "_unknown_predicate", "check the predicates are known")
     timed(planning._Registry, "packed", "engine: plan one program (cached)")
-    timed(evaluation.SceneGraphPerception, "oracle", "build oracle tables per batch")
+    timed(perception.SceneGraphPerception, "oracle", "build oracle tables per batch")
     timed(engine.Engine, "plan", "engine: plan")
     timed(engine.Engine, "run", "engine: run")
     timed(EvalJournal, "commit", "journal commits (fsync)")
-    timed(RunningScore, "add", "score")
-    timed(command, "_write_outputs", "write the predictions from the journal")
+    timed(Scorer, "update", "score")
+    timed(evaluation, "write_predictions", "write the predictions from the journal")
     began = time.perf_counter()
     code = cli_main(["eval", *eval_argv])
     total = time.perf_counter() - began

@@ -25,30 +25,38 @@ FEATURE_DIM = 64
 SIZES = {"tiny": dict(scenes=20, steps=3), "quick": dict(scenes=60, steps=20), "full": dict(scenes=300, steps=200)}
 
 
-def run(size: str = "full", steps: int | None = None, batch: int = 64, seed: int = 0) -> dict:
+def trainer_on_generated_data(scratch: Path, batch: int, seed: int, feature_dim: int = FEATURE_DIM, **generate):
+    """A :class:`Trainer` (default oracle sizes) on a dataset generated into ``scratch``:
+    ``(model, trainer, examples)``; ``generate`` goes to ``generate_dataset``."""
     from nablafol.compiler import Compiler
     from nablafol.dsl import Ontology
     from nablafol.data import FeatureStore, load_questions
-    from nablafol.pipeline.answering import FeaturePerception
+    from nablafol.pipeline.perception import FeaturePerception
     from nablafol.neural import ConceptVocabulary, NeuralOracleModel
     from nablafol.synthetic import generate_dataset
     from nablafol.pipeline.oracle_training import TrainConfig, Trainer, prepare_examples
 
+    data = Path(scratch) / "data"
+    generate_dataset(data, seed=seed, feature_dim=feature_dim, **generate)
+    onto = Ontology.from_folder(data / "ontology")
+    torch.manual_seed(seed)
+    model = NeuralOracleModel.for_vocabulary(ConceptVocabulary.from_ontology(onto), feature_dim=feature_dim)
+    perception = FeaturePerception(FeatureStore(data / "features"), model, onto)
+    compiler = Compiler(onto)
+    examples, _ = prepare_examples(load_questions(data / "train_balanced_questions.json").values(), compiler,
+                                   perception.has_image)
+    trainer = Trainer(model, perception, examples, Path(scratch) / "model",
+                      TrainConfig(epochs=1, batch_size=batch, seed=seed), compiler=compiler, ontology=onto,
+                      log=lambda *_: None)
+    return model, trainer, examples
+
+
+def run(size: str = "full", steps: int | None = None, batch: int = 64, seed: int = 0) -> dict:
     steps = steps or SIZES[size]["steps"]
     warmup = 3
     with tempfile.TemporaryDirectory() as scratch:
-        data = Path(scratch) / "data"
-        generate_dataset(data, n_train=SIZES[size]["scenes"], n_val=2, n_testdev=2, seed=seed, feature_dim=FEATURE_DIM)
-        onto = Ontology.from_folder(data / "ontology")
-        torch.manual_seed(seed)
-        model = NeuralOracleModel.for_vocabulary(ConceptVocabulary.from_ontology(onto), feature_dim=FEATURE_DIM)
-        perception = FeaturePerception(FeatureStore(data / "features"), model, onto)
-        compiler = Compiler(onto)
-        examples, skips = prepare_examples(load_questions(data / "train_balanced_questions.json").values(), compiler,
-                                           perception.has_image)
-        trainer = Trainer(model, perception, examples, Path(scratch) / "model",
-                          TrainConfig(epochs=1, batch_size=batch, seed=seed), compiler=compiler, ontology=onto,
-                          log=lambda *_: None)
+        model, trainer, examples = trainer_on_generated_data(Path(scratch), batch, seed, n_train=SIZES[size]["scenes"],
+                                                             n_val=2, n_testdev=2)
         rng = np.random.default_rng(seed)
         model.train()
 
@@ -65,7 +73,7 @@ def run(size: str = "full", steps: int | None = None, batch: int = 64, seed: int
             questions += len(b)
         seconds = time.perf_counter() - start
     return {"steps": steps, "batch": batch, "questions": questions, "loop_seconds": seconds,
-            "questions_per_s": questions / seconds, "training_questions": len(examples), "skipped": len(skips),
+            "questions_per_s": questions / seconds, "training_questions": len(examples),
             "parameters": sum(p.numel() for p in model.parameters()),
             "first_loss": float(np.mean(losses[:10])), "last_loss": float(np.mean(losses[-10:]))}
 

@@ -7,8 +7,10 @@
 Suites: problog (exact answers and speed against ProbLog), batched (batched vs one question
 at a time), engine (throughput; Q-product against a copy of the same bytes, eager and
 torch.compile), scaling (time against objects, batch size, program length; fitted slopes,
-drawn to --plot), training (questions/s of the Trainer). Every figure that compares two
-things is a ratio of two timings taken in this run. The table lists each aim: measured,
+drawn to --plot), training (questions/s of the Trainer), limits (issue 23's five aims against
+the machine's own limits: training roofline, eval at GQA scale against reading its files, one
+engine call, the eager Q-product against a copy, end to end against ProbLog). Every figure
+that compares two things is a ratio of two timings taken in this run. The table lists each aim: measured,
 aim, met (yes / NO / "-" where a figure has no aim or the run was too small to reach it).
 """
 from __future__ import annotations
@@ -24,9 +26,9 @@ from pathlib import Path
 
 import torch
 
-from . import bench_batched, bench_engine, bench_exact, bench_problog, bench_scaling, bench_training
+from . import bench_batched, bench_engine, bench_exact, bench_limits, bench_problog, bench_scaling, bench_training
 
-SUITES = ("problog", "exact", "batched", "engine", "scaling", "training")
+SUITES = ("problog", "exact", "batched", "engine", "scaling", "training", "limits")
 DEFAULT_PLOT = Path(__file__).resolve().parent / "scaling.png"
 EXACT_TOLERANCE = 1e-6
 PROBLOG_SPEEDUP_AIM, PROBLOG_AT_OBJECTS = 1000.0, 20
@@ -174,6 +176,9 @@ def run_suite(name: str, size: str, plot_path: Path | None) -> tuple[dict, list[
             r["plot"] = str(bench_scaling.plot(r, plot_path))
             lines.append(f"  plot: {r['plot']}")
         return r, scaling_checks(r), lines
+    if name == "limits":
+        r = bench_limits.run(size)
+        return r, bench_limits.checks(r, check), bench_limits.report(r)
     r = bench_training.run(size)
     return r, training_checks(r), bench_training.report(r)
 

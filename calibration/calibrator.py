@@ -29,7 +29,7 @@ from nablafol.ir import AggregateEach, Conjoin, Filter, Neg, Relate, Top
 
 from .beta import beta_calibrate
 
-__all__ = ["TopDownCalibrator", "step_token", "constrained_parameters"]
+__all__ = ["TopDownCalibrator", "step_token", "program_tokens", "constrained_parameters"]
 
 UNKNOWN = "<unknown>"
 # a, b = MIN_EXPONENT + softplus(.): strictly positive (a monotone posterior) even where
@@ -94,14 +94,7 @@ class TopDownCalibrator(nn.Module):
     @classmethod
     def for_programs(cls, programs, **sizes) -> "TopDownCalibrator":
         """A calibrator whose token vocabulary is every token of ``programs`` (e.g. the training set)."""
-        tokens = set()
-        for p in programs:
-            for step in ProgramPlan.of(p).attention_steps:
-                tokens.add(step_token(step))
-                cand = _candidate_token(step)
-                if cand:
-                    tokens.add(cand)
-        return cls(sorted(tokens), **sizes)
+        return cls(sorted(program_tokens(programs)), **sizes)
 
     def config(self) -> dict:
         return {"tokens": self.tokens[1:], "embedding_dim": self.embedding_dim, "hidden_dim": self.hidden_dim}
@@ -154,3 +147,16 @@ class TopDownCalibrator(nn.Module):
         if self._params is None:
             raise RuntimeError("TopDownCalibrator: prepare(programs) must run before the engine calls it")
         return beta_calibrate(log_a, *constrained_parameters(self._params[self._offsets[program] + step]))
+
+
+def program_tokens(programs) -> set[str]:
+    """Every token of ``programs``' attention steps (a calibrator's vocabulary; the sets of
+    several shards of a training set unite into the whole set's)."""
+    tokens = set()
+    for p in programs:
+        for step in ProgramPlan.of(p).attention_steps:
+            tokens.add(step_token(step))
+            cand = _candidate_token(step)
+            if cand:
+                tokens.add(cand)
+    return tokens

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from nablafol.data.files import atomic_writer
 from nablafol.errors import InputFileError
 
 from .calibrator import UNKNOWN, TopDownCalibrator
@@ -18,10 +19,9 @@ def save_calibrator(folder, calibrator: TopDownCalibrator, extra: dict | None = 
     folder.mkdir(parents=True, exist_ok=True)
     save_tensors(folder, PART, {k: v.detach().cpu() for k, v in calibrator.state_dict().items()})
     path = folder / CONFIG_NAME
-    tmp = folder / (CONFIG_NAME + ".tmp")
-    tmp.write_text(json.dumps({"format": "nablafol-calibrator", "format_version": 1, **calibrator.config(),
-                               "extra": extra or {}}, indent=1) + "\n", encoding="utf-8")
-    tmp.replace(path)
+    with atomic_writer(path) as f:
+        f.write(json.dumps({"format": "nablafol-calibrator", "format_version": 1, **calibrator.config(),
+                            "extra": extra or {}}, indent=1) + "\n")
     return path
 
 

@@ -98,11 +98,22 @@ class Compiler:
 
     ``knowledge_relations`` name the relations of a knowledge base that ``filter REL: TAIL``
     and ``verify REL: TAIL`` steps may use (CRIC-style questions; see :class:`Concepts`).
+
+    ``known_values``: what the oracle knows beyond the ontology, by type (``"name"``,
+    ``"relation"``, an attribute type, ``None`` for untyped values; see
+    :meth:`dsl.Ontology.joined` and :func:`nablafol.compiler.vocabulary.known_values`). They join
+    the ontology, so open questions (``query name``, ``query TYPE``, ``choose``) compete them too:
+
+        >>> Compiler(known_values={"material": ["granite"]}).compile_text(
+        ...     "select: wall->query: material [0]").answers[:4]
+        ('brick', 'concrete', 'glass', 'granite')
     """
 
     def __init__(self, ontology: Optional[dsl.Ontology] = None, cache_size: int = CACHE_SIZE,
-                 knowledge_relations=()):
+                 knowledge_relations=(), known_values=None):
         self.ontology = ontology or dsl.Ontology.gqa()
+        if known_values:
+            self.ontology = self.ontology.joined(known_values)
         self.concepts = Concepts(self.ontology, knowledge_relations)
         self._translator = Translator(self.concepts)
         self._compile_stripped = bounded_cache(self._compile_uncached, cache_size)
@@ -126,6 +137,16 @@ class Compiler:
         if line is None:  # unusual: read step by step, so that errors name the step
             return self.compile(dsl.program_from_semantic(steps))
         return self._compile_line(_ByTemplate(dsl.id_template(line), steps))
+
+    def compile_source(self, source) -> CompiledQuestion:
+        """Compile a question's program as its reader hands it over (``("semantic", steps)`` or
+        ``("semanticStr", line)``: :meth:`nablafol.data.Question.program_source`)."""
+        if source.field == "semantic":
+            return self.compile_semantic(source.value)
+        if source.field == "semanticStr":
+            return self.compile_text(source.value)
+        raise CompileError(f"a GQA compiler reads 'semantic' or 'semanticStr', not {source.field!r}",
+                           reason="unsupported")
 
     def cache_info(self) -> CacheInfo:
         by_line, parsed = self._compile_line.cache_info(), self._compile_stripped.cache_info()

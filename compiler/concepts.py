@@ -11,12 +11,19 @@ plausible answers of open questions:
 Predicate(name='to the left of', arity=2, kind='rel'))
     >>> c.relation("bigger than")
     Predicate(name='larger', arity=2, kind='compare')
+
+The vocabulary is open (docs/design.md, "An open vocabulary"): a name, value or relation the
+ontology lacks is a predicate of its own, in its normalized form. A typed value is an
+attribute value of its type; an untyped one (`filter: baby`) is read as an attribute value
+when the vocabulary knows it as one (or knows it nowhere), else as a name:
+
+    >>> c.name("unicorn"), c.value("granite", "material"), c.value("baby", None), c.value("chair", None)
+    (Predicate(name='unicorn', arity=1, kind='name'), Predicate(name='granite', arity=1, kind='attr'), Predicate(name='baby', arity=1, kind='attr'), Predicate(name='chair', arity=1, kind='name'))
 """
 from __future__ import annotations
 
 from nablafol.caching import bounded_cache, memo
 
-import functools
 
 from nablafol.dsl import Ontology
 
@@ -32,7 +39,20 @@ COMPARATIVE_RELATIONS = {
     "older than": "older", "younger than": "younger", "healthier than": "healthier",
 }
 SAME_RELATIONS = {"same color": "color", "same material": "material", "same shape": "shape"}
+# Types GQA writes for the name of the objects: `same: type` ("Are all the animals the same type?")
+NAME_TYPES = frozenset({"name", "type"})
 SCENE = Predicate("scene", 1, "scene")
+
+
+def is_knowledge_type(step_type: str | None) -> bool:
+    """Whether a step's type is written as a knowledge relation (`filter CapableOf: lift food`):
+    CamelCase, which no attribute type GQA writes is but `sportActivity`.
+
+        >>> is_knowledge_type("CapableOf"), is_knowledge_type("sportActivity"), is_knowledge_type("color")
+        (True, False, False)
+    """
+    return (step_type is not None and step_type[1:] != step_type[1:].lower()
+            and step_type.casefold() != "sportactivity")
 
 
 class Concepts:
@@ -55,27 +75,33 @@ class Concepts:
 
     # -- single concepts ------------------------------------------------------------------
     def name(self, raw: str) -> Predicate:
-        form = self.ontology.lookup(raw, "name")
-        if form is None:
-            raise CompileError(f"unknown name {raw!r}: not a class or category of the vocabulary",
-                               reason="unknown concept")
-        return self.pred(form, 1, "name")
+        """A class, category or pronoun of the vocabulary; any other name is a class of its own."""
+        return self.pred(self._open_form(raw, "name"), 1, "name")
+
+    def _open_form(self, raw: str, what: str) -> str:
+        form = self.ontology.normalize(raw)
+        if not form:
+            raise CompileError(f"empty {what}", reason="unsupported")
+        return form
 
     def name_form(self, raw: str) -> str:
         return self.name(raw).name
 
     def type(self, raw: str) -> str:
-        if raw in POSITION_TYPES or raw == "name":
-            return raw
+        """The vocabulary's spelling of an attribute type (`type` is the name); a type the
+        vocabulary lacks is taken as written (its values are what steps give it)."""
+        if raw in POSITION_TYPES or raw in NAME_TYPES:
+            return "name" if raw in NAME_TYPES else raw
         t = self.ontology.lookup(raw, "type")
-        if t is None:
-            raise CompileError(f"unknown attribute type {raw!r}", reason="unknown concept")
-        return t
+        return raw.strip() if t is None else t
 
     def value(self, raw: str, type_: str | None) -> Predicate:
         """The predicate of ``filter/verify/choose [TYPE]: VALUE``."""
         if type_ is not None and type_ in self.knowledge_relations:
             return self.pred(f"{type_}:{raw.strip()}", 1, "kg")
+        if type_ is not None and not self.ontology.has_type(type_) and is_knowledge_type(type_):
+            raise CompileError(f"{type_!r} is a knowledge relation: give a knowledge base (--knowledge)",
+                               reason="unknown concept")
         if type_ is not None:
             t = self.type(type_)
             if t == "name":
@@ -85,19 +111,13 @@ class Concepts:
                     raise CompileError(f"{raw!r} is not a {t} value ({', '.join(sorted(self.ontology.values_of(t)))})",
                                        reason="wrong type")
                 return self.pred(raw, 1, t)
-            form = self.ontology.normalize(raw)
-            if not self.ontology.is_attribute_value(form, t):
-                if self.ontology.is_attribute_value(form):
-                    raise CompileError(f"{raw!r} is not a {t} value", reason="wrong type")
-                raise CompileError(f"unknown {t} value {raw!r}: not in the vocabulary", reason="unknown concept")
-            return self.pred(form, 1, "attr")
-        form = self.ontology.normalize(raw)
-        if self.ontology.is_attribute_value(form):
-            return self.pred(form, 1, "attr")
-        if self.ontology.is_name(form):
+            # a typed value is a value of its type, listed there or not (it joins the type)
+            return self.pred(self._open_form(raw, f"{t} value"), 1, "attr")
+        # untyped: an attribute value, unless only a name of the vocabulary has that form
+        form = self._open_form(raw, "value")
+        if not self.ontology.is_attribute_value(form) and self.ontology.is_name(form):
             return self.pred(form, 1, "name")
-        raise CompileError(f"unknown value {raw!r}: not an attribute value or a name of the vocabulary",
-                           reason="unknown concept")
+        return self.pred(form, 1, "attr")
 
     def relation(self, raw: str) -> Predicate:
         text = raw.strip()
@@ -106,9 +126,7 @@ class Concepts:
         if text in SAME_RELATIONS:
             return self.pred(SAME_RELATIONS[text], 2, "same")
         form = self.ontology.lookup(text, "relation")
-        if form is None:
-            raise CompileError(f"unknown relation {raw!r}: not in the vocabulary", reason="unknown concept")
-        return self.pred(form, 2, "rel")
+        return self.pred(form if form is not None else self._open_form(text, "relation"), 2, "rel")
 
     def comparative(self, comp: str) -> Predicate:
         return self.pred(comp, 2, "compare")
@@ -118,8 +136,11 @@ class Concepts:
         """Predicates and answer labels (GQA raw forms) of ``query TYPE``.
 
         ``query name`` competes the classes under the name that selected the objects
-        (``source``; all classes when they came from ``_``), as exact-class predicates, so
-        the most specific class wins.
+        (``source``; all classes when they came from ``_``; the name itself when the vocabulary
+        does not know it), as exact-class predicates, so the most specific class wins. Other
+        types compete the values the ontology lists for them (with what a dataset added: see
+        ``dsl.Ontology.joined``); a type with no known value cannot be asked
+        (``CompileError``, reason ``unknown concept``).
         """
         return self._candidates(type_, source)
 
@@ -136,10 +157,17 @@ class Concepts:
     def _candidates_uncached(self, type_: str, source: str | None):
         t = self.type(type_)
         if t == "name":
-            classes = sorted(self.ontology.classes_under(source) if source else self.ontology.classes)
+            if source is None:
+                classes = sorted(self.ontology.classes)
+            elif self.ontology.is_name(source):
+                classes = sorted(self.ontology.classes_under(source))
+            else:
+                classes = [source]
             preds = tuple(self.pred(c, 1, "class") for c in classes)
             return preds, self._labels(classes)
-        values = sorted(self.ontology.values_of(t))
+        values = sorted(self.ontology.values_of(t)) if self.ontology.has_type(t) else []
+        if not values:
+            raise CompileError(f"no values known for the attribute type {type_!r}", reason="unknown concept")
         kind = t if t in POSITION_TYPES else "attr"
         return tuple(self.pred(v, 1, kind) for v in values), self._labels(values)
 

@@ -33,11 +33,25 @@ vocabulary forms, `normalize`, and `raw_form` maps back for reporting answers:
   raw_form(vocabulary form): GQA's spelling of it (`tenni` -> `tennis`); the identity
     for the forms GQA writes itself. normalize(raw_form(v)) == v for every form v.
 
+The vocabulary is open (docs/design.md, "An open vocabulary"). Besides categories and typed
+values, an ontology holds *uncategorized classes* (names no category lists), *untyped values*
+(attribute values no type lists: scene graphs write attributes untyped) and *pronouns*
+(dsl.words: `he` stands for the person classes a man may be, `this` for every class). What a
+dataset names beyond the files joins through `joined`, which returns a wider ontology: a name
+becomes a class of its own, a value joins the type its step gives it (or the untyped values),
+a relation joins the relations:
+
+    >>> wider = gqa.joined({"name": ["unicorns"], "material": ["granite"], None: ["grassy"]})
+    >>> "granite" in wider.values_of("material"), wider.is_class("unicorns"), wider.types_of("grassy")
+    (True, True, frozenset())
+    >>> sorted(gqa.classes_under("she"))[:4], len(gqa.classes_under("this")) == len(gqa.classes)
+    (['alien', 'athlete', 'audience', 'baker'], True)
+
 The shipped files are copied unchanged; these decisions live here, in code.
 """
 from __future__ import annotations
 
-from nablafol.caching import bounded_cache
+from nablafol.caching import bounded_cache, memo
 
 import functools
 import json
@@ -47,6 +61,7 @@ from typing import Iterable, Mapping
 
 from .errors import UnknownConceptError, VocabularyFileError
 from .inflection import singular_candidates
+from .words import GENDER_OF_NAME, OBJECT_PRONOUNS, PERSON_CATEGORY, PRONOUNS, pronoun_gender
 
 __all__ = ["Ontology", "normalize", "raw_form", "KINDS"]
 
@@ -75,10 +90,19 @@ class Ontology:
 
     def __init__(self, hypernyms: Mapping[str, Iterable[str]], attributes: Mapping[str, Iterable[str]],
                  relations: Iterable[str], *, raw_forms: Mapping[str, str] | None = None,
-                 scene_types: Iterable[str] = ()):
+                 scene_types: Iterable[str] = (), classes: Iterable[str] = (), untyped: Iterable[str] = (),
+                 pronouns: Iterable[str] = (), gendered_names: Mapping[str, str] | None = None):
         self.categories: Mapping[str, frozenset[str]] = MappingProxyType(
             {category: frozenset(classes) for category, classes in hypernyms.items()})
-        self.classes: frozenset[str] = frozenset().union(*self.categories.values())
+        categorized = frozenset().union(*self.categories.values())
+        #: classes no category lists (names a dataset brought: see `joined`)
+        self.uncategorized: frozenset[str] = frozenset(classes) - categorized - set(self.categories)
+        self.classes: frozenset[str] = categorized | self.uncategorized
+        #: pronouns this vocabulary reads as names (dsl.words)
+        self.pronouns: frozenset[str] = frozenset(pronouns) & PRONOUNS
+        #: names that tell a person's gender (dsl.words; GQA's vocabulary reads them so, a
+        #: vocabulary folder only when it lists them): `girl` -> `female`
+        self.gendered_names: Mapping[str, str] = MappingProxyType(dict(gendered_names or {}))
         merged: dict[str, set[str]] = {}
         self._type_keys: dict[str, str] = {}  # casefolded -> first spelling seen
         for type_name, values in attributes.items():
@@ -91,12 +115,15 @@ class Ontology:
         for type_name, values in self.attribute_types.items():
             for value in values:
                 by_value.setdefault(value, set()).add(type_name)
+        #: attribute values no type lists (scene graphs write attributes untyped)
+        self.untyped: frozenset[str] = frozenset(untyped) - set(by_value)
+        by_value.update({value: set() for value in self.untyped})
         self._types_by_value = {value: frozenset(types) for value, types in by_value.items()}
         self.scene_types: frozenset[str] = frozenset(self._type_keys.get(t.casefold(), t) for t in scene_types)
         self._raw_forms = dict(raw_forms or {})
         self._aliases = {raw: form for form, raw in self._raw_forms.items()}
         self._vocabulary = (self.classes | set(self.categories) | set(self._types_by_value)
-                            | set(self.attribute_types) | self.relations)
+                            | set(self.attribute_types) | self.relations | self.pronouns)
         self._normalized = bounded_cache(self._normalize_uncached, 1 << 14)
 
     # ------------------------------------------------------------------ construction
@@ -107,19 +134,83 @@ class Ontology:
         return _gqa_ontology()
 
     @classmethod
-    def from_data(cls, hypernyms, attributes, relations) -> "Ontology":
-        """A vocabulary from the three files' contents, completed as GQA's is (see `from_folder`).
-        Contents of the wrong shape raise ValueError naming the part."""
+    def from_data(cls, hypernyms, attributes, relations, classes=(), untyped=(), pronouns=(),
+                  gendered_names=None) -> "Ontology":
+        """A vocabulary from the three files' contents (and `to_data`'s optional parts), completed
+        as GQA's is (see `from_folder`). Contents of the wrong shape raise ValueError naming the part."""
         part = _misshapen_part(hypernyms, attributes, relations)
+        if part is None:
+            part = next((name for name, words in (("classes", classes), ("untyped", untyped),
+                                                  ("pronouns", pronouns))
+                         if not (isinstance(words, (list, tuple)) and all(isinstance(w, str) for w in words))), None)
+        if part is None and gendered_names is not None and not (
+                isinstance(gendered_names, dict) and all(isinstance(k, str) and isinstance(v, str)
+                                                         for k, v in gendered_names.items())):
+            part = "gendered_names"
         if part is not None:
-            raise ValueError(f"vocabulary: {part} must be {VOCABULARY_SHAPES[part]}")
-        return _completed(hypernyms, attributes, relations)
+            shape = {"gendered_names": "{name: gender}"}.get(part, "[word, ...]")
+            raise ValueError(f"vocabulary: {part} must be {VOCABULARY_SHAPES.get(part, shape)}")
+        return _completed(hypernyms, attributes, relations, classes=classes, untyped=untyped, pronouns=pronouns,
+                          gendered_names=gendered_names)
 
     def to_data(self) -> dict:
-        """The vocabulary as the three files' contents (`from_data` of it gives an equal vocabulary)."""
-        return {"hypernyms": {c: sorted(m) for c, m in sorted(self.categories.items())},
+        """The vocabulary as the three files' contents (`from_data` of it gives an equal vocabulary),
+        plus what the files cannot hold, only when there is any: `classes` (uncategorized),
+        `untyped` (values of no type), `pronouns` and `gendered_names`."""
+        data = {"hypernyms": {c: sorted(m) for c, m in sorted(self.categories.items())},
                 "attributes": {t: sorted(v) for t, v in sorted(self.attribute_types.items())},
                 "relations": sorted(self.relations)}
+        for key, words in (("classes", self.uncategorized), ("untyped", self.untyped), ("pronouns", self.pronouns)):
+            if words:
+                data[key] = sorted(words)
+        if self.gendered_names:
+            data["gendered_names"] = dict(sorted(self.gendered_names.items()))
+        return data
+
+    def joined(self, known: Mapping[str | None, Iterable[str]]) -> "Ontology":
+        """This vocabulary widened by what a dataset names (raw forms, normalized here):
+        `known` maps `"name"` to names, `"relation"` to relations, an attribute type to values of
+        that type, and `None` to untyped values. A name the vocabulary lacks becomes a class of its
+        own (no category: the ontology alone gives categories), a pronoun joins the pronouns
+        (dsl.words); a typed value joins its type (a
+        new type is created); an untyped value joins the untyped values unless some type or name
+        already has it. Returns `self` when nothing is new.
+
+            >>> Ontology.gqa().joined({"color": ["red"]}) is Ontology.gqa()
+            True
+        """
+        names, relations, untyped, pronouns = set(), set(), set(), set()
+        typed: dict[str, set[str]] = {}
+        for key, raws in known.items():
+            forms = {self.normalize(raw) for raw in raws if isinstance(raw, str) and raw.strip()}
+            if key == "name":
+                names |= {f for f in forms if not self.is_name(f)}
+                pronouns |= names & PRONOUNS
+                names -= PRONOUNS
+            elif key == "relation":
+                relations |= forms - self.relations
+            elif key is None:
+                untyped |= {f for f in forms if f not in self._types_by_value and not self.is_name(f)}
+            elif key in ("hposition", "vposition"):
+                continue  # fixed by geometry: never widened
+            else:
+                type_name = self._type_keys.get(key.casefold(), key)
+                new = forms - self.attribute_types.get(type_name, frozenset())
+                if new:
+                    typed.setdefault(type_name, set()).update(new)
+        # a plural whose singular comes too is the same name (`unicorns`, `unicorn`): keep the singular
+        names = {n for n in names if not any(c in names for c in singular_candidates(n))}
+        if not (names or relations or untyped or typed or pronouns):
+            return self
+        attributes = {t: set(v) for t, v in self.attribute_types.items()}
+        for type_name, values in typed.items():
+            attributes.setdefault(type_name, set()).update(values)
+        joined_values = set().union(*typed.values()) if typed else set()
+        return Ontology(self.categories, attributes, self.relations | relations,
+                        raw_forms=self._raw_forms, scene_types=self.scene_types,
+                        classes=self.uncategorized | names,
+                        untyped=(self.untyped | untyped) - joined_values, pronouns=self.pronouns | pronouns,
+                        gendered_names=self.gendered_names)
 
     @classmethod
     def from_folder(cls, folder) -> "Ontology":
@@ -151,18 +242,35 @@ class Ontology:
         return name in self.categories
 
     def is_name(self, name: str) -> bool:
-        """A class or a category: what `select`/`relate` may name."""
-        return name in self.classes or name in self.categories
+        """A class, a category or a pronoun: what `select`/`relate` may name."""
+        return name in self.classes or name in self.categories or name in self.pronouns
 
     def classes_under(self, name: str) -> frozenset[str]:
         """The classes NAME stands for: a class -> itself; a category -> its classes, and
-        itself too when it is also a class (`person`, `food`)."""
+        itself too when it is also a class (`person`, `food`); a pronoun -> the classes it may
+        stand for (dsl.words)."""
+        if name in self.pronouns:
+            return self._pronoun_classes(name)
         if name in self.categories:
             extra = {name} if name in self.classes else set()
             return self.categories[name] | extra
         if name in self.classes:
             return frozenset({name})
         raise UnknownConceptError(name, "name")
+
+    @property
+    def _person_classes(self) -> frozenset[str]:
+        return memo(self, "_person_classes_memo", self._compute_person_classes)
+
+    def _compute_person_classes(self) -> frozenset[str]:
+        person = self.categories.get(PERSON_CATEGORY, frozenset())
+        return person | ({PERSON_CATEGORY} if PERSON_CATEGORY in self.classes else set())
+
+    def _pronoun_classes(self, pronoun: str) -> frozenset[str]:
+        if pronoun in OBJECT_PRONOUNS:
+            return self.classes
+        gender = pronoun_gender(pronoun)
+        return frozenset(c for c in self._person_classes if self.gendered_names.get(c, gender) == gender)
 
     def categories_of(self, class_name: str) -> frozenset[str]:
         """The categories a class sits under (possibly several, possibly none)."""
@@ -260,7 +368,9 @@ def _load_json(name: str):
 
 @functools.cache  # a file shipped with the package, read once
 def _gqa_ontology() -> Ontology:
-    return _completed(_load_json("hypernyms.json"), _load_json("attributes.json"), _load_json("relations.json"))
+    # GQA's programs select by pronoun (`select: he`): its vocabulary reads them as names
+    return _completed(_load_json("hypernyms.json"), _load_json("attributes.json"), _load_json("relations.json"),
+                      pronouns=PRONOUNS, gendered_names=GENDER_OF_NAME)
 
 
 VOCABULARY_SHAPES = {"hypernyms": "{category: [class, ...]}", "attributes": "{type: [value, ...]}",
@@ -278,7 +388,7 @@ def _misshapen_part(hypernyms, attributes, relations) -> str | None:
     return None if strings(relations) else "relations"
 
 
-def _completed(hypernyms, attributes, relations) -> Ontology:
+def _completed(hypernyms, attributes, relations, classes=(), untyped=(), pronouns=(), gendered_names=None) -> Ontology:
     attributes = {type_name: list(values) for type_name, values in attributes.items()}
     # What GQA's programs use but the files lack (see the module doc).
     attributes["hposition"] = sorted(set(attributes.get("hposition", ("left", "right"))) | {"middle"})
@@ -286,7 +396,8 @@ def _completed(hypernyms, attributes, relations) -> Ontology:
     attributes["location"] = sorted(set(attributes.get("location", ())) | {"indoors", "outdoors"})
     attributes["place"] = sorted(set(attributes.get("place", ())) | set(hypernyms.get("place", ())))
     attributes["room"] = sorted(set(attributes.get("room", ())) | set(hypernyms.get("room", ())))
-    return Ontology(hypernyms, attributes, relations, raw_forms=GQA_RAW_FORMS, scene_types=GQA_SCENE_TYPES)
+    return Ontology(hypernyms, attributes, relations, raw_forms=GQA_RAW_FORMS, scene_types=GQA_SCENE_TYPES,
+                    classes=classes, untyped=untyped, pronouns=pronouns, gendered_names=gendered_names)
 
 
 def normalize(raw: str) -> str:

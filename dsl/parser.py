@@ -44,7 +44,7 @@ from .validation import check_structure
 __all__ = ["parse_program", "program_from_semantic", "validate_program", "clear_caches"]
 
 # Same pattern as OBJECT_IDS in the grammar: the template replaces each by " (-)".
-_OBJECT_IDS = re.compile(r" \((?:-|[0-9]+(?:,[0-9]+)*)\)")
+_OBJECT_IDS = re.compile(r" \((?:-|[0-9]+(?:, ?[0-9]+)*)\)")
 _PLACEHOLDER = " (-)"
 _ARROW = "->"
 
@@ -101,7 +101,7 @@ def _ids(token: Token | None) -> tuple[str, ...] | None:
     if token is None:
         return None
     inner = token[2:-1]  # " (1,2)" -> "1,2"
-    return () if inner == "-" else tuple(inner.split(","))
+    return () if inner == "-" else tuple(i.strip() for i in inner.split(","))
 
 
 def _with_ids_text(text: str, ids: Token | None) -> str:
@@ -119,10 +119,10 @@ class _ToSyntax(Transformer):
 
     def step(self, children):
         if children[0].type == "HEAD":
-            head, argument, _trailing, dependencies = children
+            head, argument, _trailing, dependencies, _after = children
             operation = str(head)[:-2]
         else:
-            head, _colon, argument, _trailing, dependencies = children
+            head, _colon, argument, _trailing, dependencies, _after = children
             operation = str(head)
         return _StepSyntax(operation, head.line, head.column, head.start_pos,
                            head.column + len(operation) + 2, argument, dependencies)
@@ -145,7 +145,7 @@ class _ToSyntax(Transformer):
     def relation(self, children):
         first, ids = children[0], children[-1]
         if first.type == "RELATION":
-            name, relations, role = str(first).split(",")
+            name, relations, role = (part.strip() for part in str(first).split(","))
             parts = (name, *relations.split("|"), role)
         else:
             parts = tuple(map(str, children[:-1]))
@@ -176,7 +176,7 @@ def _build_step(syntax: _StepSyntax, index: int, text: str) -> Step:
     step_type = type_text or None
     argument = syntax.argument
     dependencies = () if syntax.dependencies is None else \
-        tuple(int(d) for d in syntax.dependencies[2:-1].split(", "))
+        tuple(int(d) for d in syntax.dependencies.strip()[1:-1].split(", "))
 
     def fail(message, line, column, expected=()):
         return ProgramError(message, text=text, line=line, column=column, expected=expected, step=index)
@@ -266,7 +266,7 @@ def _syntax_error(error: UnexpectedInput, text: str) -> ProgramError:
             position = len(text)
         else:
             message = f"unexpected {str(token)!r}"
-            shift = 1 if token.type in _SPACE_LED else 0
+            shift = len(token) - len(str(token).lstrip(" ")) if token.type in _SPACE_LED else 0
             line, column, position = token.line, token.column + shift, token.start_pos + shift
     else:  # pragma: no cover - LALR raises only the two above
         names, message, line, column, position = set(), "cannot read the program", None, None, 0
@@ -299,7 +299,7 @@ def _read_exactly(text: str) -> Program:
         if part == "dependencies":
             if syntax.dependencies is not None:
                 token = syntax.dependencies
-                return text, token.line, token.column + 1
+                return text, token.line, token.column + len(token) - len(str(token).lstrip(" "))
             end = text.find(_ARROW, syntax.start)
             end = len(text) if end < 0 else end
             return text, syntax.line, end + 1
@@ -374,7 +374,7 @@ def _recipe_of(template: str, id_groups: int) -> _Recipe | None:
 
 def _with_ids(step: Step, group: str) -> Step:
     inner = group[2:-1]
-    ids = () if inner == "-" else tuple(inner.split(","))
+    ids = () if inner == "-" else tuple(i.strip() for i in inner.split(","))
     return Step(step.operation, step.type, step.argument.with_ids(ids), step.dependencies)
 
 

@@ -10,7 +10,7 @@ space, batched) over what a visual oracle says about the objects of a scene:
     tensor([[0.7500]])
 
 The names below load on first use, so that torch-free parts (``nablafol.data``,
-``nablafol.scoring.metrics``, ``nablafol.scoring``) can be imported without torch.
+``nablafol.scoring``) can be imported without torch.
 """
 from importlib import import_module
 

@@ -50,7 +50,10 @@ class _Hashed:
     __slots__ = ()
 
     def __hash__(self) -> int:
-        return memo(self, "_hash", self._structural_hash)
+        try:  # memo's look-up inlined: hashing is the hottest call of planning and compiling
+            return self.__dict__["_hash"]
+        except KeyError:
+            return memo(self, "_hash", self._structural_hash)
 
     def _structural_hash(self) -> int:
         cls = type(self)

@@ -1,9 +1,12 @@
 """A small progress bar for long commands (stderr; redraws in place on a terminal, else
-prints a line every 10%)."""
+prints a line every 10%, or, when the total is unknown, at most one line every few seconds)."""
 from __future__ import annotations
 
 import sys
 import time
+
+
+UNKNOWN_TOTAL_SECONDS = 5.0
 
 
 class ProgressBar:
@@ -30,8 +33,8 @@ class ProgressBar:
             bar = "#" * int(frac * self.width) + "-" * (self.width - int(frac * self.width))
             text = f"{self.label} [{bar}] {100 * frac:5.1f}% {done:,}/{total:,} {rate:,.0f} {self.unit}/s"
             decile = int(frac * 10)
-        else:
-            text, decile = f"{self.label} {done:,} {rate:,.0f} {self.unit}/s", done
+        else:  # no total: a "decile" per few seconds, so a log gets a line now and then
+            text, decile = f"{self.label} {done:,} {rate:,.0f} {self.unit}/s", int(elapsed / UNKNOWN_TOTAL_SECONDS)
         if note:
             text += f" {note}"
         if self.tty:

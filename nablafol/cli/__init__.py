@@ -19,6 +19,9 @@ SUBCOMMANDS = {
     "calibrate": commands.calibrate,
     "generate": commands.generate,
     "demo": commands.demo,
+    "parser": commands.parser,
+    "answer": commands.answer,
+    "vocabulary": commands.vocabulary,
 }
 
 

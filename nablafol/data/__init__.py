@@ -12,12 +12,12 @@ from nablafol.data.questions import (ProgramSource, Question, iter_questions, lo
                                      question_from_record, write_questions)
 from nablafol.data.scene_graphs import (SceneGraph, SceneGraphTexts, SceneObject, SceneRelation,
                                         iter_scene_graphs, load_scene_graphs,
-                                        scene_graph_from_record, write_scene_graphs)
+                                        scene_graph_from_record, scene_graph_words, write_scene_graphs)
 
 __all__ = [
     "Details", "FeatureStore", "ObjectFeatures", "ProgramSource", "Question", "SceneGraph", "SceneGraphTexts",
     "SceneObject", "SceneRelation", "iter_details", "iter_questions", "iter_scene_graphs",
-    "load_questions", "load_scene_graphs", "question_from_record", "read_details",
+    "load_questions", "load_scene_graphs", "question_from_record", "scene_graph_words", "read_details",
     "read_predictions", "scene_graph_from_record", "write_details", "write_predictions",
     "write_questions", "write_scene_graphs",
 ]

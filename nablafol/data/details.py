@@ -15,7 +15,8 @@ from types import MappingProxyType
 from typing import Any, Iterable, Iterator, Mapping
 
 from nablafol.data.fields import RecordChecker
-from nablafol.data.files import atomic_text_writer, open_text
+from nablafol.data.files import atomic_writer, open_text
+from nablafol.data.json_stream import json_line
 from nablafol.errors import InputFileError
 
 _STANDARD = ("questionId", "prediction", "answers", "grounding", "formula")
@@ -52,7 +53,7 @@ def write_details(path: str | os.PathLike, details: Iterable[Details]) -> int:
     NaN or infinite probabilities are refused (they are not JSON).
     """
     seen: set[str] = set()
-    with atomic_text_writer(path) as stream:
+    with atomic_writer(path) as stream:
         for item in details:
             if item.question_id in seen:
                 raise ValueError(f"question {item.question_id} has two details lines")
@@ -93,10 +94,7 @@ def read_details(path: str | os.PathLike) -> dict[str, Details]:
 
 def _details_from_line(path: str | os.PathLike, number: int, line: str) -> Details:
     check = RecordChecker(path, f"line {number}")
-    try:
-        record = json.loads(line.rstrip("\r\n"))
-    except json.JSONDecodeError as error:
-        raise check.fail(f"not valid JSON at column {error.colno}: {error.msg}") from None
+    record = json_line(line.rstrip("\r\n"), path, f"line {number}")
     check.object(record, "a details line")
     if "questionId" not in record:
         raise check.fail("questionId is missing")

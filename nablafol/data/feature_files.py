@@ -108,6 +108,12 @@ class FeatureStore:
     def image_ids(self) -> list[str]:
         return list(self._index)
 
+    def location(self, image_id: str) -> tuple[int, int] | None:
+        """``(file, row)`` of the image's features, or None when the index does not list it
+        (reads no HDF5 file: a process planning its share of a folder opens nothing)."""
+        entry = self._index.get(image_id)
+        return None if entry is None else (entry.file, entry.idx)
+
     def object_count(self, image_id: str) -> int:
         """The image's number of real detections (``objectsNum``)."""
         return self._entry(image_id).count

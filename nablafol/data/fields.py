@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from nablafol.errors import InputFileError
 
@@ -29,6 +29,16 @@ def count_text(number: int) -> str:
     ('10,440', 'about 10^400')
     """
     return f"{number:,}" if number < 10**15 else f"about 10^{len(str(number)) - 1}"
+
+
+def unique_by_id(path: Path | str, items: Iterable[Any], out: dict | None = None) -> dict:
+    """``{item.id: item}`` in order (added to ``out`` when given); an id seen twice is an error."""
+    out = {} if out is None else out
+    for item in items:
+        if item.id in out:
+            raise InputFileError(path, "appears twice", f"question {item.id}")
+        out[item.id] = item
+    return out
 
 
 def json_type(value: Any) -> str:
@@ -63,6 +73,14 @@ class RecordChecker:
     def object(self, value: Any, what: str) -> dict:
         if not isinstance(value, dict):
             raise self.fail(f"{what} must be a JSON object, found {json_type(value)}")
+        return value
+
+    def record(self, value: Any, what: str, required: tuple[str, ...]) -> dict:
+        """``value`` as a JSON object holding every ``required`` key."""
+        self.object(value, what)
+        for key in required:
+            if key not in value:
+                raise self.fail(f"{key} is missing")
         return value
 
     def string(self, value: Any, what: str) -> str:

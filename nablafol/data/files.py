@@ -11,7 +11,7 @@ import os
 import re
 import tempfile
 from pathlib import Path
-from typing import IO, Iterator
+from typing import IO, Iterable, Iterator
 
 from nablafol.errors import InputFileError
 
@@ -53,8 +53,23 @@ def json_inputs(path: str | os.PathLike) -> list[Path]:
 
 
 @contextlib.contextmanager
-def atomic_text_writer(path: str | os.PathLike) -> Iterator[IO[str]]:
-    """Write text to ``path`` all at once: a temp file in the same folder, then ``os.replace``."""
+def atomic_writer(path: str | os.PathLike, mode: str = "w") -> Iterator[IO]:
+    """The one way nablafol writes a file: all at once or not at all.
+
+    The content goes to a temporary file in the same folder, which is flushed to disk
+    (``fsync``) and then renamed over ``path``; a crash at any moment leaves either the old file
+    or the new one, never a torn one, and no temporary file survives a failure. ``mode`` is
+    ``"w"`` (text, UTF-8, ``\n`` line ends) or ``"wb"`` (bytes).
+
+        >>> import tempfile, pathlib
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "out.json"
+        >>> with atomic_writer(path) as f:
+        ...     _ = f.write("[]")
+        >>> path.read_text(), [p.name for p in path.parent.iterdir()]
+        ('[]', ['out.json'])
+    """
+    if mode not in ("w", "wb"):
+        raise ValueError(f"atomic_writer writes text ('w') or bytes ('wb'), not {mode!r}")
     path = Path(path)
     folder = path.parent if str(path.parent) else Path(".")
     if not folder.is_dir():
@@ -64,8 +79,11 @@ def atomic_text_writer(path: str | os.PathLike) -> Iterator[IO[str]]:
     except OSError as error:
         raise InputFileError(path, f"cannot be written ({error.strerror or error})") from None
     try:
-        with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as stream:
+        text = {"encoding": "utf-8", "newline": "\n"} if mode == "w" else {}
+        with os.fdopen(handle, mode, **text) as stream:
             yield stream
+            stream.flush()
+            os.fsync(stream.fileno())  # on disk before the rename makes it the file
         os.chmod(temp_name, 0o666 & ~_umask())  # mkstemp makes 0600; a written file gets the usual mode
         os.replace(temp_name, path)
     except BaseException:
@@ -74,7 +92,30 @@ def atomic_text_writer(path: str | os.PathLike) -> Iterator[IO[str]]:
         raise
 
 
+def write_text(path: str | os.PathLike, text: str) -> None:
+    """``text`` written to ``path`` through :func:`atomic_writer`."""
+    with atomic_writer(path) as stream:
+        stream.write(text)
+
+
 def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def write_question_entries(path: str | os.PathLike, entries: Iterable[tuple[str, str]], brackets: str = "[]",
+                           *, kind: str = "question") -> int:
+    """Write a JSON list (``brackets="[]"``) or object (``"{}"``) of one entry per question (or
+    image: ``kind``), one per line, atomically: ``entries`` are ``(id, entry's JSON text)``; an
+    id given twice is refused (ValueError). Returns how many were written."""
+    seen: set[str] = set()
+    with atomic_writer(path) as stream:
+        stream.write(brackets[0])
+        for key, text in entries:
+            if key in seen:
+                raise ValueError(f"{kind} {key} given twice")
+            stream.write(("\n" if not seen else ",\n") + text)
+            seen.add(key)
+        stream.write(f"\n{brackets[1]}\n")
+    return len(seen)

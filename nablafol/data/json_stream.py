@@ -113,7 +113,7 @@ class _ObjectReader:
                     continue
                 raise self.error(error.msg, error.pos) from None
             except (RecursionError, ValueError) as error:  # too deep, or an integer too long
-                raise self.error(_decoder_limit(error)) from None
+                raise self.error(decoder_limit(error)) from None
             # a number near the buffer's end may continue after it ("10" of "10.5", "1" of
             # "1e5"): accept a value only when the rest of the buffer cannot extend it
             if len(self.buffer) - end < _CUT_MARGIN and not self.eof:
@@ -127,12 +127,22 @@ class _ObjectReader:
             self._drop_consumed()
 
 
-def _decoder_limit(error: Exception) -> str:
+def decoder_limit(error: Exception) -> str:
     """The message for JSON that is valid but beyond the decoder's limits (Python's ``json``
     recurses once per nesting level and refuses integers of more than 4300 digits)."""
     if isinstance(error, RecursionError):
         return "values nested too deeply (lists or objects inside each other beyond Python's limit)"
     return f"a number too long to read ({str(error).split(';')[0]})"
+
+
+def json_line(text: str, path: str | Path, where: str | None = None) -> Any:
+    """One JSON value (a line of a JSON-lines file), with every failure as one InputFileError."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise InputFileError(path, f"not valid JSON at column {error.colno}: {error.msg}", where) from None
+    except (RecursionError, ValueError) as error:  # after its subclass above
+        raise InputFileError(path, f"cannot be used: {decoder_limit(error)}", where) from None
 
 
 def iter_object_members(path: str | Path, *, expected: str,
@@ -219,7 +229,7 @@ def load_json(path: str | Path, *, expected_type: type, expected: str) -> Any:
         except UnicodeDecodeError as error:
             raise InputFileError(path, f"is not UTF-8 text ({error.reason})") from None
         except (RecursionError, ValueError) as error:  # after its subclasses above
-            raise InputFileError(path, f"cannot be used: {_decoder_limit(error)}") from None
+            raise InputFileError(path, f"cannot be used: {decoder_limit(error)}") from None
     if not isinstance(value, expected_type):
         raise InputFileError(path, f"expected {expected} at the top level, found {json_type(value)}")
     return value

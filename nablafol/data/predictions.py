@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Iterable, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 from nablafol.data.fields import RecordChecker
-from nablafol.data.files import atomic_text_writer
+from nablafol.data.files import atomic_writer
 from nablafol.data.json_stream import load_json
 from nablafol.errors import InputFileError
 
@@ -32,7 +32,7 @@ def write_predictions(path: str | os.PathLike,
     pairs = predictions.items() if isinstance(predictions, Mapping) else predictions
     seen: set[str] = set()
     written = 0
-    with atomic_text_writer(path) as stream:
+    with atomic_writer(path) as stream:
         stream.write("[")
         for question_id, prediction in pairs:
             if not isinstance(question_id, str) or not isinstance(prediction, str):
@@ -55,17 +55,25 @@ def read_predictions(path: str | os.PathLike) -> dict[str, str]:
 
     Entries may carry other keys (ignored); ``questionId`` and ``prediction`` must be strings.
     """
-    entries = load_json(path, expected_type=list,
-                        expected='a JSON list [{"questionId", "prediction"}, ...]')
-    predictions: dict[str, str] = {}
+    return {question_id: check.string(value, "prediction") for question_id, value, check in question_entries(
+        path, "prediction", 'a JSON list [{"questionId", "prediction"}, ...]', "has two predictions")}
+
+
+def question_entries(path: str | os.PathLike, field: str, expected: str,
+                     twice: str) -> Iterator[tuple[str, Any, RecordChecker]]:
+    """``(questionId, entry[field], checker)`` of a JSON list of ``{"questionId", field}`` objects
+    (GQA's predictions and attentions files), checked; a question id given twice is refused
+    (``twice`` says how)."""
+    entries = load_json(path, expected_type=list, expected=expected)
+    seen: set[str] = set()
     for index, entry in enumerate(entries):
         check = RecordChecker(path, f"entry {index}")
-        check.object(entry, "a prediction")
-        for key in ("questionId", "prediction"):
+        check.object(entry, f"a {field} entry" if field != "prediction" else "a prediction")
+        for key in ("questionId", field):
             if key not in entry:
                 raise check.fail(f"{key} is missing")
         question_id = check.string(entry["questionId"], "questionId")
-        if question_id in predictions:
-            raise InputFileError(path, "has two predictions", f"question {question_id}")
-        predictions[question_id] = check.string(entry["prediction"], "prediction")
-    return predictions
+        if question_id in seen:
+            raise InputFileError(path, twice, f"question {question_id}")
+        seen.add(question_id)
+        yield question_id, entry[field], check

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, NamedTuple
 
 from nablafol.data.fields import RecordChecker, json_type
-from nablafol.data.files import atomic_text_writer, json_inputs
+from nablafol.data.files import json_inputs, write_question_entries
 from nablafol.data.json_stream import iter_object_members
 from nablafol.errors import InputFileError
 
@@ -180,13 +180,5 @@ def load_questions(path: str | os.PathLike) -> dict[str, Question]:
 
 def write_questions(path: str | os.PathLike, questions: Iterable[Question]) -> None:
     """Write questions as one GQA ``*_questions.json`` file (ids must be unique)."""
-    seen: set[str] = set()
-    with atomic_text_writer(path) as stream:
-        stream.write("{")
-        for question in questions:
-            if question.id in seen:
-                raise ValueError(f"question {question.id} given twice")
-            stream.write(("\n" if not seen else ",\n") + json.dumps(question.id) + ": "
-                         + json.dumps(question.to_record(), ensure_ascii=False))
-            seen.add(question.id)
-        stream.write("\n}\n")
+    write_question_entries(path, ((q.id, json.dumps(q.id) + ": " + json.dumps(q.to_record(), ensure_ascii=False))
+                                  for q in questions), "{}")

@@ -49,7 +49,7 @@ from types import MappingProxyType
 from typing import Any, Iterable, Iterator, Mapping
 
 from nablafol.data.fields import RecordChecker, json_type
-from nablafol.data.files import atomic_text_writer, json_inputs
+from nablafol.data.files import json_inputs, write_question_entries
 from nablafol.data.json_stream import iter_object_member_texts, iter_object_members
 from nablafol.errors import InputFileError
 
@@ -322,11 +322,21 @@ class SceneGraphTexts(Mapping):
         self.cache_size = cache_size
         self._texts: dict[str, tuple[str, int, Path]] = {}  # image -> (JSON text, objects, file)
         self._cache: OrderedDict[str, SceneGraph] = OrderedDict()
+        names: set[str] = set()
+        values: set[str] = set()
         for part, image_id, record, text in _unique_members(path, iter_object_member_texts):
             objects = record.get("objects") if type(record) is dict else None
             if type(objects) is not dict:
                 scene_graph_from_record(image_id, record, path=part)  # raises, saying what is wrong
             self._texts[image_id] = (text, len(objects), part)
+            for obj in objects.values():  # the words, while the record is decoded anyway
+                _add_words(obj, names, values)
+        self._words = (frozenset(names), frozenset(values))
+
+    def words(self) -> tuple[frozenset, frozenset]:
+        """``(names, attribute values)`` the scenes' objects hold, as written (known without
+        reading the scenes again)."""
+        return self._words
 
     def object_count(self, image_id: str) -> int:
         """The scene's number of objects (known without reading the scene)."""
@@ -353,16 +363,36 @@ class SceneGraphTexts(Mapping):
         return len(self._texts)
 
 
+def scene_graph_words(graphs: Mapping) -> tuple[frozenset, frozenset]:
+    """``(names, attribute values)`` the objects of ``graphs`` (image id -> :class:`SceneGraph`,
+    or :class:`SceneGraphTexts`) hold, as written: what an open query over them may answer.
+
+        >>> names, values = scene_graph_words(load_scene_graphs("tests/fixtures/gqa/val_sceneGraphs.json"))
+        >>> names == SceneGraphTexts("tests/fixtures/gqa/val_sceneGraphs.json").words()[0], len(values) > 0
+        (True, True)
+    """
+    if isinstance(graphs, SceneGraphTexts):
+        return graphs.words()
+    names = {name for graph in graphs.values() for obj in graph.objects for name in obj.names}
+    values = {value for graph in graphs.values() for obj in graph.objects for value in obj.attributes}
+    return frozenset(names), frozenset(values)
+
+
+def _add_words(obj, names: set, values: set) -> None:
+    """The names and attribute values of one object record, as :class:`SceneObject` reads them
+    (strings only: a malformed record is refused when its scene is read)."""
+    if type(obj) is not dict:
+        return
+    found = obj.get("names")
+    found = found if isinstance(found, dict) else [obj.get("name")]
+    names.update(n for n in found if isinstance(n, str))
+    attributes = obj.get("attributes")
+    if isinstance(attributes, (list, dict)):
+        values.update(v for v in attributes if isinstance(v, str))
+
+
 def write_scene_graphs(path: str | os.PathLike, graphs: Iterable[SceneGraph]) -> None:
     """Write scene graphs as one ``*_sceneGraphs.json`` file (image ids must be unique;
     NaN or infinite numbers are refused: they are not JSON)."""
-    seen: set[str] = set()
-    with atomic_text_writer(path) as stream:
-        stream.write("{")
-        for graph in graphs:
-            if graph.image_id in seen:
-                raise ValueError(f"image {graph.image_id} given twice")
-            stream.write(("\n" if not seen else ",\n") + json.dumps(graph.image_id) + ": "
-                         + json.dumps(graph.to_record(), ensure_ascii=False, allow_nan=False))
-            seen.add(graph.image_id)
-        stream.write("\n}\n")
+    write_question_entries(path, ((g.image_id, json.dumps(g.image_id) + ": " + json.dumps(
+        g.to_record(), ensure_ascii=False, allow_nan=False)) for g in graphs), "{}", kind="image")

@@ -163,6 +163,8 @@ class Engine(torch.nn.Module):
 
     def plan(self, programs: Sequence[Program], scenes=None) -> BatchPlan:
         scenes = np.zeros(len(programs), dtype=np.int64) if scenes is None else np.asarray(scenes, dtype=np.int64)
+        if len(programs) == 1 and scenes.shape == (1,):
+            return self._registry.single(programs[0], int(scenes[0]))
         return build_batch_plan(programs, scenes, self._registry)
 
     def forward(self, programs: Sequence[Program], oracle: Oracle, scenes=None) -> Answers:

@@ -399,6 +399,8 @@ def _padded(owner: np.ndarray, values: np.ndarray, n_rows: int, fill: int) -> np
 
 #: Packed programs an engine keeps, the most recently used (caching rule 2: nablafol.caching)
 PACKED_PROGRAMS = 1 << 14
+#: Whole plans of one-program batches an engine keeps (a model calling it one question at a time)
+SINGLE_PLANS = 1 << 10
 
 
 class _Registry:
@@ -409,6 +411,17 @@ class _Registry:
         self.ids: dict[Predicate, int] = {}
         self.predicates: list[Predicate] = []
         self._packed = bounded_cache(self._pack, cache_size)
+        self._single = bounded_cache(self._single_plan, min(cache_size, SINGLE_PLANS))
+
+    def single(self, program: Program, scene: int) -> "BatchPlan":
+        """The plan of a batch of one: kept whole, since one question at a time spent a third of
+        each call merging a batch of one (the plan depends only on the program and its scene)."""
+        if not isinstance(program, Program):
+            return build_batch_plan([program], np.array([scene], dtype=np.int64), self)  # raises, naming it
+        return self._single(program, scene)
+
+    def _single_plan(self, program: Program, scene: int) -> "BatchPlan":
+        return build_batch_plan([program], np.array([scene], dtype=np.int64), self)
 
     def packed(self, program: Program) -> "_Packed":
         """``program``'s plan as row matrices with this engine's predicate ids."""

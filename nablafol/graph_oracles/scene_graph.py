@@ -24,9 +24,21 @@ Binary kinds:
 
 The scene pseudo-object is false of every other predicate and takes part in no relation.
 Names, attributes and relations in a graph are raw GQA strings: they reach the vocabulary
-through the ontology's ``normalize``; what the vocabulary lacks is counted in
-:attr:`SceneGraphOracle.unknown_concepts` (no predicate can ask for it). A plain graph is the
-case where every listed fact has p = 1, so every answer is 0/1.
+through the ontology's ``normalize``. The vocabulary is open: a name, attribute value or
+relation the ontology lacks is a predicate of its own (counted in
+:attr:`SceneGraphOracle.unknown_concepts`, and answered like any other), and a ``name``,
+``class``, ``attr`` or ``rel`` predicate that no graph of the batch holds is false of every
+object (a scene graph is the whole truth of its image). GQA's own words (``dsl.words``):
+
+* a pronoun is a ``name`` that holds of the objects it may stand for: ``he`` of a person whose
+  name is not a woman's, ``she`` of a person whose name is not a man's, ``this``, ``it``,
+  ``they``, ... of every object;
+* a group name that tells a gender (``girls``, ``women``, ``men``: a plural of the ontology's
+  ``gendered_names``, GQA's from ``dsl.words``) gives its object that ``gender`` value, as
+  GQA's answers do: over one object named ``girls``, "Are all the people the same gender?"
+  is "Yes, all the people are female". A singular name (``woman``) gives none.
+
+A plain graph is the case where every listed fact has p = 1, so every answer is 0/1.
 
 Speed: per object the graph's facts are stored once as sparse arrays (see
 :mod:`~nablafol.graph_oracles.fact_tables`); a call maps the distinct predicates to vocabulary
@@ -58,6 +70,8 @@ from ..errors import OracleError, ShapeError, UnknownPredicateError
 from ..ir import Predicate
 from ..numerics import safe_log
 from ..oracle import Requests
+from nablafol.dsl.words import OBJECT_PRONOUNS, PERSON_PRONOUNS
+
 from . import geometry, traits
 from .contract import BINARY_KINDS, UNARY_KINDS, refusal
 from .fact_tables import BinaryFacts, UnaryFacts
@@ -69,6 +83,11 @@ SCENE_OBJECT_ID = "scene"  # the id the scene pseudo-object reports (GQA object 
 SCENE_FIELDS = ("location", "weather", "place", "room")  # what the pseudo-object carries
 _GEOMETRY_TYPES = ("hposition", "vposition")
 _SAME_CHUNK = 1 << 24  # elements of the (rows, values, N, N) temporary of `same`
+_OPEN_KINDS = ("name", "class", "attr")
+# one column per gender serves every person pronoun of it (`him`, `his` read as `he`)
+_PRONOUN_COLUMN = {word: {"male": "he", "female": "she"}[gender] for word, gender in PERSON_PRONOUNS.items()}  # unary kinds whose vocabulary is open
+ABSENT = -1  # the column of a predicate no graph of the batch holds: false of every object
+EVERY_OBJECT = -2  # the column of `this`, `it`, `they`, ...: true of every real object (computed, not stored)
 
 
 _relation_name, _relation_object, _relation_p = (attrgetter(a) for a in ("name", "object_id", "p"))
@@ -81,7 +100,9 @@ def _default_ontology():
 
 class PredicateColumns:
     """Vocabulary columns of one ontology: ``(kind, name) -> column``, and what raw scene-graph
-    strings feed. Built once per ontology and shared by every oracle over it."""
+    strings feed. Built once per ontology and shared by every oracle over it; a string outside
+    the ontology gets columns of its own when first seen (an oracle built before answers them
+    as absent: its facts cannot hold them)."""
 
     _cache: "weakref.WeakKeyDictionary[Any, PredicateColumns]" = weakref.WeakKeyDictionary()
 
@@ -97,7 +118,7 @@ class PredicateColumns:
         names = sorted(ontology.classes | set(ontology.categories))
         values = sorted(set().union(*ontology.attribute_types.values()))
         unary: dict[tuple[str, str], int] = {}
-        for kind, keys in (("name", names), ("class", names), ("attr", values),
+        for kind, keys in (("name", names), ("class", names), ("attr", values), ("name", ("he", "she")),
                            ("hposition", geometry.POSITIONS["hposition"]),
                            ("vposition", geometry.POSITIONS["vposition"]),
                            ("scene", ("scene",)), ("trait", traits.TRAITS)):
@@ -112,56 +133,113 @@ class PredicateColumns:
             for member in members:
                 self._categories_of.setdefault(member, []).append(category)
         self._trait_classes = traits.trait_classes(ontology)
-        self._label_cache: dict[str, tuple[int, ...] | None] = {}
-        self._value_cache: dict[str, tuple[int, ...] | None] = {}
-        self._relation_cache: dict[str, int | None] = {}
+        self._person = ontology.classes_under("person") if ontology.is_name("person") else frozenset()
+        self._label_cache: dict[str, tuple[tuple[int, ...], bool]] = {}
+        self._value_cache: dict[str, tuple[tuple[int, ...], bool]] = {}
+        self._relation_cache: dict[str, tuple[int, bool]] = {}
 
-    def label_columns(self, raw: str) -> tuple[int, ...] | None:
+    def _column(self, kind: str, key: str) -> int:
+        """The column of ``(kind, key)``, added when new (the vocabulary is open)."""
+        col = self.unary.get((kind, key))
+        if col is None:
+            col = self.unary[(kind, key)] = self.n_unary
+            self.n_unary += 1
+        return col
+
+    def label_columns(self, raw: str) -> tuple[int, ...]:
         """Columns a name of the graph adds its probability to (``class``, ``name`` of itself
-        and of its categories, class traits); None when the vocabulary lacks the name."""
+        and of its categories, of the pronouns that may stand for it, class traits) and, for
+        a name that tells a gender, the ``attr`` column of that gender."""
+        return self.label(raw)[0]
+
+    def label_is_open(self, raw: str) -> bool:
+        """Whether a name of the graph lies outside the ontology."""
+        return self.label(raw)[1]
+
+    def label(self, raw: str) -> tuple[tuple[int, ...], bool]:
+        """``(label_columns(raw), label_is_open(raw))`` in one look-up."""
         try:
             return self._label_cache[raw]
         except KeyError:
             pass
         label = self.ontology.normalize(raw)
-        cols = None
-        if ("name", label) in self.unary:
-            keys = [("class", label), ("name", label)]
-            keys += [("name", c) for c in self._categories_of.get(label, ()) if c != label]
-            keys += [("trait", t) for t, members in self._trait_classes.items() if label in members]
-            cols = tuple(self.unary[k] for k in keys)
-        self._label_cache[raw] = cols
-        return cols
+        outside = ("name", label) not in self.unary or not self.ontology.is_name(label)
+        keys = [("class", label), ("name", label)]
+        keys += [("name", c) for c in self._categories_of.get(label, ()) if c != label]
+        keys += [("trait", t) for t, members in self._trait_classes.items() if label in members]
+        gender = self.ontology.gendered_names.get(label)
+        group = label != raw.strip()  # a plural (`girls`, `men`): one object for several people
+        if label in self._person or gender is not None:
+            keys += [("name", p) for p in ("he", "she") if gender in (None, PERSON_PRONOUNS[p])]
+        if gender is not None and group:  # a group's name tells its members' gender
+            keys.append(("attr", gender))
+        found = self._label_cache[raw] = (tuple(self._column(*k) for k in keys), outside)
+        return found
 
-    def value_columns(self, raw: str) -> tuple[int, ...] | None:
+    def value_columns(self, raw: str) -> tuple[int, ...]:
         """Columns an attribute value of the graph sets (``attr``, attribute traits)."""
+        return self.value(raw)[0]
+
+    def value_is_open(self, raw: str) -> bool:
+        """Whether an attribute value of the graph lies outside the ontology."""
+        return self.value(raw)[1]
+
+    def value(self, raw: str) -> tuple[tuple[int, ...], bool]:
+        """``(value_columns(raw), value_is_open(raw))`` in one look-up."""
         try:
             return self._value_cache[raw]
         except KeyError:
             pass
         value = self.ontology.normalize(raw)
-        cols = None
-        if ("attr", value) in self.unary:
-            keys = [("attr", value)] + [("trait", t) for t, vals in traits.TRAIT_ATTRIBUTES.items() if value in vals]
-            cols = tuple(self.unary[k] for k in keys)
-        self._value_cache[raw] = cols
-        return cols
+        outside = not self.ontology.is_attribute_value(value)
+        keys = [("attr", value)] + [("trait", t) for t, vals in traits.TRAIT_ATTRIBUTES.items() if value in vals]
+        found = self._value_cache[raw] = (tuple(self._column(*k) for k in keys), outside)
+        return found
 
-    def relation_column(self, raw: str) -> int | None:
+    def relation_column(self, raw: str) -> int:
+        """The column of a relation of the graph (added when new)."""
+        return self._relation(raw)[0]
+
+    def relation_is_open(self, raw: str) -> bool:
+        return self._relation(raw)[1]
+
+    def _relation(self, raw: str) -> tuple[int, bool]:
         try:
             return self._relation_cache[raw]
         except KeyError:
-            col = self.relations.get(raw.strip())
-            if col is None:
-                col = self.relations.get(self.ontology.normalize(raw))
-            self._relation_cache[raw] = col
-            return col
+            pass
+        col = self.relations.get(raw.strip())
+        if col is None:
+            col = self.relations.get(self.ontology.normalize(raw))
+        outside = col is None
+        if col is None:
+            col = self.relations[self.ontology.normalize(raw)] = len(self.relations)
+        found = self._relation_cache[raw] = (col, outside)
+        return found
+
+    def find(self, kind: str, name: str) -> int | None:
+        """The column of a unary predicate, by its name as given or normalized; None when no
+        graph has fed it yet."""
+        for key in (name, self.ontology.normalize(name)):
+            col = self.unary.get((kind, key))
+            if col is not None:
+                return col
+        return None
+
+    def find_relation(self, name: str) -> int | None:
+        for key in (name.strip(), self.ontology.normalize(name)):
+            col = self.relations.get(key)
+            if col is not None:
+                return col
+        return None
 
     def same_columns(self, type_name: str) -> np.ndarray:
-        """Unary columns of the values of an attribute type (positions: the geometry columns)."""
+        """Unary columns of the values of an attribute type (positions: the geometry columns);
+        a value no graph has fed yet has no column (it holds of no object)."""
         if type_name in _GEOMETRY_TYPES:
             return np.array([self.unary[(type_name, v)] for v in geometry.POSITIONS[type_name]])
-        return np.array(sorted(self.unary[("attr", v)] for v in self.ontology.values_of(type_name)))
+        cols = (self.unary.get(("attr", v)) for v in self.ontology.values_of(type_name))
+        return np.array(sorted(c for c in cols if c is not None), dtype=np.int64)
 
 
 class SceneGraphOracle:
@@ -177,7 +255,7 @@ class SceneGraphOracle:
         self.columns = PredicateColumns.of(self.ontology)
         self.graphs = tuple(graphs)
         self.device = torch.device(device) if device is not None else torch.device("cpu")
-        self.unknown_concepts: Counter = Counter()  # (kind, raw string) -> occurrences not in the vocabulary
+        self.unknown_concepts: Counter = Counter()  # (kind, raw string) -> occurrences outside the ontology
         sizes = np.array([len(g.objects) + 1 for g in self.graphs], dtype=np.int64)
         self._num_objects = torch.as_tensor(sizes, device=self.device)
         self._n = int(sizes.max()) if len(sizes) else 0
@@ -228,30 +306,31 @@ class SceneGraphOracle:
                 which = rule(box_t, image_t).numpy()
                 first = cols.unary[(kind, geometry.POSITIONS[kind][0])]  # the 3 columns are consecutive
                 u_scene.extend(flat_b), u_obj.extend(flat_i), u_col.extend(first + which), u_p.extend([1.0] * len(flat_b))
-        self._unary_facts = UnaryFacts(u_scene, u_obj, u_col, u_p, cols.n_unary)
+        self._n_unary = cols.n_unary  # columns added later (by other batches) hold here of nothing
+        self._unary_facts = UnaryFacts(u_scene, u_obj, u_col, u_p, self._n_unary)
         self._relation_facts = self._combined_relations(owners, counts, names, targets, probs)
+        self._n_relations = self._relation_facts.n_columns
         self._boxes = torch.from_numpy(boxes)
         self._images = torch.from_numpy(images)
         self._real = torch.from_numpy(real)
 
     def _combined_relations(self, owners, counts, names, targets, probs) -> BinaryFacts:
         """One fact per (scene, subject, object, column): a relation listed twice combines by
-        noisy-or, ``1 − Π (1 − p)`` in the order listed; names outside the vocabulary are counted."""
-        cols, n_columns = self.columns, max(1, len(self.columns.relations))
+        noisy-or, ``1 − Π (1 − p)`` in the order listed; names outside the ontology are counted."""
+        cols = self.columns
         column_of = {}
         for name in set(names):
-            column = cols.relation_column(name)
-            column_of[name] = -1 if column is None else column
+            column_of[name] = cols.relation_column(name)
+        n_columns = max(1, len(self.columns.relations))
         column = np.fromiter(map(column_of.__getitem__, names), dtype=np.int64, count=len(names))
         owner = np.repeat(np.asarray(owners, dtype=np.int64), np.asarray(counts, dtype=np.int64))
         target = np.asarray(targets, dtype=np.int64)
         not_held = 1.0 - np.asarray(probs, dtype=np.float64)
-        known = column >= 0
-        if not known.all():
+        outside = {name for name in column_of if cols.relation_is_open(name)}
+        if outside:  # counting millions of names only when some lie outside the ontology
             for name, times in Counter(names).items():
-                if column_of[name] < 0:
+                if name in outside:
                     self.unknown_concepts[("rel", name)] += times
-            owner, target, column, not_held = owner[known], target[known], column[known], not_held[known]
         key = (owner * self._n + target) * n_columns + column
         order = np.argsort(key, kind="stable")  # a repeated fact's listings stay in file order
         key = key[order]
@@ -273,11 +352,11 @@ class SceneGraphOracle:
         """Column -> probability for one object: names add up (exclusive classes, capped at 1),
         attribute values combine by noisy-or (independent facts)."""
         sums: dict[int, float] = {}
+        label = self.columns.label
         for raw, p in obj.names.items():
-            label_cols = self.columns.label_columns(raw)
-            if label_cols is None:
+            label_cols, outside = label(raw)
+            if outside:
                 self.unknown_concepts[("name", raw)] += 1
-                continue
             for col in label_cols:
                 sums[col] = sums.get(col, 0.0) + p
         facts = {col: min(1.0, s) for col, s in sums.items()}
@@ -286,11 +365,11 @@ class SceneGraphOracle:
 
     def _values(self, pairs: Iterable[tuple[str, float]]) -> dict[int, float]:
         not_held: dict[int, float] = {}  # column -> Π (1 - p)
+        value = self.columns.value
         for raw, p in pairs:
-            value_cols = self.columns.value_columns(raw)
-            if value_cols is None:
+            value_cols, outside = value(raw)
+            if outside:
                 self.unknown_concepts[("attr", raw)] += 1
-                continue
             for col in value_cols:
                 not_held[col] = not_held.get(col, 1.0) * (1.0 - p)
         return {col: 1.0 - q for col, q in not_held.items()}
@@ -331,8 +410,16 @@ class SceneGraphOracle:
         """``(R, N)`` log-probabilities (see the module docstring)."""
         cols = np.array([self._require(p, 1)[1] for p in requests.predicates], dtype=np.int64)
         scene, pred = _scenes(requests, len(self.graphs), "SceneGraphOracle"), _numpy(requests.predicate)
-        log_probs = self._unary_facts.gather(scene, cols[pred] if len(pred) else pred, self._n,
+        wanted = cols[pred] if len(pred) else pred
+        absent, every = wanted == ABSENT, wanted == EVERY_OBJECT
+        log_probs = self._unary_facts.gather(scene, np.where(absent | every, 0, wanted), self._n,
                                              dtype=torch.get_default_dtype(), log=True)
+        if absent.any():
+            log_probs[torch.from_numpy(absent)] = float("-inf")
+        if every.any():
+            rows = torch.from_numpy(every)
+            real = self._real[torch.from_numpy(scene[every])]
+            log_probs[rows] = torch.zeros(real.shape, dtype=log_probs.dtype).masked_fill_(~real, float("-inf"))
         return log_probs.to(self.device)
 
     def binary(self, requests: Requests) -> torch.Tensor:
@@ -351,7 +438,11 @@ class SceneGraphOracle:
             if kind == "rel":
                 cols = np.zeros(len(resolved), dtype=np.int64)
                 cols[preds] = [resolved[k][1] for k in preds]
-                table = self._relation_facts.gather(scene[rows], cols[pred[rows]], self._n, dtype=dtype, log=True)
+                wanted = cols[pred[rows]]
+                absent = wanted == ABSENT
+                table = self._relation_facts.gather(scene[rows], np.where(absent, 0, wanted), self._n, dtype=dtype,
+                                                    log=True)
+                table[torch.from_numpy(absent)] = float("-inf")
             elif kind == "compare" and target in geometry.RULES:
                 holds = self._geometric(target, scene[rows])
                 table = torch.zeros(holds.shape, dtype=dtype).masked_fill_(~holds, float("-inf"))
@@ -383,6 +474,7 @@ class SceneGraphOracle:
 
     def _same(self, type_name: str, scene: np.ndarray) -> torch.Tensor:
         value_cols = self.columns.same_columns(type_name)
+        value_cols = value_cols[value_cols < self._n_unary]  # values no graph of the batch holds
         v, n = len(value_cols), self._n
         out = torch.zeros((len(scene), n, n), dtype=torch.float64)
         step = max(1, _SAME_CHUNK // max(1, v * n * n))
@@ -402,15 +494,17 @@ class SceneGraphOracle:
         except KeyError:
             pass
         kind, name, found = predicate.kind, predicate.name, None
-        if predicate.arity == 1 and kind in UNARY_KINDS:
-            for key in (name, self.ontology.normalize(name)):
-                col = self.columns.unary.get((kind, key))
-                if col is not None:
-                    found = (kind, col)
-                    break
-        elif predicate.arity == 2 and kind == "rel":
-            col = self.columns.relation_column(name)
+        if predicate.arity == 1 and kind == "name" and name in OBJECT_PRONOUNS:
+            found = (kind, EVERY_OBJECT)
+        elif predicate.arity == 1 and kind in _OPEN_KINDS:  # any name or value: absent from the batch is false
+            col = self.columns.find(kind, _PRONOUN_COLUMN.get(name, name) if kind == "name" else name)
+            found = (kind, ABSENT if col is None or col >= self._n_unary else col)
+        elif predicate.arity == 1 and kind in UNARY_KINDS:
+            col = self.columns.find(kind, name)
             found = None if col is None else (kind, col)
+        elif predicate.arity == 2 and kind == "rel":
+            col = self.columns.find_relation(name)
+            found = (kind, ABSENT if col is None or col >= self._n_relations else col)
         elif predicate.arity == 2 and kind == "compare" and name in COMPARATIVES:
             found = (kind, name)
         elif predicate.arity == 2 and kind == "same" and (name in _GEOMETRY_TYPES or self.ontology.has_type(name)):

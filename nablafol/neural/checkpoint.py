@@ -31,9 +31,7 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import platform
-import tempfile
 import warnings
 from pathlib import Path
 from typing import Mapping
@@ -41,6 +39,7 @@ from typing import Mapping
 import torch
 
 from nablafol.data.fields import count_text
+from nablafol.data.files import atomic_writer
 from nablafol.errors import InputFileError, NablafolError
 
 from nablafol.neural.concept_vocabulary import ConceptVocabulary
@@ -52,7 +51,8 @@ try:  # optional: the preferred tensor format when installed
 except ImportError:  # pragma: no cover - depends on the environment
     _safetensors = None
 
-__all__ = ["save_model", "load_model", "save_tensors", "load_tensors", "CONFIG_NAME", "FORMAT", "FORMAT_VERSION"]
+__all__ = ["save_model", "load_model", "save_tensors", "load_tensors", "fill_module", "refuse_oversized",
+           "CONFIG_NAME", "FORMAT", "FORMAT_VERSION"]
 
 CONFIG_NAME = "config.json"
 FORMAT = "nablafol-model"
@@ -93,7 +93,8 @@ def save_model(folder, model: NeuralOracleModel, vocabulary: ConceptVocabulary |
         "extra": extra,
     }
     path = folder / CONFIG_NAME
-    _atomic_write(path, json.dumps(config, indent=1, ensure_ascii=False).encode("utf-8"))
+    with atomic_writer(path) as f:
+        f.write(json.dumps(config, indent=1, ensure_ascii=False))
     return path
 
 
@@ -113,7 +114,8 @@ def save_tensors(folder, part: str, tensors: Mapping[str, torch.Tensor]) -> Path
         buffer = io.BytesIO()
         torch.save(tensors, buffer)
         data = buffer.getvalue()
-    _atomic_write(path, data)
+    with atomic_writer(path, "wb") as f:
+        f.write(data)
     stale = folder / (fallback if path.name == preferred else preferred)
     stale.unlink(missing_ok=True)  # one file per part, so loading is never ambiguous
     return path
@@ -138,13 +140,13 @@ def load_model(folder, device=None) -> tuple[NeuralOracleModel, ConceptVocabular
     recorded = config.get("files", {}).get(MODEL_PART) if isinstance(config.get("files"), Mapping) else None
     tensors, weights = _load_part(folder, MODEL_PART, recorded)
     # the sizes come from an untrusted file: build the network only when it is not much bigger
-    # than the tensors on disk (a near miss is built, so _fill can name the tensor that differs)
+    # than the tensors on disk (a near miss is built, so fill_module can name the tensor that differs)
     refuse_oversized(path, parameter_count(model_config), tensors, f"{weights.name} holds")
     try:
         model = NeuralOracleModel(model_config, vocabulary)
     except NablafolError as error:
         raise InputFileError(path, str(error)) from None
-    _fill(model, tensors, weights)
+    fill_module(model, tensors, weights)
     extra = config.get("extra", {})
     if not isinstance(extra, dict):
         raise InputFileError(path, f"'extra' must be an object, got {type(extra).__name__}")
@@ -244,17 +246,19 @@ def _load_part(folder: Path, part: str, recorded: str | None = None) -> tuple[di
 def _check_ontology(data, path: Path) -> None:
     from nablafol.dsl import Ontology
     from nablafol.dsl.ontology import VOCABULARY_SHAPES
-    if not isinstance(data, Mapping) or set(data) != set(VOCABULARY_SHAPES):
+    optional = {"classes", "untyped", "pronouns", "gendered_names"}  # what a vocabulary grown from data adds (issue 16)
+    if not isinstance(data, Mapping) or not set(VOCABULARY_SHAPES) <= set(data) <= set(VOCABULARY_SHAPES) | optional:
         raise InputFileError(path, "extra.ontology must be an object of exactly "
-                                   f"{', '.join(VOCABULARY_SHAPES)}")
+                                   f"{', '.join(VOCABULARY_SHAPES)} (and optionally {', '.join(sorted(optional))})")
     try:
         Ontology.from_data(**data)
     except ValueError as error:
         raise InputFileError(path, f"extra.ontology: {error}") from None
 
 
-def _fill(model: NeuralOracleModel, tensors: dict, path: Path) -> None:
-    """Copy ``tensors`` into ``model``, naming the first tensor that is missing, extra or mis-shaped."""
+def fill_module(model: torch.nn.Module, tensors: dict, path: Path) -> None:
+    """Copy ``tensors`` into ``model`` (any module), naming the first tensor that is missing, extra
+    or mis-shaped in one InputFileError line on ``path``."""
     expected = model.state_dict()
     missing = [k for k in expected if k not in tensors]
     if missing:
@@ -281,17 +285,6 @@ def _make_folder(folder) -> Path:
     except OSError as error:
         raise InputFileError(folder, f"cannot be created ({error.strerror})") from None
     return folder
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    """Write via a temporary file and a rename, so a crash never leaves half a config."""
-    with tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}-", delete=False) as handle:
-        handle.write(data)
-        temporary = Path(handle.name)
-    try:
-        os.replace(temporary, path)
-    finally:
-        temporary.unlink(missing_ok=True)
 
 
 def _first_line(error: Exception) -> str:

@@ -5,9 +5,9 @@ ontology gets a row, unary and binary predicates in two separate tables:
 
 | table | kind | rows |
 | --- | --- | --- |
-| unary | ``name`` | every class and every category |
+| unary | ``name`` | every class (uncategorized ones included), every category and pronoun of the ontology |
 | unary | ``class`` | every **category**; a class with nothing under it reads its ``name`` row |
-| unary | ``attr`` | every attribute value (object values and the scene's location, weather, place, room) |
+| unary | ``attr`` | every attribute value (object values, untyped values and the scene's location, weather, place, room) |
 | unary | ``hposition`` / ``vposition`` | ``left middle right`` / ``top middle bottom`` |
 | unary | ``scene`` | ``scene`` (its answer is fixed, see :mod:`nablafol.neural.model`) |
 | binary | ``rel`` | every relation of the ontology |
@@ -19,6 +19,13 @@ Why ``class`` shares rows: for a class C with no category of that name, ``class 
 serves both and the two can never disagree. A category (``food``, also a class) keeps its
 own ``class`` row: ``name food`` holds of any food, ``class food`` only of objects
 labelled exactly ``food``.
+
+The vocabulary grows from the data: a model trained on a dataset is built from the ontology
+widened by what the dataset names (``dsl.Ontology.joined`` with
+``nablafol.compiler.vocabulary.known_values``), and its model folder records both. A
+predicate the vocabulary has no row for is a concept the model never learned: asked about one,
+an evaluation lists the question as skipped with :meth:`ConceptVocabulary.not_learned`'s line,
+never a crash and never a silent 0.
 
 Rows are sorted by ``(kind, name)``, so a vocabulary built twice from the same ontology is
 identical, and it round-trips through JSON (:meth:`ConceptVocabulary.to_dict`). Names are
@@ -35,6 +42,11 @@ model folder resolves exactly as the ontology did):
     False
     >>> vocabulary.knows(Predicate("on", arity=2, kind="rel")), vocabulary.knows(Predicate("on", kind="rel"))
     (True, False)
+    >>> vocabulary.not_learned(Predicate("unicorn", kind="name"))
+    "concept not learned: name 'unicorn'"
+    >>> grown = ConceptVocabulary.from_ontology(Ontology.gqa().joined({"name": ["unicorn"]}))
+    >>> grown.knows(Predicate("unicorn", kind="name")), grown.num_unary - vocabulary.num_unary
+    (True, 1)
 """
 from __future__ import annotations
 
@@ -61,6 +73,7 @@ BINARY_KINDS = tuple(sorted(_BINARY_KINDS))
 SCENE_CONCEPT = ("scene", "scene")  # the predicate of `select: scene`
 _POSITION_TYPES = ("hposition", "vposition")
 _FORMAT = "nablafol-concepts"
+_LEARNED_KINDS = ("name", "class", "attr", "rel")  # open kinds: any word may be one, once learned
 
 Concept = tuple[str, str]  # (kind, name)
 
@@ -100,7 +113,9 @@ class ConceptVocabulary:
         """Every predicate the compiler can emit for ``ontology`` (a :class:`dsl.Ontology`)."""
         names = ontology.classes | set(ontology.categories)
         values = set().union(*ontology.attribute_types.values()) if ontology.attribute_types else set()
-        unary = [("name", n) for n in names] + [("class", c) for c in ontology.categories]
+        values |= getattr(ontology, "untyped", frozenset())
+        pronouns = getattr(ontology, "pronouns", frozenset())
+        unary = [("name", n) for n in names | pronouns] + [("class", c) for c in ontology.categories]
         unary += [("attr", v) for v in values] + [SCENE_CONCEPT]
         for kind in _POSITION_TYPES:  # the contract's thirds, and any the ontology adds
             extra = ontology.values_of(kind) if ontology.has_type(kind) else ()
@@ -209,7 +224,16 @@ class ConceptVocabulary:
         self._rows[predicate] = row
         return row
 
+    def not_learned(self, predicate: Predicate) -> str:
+        """The line a question gets when it asks about ``predicate`` and the model has no row for
+        it (a concept its training data never named, or a malformed one)."""
+        if _learnable(predicate):
+            return f"concept not learned: {predicate.kind} {predicate.name!r}"
+        return f"concept not learned: {predicate.name!r} ({self._why(predicate)})"
+
     def _why(self, predicate: Predicate) -> str:
+        if _learnable(predicate):
+            return "a concept this model never learned"
         return refusal(predicate, "the neural oracle")
 
     # ------------------------------------------------------------------ identity
@@ -223,6 +247,11 @@ class ConceptVocabulary:
 
     def __repr__(self) -> str:
         return f"ConceptVocabulary({self.num_unary} unary, {self.num_binary} binary concepts)"
+
+
+def _learnable(predicate: Predicate) -> bool:
+    """A name, class, value or relation of the right arity: any word may be one, once learned."""
+    return predicate.kind in _LEARNED_KINDS and predicate.arity == (1 if predicate.kind in _UNARY_KINDS else 2)
 
 
 def _sorted_concepts(concepts: Iterable, kinds: tuple[str, ...], what: str) -> tuple[Concept, ...]:

@@ -2,8 +2,8 @@
 
 An evaluation at GQA-validation scale holds millions of long-lived objects (scenes, compiled
 programs) that hold no reference cycles. With the collector's defaults each full collection
-rescans all of them, to free nothing: 22 full collections, 20 s of a 94 s `nablafol eval`
-(measured with ``gc.callbacks``; ``benchmarks/README.md``). The remedies, in one place:
+rescans all of them, to free nothing (what that cost is measured in ``benchmarks/README.md``).
+The remedies, in one place:
 
 * :func:`loading` runs a bulk load with the collector off, then freezes what was loaded
   (:func:`gc.freeze`: no later collection scans it; reference counting still frees it);

@@ -11,6 +11,11 @@ half a chunk) is cut off when the run resumes. Lines::
     {"q": "<questionId>", "p": "<prediction>"}                        an answered question
     {"q": "<questionId>", "skip": "<reason>", "detail": "<line>"}     a skipped question
     {"done": <questions of the stream consumed>, "details_bytes": <size>}   a commit
+    {"done": ..., "details_bytes": ..., "sealed": true}              the stream ended (shards)
+
+A shard of a split evaluation (``nablafol eval --shard I/N``) keeps its journal, sealed, for
+the merge: :class:`ShardedJournal` reads the shards' journals as the one journal of a single
+run (chunk ``k`` from shard ``k mod N``).
 
     >>> import tempfile, pathlib
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "predictions.json.journal"
@@ -25,10 +30,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Iterator, Optional
 
-from nablafol.data.files import atomic_text_writer
+from nablafol.data.files import atomic_writer
 from nablafol.errors import InputFileError
 
 FORMAT = "nablafol-eval"
@@ -39,11 +45,12 @@ Entry = tuple
 
 
 class EvalJournal:
-    """An append-only journal; ``done`` and ``details_bytes`` are those of its last commit."""
+    """An append-only journal; ``done`` and ``details_bytes`` are those of its last commit,
+    ``sealed`` whether that commit says the stream ended."""
 
-    def __init__(self, path: Path, settings: dict, done: int, details_bytes: int, end: int):
+    def __init__(self, path: Path, settings: dict, done: int, details_bytes: int, end: int, sealed: bool = False):
         self.path, self.settings = path, settings
-        self.done, self.details_bytes = done, details_bytes
+        self.done, self.details_bytes, self.sealed = done, details_bytes, sealed
         self._end = end  # byte offset just after the last commit (or the header)
         self._stream = None
 
@@ -52,7 +59,7 @@ class EvalJournal:
         """A new, empty journal (replacing any old one); the header appears whole or not at all."""
         path = Path(path)
         header = json.dumps({"journal": FORMAT, "version": VERSION, "settings": settings}, ensure_ascii=True) + "\n"
-        with atomic_text_writer(path) as f:
+        with atomic_writer(path) as f:
             f.write(header)
             _sync(f)
         return cls(path, settings, 0, 0, len(header.encode("utf-8")))
@@ -61,8 +68,27 @@ class EvalJournal:
     def resume(cls, path, settings: dict) -> "EvalJournal":
         """The journal at ``path`` cut back to its last commit; refused (one line) when it was
         written with other settings or is not a journal."""
+        journal = cls._scan(path, settings)
+        with open(journal.path, "r+b") as f:
+            f.truncate(journal._end)
+            _sync(f)
+        return journal
+
+    @classmethod
+    def open_sealed(cls, path, settings: dict) -> "EvalJournal":
+        """The finished journal at ``path``, to read (nothing is written); refused (one line)
+        when it is not sealed, was written with other settings, or is not a journal."""
+        journal = cls._scan(path, settings)
+        if not journal.sealed:
+            raise InputFileError(path, f"is not finished ({journal.done:,} questions committed): run its shard "
+                                       "again with --resume before merging")
+        return journal
+
+    @classmethod
+    def _scan(cls, path, settings: dict) -> "EvalJournal":
+        """The journal at ``path`` as its last commit leaves it (what follows is ignored)."""
         path = Path(path)
-        done, details_bytes, end = 0, 0, None
+        done, details_bytes, end, sealed = 0, 0, None, False
         with open(path, "rb") as f:
             header = f.readline()
             try:
@@ -82,21 +108,24 @@ class EvalJournal:
                 if line.startswith(b'{"done"'):
                     record = json.loads(line)
                     done, details_bytes = record["done"], record["details_bytes"]
+                    sealed = bool(record.get("sealed"))
                     end = f.tell()
-        with open(path, "r+b") as f:
-            f.truncate(end)
-            _sync(f)
-        return cls(path, settings, done, details_bytes, end)
+        return cls(path, settings, done, details_bytes, end, sealed)
 
     def chunks(self) -> Iterator[tuple[int, list[Entry]]]:
         """``(done, entries)`` of every committed chunk, in order (for replaying them)."""
+        for done, _, entries in self.commits():
+            yield done, entries
+
+    def commits(self) -> Iterator[tuple[int, int, list[Entry]]]:
+        """``(done, details_bytes, entries)`` of every commit, in order (a seal: no entries)."""
         entries: list[Entry] = []
         with open(self.path, "rb") as f:
             f.readline()
             while f.tell() < self._end:
                 record = json.loads(f.readline())
                 if "done" in record:
-                    yield record["done"], entries
+                    yield record["done"], record["details_bytes"], entries
                     entries = []
                 else:
                     entries.append(_entry(record))
@@ -108,18 +137,26 @@ class EvalJournal:
 
     def commit(self, entries, done: int, details_bytes: int = 0) -> None:
         """Append a chunk's entries and its commit line; on disk when this returns."""
-        if self._stream is None:
-            self._stream = open(self.path, "a", encoding="utf-8", newline="\n")
         lines = []
         for question_id, prediction, skip in entries:
             record = {"q": question_id, "p": prediction} if skip is None else \
                 {"q": question_id, "skip": skip[0], "detail": skip[1]}
             lines.append(json.dumps(record, ensure_ascii=True))
         lines.append(json.dumps({"done": done, "details_bytes": details_bytes}))
+        self._append(lines)
+        self.done, self.details_bytes = done, details_bytes
+
+    def _append(self, lines: list[str]) -> None:
+        if self._stream is None:
+            self._stream = open(self.path, "a", encoding="utf-8", newline="\n")
         self._stream.write("\n".join(lines) + "\n")
         _sync(self._stream)
-        self.done, self.details_bytes = done, details_bytes
         self._end = self._stream.tell()
+
+    def seal(self) -> None:
+        """Commit that the stream ended (a shard's journal is then ready to merge)."""
+        self._append([json.dumps({"done": self.done, "details_bytes": self.details_bytes, "sealed": True})])
+        self.sealed = True
 
     def close(self, remove: bool = False) -> None:
         if self._stream is not None:
@@ -161,3 +198,85 @@ def input_fingerprint(path) -> Optional[list]:
             continue  # a missing input is reported, in one line, by the reader that needs it
         fingerprint.append([str(file.resolve()), stat.st_size, stat.st_mtime_ns])
     return fingerprint
+
+
+class ShardedJournal:
+    """The sealed journals of the shards of one evaluation, read as the journal of a single run:
+    chunk ``k`` of the question stream is the next commit of shard ``k mod N`` (each shard
+    answered its chunks in stream order, so its commits are those chunks, in order).
+
+    ``entries()``, ``chunks()`` and ``close(remove)`` as :class:`EvalJournal`; ``pieces()``
+    also says, for each chunk, which shard holds it and where its details lie in that
+    shard's details file.
+    """
+
+    def __init__(self, journals: list[EvalJournal]):
+        self.journals = journals
+        self.path = journals[0].path if journals else None
+
+    @classmethod
+    def find(cls, predictions_path, settings: dict) -> "ShardedJournal":
+        """The shards' journals written for ``predictions_path``, each checked against
+        ``settings`` (plus its shard) and required finished; one line when one is missing."""
+        from nablafol.pipeline.sharding import EvalShard
+        predictions_path = Path(predictions_path)
+        pattern = re.compile(re.escape(predictions_path.name) + r"\.shard-(\d+)-of-(\d+)\.journal$")
+        counts = sorted({int(m.group(2)) for m in (pattern.match(p.name) for p in predictions_path.parent.glob(
+            predictions_path.name + ".shard-*-of-*.journal")) if m})
+        if not counts:
+            raise InputFileError(predictions_path, "no shard journal to merge (run `nablafol eval --shard I/N` "
+                                                   "with the same options first)")
+        if len(counts) > 1:
+            raise InputFileError(predictions_path, f"shard journals of several splits lie beside it "
+                                                   f"({', '.join(f'of {n}' for n in counts)}); remove the stale ones")
+        journals = []
+        for index in range(counts[0]):
+            shard = EvalShard(index, counts[0])
+            path = journal_path(shard.path(predictions_path))
+            if not path.exists():
+                raise InputFileError(path, f"is missing: shard {shard} has not run (or ran elsewhere)")
+            journals.append(EvalJournal.open_sealed(path, shard_settings(settings, shard)))
+        return cls(journals)
+
+    def pieces(self) -> Iterator[tuple[int, int, int, list[Entry]]]:
+        """``(shard, details_start, details_end, entries)`` of every chunk, in stream order."""
+        count = len(self.journals)
+        commits = [self._chunks_of(journal) for journal in self.journals]
+        k = 0
+        while True:
+            piece = next(commits[k % count], None)
+            if piece is None:
+                stray = next((i for i, rest in enumerate(commits) if next(rest, None) is not None), None)
+                if stray is not None:  # a shard with a chunk after the stream's end: not one split
+                    raise InputFileError(self.journals[stray].path, "holds chunks beyond the end of the others' "
+                                                                    "stream (shards of different inputs?)")
+                return
+            yield (k % count, *piece)
+            k += 1
+
+    @staticmethod
+    def _chunks_of(journal: EvalJournal) -> Iterator[tuple[int, int, list[Entry]]]:
+        before = 0
+        for _, details_bytes, entries in journal.commits():
+            if entries:  # a seal commits nothing
+                yield before, details_bytes, entries
+            before = details_bytes
+
+    def chunks(self) -> Iterator[tuple[int, list[Entry]]]:
+        done = 0
+        for _, _, _, entries in self.pieces():
+            done += len(entries)
+            yield done, entries
+
+    def entries(self) -> Iterator[Entry]:
+        for _, entries in self.chunks():
+            yield from entries
+
+    def close(self, remove: bool = False) -> None:
+        for journal in self.journals:
+            journal.close(remove)
+
+
+def shard_settings(settings: dict, shard) -> dict:
+    """The settings a shard's journal records: the run's, and which shard it is."""
+    return {**settings, "shard": [shard.index, shard.count]}

@@ -17,8 +17,10 @@ Faults: a run may be killed at any moment. Besides the end of each epoch, a chec
 taken every ``checkpoint_every`` batches and at least every ``checkpoint_seconds``; it holds
 the weights, Adam's state, the position in the epoch's order, the running loss and the
 dropout generator's state, so a resumed run continues mid-epoch bit-identically. Every file
-is written to a temporary name, flushed to disk and renamed, so a kill never leaves a
-truncated checkpoint or metrics file that a later run would load (docs/reliability.md).
+is written through :func:`nablafol.data.files.atomic_writer` (a temporary name, flushed to
+disk, renamed), so a kill never leaves a truncated checkpoint or metrics file that a later run
+would load (docs/reliability.md). ``callbacks`` hear of each step, checkpoint and epoch
+(:class:`TrainingEvent`): a user's logging, or a test that stops the run at a chosen step.
 
 The loss sees only answers: gradients flow from them through the engine into the oracle.
 """
@@ -26,8 +28,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import signal
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -39,18 +39,20 @@ import torch
 from nablafol import dsl
 from nablafol.compiler import CompiledQuestion, Compiler
 
+from nablafol.data.files import atomic_writer
 from nablafol.engine import Answers, Engine
-from nablafol.data.files import atomic_text_writer
 from nablafol.errors import InputFileError
-from nablafol.pipeline.answering import Evaluator, FeaturePerception, Skip, compile_question
-from nablafol.scoring.metrics import vocabulary_match
+from nablafol.pipeline.answering import Answerer, Skip, compile_question
+from nablafol.pipeline.datasets import DatasetFiles
+from nablafol.pipeline.perception import FeaturePerception
+from nablafol.scoring import vocabulary_match
 
-__all__ = ["TrainConfig", "TrainingExample", "Curriculum", "answer_loss", "prepare_examples", "Trainer"]
+__all__ = ["TrainConfig", "TrainingExample", "TrainingEvent", "Curriculum", "answer_loss", "prepare_examples",
+           "Trainer", "TrainingJob", "train_oracle"]
 
 LOG_FLOOR = -100.0  # an exact zero probability (log = -inf, no gradient) costs this much in the loss
 STATE_NAME = "training_state.pt"
 METRICS_NAME = "metrics.jsonl"
-FAULT_VARIABLE = "NABLAFOL_FAULT"  # tests: "POINT:N" kills the process the N-th time it reaches POINT
 
 
 @dataclass
@@ -171,6 +173,19 @@ class Curriculum:
         return np.nonzero(self.lengths <= self.max_length(epoch))[0]
 
 
+@dataclass(frozen=True)
+class TrainingEvent:
+    """What a training run tells its callbacks: ``kind`` is ``"step"`` (an optimizer step was
+    taken: ``batch`` batches of this epoch are done), ``"checkpoint"`` (a checkpoint is on disk)
+    or ``"epoch"`` (an epoch ended; ``epoch`` is the number done). ``step`` counts optimizer
+    steps taken by this process."""
+
+    kind: str
+    epoch: int
+    batch: int
+    step: int
+
+
 @dataclass
 class EpochRecord:
     epoch: int
@@ -192,7 +207,8 @@ class Trainer:
                  config: TrainConfig = TrainConfig(), compiler: Optional[Compiler] = None,
                  val_perception: Optional[FeaturePerception] = None, val_questions: Sequence = (),
                  ontology: Optional[dsl.Ontology] = None, progress=None, log=print,
-                 trainable: Optional[torch.nn.Module] = None, engine: Optional[Engine] = None):
+                 trainable: Optional[torch.nn.Module] = None, engine: Optional[Engine] = None,
+                 callbacks: Sequence[Callable[[TrainingEvent], None]] = (), distribution=None):
         self.model, self.train_perception, self.examples = model, train_perception, examples
         self.out, self.config = Path(out), config
         self.compiler = compiler or Compiler(ontology)
@@ -203,11 +219,34 @@ class Trainer:
         self.trainable = trainable if trainable is not None else model
         self.engine = engine or Engine()
         self.optimizer = torch.optim.Adam(self.trainable.parameters(), lr=config.lr, weight_decay=config.weight_decay)
-        self.curriculum = Curriculum([e.length for e in examples], config.curriculum_start, config.curriculum_step)
+        # distribution (nablafol.pipeline.distributed): the shards this process plays and the
+        # other processes; one process, one shard by default (every hook is then the identity)
+        from nablafol.pipeline.distributed import Distribution
+        self.world = distribution if distribution is not None else Distribution.single()
+        if config.batch_size % self.world.shards:
+            from nablafol.pipeline.sharding import ShardingError
+            raise ShardingError(f"the batch size {config.batch_size} must be a multiple of the shard count "
+                                f"{self.world.shards} (every shard gives batch / shards questions to each step)")
+        self._shard_examples = {shard: np.asarray(indices, dtype=np.int64) for shard, indices in
+                                self.world.shard_indices([e.image_id for e in examples]).items()}
+        self._lengths = np.asarray([e.length for e in examples], dtype=np.int64)
+        lengths = [e.length for e in examples]
+        if self.world.group.active:  # the curriculum reads only the shortest and longest program of every shard
+            lengths = [self.world.group.min(min(lengths, default=1 << 30)), self.world.group.max(max(lengths, default=0))]
+        self.curriculum = Curriculum(lengths, config.curriculum_start, config.curriculum_step)
+        self._forward = self.world.loss(self.trainable, self._loss)
         self.epoch = 0
         self.history: list[dict] = []
         self._position: Optional[dict] = None  # where a mid-epoch checkpoint left the current epoch
         self._last_checkpoint = time.monotonic()
+        self.callbacks = list(callbacks)
+        self._steps = 0  # optimizer steps taken by this process
+
+    def _tell(self, kind: str, batch: int = 0) -> None:
+        if self.callbacks:
+            event = TrainingEvent(kind, self.epoch, batch, self._steps)
+            for callback in self.callbacks:
+                callback(event)
 
     # -- checkpoints ----------------------------------------------------------------------
     state_name = STATE_NAME
@@ -215,53 +254,96 @@ class Trainer:
 
     def save_trained(self) -> None:
         """Write what was trained into the model folder (the oracle; a calibrator overrides this)."""
-        from nablafol.neural import save_model
-        save_model(self.out, self.model, extra={"ontology": self.ontology.to_data(), "train": asdict(self.config),
-                                                "epochs_done": self.epoch, "history": self.history})
+        from nablafol.pipeline.model_folder import save_oracle
+        save_oracle(self.out, self.model, self.ontology, {"train": asdict(self.config), "epochs_done": self.epoch,
+                                                          "history": self.history})
 
     def save(self, position: Optional[dict] = None) -> None:
         """Checkpoint: after a whole epoch (``position`` None; the model folder is written too), or
         inside one (``position``: batches done, running loss sums, the dropout generator's state)."""
-        self.out.mkdir(parents=True, exist_ok=True)
-        if position is None:
-            self.save_trained()
-        state = {"epoch": self.epoch, "optimizer": self.optimizer.state_dict(),
-                 "model": {k: v.detach().clone() for k, v in self.trainable.state_dict().items()}}
-        if position is not None:
-            state["position"] = position
-        tmp = self.out / (self.state_name + ".tmp")
-        with open(tmp, "wb") as handle:
-            torch.save(state, handle)
-            handle.flush()
-            os.fsync(handle.fileno())  # on disk before the rename makes it the checkpoint
-        _fault("checkpoint-written")
-        tmp.replace(self.out / self.state_name)
+        if position is not None:  # every shard's random state, wherever it is played
+            position = self._gather_position(position)
+        if self.world.is_writer:  # rank 0 writes the run's files
+            self.out.mkdir(parents=True, exist_ok=True)
+            if position is None:
+                self.save_trained()
+            state = {"epoch": self.epoch, "optimizer": self.optimizer.state_dict(),
+                     "model": {k: v.detach().clone() for k, v in self.trainable.state_dict().items()}}
+            if self.world.shards > 1:
+                state["shards"] = self.world.shards
+            if position is not None:
+                state["position"] = position
+            with atomic_writer(self.out / self.state_name, "wb") as handle:
+                torch.save(state, handle)
         self._last_checkpoint = time.monotonic()
+        self._tell("checkpoint", position["batch"] if position is not None else 0)
+
+    def _gather_position(self, position: dict) -> dict:
+        """``position`` with the random state of every shard (``rng``; ``rngs``, one per shard,
+        when the run has several), gathered from the processes that play them."""
+        states = {}
+        for part in self.world.group.gather(self.world.streams.states()):
+            states.update(part)
+        if self.world.shards == 1:
+            return {**position, "rng": states[0]}
+        return {**position, "rngs": [states[shard] for shard in range(self.world.shards)]}
 
     def resume(self) -> bool:
-        """Load the last checkpoint of ``out`` if there is one; True when resumed."""
-        path = self.out / self.state_name
-        if not path.exists():
+        """Load the last checkpoint of ``out`` if there is one; True when resumed. Temporary files
+        a killed run left behind (written, never renamed) are removed: this run owns the folder.
+        Rank 0 reads the folder and hands what it read to the other processes (they need no
+        access to it)."""
+        found = self.world.group.broadcast(self._read_checkpoint() if self.world.is_writer else None)
+        if isinstance(found, InputFileError):
+            raise found
+        if found is None:
             return False
-        from nablafol.neural.checkpoint import load_weights_only
+        state, history = found
         try:
-            state = load_weights_only(path, map_location=None)  # nothing in the file runs
             self.trainable.load_state_dict(state["model"])
             self.optimizer.load_state_dict(state["optimizer"])
-            position = state.get("position")
-            if position is not None:
-                position = {"batch": int(position["batch"]), "total": float(position["total"]),
-                            "count": int(position["count"]), "rng": position["rng"].to(torch.uint8)}
-        except InputFileError as e:  # unreadable or hostile: torch's reason, never its advice to load unsafely
-            raise InputFileError(path, f"cannot resume from this checkpoint: {e.message}") from None
+            position = self._position_of(state)
         except Exception as e:  # a corrupt or foreign file: one line naming it
-            raise InputFileError(path, f"cannot resume from this checkpoint ({type(e).__name__}: {e})") from None
+            raise InputFileError(self.out / self.state_name,
+                                 f"cannot resume from this checkpoint ({type(e).__name__}: {e})") from None
         self.epoch = int(state["epoch"])
         self._position = position
-        metrics = self.out / self.metrics_name
-        self.history = [json.loads(line) for line in metrics.read_text().splitlines()] if metrics.exists() else []
-        self.history = self.history[: self.epoch]
+        self.history = history[: self.epoch]
         return True
+
+    def _read_checkpoint(self):
+        """``(state, history)`` of the last checkpoint in ``out``, None when there is none, or the
+        :class:`InputFileError` that refuses it (returned, so that it reaches every process)."""
+        if self.out.is_dir():
+            for stale in self.out.glob(".*.tmp"):
+                stale.unlink(missing_ok=True)
+        path = self.out / self.state_name
+        if not path.exists():
+            return None
+        from nablafol.neural.checkpoint import load_weights_only
+        try:  # nothing in the file runs; another process gets CPU tensors
+            state = load_weights_only(path, map_location="cpu" if self.world.group.active else None)
+        except InputFileError as e:  # unreadable or hostile: torch's reason, never its advice to load unsafely
+            return InputFileError(path, f"cannot resume from this checkpoint: {e.message}")
+        except Exception as e:  # a corrupt or foreign file: one line naming it
+            return InputFileError(path, f"cannot resume from this checkpoint ({type(e).__name__}: {e})")
+        metrics = self.out / self.metrics_name
+        history = [json.loads(line) for line in metrics.read_text().splitlines()] if metrics.exists() else []
+        return state, history
+
+    def _position_of(self, state: dict) -> Optional[dict]:
+        """Where in its epoch the checkpoint was taken. The random states of the shards come back
+        only when the run has the same shards (then it continues exactly, however many processes
+        play them); with other shards, the epoch continues at the same step of the new plan."""
+        position = state.get("position")
+        if position is None:
+            return None
+        out = {"batch": int(position["batch"]), "total": float(position["total"]), "count": int(position["count"]),
+               "rngs": None}
+        if int(state.get("shards", 1)) == self.world.shards:
+            states = [position["rng"]] if self.world.shards == 1 else position["rngs"]
+            out["rngs"] = {shard: states[shard].to(torch.uint8) for shard in self.world.played}
+        return out
 
     # -- training -------------------------------------------------------------------------
     def train(self) -> list[dict]:
@@ -275,6 +357,7 @@ class Trainer:
             self.history.append(asdict(record))
             self._write_metrics()
             self.save()
+            self._tell("epoch")
             acc = "-" if record.val_accuracy is None else f"{100 * record.val_accuracy:.2f}%"
             self.log(f"epoch {record.epoch + 1}/{cfg.epochs}: loss {record.train_loss:.4f}, "
                      f"validation accuracy {acc}, programs of <= {record.max_program_steps} steps, "
@@ -283,32 +366,49 @@ class Trainer:
 
     def _epoch(self, epoch: int) -> EpochRecord:
         cfg = self.config
-        rng = np.random.default_rng([cfg.seed, epoch])
-        pool = self.curriculum.pool(epoch)
-        order = pool[rng.permutation(len(pool))]
+        plan = self._step_plan(epoch)
         position, self._position = self._position, None
-        if position is None:  # dropout: reproducible per epoch, so resume matches
-            torch.manual_seed(cfg.seed * 100_003 + epoch)
+        if position is None:  # dropout: reproducible per epoch (and shard), so resume matches
+            self.world.streams.start(cfg.seed, epoch)
             first, total, count = 0, 0.0, 0
-        else:  # resumed mid-epoch: the generator exactly as the checkpoint left it
-            torch.set_rng_state(position["rng"])
+        else:  # resumed mid-epoch: the generators exactly as the checkpoint left them
+            self.world.streams.start(cfg.seed, epoch, position["rngs"], resumed_at=position["batch"])
             first, total, count = position["batch"], position["total"], position["count"]
         self.trainable.train()
-        batches = range(0, len(order), cfg.batch_size)
-        for b in range(first, len(batches)):
-            s = batches[b]
-            batch = [self.examples[i] for i in order[s:s + cfg.batch_size]]
-            loss = self._step(batch)
-            total += loss * len(batch)
-            count += len(batch)
-            _fault("step")
-            if self._checkpoint_due(b + 1):
-                self.save({"batch": b + 1, "total": total, "count": count, "rng": torch.get_rng_state()})
+        for b in range(first, len(plan)):
+            parts = [[self.examples[i] for i in part] for part in plan[b]]
+            loss = self._step(parts)
+            share, n, due = self._agree(loss, parts, b + 1)
+            total += share
+            count += n
+            self._steps += 1
+            self._tell("step", b + 1)
+            if due:
+                self.save({"batch": b + 1, "total": total, "count": count})
             if self.progress is not None:
-                self.progress(count, len(order), note=f"epoch {epoch + 1} loss {total / count:.4f}")
+                self.progress(count, plan.examples, note=f"epoch {epoch + 1} loss {total / count:.4f}")
         val = self.validate()
-        return EpochRecord(epoch, len(batches), count, self.curriculum.max_length(epoch), total / max(count, 1),
+        return EpochRecord(epoch, len(plan), count, self.curriculum.max_length(epoch), total / max(count, 1),
                            val.get("all"), val.get("open"), val.get("binary"), 0.0)
+
+    def _step_plan(self, epoch: int):
+        """Which examples each step of ``epoch`` trains on: the curriculum's pool of every played
+        shard, in its own order (:class:`nablafol.pipeline.sharding.StepPlan`)."""
+        from nablafol.pipeline.sharding import StepPlan
+        limit = self.curriculum.max_length(epoch)
+        pools = {shard: indices[self._lengths[indices] <= limit] for shard, indices in self._shard_examples.items()}
+        longest = self.world.group.max(max(len(pool) for pool in pools.values()))
+        return StepPlan(pools, self.world.shards, self.config.batch_size, self.config.seed, epoch, longest)
+
+    def _agree(self, loss: float, parts: list, batches_done: int) -> tuple[float, int, bool]:
+        """``(loss × questions, questions, checkpoint due)`` of this step over every process
+        (``loss``: this process's, ``world / shards`` times the sum of its shards' means)."""
+        share, n = loss / self.world.loss_factor * len(parts[0]), sum(len(part) for part in parts)
+        due = self._checkpoint_due(batches_done)
+        if not self.world.group.active:
+            return share, n, due
+        share, n, due = self.world.group.sum([share, n, due])  # every process checkpoints, or none
+        return share, int(n), due > 0
 
     def _checkpoint_due(self, batches_done: int) -> bool:
         cfg = self.config
@@ -316,7 +416,19 @@ class Trainer:
             return True
         return bool(cfg.checkpoint_seconds) and time.monotonic() - self._last_checkpoint >= cfg.checkpoint_seconds
 
-    def _step(self, batch: list[TrainingExample]) -> float:
+    def _step(self, batch: list) -> float:
+        """One optimizer step on ``batch``: one list of examples, or one per shard this process
+        plays; returns this process's loss."""
+        parts = [batch] if not batch or isinstance(batch[0], TrainingExample) else batch
+        loss = self._forward(parts)  # across processes, DistributedDataParallel averages the gradients
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(self.trainable.parameters(), self.config.clip_norm)
+        self.optimizer.step()
+        return float(loss.detach())
+
+    def _loss(self, batch: list[TrainingExample]) -> torch.Tensor:
+        """The mean answer loss of ``batch`` (Algorithm 1's two cases), with its graph."""
         images = sorted({e.image_id for e in batch})
         index = {image: b for b, image in enumerate(images)}
         oracle = self.train_perception.oracle(images)
@@ -325,44 +437,144 @@ class Trainer:
         device = answers.log_probs.device
         targets = torch.tensor([e.target for e in batch], device=device)
         binary = torch.tensor([e.compiled.is_binary for e in batch], device=device)
-        loss = answer_loss(answers, targets, binary)
-        self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(self.trainable.parameters(), self.config.clip_norm)
-        self.optimizer.step()
-        return float(loss.detach())
+        return answer_loss(answers, targets, binary)
 
     def validate(self) -> dict:
         """Accuracy (vocabulary forms) on the validation questions: all / open / binary."""
         if self.val_perception is None or not self.val_questions:
             return {}
-        from nablafol.scoring import score
+        from nablafol.pipeline.evaluation import answer_all
+        from nablafol.scoring import Scorer
         self.trainable.eval()
-        run = Evaluator(self.val_perception, compiler=self.compiler, engine=self.engine,
-                        threshold=self.config.threshold).run(self.val_questions)
-        scored = [q for q in self.val_questions if q.answer is not None]
-        acc = score(scored, run.predictions, match=vocabulary_match).overall.accuracy
+        answerer = Answerer(self.val_perception, compiler=self.compiler, engine=self.engine,
+                            threshold=self.config.threshold)
+        scorer = Scorer(vocabulary_match)
+        # one chunk per shard: every validation question of a shard batched together, one pass
+        for part in self.world.validation_parts(self.val_questions):
+            if part:
+                answer_all(part, answerer, scorer=scorer)
         self.trainable.train()
+        scores = self.world.merged_scores(scorer)
+        if scores is None:
+            return {}
+        acc = scores.overall.accuracy
         return {k: (None if v is None or (isinstance(v, float) and math.isnan(v)) else v) for k, v in acc.items()}
 
     def _write_metrics(self) -> None:
+        if not self.world.is_writer:
+            return
         self.out.mkdir(parents=True, exist_ok=True)
-        with atomic_text_writer(self.out / self.metrics_name) as f:
+        with atomic_writer(self.out / self.metrics_name) as f:
             for record in self.history:
                 f.write(json.dumps(record) + "\n")
 
 
-_fault_counts: dict[str, int] = {}
+# --- nablafol train ---------------------------------------------------------------------------
+
+@dataclass
+class TrainingJob:
+    """What ``nablafol train`` is asked: the dataset's files, the model folder, the settings."""
+
+    files: DatasetFiles
+    out: Path
+    config: TrainConfig = field(default_factory=TrainConfig)
+    hidden_dim: int = 256
+    val_limit: int = 0
+    device: object = "cpu"
+    resume: bool = False
+    shards: Optional[int] = None  # data shards (None: the checkpoint's when resuming, else one per process)
+    launch: object = None  # nablafol.pipeline.distributed.Launch (None: one process)
+    callbacks: Sequence[Callable[[TrainingEvent], None]] = ()
+    scene_graphs: Optional[Path] = None  # train scene graphs: pretrain on their labels first
+    pretrain_epochs: int = 6
 
 
-def _fault(point: str) -> None:
-    """Die here (SIGKILL, as a crash would) when ``NABLAFOL_FAULT`` is ``point:N`` and this is the
-    N-th time the process reaches ``point``: the fault tests' way to stop at a chosen moment."""
-    wanted = os.environ.get(FAULT_VARIABLE)
-    if not wanted:
-        return
-    name, _, nth = wanted.partition(":")
-    if name == point:
-        _fault_counts[point] = _fault_counts.get(point, 0) + 1
-        if _fault_counts[point] == int(nth or 1):
-            os.kill(os.getpid(), signal.SIGKILL)
+def train_oracle(job: TrainingJob, log=print, progress=None) -> list[dict]:
+    """Train a new neural oracle over the job's features (or continue the checkpoint in
+    ``job.out`` when ``job.resume``); returns the history, one record per epoch. Under
+    ``torchrun`` (``job.launch``) every process trains its shards; rank 0 writes the folder."""
+    from nablafol.pipeline.distributed import Launch, peers_guard, process_group
+    launch = job.launch or Launch()
+    with process_group(launch, job.device) as group:
+        trainer = _oracle_trainer(job, group, log, progress)
+        with peers_guard(group):
+            return trainer.train()
+
+
+def _oracle_trainer(job: TrainingJob, group, log, progress) -> "Trainer":
+    from nablafol.data import FeatureStore
+    from nablafol.neural import ConceptVocabulary, NeuralOracleModel
+    from nablafol.pipeline.datasets import validation_questions
+    from nablafol.pipeline.distributed import plan_training, rank_device, run_shards
+    files = job.files
+    out = Path(job.out)
+    if out.exists() and not out.is_dir():
+        raise InputFileError(out, "exists and is not a folder (a model is a folder)")
+    device = rank_device(job.device, group.launch)
+    ontology = dsl.Ontology.gqa() if files.ontology is None else dsl.Ontology.from_folder(files.ontology)
+    store = FeatureStore(files.features)
+    ids = store.image_ids()
+    if not ids:
+        raise InputFileError(files.features, "the features folder lists no image")
+    val = validation_questions(files.val_questions, job.val_limit)
+    shards = run_shards(group, job.shards, out / STATE_NAME if job.resume else None)
+    distribution, questions = plan_training(group, shards, store, files.train_questions, val, device)
+    say = log if distribution.is_writer else (lambda *_: None)
+    # the vocabulary is open (issue 16): the model learns every concept its training questions name
+    base, ontology = ontology, _training_ontology(ontology, questions.values(), group)
+    if ontology is not base:
+        say(f"the training questions name {_new_concepts(base, ontology):,} concepts beyond the ontology: "
+            f"the model learns them too")
+    torch.manual_seed(job.config.seed)
+    # the feature width from an image of this process's shards (another machine may hold the others)
+    first = next((q.image_id for q in questions.values() if q.image_id in store), ids[0])
+    model = NeuralOracleModel.for_vocabulary(ConceptVocabulary.from_ontology(ontology),
+                                             feature_dim=store[first].features.shape[1], hidden_dim=job.hidden_dim)
+    model = model.to(device)
+    compiler = Compiler(ontology)
+    perception = FeaturePerception(store, model, ontology, device=device)
+    examples, skips = prepare_examples(questions.values(), compiler, perception.has_image)
+    where = f"{distribution.describe()}: " if shards > 1 else ""
+    log(f"{where}{len(questions):,} training questions: {len(examples):,} to train on, {len(skips):,} skipped")
+    for skip in skips[:10]:
+        log(f"  {skip.question_id}: {skip.reason}: {skip.detail}")
+    trainer = Trainer(model, perception, examples, out, job.config, compiler=compiler,
+                      val_perception=perception if val else None, val_questions=val, ontology=ontology,
+                      progress=progress if distribution.is_writer else None, log=say, callbacks=job.callbacks,
+                      distribution=distribution)
+    if job.resume and trainer.resume():
+        say(f"resumed from {out} after epoch {trainer.epoch}")
+    elif job.scene_graphs is not None and job.pretrain_epochs:
+        # every process pretrains on the same labels from the same seed: the same weights everywhere
+        _pretrain(job, model, store, ontology, say)
+    return trainer
+
+
+def _pretrain(job: TrainingJob, model, store, ontology, log) -> list[dict]:
+    """Train ``model`` on the labels of ``job.scene_graphs`` (the images it shares with ``store``)."""
+    from nablafol.data import load_scene_graphs
+    from nablafol.neural.feature_memory import FeatureMemory
+    from nablafol.pipeline.label_training import LabelConfig, train_on_labels
+    graphs = load_scene_graphs(job.scene_graphs)
+    log(f"pretraining on the labels of {sum(i in store for i in graphs):,} of {len(graphs):,} scene graphs "
+        f"({job.pretrain_epochs} epochs)")
+    return train_on_labels(model, FeatureMemory(store), graphs, ontology,
+                           LabelConfig(epochs=job.pretrain_epochs, seed=job.config.seed), log=log)
+
+
+def _new_concepts(base: dsl.Ontology, grown: dsl.Ontology) -> int:
+    """How many more rows a model of ``grown`` has than one of ``base``."""
+    from nablafol.neural import ConceptVocabulary
+    before, after = ConceptVocabulary.from_ontology(base), ConceptVocabulary.from_ontology(grown)
+    return after.num_unary + after.num_binary - before.num_unary - before.num_binary
+
+
+def _training_ontology(base: dsl.Ontology, questions, group) -> dsl.Ontology:
+    """``base`` widened by every concept the run's training questions name: every process's
+    questions (each holds only its shards'), so that every process builds the same model, the
+    one a single process over the whole set builds."""
+    from nablafol.compiler.vocabulary import ConceptInventory, known_values
+    inventory = ConceptInventory()
+    for part in group.gather(ConceptInventory().update(questions).counts):
+        inventory.counts.update(part)
+    return base.joined(known_values(inventory))

@@ -7,8 +7,9 @@ prediction for). Any model ``M`` on the same visual features is then scored by
 
     Acc_h = accuracy of M on T_h        Err_e = error of M on T_e = 1 - accuracy on T_e
 
-each with its consistency, for all / open / binary questions (:mod:`nablafol.scoring.metrics`
-gives the definitions). ``M`` need not be a DFOL model: only its predictions are read.
+each with its consistency, for all / open / binary questions (:mod:`nablafol.scoring.scorer`
+gives the definitions; counted over the balanced
+questions, as GQA counts them). ``M`` need not be a DFOL model: only its predictions are read.
 
 Hard / easy consistency (the paper does not say; decided here): the hard set is scored as
 a test set of its own -- anchors are the hard questions ``M`` answers correctly, and their
@@ -45,23 +46,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from os import PathLike
 
-from nablafol.scoring.metrics import (
-    ANSWER_GROUPS,
-    Accuracy,
-    AnswerMatch,
-    AccuracyResult,
-    BinaryOverride,
-    Consistency,
-    ConsistencyResult,
-    ScorableQuestion,
-    ScoringError,
-    exact_match,
-    check_predictions,
-    check_questions,
-    prediction_of,
-)
+from nablafol.scoring.answers import AnswerMatch, exact_match
+from nablafol.scoring.questions import (ANSWER_GROUPS, BinaryOverride, ScorableQuestion, ScoringError,
+                                        check_predictions, check_questions, prediction_of)
+from nablafol.scoring.scorer import Scorer, SubsetScore
 
-__all__ = ["Scores", "Split", "SubsetScore", "make_split", "score"]
+__all__ = ["Scores", "Split", "make_split", "score"]
 
 _GROUP_LABELS = {"open": "Open", "binary": "Binary", "all": "All"}
 _TABLE_ROWS = ("open", "binary", "all")  # the paper's row order
@@ -146,55 +136,6 @@ def make_split(questions: Iterable[ScorableQuestion], base_predictions: Mapping[
     return Split(easy=tuple(easy), hard=tuple(hard), base_missing=tuple(missing))
 
 
-@dataclass(frozen=True)
-class SubsetScore:
-    """Accuracy (or error) and consistency of one question set, per group all/open/binary."""
-
-    tally: AccuracyResult
-    agreement: ConsistencyResult
-
-    @property
-    def accuracy(self) -> dict[str, float | None]:
-        return self.tally.accuracy
-
-    @property
-    def error(self) -> dict[str, float | None]:
-        return self.tally.error
-
-    @property
-    def consistency(self) -> dict[str, float | None]:
-        return dict(self.agreement.consistency)
-
-    @property
-    def count(self) -> dict[str, int]:
-        return dict(self.tally.count)
-
-    @property
-    def missing(self) -> tuple[str, ...]:
-        """Questions of this set without a prediction (counted wrong)."""
-        return self.tally.missing
-
-    @property
-    def by_structural(self) -> dict[str, float | None]:
-        return self.tally.by_structural
-
-    def to_json(self, rate: str = "accuracy") -> dict:
-        """``{S: {rate, "consistency", "count"}}``; ``rate`` is ``accuracy`` or ``error``."""
-        rates = getattr(self, rate)
-        return {
-            g: {rate: rates[g], "consistency": self.consistency[g], "count": self.count[g]}
-            for g in ANSWER_GROUPS
-        }
-
-
-def _score_subset(questions: list[ScorableQuestion], predictions: Mapping[str, str],
-                  is_binary: BinaryOverride, match: AnswerMatch = exact_match) -> SubsetScore:
-    accuracy, consistency = Accuracy(is_binary=is_binary, match=match), Consistency(is_binary=is_binary, match=match)
-    accuracy.update(questions, predictions)
-    consistency.update(questions, predictions)
-    return SubsetScore(tally=accuracy.compute(), agreement=consistency.compute())
-
-
 def _percent(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:.2f}%"
 
@@ -217,12 +158,32 @@ class Scores:
         return self.overall.missing
 
     def to_json(self) -> dict:
-        """The ``nablafol score --json`` object of io-formats.md, fractions in [0, 1]."""
+        """The ``nablafol score --json`` object of io-formats.md, fractions in [0, 1], and under
+        ``gqa`` every metric of GQA's script on the whole set (:meth:`SubsetScore.gqa_json`)."""
         result = {"overall": self.overall.to_json("accuracy")}
         if self.hard is not None and self.easy is not None:
             result["hard"] = self.hard.to_json("accuracy")
             result["easy"] = self.easy.to_json("error")
+        result["gqa"] = self.overall.gqa_json()
         return result
+
+    def notes(self) -> list[str]:
+        """One line per thing scored differently from the plain case: questions left out or
+        counted wrong, inputs ignored (what GQA's script would refuse or crash on)."""
+        overall, lines = self.overall, []
+        if overall.unbalanced:
+            lines.append(f"unbalanced questions: {overall.unbalanced} left out (isBalanced false, as GQA's "
+                         f"eval.py; still read as entailed questions by consistency)")
+        if self.missing:
+            lines.append(f"missing predictions: {len(self.missing)} (counted wrong), e.g. {self.missing[0]!r}")
+        if self.unknown_predictions:
+            lines.append(f"predictions for questions outside the set: {len(self.unknown_predictions)} "
+                         f"(ignored), e.g. {self.unknown_predictions[0]!r}")
+        if overall.without_choices:
+            lines.append(f"questions without choices: {overall.without_choices} (counted neither valid nor plausible)")
+        if overall.without_attention:
+            lines.append(f"questions without attention: {overall.without_attention} (grounding 0)")
+        return lines
 
     def format_table(self) -> str:
         """A table like the paper's Tables 1-3: rows Open / Binary / All, percentages.
@@ -256,16 +217,7 @@ class Scores:
         title_line = "  ".join(cell.ljust(width) for cell, width in zip(title_cells, widths)).rstrip()
         lines = [title_line, line([header for header, _ in columns])]
         lines += [line([cells[row] for _, cells in columns]) for row in range(len(_TABLE_ROWS))]
-        if self.missing:
-            lines.append(
-                f"missing predictions: {len(self.missing)} (counted wrong), e.g. {self.missing[0]!r}"
-            )
-        if self.unknown_predictions:
-            lines.append(
-                f"predictions for questions outside the set: {len(self.unknown_predictions)} "
-                f"(ignored), e.g. {self.unknown_predictions[0]!r}"
-            )
-        return "\n".join(lines)
+        return "\n".join(lines + self.notes())
 
 
 def _check_split_covers(split: Split, questions: list[ScorableQuestion]) -> None:
@@ -284,25 +236,49 @@ def _check_split_covers(split: Split, questions: list[ScorableQuestion]) -> None
 
 
 def score(questions: Iterable[ScorableQuestion], predictions: Mapping[str, str],
-          split: Split | None = None, *, is_binary: BinaryOverride = None,
-          match: AnswerMatch = exact_match) -> Scores:
-    """Accuracy and consistency of ``predictions`` on ``questions``; Acc_h / Err_e given a split.
+          split: Split | None = None, *, is_binary: BinaryOverride = None, match: AnswerMatch = exact_match,
+          choices: Mapping | None = None, attentions: Mapping | None = None,
+          scene_graphs: Mapping | None = None) -> Scores:
+    """Every metric of ``predictions`` on ``questions``; Acc_h / Err_e given a split.
 
     ``split`` must cover exactly the questions given. ``is_binary`` overrides the open /
-    binary rule (see :func:`nablafol.scoring.metrics.answer_group`). The result does not depend
-    on the order of the questions.
+    binary rule (see :func:`nablafol.scoring.questions.answer_group`). ``choices``
+    (questionId -> :class:`~nablafol.data.choices.Choices`) adds validity and plausibility;
+    ``attentions`` (questionId -> attention entry) with ``scene_graphs`` (imageId ->
+    :class:`~nablafol.data.SceneGraph`, for the annotated regions) adds grounding. The
+    result does not depend on the order of the questions.
     """
     checked = check_questions(questions)
     predictions = check_predictions(predictions)
+    if attentions is not None and scene_graphs is None:
+        raise ScoringError("grounding needs the scene graphs of the questions' images (the annotated regions)")
     ids = {q.id for q in checked}
     unknown = tuple(sorted(str(k) for k in predictions if k not in ids))
-    overall = _score_subset(checked, predictions, is_binary, match)
+
+    def scored(subset: Iterable[ScorableQuestion]) -> SubsetScore:
+        scorer = Scorer(match, is_binary=is_binary, validity=choices is not None, grounding=attentions is not None)
+        for question in subset:
+            attention = None if attentions is None else attentions.get(question.id)
+            scorer.update(question, prediction_of(predictions, question.id),
+                          choices=None if choices is None else choices.get(question.id), attention=attention,
+                          scene=None if attention is None else _scene_of(question, scene_graphs))
+        return scorer.compute()
+
+    overall = scored(checked)
     if split is None:
         return Scores(overall=overall, unknown_predictions=unknown)
     if not isinstance(split, Split):
         raise ScoringError(f"split must be a Split, got {type(split).__name__}")
     _check_split_covers(split, checked)
     hard_ids = set(split.hard)
-    hard = _score_subset([q for q in checked if q.id in hard_ids], predictions, is_binary, match)
-    easy = _score_subset([q for q in checked if q.id not in hard_ids], predictions, is_binary, match)
-    return Scores(overall=overall, hard=hard, easy=easy, unknown_predictions=unknown)
+    return Scores(overall=overall, hard=scored(q for q in checked if q.id in hard_ids),
+                  easy=scored(q for q in checked if q.id not in hard_ids), unknown_predictions=unknown)
+
+
+def _scene_of(question: ScorableQuestion, scene_graphs: Mapping):
+    image = getattr(question, "image_id", None)
+    graph = scene_graphs.get(image) if image is not None else None
+    if graph is None:
+        raise ScoringError(f"question {question.id!r}: no scene graph for its image {image!r} "
+                           f"(grounding reads the annotated objects' boxes there)")
+    return graph

@@ -12,14 +12,15 @@ Its parts, one concept each:
   folder (``dsl.Ontology.from_folder`` reads it);
 * :mod:`~nablafol.synthetic.scenes`: scenes whose relations follow from their boxes;
 * :mod:`~nablafol.synthetic.crisp`: the crisp executor, the ground truth of every answer;
-* :mod:`~nablafol.synthetic.questions` (and :mod:`~nablafol.synthetic.text`): questions of
+* :mod:`~nablafol.synthetic.question_generator` (families in ``families_*``, building blocks in
+  :mod:`~nablafol.synthetic.drafting`, words in :mod:`~nablafol.synthetic.text`): questions of
   every GQA operation, from templates;
 * :mod:`~nablafol.synthetic.object_features`: object features with per-concept signal strengths;
 * :mod:`~nablafol.synthetic.writer`: the files.
 """
 from .crisp import CrispError, CrispExecutor, Execution, SceneFacts, UndefinedAnswerError
 from nablafol.synthetic.object_features import ConceptCodes, write_features
-from .questions import GeneratedQuestion, QuestionGenerator, balance_yes_no, to_questions
+from .question_generator import GeneratedQuestion, QuestionGenerator, balance_yes_no, to_questions
 from .scenes import SceneGenerator, relations_between
 from .vocabulary import Vocabulary, VocabularyError, write_ontology
 from .writer import DatasetError, DatasetSummary, SyntheticDataset, build_dataset, generate_dataset

@@ -38,6 +38,7 @@ import h5py
 import numpy as np
 
 from nablafol.data.feature_files import FILE_PATTERN, INFO_NAME
+from nablafol.data.files import write_text
 
 from .vocabulary import LOCATIONS, Vocabulary
 
@@ -165,5 +166,5 @@ def write_features(folder, graphs: Sequence, codes: ConceptCodes, rng: np.random
             bboxes[start:start + len(block)] = b_block
             if progress is not None:
                 progress(len(block))
-    info_path.write_text(json.dumps(info, indent=1) + "\n", encoding="utf-8")
+    write_text(info_path, json.dumps(info, indent=1) + "\n")
     return [info_path, h5_path]

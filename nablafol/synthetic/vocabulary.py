@@ -33,6 +33,7 @@ from typing import Iterable, Mapping
 from nablafol.dsl import Ontology
 
 from nablafol.errors import NablafolError
+from nablafol.data.files import write_text
 
 __all__ = ["Vocabulary", "VocabularyError", "write_ontology", "OBJECT_TYPES", "POSITION_VALUES",
            "LOCATIONS", "WEATHERS", "STORED_RELATIONS", "DERIVED_RELATIONS"]
@@ -285,11 +286,11 @@ def write_ontology(folder, vocabulary: Vocabulary) -> list[Path]:
     written = []
     for name, value in vocabulary.ontology_files().items():
         path = folder / name
-        path.write_text(json.dumps(value, indent=4, ensure_ascii=False) + "\n", encoding="utf-8")
+        write_text(path, json.dumps(value, indent=4, ensure_ascii=False) + "\n")
         written.append(path)
     source = folder / "SOURCE.md"
-    source.write_text(_SOURCE.format(
+    write_text(source, _SOURCE.format(
         n_categories=len(vocabulary.categories), n_classes=len(vocabulary.classes),
-        object_types=", ".join(vocabulary.attributes), n_relations=len(vocabulary.relations)), encoding="utf-8")
+        object_types=", ".join(vocabulary.attributes), n_relations=len(vocabulary.relations)))
     written.append(source)
     return written

@@ -9,6 +9,7 @@
 writes::
 
     train_balanced_questions.json  val_balanced_questions.json  testdev_balanced_questions.json
+    train_choices.json             val_choices.json              testdev_choices.json
     train_sceneGraphs.json         val_sceneGraphs.json          (no scene graphs for testdev, as in GQA)
     features/gqa_objects_info.json features/gqa_objects_0.h5     (every split; rows in scene-graph object order)
     ontology/                      hypernyms.json, attributes.json, relations.json, SOURCE.md
@@ -32,11 +33,14 @@ from typing import Callable
 import numpy as np
 
 from nablafol.data import Question, SceneGraph, write_questions, write_scene_graphs
+from nablafol.data.choices import write_choices
 from nablafol.errors import NablafolError
 
+from .choices import dataset_choices
 from .crisp import CrispExecutor
 from nablafol.synthetic.object_features import SLOTS, ConceptCodes, write_features
-from .questions import QuestionGenerator, balance_yes_no, to_questions
+from nablafol.data.files import write_text
+from .question_generator import QuestionGenerator, balance_yes_no, to_questions
 from .scenes import SceneGenerator
 from .vocabulary import Vocabulary, write_ontology
 
@@ -172,9 +176,13 @@ def generate_dataset(out_dir, n_train: int = 1500, n_val: int = 300, n_testdev: 
                             vocabulary=vocabulary, progress=scene_progress, min_objects=min_objects,
                             max_objects=max_objects, large_share=large_share)
     written: list[Path] = []
+    choices = dataset_choices(dataset)
     for split in SPLITS:
         path = out / f"{split}_balanced_questions.json"
         write_questions(path, dataset.questions[split])
+        written.append(path)
+        path = out / f"{split}_choices.json"  # every split: the embedded test-dev has answers too
+        write_choices(path, choices[split])
         written.append(path)
         if split != "testdev":
             path = out / f"{split}_sceneGraphs.json"
@@ -192,8 +200,8 @@ def generate_dataset(out_dir, n_train: int = 1500, n_val: int = 300, n_testdev: 
     written += write_features(out / "features", all_graphs, codes, _rng(seed, "features"),
                               noise_std=noise_std, context_scale=context_scale, progress=feature_progress)
     card = out / "dataset_card.json"
-    card.write_text(json.dumps(_card(dataset, codes, feature_dim, noise_std, context_scale), indent=1,
-                               ensure_ascii=False) + "\n", encoding="utf-8")
+    write_text(card, json.dumps(_card(dataset, codes, feature_dim, noise_std, context_scale), indent=1,
+                               ensure_ascii=False) + "\n")
     written.append(card)
     return DatasetSummary(out, seed, {s: len(dataset.scenes[s]) for s in SPLITS},
                           {s: len(dataset.questions[s]) for s in SPLITS},

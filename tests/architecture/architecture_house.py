@@ -21,9 +21,9 @@ LAYERS = (
     ("compiler", ("nablafol.compiler",)),
     ("engine", ("nablafol.oracle", "nablafol.engine", "nablafol.testing")),
     ("perception", ("nablafol.graph_oracles", "nablafol.neural", "nablafol.calibration", "nablafol.baselines",
-                    "nablafol.synthetic")),
+                    "nablafol.synthetic", "nablafol.semantic_parser")),
     ("answers", ("nablafol.scoring",)),
-    ("pipeline", ("nablafol.pipeline",)),
+    ("pipeline", ("nablafol.pipeline", "nablafol.asking")),
     ("cli", ("nablafol.cli",)),
 )
 

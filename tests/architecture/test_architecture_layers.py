@@ -59,3 +59,22 @@ def test_the_declared_packages_are_exactly_the_folders():
 @pytest.mark.parametrize("layer", [name for name, _ in LAYERS])
 def test_each_layer_holds_modules(layer):
     assert any(LAYERS[layer_of(m)][0] == layer for m in modules() if layer_of(m) is not None)
+
+
+#: What a command may not touch itself: answering, journaling, workers, the engine, tensors.
+#: A command parses options, calls one library function, prints (docs/design.md).
+NOT_IN_COMMANDS = ("torch", "nablafol.engine", "nablafol.pipeline.answering", "nablafol.pipeline.journal",
+                   "nablafol.pipeline.workers")
+
+
+def test_commands_hold_no_answering_scoring_or_journaling_logic():
+    found = []
+    for module, path in modules().items():
+        if not module.startswith("nablafol.cli.commands.") or module.endswith(".common"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
+            found += [f"{module} imports {n}" for n in names
+                      if any(n == bad or n.startswith(bad + ".") for bad in NOT_IN_COMMANDS)]
+    assert found == [], "\n".join(found)

@@ -38,6 +38,13 @@ def test_tiny_run_writes_every_suite_and_a_table(tmp_path, capsys):
     assert set(curves) == {"objects_relate", "objects_filter", "batch", "length"}
     assert all(len(c["x"]) == len(c["seconds"]) >= 3 for c in curves.values())
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # issue 23's aims: each printed with its verdict; the FLOPs counted from the network's sizes
+    # agree with torch's own count of the step (a count, not a timing)
+    limits = {c["name"].split(",")[0] for c in checks if c["suite"] == "limits"}
+    assert {"training roofline", "reasoning share of a step", "one engine call", "end to end vs ProbLog median"} <= limits
+    assert any(name.startswith("eager Q-product / copy") for name in limits)
+    for case in result["suites"]["limits"]["roofline"]:
+        assert 0.7 <= case["flops_model"]["step"] / case["flops_counted"] <= 1.3
     printed = capsys.readouterr().out
     assert "measured" in printed and "exact: engine = ProbLog" in printed
 

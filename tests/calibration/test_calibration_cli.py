@@ -59,7 +59,7 @@ def test_inspect_a_question_by_id(model_folder, capsys):
 @pytest.mark.parametrize("args,message", [
     (["--inspect", "op99", "--questions", QUESTIONS], "'op99' is neither a GQA program line nor a question id"),
     (["--inspect", "select: plate->exist: ? [3]"], "dependency [3] must point to an earlier step"),
-    (["--inspect", "select: unicorn->exist: ? [0]"], "unicorn"),
+    (["--inspect", "select: unicorn->exist: ? [0]"], "concept not learned: name 'unicorn'"),
     (["--plot", "c.png"], "--plot draws what --inspect reads"),
     (["--inspect", PROGRAM, "--data", "no/such/folder"], "no such dataset folder"),
 ])

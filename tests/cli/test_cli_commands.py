@@ -154,3 +154,28 @@ def test_score_with_a_binary_split_file_is_one_line(tmp_path, capsys):
 def test_generate_refuses_impossible_scene_sizes(tmp_path, capsys):
     code, _, err = run_cli("generate", "--out", tmp_path / "g", "--objects", "5", "2", capsys=capsys)
     assert code == 2 and "objects per scene" in err
+
+
+def test_eval_writes_the_official_attentions_file_from_its_details(tmp_path, capsys):
+    from nablafol.data import load_scene_graphs, read_details
+    from nablafol.data.attentions import read_attentions, scene_graph_regions
+    fixtures = Path(__file__).resolve().parents[1] / "fixtures" / "gqa"
+    args = ["eval", "--questions", str(fixtures / "val_balanced_questions.json"), "--scene-graphs",
+            str(fixtures / "val_sceneGraphs.json"), "--predictions", str(tmp_path / "p.json")]
+    assert main(args + ["--attentions", str(tmp_path / "a.json")]) == 2
+    assert "--attentions is written from the details" in capsys.readouterr().err
+    assert main(args + ["--details", str(tmp_path / "d.jsonl"), "--attentions", str(tmp_path / "a.json")]) == 0
+    details = read_details(tmp_path / "d.jsonl")
+    attentions = read_attentions(tmp_path / "a.json")
+    assert list(attentions) == list(details)  # one entry per answered question, in order
+    graphs = load_scene_graphs(fixtures / "val_sceneGraphs.json")
+    from nablafol.data import load_questions
+    image_of = {q.id: q.image_id for q in load_questions(fixtures / "val_balanced_questions.json").values()}
+    for question_id, entry in attentions.items():
+        weights = details[question_id].extra["attention"]
+        regions = scene_graph_regions(graphs[image_of[question_id]])
+        total = sum(weights.values())
+        assert len(entry.regions) == len(weights)
+        for (x0, y0, x1, y1, a), (object_id, w) in zip(entry.regions, weights.items()):
+            assert (x0, y0, x1, y1) == pytest.approx(regions[object_id])
+            assert a == pytest.approx(w / total if total else w)

@@ -51,12 +51,14 @@ def reference(data, tmp_path_factory):
 
 def test_streaming_predictions_equal_the_whole_set_evaluation(data, reference, tmp_path):
     from nablafol.data import load_questions, load_scene_graphs, read_details
-    from nablafol.pipeline.answering import Evaluator, SceneGraphPerception
     from nablafol.dsl import Ontology
+    from nablafol.pipeline.answering import Answerer
+    from nablafol.pipeline.evaluation import answer_all
+    from nablafol.pipeline.perception import SceneGraphPerception
     questions = load_questions(data / "val_balanced_questions.json")
     perception = SceneGraphPerception(load_scene_graphs(data / "val_sceneGraphs.json"),
                                       ontology=Ontology.from_folder(data / "ontology"))
-    whole = Evaluator(perception, keep_outcomes=True).run(questions.values())
+    whole = answer_all(questions.values(), Answerer(perception, keep_outcomes=True))
     streamed = [entry for entry in json.loads(reference[0])]
     assert [e["questionId"] for e in streamed] == [q for q in questions if q in whole.predictions]  # file order
     assert {e["questionId"]: e["prediction"] for e in streamed} == whole.predictions
@@ -79,11 +81,12 @@ EvalJournal._close = EvalJournal.close
 
 
 def _counting_answers(monkeypatch) -> list:
-    from nablafol.pipeline.answering import Evaluator
+    from nablafol.pipeline.answering import Answerer
     answered = []
-    original = Evaluator.answer_chunk
-    monkeypatch.setattr(Evaluator, "answer_chunk",
-                        lambda self, chunk: answered.extend(q.id for q in chunk) or original(self, chunk))
+    original = Answerer.answer_chunk
+    monkeypatch.setattr(Answerer, "answer_chunk",
+                        lambda self, chunk, progress=None: answered.extend(q.id for q in chunk)
+                        or original(self, chunk, progress))
     return answered
 
 
@@ -218,17 +221,17 @@ def test_workers_give_byte_identical_outputs(data, reference, tmp_path):
 def test_a_worker_that_dies_is_one_line_then_resume_finishes_identically(data, reference, tmp_path,
                                                                           monkeypatch, capsys):
     from nablafol.data import load_questions
-    from nablafol.pipeline.answering import Evaluator
+    from nablafol.pipeline.answering import Answerer
     ids = list(load_questions(data / "val_balanced_questions.json"))
     fatal = ids[16 * 5]  # the first question of the sixth chunk (chunks of 16)
-    original = Evaluator.answer_chunk
+    original = Answerer.answer_chunk
 
-    def dies_on_the_sixth_chunk(self, chunk):
+    def dies_on_the_sixth_chunk(self, chunk, progress=None):
         if chunk[0].id == fatal:
             os.kill(os.getpid(), signal.SIGKILL)  # in the worker (forked with this patch)
-        return original(self, chunk)
+        return original(self, chunk, progress)
 
-    monkeypatch.setattr(Evaluator, "answer_chunk", dies_on_the_sixth_chunk)
+    monkeypatch.setattr(Answerer, "answer_chunk", dies_on_the_sixth_chunk)
     assert main(_argv(data, tmp_path, "--workers", "2")) == 2
     err = _error_lines(capsys.readouterr().err)
     assert len(err) == 1 and "worker process ended without answering" in err[0]
@@ -269,16 +272,16 @@ def _error_lines(err: str) -> list[str]:
 
 def test_eval_loads_with_the_collector_off_and_restores_it_after(data, reference, tmp_path, monkeypatch, capsys):
     import gc
-    import nablafol.cli.commands.evaluate as command
+    import nablafol.pipeline.evaluation as evaluation
     from nablafol.pipeline.collector import LONG_RUN_THRESHOLDS
     seen = {}
-    original = command._perception
+    original = evaluation._answerer
 
-    def watched(args):
+    def watched(job, *rest):
         seen["loading"] = (gc.isenabled(), gc.get_threshold())
-        return original(args)
+        return original(job, *rest)
 
-    monkeypatch.setattr(command, "_perception", watched)
+    monkeypatch.setattr(evaluation, "_answerer", watched)
     before = gc.get_threshold()
     assert gc.isenabled() and before != LONG_RUN_THRESHOLDS
     assert main(_argv(data, tmp_path)) == 0

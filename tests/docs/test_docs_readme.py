@@ -1,4 +1,4 @@
-"""The README's Python examples run, and print what the README says they print.
+"""The Python examples of the README and of docs/oracle-learning.md run, and print what they say they print.
 
 Each ```python block runs as is; every `print(...)` line ending in `# TEXT` must print TEXT.
 """
@@ -9,15 +9,22 @@ from pathlib import Path
 
 import pytest
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+ROOT = Path(__file__).resolve().parents[2]
+README = ROOT / "README.md"
 BLOCKS = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), flags=re.S)
+LEARNING = re.findall(r"```python\n(.*?)```", (ROOT / "docs" / "oracle-learning.md").read_text(encoding="utf-8"), flags=re.S)
 
 
 def test_readme_has_examples():
     assert BLOCKS, "README.md has no ```python example"
 
 
-@pytest.mark.parametrize("block", BLOCKS, ids=[f"block{i}" for i in range(len(BLOCKS))])
+def test_oracle_learning_has_its_example():
+    assert len(LEARNING) == 1, "docs/oracle-learning.md: one ```python example (your own oracle through the engine)"
+
+
+@pytest.mark.parametrize("block", BLOCKS + LEARNING,
+                         ids=[f"block{i}" for i in range(len(BLOCKS))] + ["oracle-learning"])
 def test_readme_example_prints_what_it_says(block):
     expected = [m.group(1).strip() for line in block.splitlines()
                 if (m := re.match(r"\s*print\(.*\)\s*#\s*(.*)$", line))]

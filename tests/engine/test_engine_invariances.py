@@ -91,3 +91,20 @@ def test_complements_agree_with_the_probabilities(case):
     k = case.program.n_candidates
     p, q = answers.log_probs[0, :k].exp(), answers.log_complement[0, :k].exp()
     assert torch.allclose(p + q, torch.ones_like(p), atol=1e-12)
+
+
+@given(scenes_and_programs(max_objects=3), scenes_and_programs(max_objects=3))
+def test_a_kept_one_program_plan_answers_as_a_fresh_one(a, b):
+    """One question at a time reuses the whole plan of a batch of one: the same answers, on any scene."""
+    from nablafol.engine import Engine
+    from nablafol.engine.planning import build_batch_plan
+    from nablafol.oracle import TableOracle
+    engine, oracle = Engine(), TableOracle([b.tables, a.tables])
+    engine([a.program], oracle, scenes=[0])  # the same program on the other scene: a plan of its own
+    first = engine([a.program], oracle, scenes=[1])
+    assert engine.plan([a.program], [1]) is engine.plan([a.program], [1])  # kept, not rebuilt
+    engine([b.program], oracle, scenes=[0])  # another program in between
+    again = engine([a.program], oracle, scenes=[1])
+    fresh = engine.run(build_batch_plan([a.program], np.array([1]), engine._registry), oracle)
+    assert torch.equal(first.log_probs, again.log_probs) and torch.equal(again.log_probs, fresh.log_probs)
+    assert torch.equal(again.focus, fresh.focus) and again.labels == fresh.labels

@@ -56,11 +56,13 @@ def test_first_oracle_that_knows_wins():
 
 def test_unknown_predicate_names_it_and_the_oracles_asked(gqa):
     _, _, both = gqa
-    assert not both.knows(Predicate("sparkly", kind="attr"))
+    # the scene graphs answer any name, value or relation; a position outside the thirds is no one's
+    assert both.knows(Predicate("sparkly", kind="attr"))
+    assert not both.knows(Predicate("sparkly", kind="hposition"))
     with pytest.raises(UnknownPredicateError,
-                       match=r"no oracle knows predicate 'sparkly' \(kind 'attr', arity 1\); "
+                       match=r"no oracle knows predicate 'sparkly' \(kind 'hposition', arity 1\); "
                              r"asked SceneGraphOracle, KnowledgeOracle"):
-        both.unary(Requests.build([0, 0], [Predicate("man", kind="name"), Predicate("sparkly", kind="attr")]))
+        both.unary(Requests.build([0, 0], [Predicate("man", kind="name"), Predicate("sparkly", kind="hposition")]))
 
 
 def test_scenes_must_agree():

@@ -27,7 +27,8 @@ def test_every_gqa_predicate_of_the_contract_has_a_row_in_its_table():
               + [Predicate(v, 1, "attr") for v in VALUES]
               + [Predicate(v, 1, "hposition") for v in ("left", "middle", "right")]
               + [Predicate(v, 1, "vposition") for v in ("top", "middle", "bottom")]
-              + [Predicate("scene", 1, "scene")])
+              + [Predicate("scene", 1, "scene")]
+              + [Predicate(n, 1, "name") for n in sorted(GQA.pronouns)])  # GQA selects by pronoun: `select: he`
     rows = VOCABULARY.rows(wanted)
     assert rows.min() >= 0 and rows.max() < VOCABULARY.num_unary
     binary = ([Predicate(r, 2, "rel") for r in RELATIONS] + [Predicate(c, 2, "compare") for c in COMPARATIVES]
@@ -98,8 +99,8 @@ def test_json_round_trip_gives_an_equal_vocabulary_with_the_same_rows(predicates
 
 
 @pytest.mark.parametrize("predicate, says", [
-    (Predicate("unicorn", 1, "name"), "not a class or category"),
-    (Predicate("sparkly", 1, "attr"), "not an attribute value"),
+    (Predicate("unicorn", 1, "name"), "never learned"),
+    (Predicate("sparkly", 1, "attr"), "never learned"),
     (Predicate("on", 1, "rel"), "takes 2 arguments"),
     (Predicate("red", 2, "attr"), "takes 1 argument"),
     (Predicate("CapableOf:lift", 2, "kg"), "kinds are"),

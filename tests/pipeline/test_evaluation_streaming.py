@@ -1,17 +1,17 @@
 """Streaming evaluation pieces: chunked answering agrees with the whole-set run, and the running
 score agrees with :func:`nablafol.scoring.score`."""
-import random
 from pathlib import Path
 from types import SimpleNamespace as Q
 
 import pytest
 
 from nablafol.data import load_questions, load_scene_graphs
-from nablafol.pipeline.answering import Evaluator, Outcome, SceneGraphPerception, Skip
-from nablafol.scoring.metrics import vocabulary_match
+from nablafol.pipeline.answering import Answerer, Outcome, Skip
+from nablafol.pipeline.perception import SceneGraphPerception
+from nablafol.pipeline.evaluation import answer_all
+from nablafol.scoring import Scorer, ScoringError
 from nablafol.graph_oracles import KnowledgeBase
-from nablafol.scoring import score
-from nablafol.scoring.running import RunningScore
+
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "gqa"
 
@@ -25,8 +25,8 @@ def test_chunks_answer_as_the_whole_set_does(folder, questions, graphs, knowledg
     questions = list(load_questions(folder / questions).values())
     perception = SceneGraphPerception(load_scene_graphs(folder / graphs),
                                       knowledge=KnowledgeBase.sample() if knowledge else None)
-    whole = Evaluator(perception).run(questions)
-    evaluator = Evaluator(perception, batch_size=3)
+    whole = answer_all(questions, Answerer(perception))
+    evaluator = Answerer(perception, batch_size=3)
     results = [r for start in range(0, len(questions), chunk_size)
                for r in evaluator.answer_chunk(questions[start:start + chunk_size])]
     assert [r.question_id for r in results] == [q.id for q in questions]  # the order given
@@ -35,55 +35,18 @@ def test_chunks_answer_as_the_whole_set_does(folder, questions, graphs, knowledg
     assert len(whole.predictions) > 0
 
 
-def _same_scores(questions, predictions, match=vocabulary_match):
-    running = RunningScore(match=match)
-    for q in questions:
-        running.add(q, predictions.get(q.id))
-    expected = score(questions, predictions, match=match)
-    got = running.scores()
-    assert got.to_json() == expected.to_json()
-    assert got.overall.by_structural == expected.overall.by_structural
-    assert got.missing == expected.missing
-    assert got.format_table() == expected.format_table()
-    return got
-
-
-def test_running_score_matches_score_on_the_fixture_questions():
-    questions = [q for q in load_questions(FIXTURES / "val_balanced_questions.json").values() if q.answer]
-    rng = random.Random(3)
-    predictions = {q.id: (q.answer if rng.random() < 0.6 else "yes") for q in questions if rng.random() < 0.9}
-    _same_scores(questions, predictions)
-
-
-def test_running_score_matches_score_on_random_entailment_graphs():
-    rng = random.Random(11)
-    for trial in range(30):
-        n = rng.randint(1, 60)
-        ids = [str(rng.randint(0, 10 ** 6)) for _ in range(n)]
-        ids = list(dict.fromkeys(ids))
-        questions = [Q(id=i, answer=rng.choice(["yes", "no", "red", "cat"]),
-                       entailed=tuple(rng.choice(ids + ["absent"]) for _ in range(rng.randint(0, 6))),
-                       types={"structural": rng.choice(["query", "verify", "logical"])} if rng.random() < 0.8
-                       else {}) for i in ids]
-        predictions = {q.id: rng.choice([q.answer, "no", "cat"]) for q in questions if rng.random() < 0.85}
-        got = _same_scores(questions, predictions)
-        if trial == 0:
-            assert got.overall.count["all"] == len(questions)
-
-
-def test_running_score_consistency_by_hand():
-    running = RunningScore()
-    running.add(Q(id="1", answer="red", entailed=("2", "3", "3", "1", "99"), types={"structural": "query"}), "red")
-    running.add(Q(id="2", answer="yes", entailed=("1",), types={"structural": "verify"}), "yes")
-    running.add(Q(id="3", answer="no", entailed=(), types={"structural": "verify"}), "yes")
+def test_the_scorer_of_a_stream_consistency_by_hand():
+    scorer = Scorer()
+    scorer.update(Q(id="1", answer="red", entailed=("2", "3", "3", "1", "99"), types={"structural": "query"}), "red")
+    scorer.update(Q(id="2", answer="yes", entailed=("1",), types={"structural": "verify"}), "yes")
+    scorer.update(Q(id="3", answer="no", entailed=(), types={"structural": "verify"}), "yes")
     # anchor 1: 2 right, 3 twice wrong -> 1/3; anchor 2: 1 right -> 1
-    assert running.scores().overall.consistency == {"all": 2 / 3, "open": 1 / 3, "binary": 1.0}
+    assert scorer.compute().consistency == {"all": 2 / 3, "open": 1 / 3, "binary": 1.0}
 
 
-def test_running_score_refuses_a_question_without_answer():
-    from nablafol.scoring.metrics import ScoringError
+def test_the_scorer_refuses_a_question_without_answer():
     with pytest.raises(ScoringError, match="question '7'"):
-        RunningScore().add(Q(id="7", answer=None, entailed=(), types={}), "x")
+        Scorer().update(Q(id="7", answer=None, entailed=(), types={}), "x")
 
 
 def test_the_program_cache_stays_bounded_and_answers_the_same():
@@ -92,9 +55,9 @@ def test_the_program_cache_stays_bounded_and_answers_the_same():
     from nablafol.compiler import Compiler
     questions = list(load_questions(FIXTURES / "every_operation" / "questions.json").values())
     perception = SceneGraphPerception(load_scene_graphs(FIXTURES / "every_operation" / "sceneGraphs.json"))
-    expected = Evaluator(perception).answer_chunk(questions)
+    expected = Answerer(perception).answer_chunk(questions)
     compiler = Compiler(cache_size=2)
-    evaluator = Evaluator(perception, compiler=compiler)
+    evaluator = Answerer(perception, compiler=compiler)
     sizes = []
     results = []
     for question in questions:
@@ -127,8 +90,8 @@ def test_a_predicate_the_perception_lacks_skips_its_questions_naming_the_first_o
     used = [p.name for program in programs.values() for p in program.predicates()]
     refused = {used[0], used[len(used) // 2]}
     perception = _Refusing(golden, refused)
-    results = Evaluator(perception, compiler=compiler).answer_chunk(questions)
-    whole = Evaluator(golden).run(questions).predictions
+    results = Answerer(perception, compiler=compiler).answer_chunk(questions)
+    whole = answer_all(questions, Answerer(golden)).predictions
     for question, result in zip(questions, results):
         first = next((p for p in programs[question.id].predicates() if p.name in refused), None) \
             if question.id in programs else None
@@ -152,10 +115,10 @@ def test_batches_take_images_in_order_of_size(tmp_path):
     asked = []
     original = perception.oracle
     perception.oracle = lambda image_ids: asked.append(list(image_ids)) or original(image_ids)
-    results = Evaluator(perception, batch_size=2).answer_chunk(questions)
+    results = Answerer(perception, batch_size=2).answer_chunk(questions)
     sizes = [[perception.object_count(image) for image in batch] for batch in asked]
     assert len({perception.object_count(q.image_id) for q in questions}) > 3  # sizes to sort
     assert all(max(a) <= min(b) for a, b in zip(sizes, sizes[1:]))  # consecutive slices of one order
     shuffled = questions[::-1]
-    again = Evaluator(SceneGraphPerception(perception.scene_graphs), batch_size=5).answer_chunk(shuffled)
+    again = Answerer(SceneGraphPerception(perception.scene_graphs), batch_size=5).answer_chunk(shuffled)
     assert {r.question_id: r for r in results} == {r.question_id: r for r in again}

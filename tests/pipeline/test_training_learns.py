@@ -7,7 +7,7 @@ import torch
 from nablafol.compiler import Compiler
 from nablafol.dsl import Ontology
 from nablafol.data import FeatureStore, load_questions
-from nablafol.pipeline.answering import FeaturePerception
+from nablafol.pipeline.perception import FeaturePerception
 from nablafol.neural import ConceptVocabulary, NeuralOracleModel
 from nablafol.synthetic import generate_dataset
 from nablafol.pipeline.oracle_training import Trainer, TrainConfig, prepare_examples

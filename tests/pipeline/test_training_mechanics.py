@@ -9,7 +9,8 @@ from nablafol.compiler import Compiler
 from nablafol.dsl import Ontology
 from nablafol.data import FeatureStore, load_questions
 from nablafol.engine import Answers
-from nablafol.pipeline.answering import FeaturePerception
+from nablafol.pipeline.model_folder import feature_perception
+from nablafol.pipeline.perception import FeaturePerception
 from nablafol.neural import ConceptVocabulary, NeuralOracleModel, load_model
 from nablafol.pipeline.oracle_training import Curriculum, Trainer, TrainConfig, answer_loss, answer_target, prepare_examples
 
@@ -116,7 +117,7 @@ def test_the_model_folder_is_usable_after_training(tiny_dataset, tmp_path):
     trainer.train()
     model, vocabulary, extra = load_model(tmp_path / "m")
     assert extra["epochs_done"] == 1 and "hypernyms" in extra["ontology"] and len(extra["history"]) == 1
-    loaded = FeaturePerception.load(tiny_dataset / "features", tmp_path / "m")
+    loaded = feature_perception(tiny_dataset / "features", tmp_path / "m")
     assert loaded.ontology.classes == trainer.ontology.classes
 
 

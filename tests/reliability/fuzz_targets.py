@@ -248,9 +248,10 @@ def target_questions_file(data: bytes) -> None:
     """A questions file -> load_questions -> every question compiled and answered over the
     every-operation scene graphs (image ids pointing nowhere become skips)."""
     from nablafol.data import load_questions
-    from nablafol.pipeline.answering import Evaluator
+    from nablafol.pipeline.answering import Answerer
+    from nablafol.pipeline.evaluation import answer_all
     questions = load_questions(_Scratch.file("questions.json", data))
-    run = Evaluator(_every_perception(), compiler=_compiler()).run(questions.values())
+    run = answer_all(questions.values(), Answerer(_every_perception(), compiler=_compiler()))
     assert len(run.predictions) + len(run.skips) == len(questions)
 
 
@@ -259,14 +260,16 @@ def target_scene_graphs_file(data: bytes) -> None:
     existence question."""
     from nablafol.data import load_scene_graphs
     from nablafol.data.questions import Question
-    from nablafol.pipeline.answering import Evaluator, SceneGraphPerception
+    from nablafol.pipeline.answering import Answerer
+    from nablafol.pipeline.perception import SceneGraphPerception
+    from nablafol.pipeline.evaluation import answer_all
     graphs = load_scene_graphs(_Scratch.file("sceneGraphs.json", data))
     if not graphs:
         return
     perception = SceneGraphPerception(graphs)
     questions = [Question(id=f"q{i}", image_id=image_id, semantic_str="select: plate->exist: ? [0]")
                  for i, image_id in enumerate(graphs)]
-    run = Evaluator(perception, compiler=_compiler()).run(questions)
+    run = answer_all(questions, Answerer(perception, compiler=_compiler()))
     assert len(run.predictions) + len(run.skips) == len(questions)
 
 
@@ -302,9 +305,66 @@ def _every_questions():
 def _every_perception():
     if "perception" not in _CACHE:
         from nablafol.data import load_scene_graphs
-        from nablafol.pipeline.answering import SceneGraphPerception
+        from nablafol.pipeline.perception import SceneGraphPerception
         _CACHE["perception"] = SceneGraphPerception(load_scene_graphs(EVERY / "sceneGraphs.json"))
     return _CACHE["perception"]
+
+
+# -- the neighbouring benchmarks: annotations and predictions through `score_benchmark`, CRIC's
+# programs also compiled (what `nablafol score` and eval's CRIC path read)
+BENCHMARK_FILES = {
+    "cric": (FIX / "cric" / "val_questions.json", FIX / "cric" / "predictions.json", ".json"),
+    "aokvqa": (FIX / "aokvqa" / "aokvqa_v1p0_val.json", FIX / "aokvqa" / "predictions_val.json", ".json"),
+    "vcr": (FIX / "vcr" / "val.jsonl", FIX / "vcr" / "predictions.csv", ".csv"),
+}
+
+
+def _benchmark_generator(benchmark: str):
+    questions_path, predictions_path, _ = BENCHMARK_FILES[benchmark]
+
+    def generate(rng: random.Random) -> bytes:
+        """Annotations and predictions, one of them mutated, as two files joined by a NUL line."""
+        if benchmark == "vcr":
+            lines = questions_path.read_text(encoding="utf-8").splitlines()
+            records = [json.loads(line) for line in rng.sample(lines, rng.randint(0, len(lines)))]
+            if rng.random() < 0.6:
+                records = [mutate_value(rng, r) if rng.random() < 0.5 else r for r in records]
+            annotations = "\n".join(json.dumps(r, allow_nan=True) for r in records).encode()
+            predictions = predictions_path.read_bytes()
+            if rng.random() < 0.4:
+                predictions = mutate_text(rng, predictions.decode(), pieces=(",", "\n", "nan", "1e400", '"', "x",
+                                                                            "answer_0", "annot_id")).encode()
+        else:
+            records = _load(questions_path)
+            records = [mutate_value(rng, r) if rng.random() < 0.4 else r for r in records]
+            annotations = encode(rng, records if rng.random() < 0.9 else mutate_value(rng, records))
+            predictions = _load(predictions_path)
+            predictions = encode(rng, mutate_value(rng, predictions) if rng.random() < 0.5 else predictions)
+        if rng.random() < 0.3 and b"\n" in annotations:
+            annotations = mutate_text(rng, annotations.decode("utf-8", "surrogatepass")).encode("utf-8", "surrogatepass")
+        return annotations + b"\n\x00\n" + predictions
+
+    return generate
+
+
+def _benchmark_target(benchmark: str):
+    def run(data: bytes) -> None:
+        from nablafol.compiler.cric import CricCompiler
+        from nablafol.data.cric import load_cric_questions
+        from nablafol.scoring.benchmarks import score_benchmark
+        annotations, _, predictions = data.partition(b"\n\x00\n")
+        _, _, suffix = BENCHMARK_FILES[benchmark]
+        questions = _Scratch.file(f"{benchmark}-annotations{'.jsonl' if benchmark == 'vcr' else '.json'}", annotations)
+        report = score_benchmark(benchmark, questions, _Scratch.file(f"{benchmark}-predictions{suffix}", predictions),
+                                 by="question_type" if benchmark == "cric" else "split")
+        report.format_table(), json.dumps(report.to_json())
+        if benchmark == "cric":
+            compiler = CricCompiler(knowledge_relations={"CapableOf", "IsA"})
+            for question in load_cric_questions(questions).values():
+                compiler.compile_json(list(question.program)).formula()
+
+    run.__doc__ = f"{benchmark}'s annotations and predictions -> score_benchmark (CRIC: programs compiled too)"
+    return run
 
 
 class Target(NamedTuple):
@@ -320,6 +380,7 @@ TARGETS = {t.name: t for t in [
     Target("scene_graphs_file", target_scene_graphs_file, gen_scene_graphs_file),
     Target("predictions_file", target_predictions_file, gen_predictions_file),
     Target("split_file", target_split_file, gen_split_file),
+    *(Target(f"{b}_files", _benchmark_target(b), _benchmark_generator(b)) for b in BENCHMARK_FILES),
 ]}
 
 

@@ -63,8 +63,10 @@ QUESTION_CASES = [
      "skip"),
     ("unknown operation", questions_text(question(semantic=[{"operation": "teleport", "dependencies": [],
                                                              "argument": "x"}])), "skip"),
-    ("concept the vocabulary lacks", questions_text(question(semantic=[{**PROGRAM[0], "argument": "zorblax (1)"},
-                                                                       PROGRAM[1]])), "skip"),
+    # the vocabulary is open (`zorblax` is a name of its own); a knowledge step needs a knowledge base
+    ("knowledge step without a knowledge base", questions_text(question(semantic=[
+        PROGRAM[0], {"operation": "filter CapableOf", "dependencies": [0], "argument": "lift food"},
+        {**PROGRAM[1], "dependencies": [1]}])), "skip"),
 ]
 
 

@@ -5,7 +5,6 @@ brute-force enumerator of nablafol.testing, the crisp executor of the embedded d
 forms), and no probability is ever NaN."""
 from __future__ import annotations
 
-import itertools
 import math
 
 import numpy as np
@@ -16,9 +15,11 @@ from nablafol.compiler import Compiler
 from nablafol.dsl import Ontology, parse_program
 from nablafol.data import Question, scene_graph_from_record
 from nablafol.engine import Engine
-from nablafol.pipeline.answering import Evaluator, SceneGraphPerception
+from nablafol.pipeline.answering import Answerer
+from nablafol.pipeline.perception import SceneGraphPerception
+from nablafol.pipeline.evaluation import answer_all
 from nablafol.ir import Aggregate, Filter, Predicate, Program, Quantifier, Relate, Top
-from nablafol.scoring.metrics import vocabulary_match
+from nablafol.scoring import vocabulary_match
 from nablafol.oracle import TableOracle
 from nablafol.synthetic import CrispExecutor, QuestionGenerator, UndefinedAnswerError, Vocabulary
 from nablafol.testing import brute_force
@@ -126,13 +127,13 @@ def obj(name, x=10, attributes=(), relations=()):
             "relations": [{"name": r, "object": o} for r, o in relations]}
 
 
-def answer_all(lines, graphs, ontology=None):
+def answers_and_crisp(lines, graphs, ontology=None):
     """Engine predictions and crisp answers (None where the crisp answer is undefined)."""
     ontology = ontology or Ontology.gqa()
     questions = [Question(id=f"q{i}", image_id=image_id, semantic_str=line)
                  for i, (image_id, line) in enumerate(lines)]
-    run = Evaluator(SceneGraphPerception({g.image_id: g for g in graphs}, ontology=ontology),
-                    compiler=Compiler(ontology), keep_outcomes=True).run(questions)
+    run = answer_all(questions, Answerer(SceneGraphPerception({g.image_id: g for g in graphs}, ontology=ontology),
+                    compiler=Compiler(ontology), keep_outcomes=True))
     assert run.skips == [], run.skips
     executor, by_id = CrispExecutor(ontology), {g.image_id: g for g in graphs}
     out = []
@@ -165,7 +166,7 @@ EMPTY_SCENE_LINES = [
 
 def test_a_scene_with_zero_objects_through_eval():
     empty = graph({}, location="indoors")
-    results = answer_all([("img", line) for line, _ in EMPTY_SCENE_LINES]
+    results = answers_and_crisp([("img", line) for line, _ in EMPTY_SCENE_LINES]
                          + [("img", "select: plate->query: color [0]"), ("img", "select: plate->same: color [0]")],
                          [empty])
     assert [got for _, got, _ in results[: len(EMPTY_SCENE_LINES)]] == [want for _, want in EMPTY_SCENE_LINES]
@@ -177,7 +178,7 @@ def test_a_scene_with_one_object_through_eval():
     lines = ["select: plate->exist: ? [0]", "select: plate->query: color [0]", "select: plate->verify shape: round [0]",
              "select: plate->relate: _,on,s [0]->exist: ? [1]", "select: plate->same: color [0]",
              "select: plate->choose color: white|black [0]", "select: cup->exist: ? [0]"]
-    results = answer_all([("img", line) for line in lines], [one])
+    results = answers_and_crisp([("img", line) for line in lines], [one])
     assert [got for _, got, _ in results] == ["yes", "white", "yes", "no", "yes", "white", "no"]
     assert_agree(results)
 
@@ -201,7 +202,7 @@ def test_500_objects_generated_questions_match_the_crisp_answers():
     crowd, vocabulary = _crowd(500, seed=11)
     generated = QuestionGenerator(vocabulary).for_scene(crowd, np.random.default_rng(12), count=30)
     assert len(generated) >= 20
-    results = answer_all([("crowd", q.program.to_semantic_str()) for q in generated], [crowd],
+    results = answers_and_crisp([("crowd", q.program.to_semantic_str()) for q in generated], [crowd],
                          ontology=vocabulary.ontology())
     assert all(want is not None for _, _, want in results)
     assert_agree(results)
@@ -216,7 +217,7 @@ def test_a_30_step_program():
     lines = ["->".join(steps[: k + 1] + [f"exist: ? [{k}]"]) for k in range(len(steps))]
     lines.append("->".join(steps[:28] + ["filter color: white [27]", "exist: ? [28]"]))
     assert len(parse_program(lines[-2]).steps) == len(parse_program(lines[-1]).steps) == 30
-    results = answer_all([("img", line) for line in lines], [path])
+    results = answers_and_crisp([("img", line) for line in lines], [path])
     assert_agree(results)
     assert {got for _, got, _ in results} == {"yes", "no"}  # the chain empties and refills: both occur
 
@@ -227,7 +228,7 @@ def test_a_category_with_no_members():
     scene = graph({"1": obj("plate", attributes=["white"]), "2": obj("cup", relations=[("on", "1")])})
     lines = ["select: furniture->exist: ? [0]", "select: tableware->exist: ? [0]",
              "select: cup->relate: furniture,on,o [0]->exist: ? [1]", "select: furniture->verify color: white [0]"]
-    results = answer_all([("img", line) for line in lines], [scene], ontology=ontology)
+    results = answers_and_crisp([("img", line) for line in lines], [scene], ontology=ontology)
     assert [got for _, got, _ in results] == ["no", "yes", "no", "no"]
     assert_agree(results)
 
@@ -239,7 +240,7 @@ def test_an_attribute_type_with_one_value():
     lines = ["select: plate->query: color [0]", "select: plate->verify color: white [0]",
              "select: cup->verify color: white [0]", "select: cup->query: color [0]",
              "select: plate->select: cup->same color:  [0, 1]"]
-    results = answer_all([("img", line) for line in lines], [scene], ontology=ontology)
+    results = answers_and_crisp([("img", line) for line in lines], [scene], ontology=ontology)
     assert [got for _, got, _ in results[:3]] == ["white", "yes", "no"]
     assert results[3][1] == "white"  # the only candidate; the cup has no colour (crisp: undefined)
     assert_agree(results)

@@ -1,15 +1,16 @@
 """Faults during training: a run killed (SIGKILL) at any moment resumes from its last checkpoint and
 ends bit-identical to an uninterrupted run; no kill leaves a file that a later run loads half-written.
 
-The training runs in subprocesses (a kill must be a real one). Random kills come from a seeded
-delay after the child says it is training; chosen kills come from ``NABLAFOL_FAULT`` (training.py).
+The training runs in subprocesses (a kill must be a real one). Each kill lands at a moment the test
+chooses by *event*, never by wall-clock time: the N-th optimizer step (the trainer's callbacks), or
+the N-th checkpoint written to its temporary name but not yet renamed (``os.replace`` wrapped in the
+child). Random kills draw the step numbers from a seeded generator.
 """
 import json
 import multiprocessing
 import os
 import random
 import signal
-import time
 from pathlib import Path
 
 import pytest
@@ -18,21 +19,48 @@ import torch
 from nablafol.errors import InputFileError
 from nablafol.pipeline.oracle_training import STATE_NAME, TrainConfig
 
-PRELOAD = ["torch", "compiler", "dsl", "nablafol.data", "nablafol.pipeline.answering", "nablafol.neural", "nablafol.pipeline.oracle_training"]
+PRELOAD = ["torch", "nablafol.compiler", "nablafol.dsl", "nablafol.data", "nablafol.pipeline.answering",
+           "nablafol.neural", "nablafol.pipeline.oracle_training"]
 
 
-def train_tiny(data: Path, out: Path, fault, started) -> None:
+def _die() -> None:
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _kill_at(fault):
+    """Arm the kill ``fault`` names in this (child) process: ``("step", n)`` at the n-th optimizer
+    step, ``("checkpoint-written", n)`` when the n-th checkpoint is on disk under its temporary name;
+    returns the training callback (or None)."""
+    if fault is None:
+        return None
+    kind, nth = fault
+    if kind == "step":
+        return lambda event: _die() if event.kind == "step" and event.step == nth else None
+    if kind == "checkpoint-written":
+        replace, seen = os.replace, [0]
+
+        def replace_or_die(source, target, *args, **kwargs):
+            if str(target).endswith(STATE_NAME):
+                seen[0] += 1
+                if seen[0] == nth:
+                    _die()  # the new checkpoint is written and synced, not yet renamed
+            return replace(source, target, *args, **kwargs)
+        os.replace = replace_or_die
+        return None
+    raise ValueError(fault)
+
+
+def train_tiny(data: Path, out: Path, fault, started, steps=None) -> None:
     """A tiny training (3 epochs of 3-4 batches, a checkpoint after every batch), resumed when ``out``
-    holds a checkpoint; runs in a child process forked from a server that has the imports done."""
-    if fault:
-        os.environ["NABLAFOL_FAULT"] = fault
+    holds a checkpoint; runs in a child process forked from a server that has the imports done.
+    ``steps`` (a shared counter) learns how many optimizer steps the run took."""
     torch.set_num_threads(1)
     from nablafol.compiler import Compiler
-    from nablafol.dsl import Ontology
     from nablafol.data import FeatureStore, load_questions
-    from nablafol.pipeline.answering import FeaturePerception
+    from nablafol.dsl import Ontology
     from nablafol.neural import ConceptVocabulary, NeuralOracleModel
     from nablafol.pipeline.oracle_training import Trainer, prepare_examples
+    from nablafol.pipeline.perception import FeaturePerception
     onto = Ontology.from_folder(data / "ontology")
     torch.manual_seed(0)
     model = NeuralOracleModel.for_vocabulary(ConceptVocabulary.from_ontology(onto), feature_dim=16, hidden_dim=16,
@@ -43,8 +71,11 @@ def train_tiny(data: Path, out: Path, fault, started) -> None:
                                    perception.has_image)
     val = list(load_questions(data / "val_balanced_questions.json").values())
     config = TrainConfig(epochs=3, batch_size=12, lr=1e-2, seed=0, checkpoint_every=1, checkpoint_seconds=0)
+    callbacks = [c for c in (_kill_at(fault),) if c is not None]
+    if steps is not None:
+        callbacks.append(lambda event: setattr(steps, "value", event.step) if event.kind == "step" else None)
     trainer = Trainer(model, perception, examples, out, config, compiler=compiler, val_perception=perception,
-                      val_questions=val, ontology=onto, log=lambda *_: None)
+                      val_questions=val, ontology=onto, log=lambda *_: None, callbacks=callbacks)
     trainer.resume()
     started.set()
     trainer.train()
@@ -65,27 +96,17 @@ def setup(tmp_path_factory, processes):
     root = tmp_path_factory.mktemp("faults")
     generate_dataset(root / "data", n_train=8, n_val=3, n_testdev=1, seed=5, feature_dim=16, questions_per_scene=5)
     reference = root / "reference"
-    timing = {}
-    assert _train(processes, root / "data", reference, timing=timing) == 0
-    return root / "data", _result(reference), timing["training"]
+    steps = processes.Value("i", 0)
+    assert _train(processes, root / "data", reference, steps=steps) == 0
+    return root / "data", _result(reference), steps.value
 
 
-def _train(processes, data, out, fault=None, kill_after=None, timing=None) -> int:
-    """Run the tiny training once; with ``kill_after`` seconds, SIGKILL it that long after it starts
-    training. Returns the exit code (``-SIGKILL`` when killed)."""
+def _train(processes, data, out, fault=None, steps=None) -> int:
+    """Run the tiny training once, killed where ``fault`` says; the exit code (``-SIGKILL`` when killed)."""
     started = processes.Event()
-    child = processes.Process(target=train_tiny, args=(data, out, fault, started))
+    child = processes.Process(target=train_tiny, args=(data, out, fault, started, steps))
     child.start()
-    if kill_after is not None:
-        assert started.wait(timeout=60)
-        time.sleep(kill_after)
-        child.kill()
-    if timing is not None:
-        assert started.wait(timeout=60)
-        began = time.perf_counter()
-    child.join(timeout=120)
-    if timing is not None:
-        timing["training"] = time.perf_counter() - began
+    child.join(timeout=300)
     return child.exitcode
 
 
@@ -112,19 +133,16 @@ def _assert_same(result, reference):
 
 
 def test_random_kills_then_resume_end_bit_identical(setup, processes, tmp_path):
-    data, reference, duration = setup
+    """Three kills at random optimizer steps (each counted from the resumed run's start), then a run
+    to the end: the same weights, metrics and Adam state as the uninterrupted run."""
+    data, reference, total_steps = setup
+    assert total_steps >= 6
     rng = random.Random(20261123)
     out = tmp_path / "model"
-    kills = 0
-    for attempt in range(12):
-        code = _train(processes, data, out, kill_after=rng.uniform(0.0, 0.8 * duration) if attempt < 3 else None)
-        if code == 0:
-            break
-        assert code == -signal.SIGKILL
-        kills += 1
-    else:
-        pytest.fail("the training never finished")
-    assert kills >= 1  # at least one kill landed before the end
+    for _ in range(3):  # every kill lands: each run has steps left beyond the one drawn
+        nth = rng.randint(1, 2)
+        assert _train(processes, data, out, fault=("step", nth)) == -signal.SIGKILL
+    assert _train(processes, data, out) == 0
     _assert_same(_result(out), reference)
 
 
@@ -134,22 +152,27 @@ def test_kills_at_chosen_points_then_resume_end_bit_identical(setup, processes, 
     resumes the previous one's checkpoint."""
     data, reference, _ = setup
     out = tmp_path / "model"
-    for fault in ("step:2", "checkpoint-written:2", "step:4"):
+    for fault in (("step", 2), ("checkpoint-written", 2), ("step", 4)):
         assert _train(processes, data, out, fault=fault) == -signal.SIGKILL, fault
+        if fault[0] == "checkpoint-written":
+            assert list(out.glob(f".{STATE_NAME}.*.tmp")), "the kill fell between writing and renaming"
     assert torch.load(out / STATE_NAME, weights_only=True)["epoch"] >= 1
     assert _train(processes, data, out) == 0
+    assert not list(out.glob(".*.tmp")), "the resumed run cleared what killed runs left"
     _assert_same(_result(out), reference)
 
 
 def test_a_truncated_checkpoint_is_refused_in_one_line(setup, tmp_path):
+    from nablafol.pipeline.distributed import Distribution
     from nablafol.pipeline.oracle_training import Trainer
     out = tmp_path / "model"
     out.mkdir()
     torch.save({"epoch": 1, "model": {}, "optimizer": {}}, out / STATE_NAME)
     data = (out / STATE_NAME).read_bytes()
     (out / STATE_NAME).write_bytes(data[: len(data) // 2])
-    trainer = Trainer.__new__(Trainer)  # resume reads only the folder and the two state owners
+    trainer = Trainer.__new__(Trainer)  # resume reads only the folder, the two state owners and who reads
     trainer.out, trainer.trainable, trainer.optimizer = out, torch.nn.Linear(1, 1), None
+    trainer.world = Distribution.single()
     with pytest.raises(InputFileError, match="cannot resume from this checkpoint"):
         trainer.resume()
 

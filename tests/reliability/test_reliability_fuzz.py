@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from fuzz_targets import TARGETS, Target, attempt, main, run_for
 
 EXAMPLES = {"program_text": 300, "semantic_list": 300, "questions_file": 150, "scene_graphs_file": 150,
-            "predictions_file": 200, "split_file": 100}
+            "predictions_file": 200, "split_file": 100, "cric_files": 100, "aokvqa_files": 100, "vcr_files": 100}
 
 
 @pytest.mark.parametrize("name", sorted(TARGETS))

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 from scoring_fixture import FixtureQuestion as Q
 
-from nablafol.scoring.metrics import ScoringError
+from nablafol.scoring import ScoringError
 from nablafol.scoring import Split, make_split, score
 
 QUESTIONS = [Q("1", "yes", (), {"structural": "verify"}), Q("2", "red", (), {"structural": "query"}),

@@ -5,8 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scoring_fixture import FixtureQuestion as Q
 
-from nablafol.scoring.metrics import Accuracy, Consistency
-from nablafol.scoring import make_split, score
+from nablafol.scoring import Scorer, make_split, score, vocabulary_match
 
 ANSWERS = ["yes", "no", "red", "blue", "tree", "Yes"]
 STRUCTURAL = ["query", "verify", "logical", "choose", "compare"]
@@ -85,16 +84,17 @@ def test_base_model_has_no_hard_accuracy_and_no_easy_error(scenario):
 
 @PROPERTY
 @given(scenarios(), st.data())
-def test_merging_shard_states_equals_one_update(scenario, data):
+def test_merging_shard_states_equals_one_scorer(scenario, data):
     questions, _, predictions = scenario
     shard_of = data.draw(st.lists(st.integers(0, 2), min_size=len(questions), max_size=len(questions)))
-    for metric_type in (Accuracy, Consistency):
-        whole = metric_type()
-        whole.update(questions, predictions)
-        shards = [metric_type() for _ in range(3)]
-        for index, shard in enumerate(shards):
-            shard.update([q for q, s in zip(questions, shard_of) if s == index], predictions)
-        merged = shards[0].merge(shards[1]).merge(shards[2])
+    for match in (None, vocabulary_match):
+        options = {} if match is None else {"match": match}
+        whole = Scorer(**options)
+        shards = [Scorer(**options) for _ in range(3)]
+        for question, shard in zip(questions, shard_of):
+            whole.update(question, predictions.get(question.id))
+            shards[shard].update(question, predictions.get(question.id))
+        merged = shards[2].merge(shards[0]).merge(shards[1])
         assert merged.compute() == whole.compute()
 
 

@@ -7,7 +7,7 @@ import pytest
 
 from nablafol.dsl import Objects, Relation, Scene, Value, parse_program, program_from_semantic
 from nablafol.synthetic import CrispExecutor
-from nablafol.synthetic.questions import FAMILIES
+from nablafol.synthetic.question_generator import FAMILIES
 
 SPLITS = ("train", "val", "testdev")
 
@@ -127,10 +127,12 @@ def test_every_family_contributes(dataset):
 def test_the_dfol_engine_with_the_golden_oracle_agrees(dataset):
     """The crisp ground truth and the project's reasoning (compiler + engine + scene-graph
     oracle) answer every question alike: neither is allowed to drift from the spec alone."""
-    from nablafol.pipeline.answering import Evaluator, SceneGraphPerception
+    from nablafol.pipeline.answering import Answerer
+    from nablafol.pipeline.perception import SceneGraphPerception
+    from nablafol.pipeline.evaluation import answer_all
     graphs = {g.image_id: g for g in dataset.scenes["val"] + dataset.scenes["testdev"]}
     questions = dataset.questions["val"] + dataset.questions["testdev"]
-    run = Evaluator(SceneGraphPerception(graphs, ontology=dataset.vocabulary.ontology())).run(questions)
+    run = answer_all(questions, Answerer(SceneGraphPerception(graphs, ontology=dataset.vocabulary.ontology())))
     assert run.skips == []
     wrong = [(q.semantic_str, q.answer, run.predictions[q.id]) for q in questions if run.predictions[q.id] != q.answer]
     assert wrong == []

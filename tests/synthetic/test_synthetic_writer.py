@@ -17,8 +17,9 @@ from nablafol.synthetic import CrispExecutor, DatasetError, build_dataset, gener
 ROOT = Path(__file__).resolve().parents[2]
 FILES = ["dataset_card.json", "features/gqa_objects_0.h5", "features/gqa_objects_info.json", "ontology/SOURCE.md",
          "ontology/attributes.json", "ontology/hypernyms.json", "ontology/relations.json",
-         "testdev_balanced_questions.json", "train_balanced_questions.json", "train_sceneGraphs.json",
-         "val_balanced_questions.json", "val_sceneGraphs.json"]
+         "testdev_balanced_questions.json", "testdev_choices.json", "train_balanced_questions.json",
+         "train_choices.json", "train_sceneGraphs.json", "val_balanced_questions.json", "val_choices.json",
+         "val_sceneGraphs.json"]
 
 
 def test_files_are_gqas_and_read_back(written):

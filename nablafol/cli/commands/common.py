@@ -33,12 +33,12 @@ def load_ontology(folder):
 
 def write_json(path, obj) -> None:
     """Write JSON atomically (a unique temporary file, renamed; nothing left behind on failure)."""
-    from nablafol.data.files import atomic_text_writer
+    from nablafol.data.files import atomic_writer
     path = Path(path)
     if path.is_dir():
         raise UsageError(f"{path}: is a folder; give a file path")
     path.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_text_writer(path) as f:
+    with atomic_writer(path) as f:
         f.write(json.dumps(obj, indent=1, ensure_ascii=False) + "\n")
 
 
@@ -88,8 +88,8 @@ def device(text: str):
 def add_threads_argument(parser, default: int = 1) -> None:
     parser.add_argument("--threads", type=non_negative_int, default=default, metavar="N",
                         help=f"torch threads (default {default}; 0: torch's own choice). One thread is the default "
-                             "because the tensors of a batch are small: on a 2-core machine busy with anything "
-                             "else, ops split over 2 threads stall (measured 3-10x slower)")
+                             "because the tensors of a batch are small: split over threads, they mostly wait on "
+                             "each other (docs/design.md)")
 
 
 def with_threads(threads: int, work):

@@ -19,8 +19,7 @@ def add_arguments(parser) -> None:
 
 def run(args) -> int:
     from nablafol.data import load_questions, read_predictions
-    from nablafol.scoring.metrics import exact_match, vocabulary_match
-    from nablafol.scoring import make_split
+    from nablafol.scoring import exact_match, make_split, vocabulary_match
     output_file(args.out)
     questions = load_questions(args.questions)
     split = make_split(questions.values(), read_predictions(args.predictions),

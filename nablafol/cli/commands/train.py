@@ -5,17 +5,30 @@ programs, a checkpoint and a validation pass each epoch).
     nablafol train --data DATASET --out MODEL                 # a dataset folder (the embedded layout)
     nablafol train --questions Q --features F --val-questions V --out MODEL [--ontology DIR]
     nablafol train ... --resume                               # continue from MODEL's last checkpoint
+    nablafol train ... --scene-graphs SG --pretrain-epochs K  # first learn SG's labels, then the answers
 
 A dataset folder holds train_balanced_questions.json, val_balanced_questions.json, features/
 and, optionally, ontology/ (its vocabulary); `nablafol generate` writes one.
 Metrics go to MODEL/metrics.jsonl, one line per epoch.
+
+On several processes or machines (PyTorch's DistributedDataParallel; gloo on the CPU, nccl on
+GPUs, chosen by --device):
+
+    torchrun --nproc_per_node 2 -m nablafol.cli train --data DATASET --out MODEL
+    nablafol train --data DATASET --out MODEL --shards 2        # one process, the same training
+    nablafol train --data DATASET --shards 8 --plan --out MODEL # which feature files each shard reads
+
+The images are cut into --shards blocks (default: one per process); each process reads only
+its shards' questions and features; --batch-size is the global batch, batch / shards questions
+from every shard; rank 0 writes MODEL. `--resume` continues with the checkpoint's shards,
+on any number of processes up to the shard count.
 """
 from __future__ import annotations
 
 from pathlib import Path
 
-from .common import (UsageError, add_ontology_argument, add_threads_argument, device, load_ontology,
-                     non_negative_float, non_negative_int, positive_float, positive_int, with_threads)
+from .common import (UsageError, add_ontology_argument, add_threads_argument, device, non_negative_float,
+                     non_negative_int, positive_float, positive_int, with_threads)
 
 HELP = "train the neural oracle through the reasoning (Algorithm 1)"
 
@@ -28,7 +41,11 @@ def add_arguments(parser) -> None:
     parser.add_argument("--val-limit", type=non_negative_int, default=0, metavar="N", help="validate on the first N (0: all)")
     parser.add_argument("--out", required=True, metavar="MODEL", help="the model folder to write")
     parser.add_argument("--resume", action="store_true", help="continue from the checkpoint in MODEL")
-    parser.add_argument("--epochs", type=positive_int, default=10)
+    parser.add_argument("--epochs", type=positive_int, default=10, help="epochs through the reasoning")
+    parser.add_argument("--scene-graphs", metavar="SG", help="train scene graphs (GQA's format): pretrain the oracle on "
+                        "their labels (names, attributes, relations), then train on the answers (default: answers only)")
+    parser.add_argument("--pretrain-epochs", type=positive_int, default=None,
+                        help="epochs on the scene graphs' labels (default 6; needs --scene-graphs)")
     parser.add_argument("--batch-size", type=positive_int, default=64)
     parser.add_argument("--lr", type=positive_float, default=1e-4, help="Adam learning rate (paper: 1e-4)")
     parser.add_argument("--weight-decay", type=non_negative_float, default=1e-10, help="paper: 1e-10")
@@ -36,31 +53,22 @@ def add_arguments(parser) -> None:
     parser.add_argument("--curriculum-start", type=positive_int, default=2, help="program steps of the first epoch")
     parser.add_argument("--hidden", type=positive_int, default=256, help="hidden size of the oracle's layers")
     parser.add_argument("--seed", type=non_negative_int, default=0)
-    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--device", default="cpu", help="cpu, or cuda (under torchrun: the GPU of each local rank)")
+    parser.add_argument("--shards", type=positive_int, metavar="N", help="data shards of the run (default: one per "
+                        "process; when resuming, the checkpoint's); the result depends on them, not on the processes")
+    parser.add_argument("--plan", action="store_true", help="print what each shard reads (questions, images, "
+                        "feature files) and stop")
     add_threads_argument(parser)
     add_ontology_argument(parser)
 
 
-def dataset_paths(args) -> tuple[Path, Path, Path | None, Path | None]:
-    """(train questions, features, validation questions, ontology folder) from the options."""
-    if args.data:
-        data = Path(args.data)
-        if not data.is_dir():
-            raise UsageError(f"{data}: no such dataset folder")
-        onto = Path(args.ontology) if args.ontology else (data / "ontology" if (data / "ontology").is_dir() else None)
-        val = data / "val_balanced_questions.json"
-        return (data / "train_balanced_questions.json", data / "features", val if val.exists() else None, onto)
-    if not (args.questions and args.features):
+def dataset(args):
+    """The dataset's files from ``--data`` or ``--questions``/``--features`` (and the rest)."""
+    from nablafol.pipeline.datasets import dataset_files
+    if not args.data and not (args.questions and args.features):
         raise UsageError("give --data DIR, or --questions and --features")
-    return (Path(args.questions), Path(args.features), Path(args.val_questions) if args.val_questions else None,
-            Path(args.ontology) if args.ontology else None)
-
-
-def validation_questions(path, limit: int) -> list:
-    """The validation questions (the first ``limit`` when it is not 0), or none without a file."""
-    from nablafol.data import load_questions
-    questions = list(load_questions(path).values()) if path else []
-    return questions[:limit] if limit else questions
+    return dataset_files(args.data, args.questions, args.features, args.val_questions,
+                         getattr(args, "ontology", None))
 
 
 def run(args) -> int:
@@ -68,46 +76,31 @@ def run(args) -> int:
 
 
 def _run(args) -> int:
-    import torch
-
-    from nablafol.compiler import Compiler
-    from nablafol.data import FeatureStore, load_questions
-    from nablafol.pipeline.answering import FeaturePerception
-    from nablafol.neural import ConceptVocabulary, NeuralOracleModel
+    from nablafol.pipeline.distributed import Launch
+    from nablafol.pipeline.oracle_training import TrainConfig, TrainingJob, train_oracle
     from nablafol.progress import ProgressBar
-    from nablafol.pipeline.oracle_training import Trainer, TrainConfig, prepare_examples
-
-    train_q, features, val_q, onto_dir = dataset_paths(args)
-    args.device = device(args.device)
-    if Path(args.out).exists() and not Path(args.out).is_dir():
-        raise UsageError(f"{args.out}: exists and is not a folder (a model is a folder)")
-    ontology = load_ontology(onto_dir)
-    store = FeatureStore(features)
-    questions = load_questions(train_q)
-    torch.manual_seed(args.seed)
-    vocabulary = ConceptVocabulary.from_ontology(ontology)
-    ids = store.image_ids()
-    if not ids:
-        raise UsageError(f"{features}: the features folder lists no image")
-    feature_dim = store[ids[0]].features.shape[1]
-    model = NeuralOracleModel.for_vocabulary(vocabulary, feature_dim=feature_dim, hidden_dim=args.hidden).to(args.device)
-    compiler = Compiler(ontology)
-    perception = FeaturePerception(store, model, ontology, device=args.device)
-    examples, skips = prepare_examples(questions.values(), compiler, perception.has_image)
-    print(f"{len(questions):,} training questions: {len(examples):,} to train on, {len(skips):,} skipped")
-    for s in skips[:10]:
-        print(f"  {s.question_id}: {s.reason}: {s.detail}")
-    val = validation_questions(val_q, args.val_limit)
+    if args.pretrain_epochs is not None and not args.scene_graphs:
+        raise UsageError("--pretrain-epochs needs --scene-graphs SG (the labels to pretrain on)")
+    if args.plan:
+        return _plan(args)
     config = TrainConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, weight_decay=args.weight_decay,
                          clip_norm=args.clip, seed=args.seed, curriculum_start=args.curriculum_start)
-    bar = ProgressBar("train", unit="q")
-    trainer = Trainer(model, perception, examples, Path(args.out), config, compiler=compiler,
-                      val_perception=perception if val else None, val_questions=val, ontology=ontology,
-                      progress=bar)
-    if args.resume and trainer.resume():
-        print(f"resumed from {args.out} after epoch {trainer.epoch}")
-    history = trainer.train()
-    bar.close()
-    if history and history[-1].get("val_accuracy") is not None:
+    launch = Launch.from_environment()
+    job = TrainingJob(dataset(args), Path(args.out), config, hidden_dim=args.hidden, val_limit=args.val_limit,
+                      device=device(args.device), resume=args.resume, shards=args.shards, launch=launch,
+                      scene_graphs=Path(args.scene_graphs) if args.scene_graphs else None,
+                      pretrain_epochs=args.pretrain_epochs or 6)
+    bar = ProgressBar("train", unit="q") if launch.is_main else None
+    history = train_oracle(job, progress=bar)
+    if bar is not None:
+        bar.close()
+    if launch.is_main and history and history[-1].get("val_accuracy") is not None:
         print(f"final validation accuracy {100 * history[-1]['val_accuracy']:.2f}% -> model in {args.out}")
+    return 0
+
+
+def _plan(args) -> int:
+    from nablafol.pipeline.datasets import plan_lines
+    for line in plan_lines(dataset(args), args.shards or 1, args.val_limit):
+        print(line)
     return 0

@@ -6,7 +6,7 @@ import numpy as np
 import torch
 
 from nablafol.cli import main
-from nablafol.cli.commands.demo import BASE, BLACK_BOX, CALIBRATED, PRIOR, _StepRecorder
+from nablafol.pipeline.demo_report import BASE, BLACK_BOX, CALIBRATED, CEILING, GOLDEN, PREDICTED, PRIOR, _StepRecorder
 from nablafol.engine import Engine, ProgramPlan
 from nablafol.ir import Filter, Predicate, Program, Relate, Top, Aggregate
 from nablafol.operators import Quantifier
@@ -63,7 +63,8 @@ def test_step_recorder_keeps_every_step_and_changes_nothing():
 
 def test_demo_quick_writes_its_report(tmp_path):
     out = tmp_path / "demo"
-    assert main(["demo", "--quick", "--epochs", "2", "--blackbox-epochs", "2", "--out", str(out)]) == 0
+    assert main(["demo", "--quick", "--epochs", "2", "--blackbox-epochs", "2", "--parser-epochs", "1",
+                 "--out", str(out)]) == 0
     folder = out / "report"
     report = (folder / "report.md").read_text()
     assert "## Golden oracle" in report and "accuracy 100.00%" in report and "As it must be" in report
@@ -80,13 +81,25 @@ def test_demo_quick_writes_its_report(tmp_path):
         assert _is_png(folder / link), link
 
     scores = json.loads((folder / "scores.json").read_text())
-    assert set(scores) == {BASE, CALIBRATED, BLACK_BOX, PRIOR}
+    assert set(scores) == {CEILING, BASE, CALIBRATED, BLACK_BOX, PRIOR}
+    assert "## The perception ceiling" in report and CEILING in report
+    assert report.index("## The perception ceiling") < report.index("## Table 1")
     base = scores[BASE]
     assert base["hard"]["all"]["accuracy"] == 0.0 and base["easy"]["all"]["error"] == 0.0
     split = json.loads((folder / "split.json").read_text())
     for name in scores:
         assert scores[name]["overall"]["all"]["count"] == len(split["easy"]) + len(split["hard"])
         assert 0.0 <= scores[name]["overall"]["all"]["accuracy"] <= 1.0
+    gqa = json.loads((folder / "gqa_metrics.json").read_text())
+    assert "## GQA's other metrics" in report
+    assert set(gqa["testdev"]) == {BASE, CALIBRATED, BLACK_BOX, PRIOR} and set(gqa["val"]) == {GOLDEN, BASE}
+    for name, metrics in gqa["testdev"].items():
+        assert metrics["accuracy"] == scores[name]["overall"]["all"]["accuracy"], name
+        assert metrics["grounding"] is None and 0 <= metrics["plausibility"] <= metrics["validity"] <= 1, name
+        assert metrics["distribution"] >= 0, name
+    golden = gqa["val"][GOLDEN]
+    assert golden["accuracy"] == 1.0 and golden["distribution"] == 0.0 and golden["validity"] > 0.95
+    assert gqa["val"][BASE]["grounding"] is not None and golden["grounding"] > gqa["val"][BASE]["grounding"] > 0
     demo = json.loads((folder / "demo.json").read_text())
     assert set(demo["table3_pattern"]) == {"accuracy", "Acc_h", "Err_e", "consistency"}
     assert demo["table3_pattern"]["Acc_h"]["base"] == 0.0
@@ -98,3 +111,16 @@ def test_demo_quick_writes_its_report(tmp_path):
         assert len(predictions) > 0, name
     for name in ("model/config.json", "model/calibrator.json"):
         assert (out / name).exists(), name
+
+    # the semantic parser's row: test-dev answered over the programs it read, the parser kept for `nablafol answer`
+    assert "## Reading the questions: the semantic parser" in report and PREDICTED in report
+    table1 = report[report.index("## Table 1"):report.index("## Table 2")]
+    assert "| golden | open |" in table1 and "| predicted (semantic parser) | open |" in table1
+    parsing = demo["predicted_programs"]
+    predicted = parsing["scores"]["overall"]["all"]
+    assert parsing["golden_accuracy"] == base["overall"]["all"]["accuracy"]
+    assert parsing["predicted_accuracy"] == predicted["accuracy"] and 0.0 <= parsing["exact_match"] <= 1.0
+    assert predicted["count"] == base["overall"]["all"]["count"]
+    assert f"{100 * predicted['accuracy']:.2f}%" in table1
+    from nablafol.semantic_parser import load_parser
+    assert load_parser(out / "parser").parse("Is the cup red?").program is not None
