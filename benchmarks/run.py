@@ -4,7 +4,8 @@
     python -m benchmarks.run --quick              # smaller sizes, about a minute
     python -m benchmarks.run --only batched scaling --json out/bench.json
 
-Suites: problog (exact answers and speed against ProbLog), batched (batched vs one question
+Suites: problog (exact answers and speed against ProbLog), exact (the fast path's error where atoms
+repeat, by family and scene size; exact mode against ProbLog and its cost), batched (batched vs one question
 at a time), engine (throughput; Q-product against a copy of the same bytes, eager and
 torch.compile), scaling (time against objects, batch size, program length; fitted slopes,
 drawn to --plot), training (questions/s of the Trainer), limits (issue 23's five aims against
