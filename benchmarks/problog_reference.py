@@ -26,8 +26,8 @@ from typing import Mapping
 
 import numpy as np
 
-from nablafol.ir import (AllOf, Aggregate, And, AnyOf, Conjoin, Filter, Neg, Not, Or, Predicate, Program, Quantifier,
-                         Relate, Top)
+from nablafol.ir import (Aggregate, And, Conjoin, Filter, Neg, Not, Or, Predicate, Program, Quantifier, Relate,
+                         Shorthand, Top)
 
 
 def _fact(name: str, args: tuple, prob: float) -> str:
@@ -90,7 +90,7 @@ class _Writer:
         return name
 
     def truth(self, node) -> str:
-        if isinstance(node, (AnyOf, AllOf)):
+        if isinstance(node, Shorthand):
             node = node.expanded()
         if node in self.memo:
             return self.memo[node]

@@ -4,7 +4,8 @@
     python -m benchmarks.run --quick              # smaller sizes, about a minute
     python -m benchmarks.run --only batched scaling --json out/bench.json
 
-Suites: problog (exact answers and speed against ProbLog), batched (batched vs one question
+Suites: problog (exact answers and speed against ProbLog), exact (the fast path's error where atoms
+repeat, by family and scene size; exact mode against ProbLog and its cost), batched (batched vs one question
 at a time), engine (throughput; Q-product against a copy of the same bytes, eager and
 torch.compile), scaling (time against objects, batch size, program length; fitted slopes,
 drawn to --plot), training (questions/s of the Trainer), limits (issue 23's five aims against
@@ -26,9 +27,9 @@ from pathlib import Path
 
 import torch
 
-from . import bench_batched, bench_engine, bench_limits, bench_problog, bench_scaling, bench_training
+from . import bench_batched, bench_engine, bench_exact, bench_limits, bench_problog, bench_scaling, bench_training
 
-SUITES = ("problog", "batched", "engine", "scaling", "training", "limits")
+SUITES = ("problog", "exact", "batched", "engine", "scaling", "training", "limits")
 DEFAULT_PLOT = Path(__file__).resolve().parent / "scaling.png"
 EXACT_TOLERANCE = 1e-6
 PROBLOG_SPEEDUP_AIM, PROBLOG_AT_OBJECTS = 1000.0, 20
@@ -73,6 +74,36 @@ def problog_checks(r: dict) -> list[dict]:
             out.append(check(f"scaling in N: {label}", f"slope {f['loglog_slope']:.2f}, x2 per "
                              f"{f['doubling_objects'] or float('inf'):.1f} objects; fits {law} better"
                              + (f" ({where})" if key == "problog_median_ms" else ""), "-", None, f["loglog_slope"]))
+    return out
+
+
+EXACT_MODE_AIM = 10.0  # exact mode's cost, at most this many times the fast path's, where few atoms are shared
+
+
+def exact_checks(r: dict) -> list[dict]:
+    out = []
+    p = r["problog"]
+    if p["compared"]:
+        out.append(check("exact mode = ProbLog (programs that repeat atoms)",
+                         f"max |diff| {p['max_abs_diff']:.1e} over {p['compared']} questions", f"<= {EXACT_TOLERANCE:g}",
+                         p["max_abs_diff"] <= EXACT_TOLERANCE, p["max_abs_diff"]))
+    flagged = max((row["flagged_max_abs_error"] for row in r["rows"]), default=0.0)
+    out.append(check("fast path flagged exact = exact value", f"max |diff| {flagged:.1e}", f"<= {EXACT_TOLERANCE:g}",
+                     flagged <= EXACT_TOLERANCE, flagged))
+    for family in dict.fromkeys(row["family"] for row in r["rows"]):
+        rows = [row for row in r["rows"] if row["family"] == family and row.get("answers")]
+        if rows:
+            n = sum(row["answers"] for row in rows)
+            mean = sum(row["mean_abs_error"] * row["answers"] for row in rows) / n
+            flips = sum(row["flipped"] * row["answers"] for row in rows) / n
+            worst = max(row["max_abs_error"] for row in rows)
+            out.append(check(f"fast path error: {family}", f"mean {mean:.4f}, max {worst:.4f}, {flips:.1%} flipped "
+                             f"({n} answers, N={rows[0]['objects']}..{rows[-1]['objects']})", "-", None, mean))
+    for g in r["gqa_size"]:
+        out.append(check(f"exact mode / fast path, GQA size N={g['objects']}, <= {bench_exact.FEW_ATOMS} shared atoms",
+                         f"{g['ratio']:.2f}x ({g['exact_ms']:.3f} vs {g['fast_ms']:.3f} ms/question, "
+                         f"{g['conditioned']:.0%} conditioned)", f"<= {EXACT_MODE_AIM:g}x",
+                         g["ratio"] <= EXACT_MODE_AIM, g["ratio"]))
     return out
 
 
@@ -130,6 +161,9 @@ def run_suite(name: str, size: str, plot_path: Path | None) -> tuple[dict, list[
     if name == "problog":
         r = bench_problog.run(size)
         return r, problog_checks(r), bench_problog.report(r)
+    if name == "exact":
+        r = bench_exact.run(size)
+        return r, exact_checks(r), bench_exact.report(r)
     if name == "batched":
         r = bench_batched.run(size)
         return r, batched_checks(r), bench_batched.report(r)

@@ -16,7 +16,7 @@ a :class:`YesNo` (a closed formula), or, for the answer step, the final
 ``choose COMP``                    ``{a: A_∃(X ⊙ Relate_{COMP,∃}[Y]), b: A_∃(Y ⊙ Relate_{COMP,∃}[X])}``
 ``and`` / ``or``                   ``a ∧ b`` / ``a ∨ b``
 ``same T`` (two inputs)            ``∨_v (A_∃(Filter_v[X]) ∧ A_∃(Filter_v[Y]))``
-``same: T`` (one input)            ``∨_v ¬A_∃(X ⊙ Neg[Filter_v[1]])``  (all of them share a value)
+``same: T`` (one input)            ``AllSame_{v ∈ T}[X]``: ``∃v ∀x: X(x) → v(x)`` (all of them share a value)
 ``different``                      ``¬same``
 ``common``                         ``{T: same T(X, Y) for T in the attribute types}`` (one ``AnyOfGroups``)
 =================================  ==========================================================
@@ -28,7 +28,7 @@ from typing import Optional, Union
 
 from nablafol.dsl import ast as A
 
-from nablafol.ir import (Aggregate, AggregateEach, AllOf, And, AnyOf, AnyOfGroups, Attention, Conjoin, Filter, Neg,
+from nablafol.ir import (Aggregate, AggregateEach, AllSame, And, AnyOf, AnyOfGroups, Attention, Conjoin, Filter, Neg,
                          Not, Or, Pairwise, Program, Quantifier, Relate, Top, Truth)
 
 from .concepts import SCENE, Concepts
@@ -111,9 +111,14 @@ class Translator:
         return AnyOf(Pairwise(AggregateEach(EXISTS, preds, x), AggregateEach(EXISTS, preds, y)))
 
     def _all_same(self, type_: str, x: Attention) -> Truth:
-        """``∨_v ¬A_∃(X ⊙ Neg[Filter_v[1]]) = ¬∧_v A_∃(X ⊙ Neg[Filter_v[1]])`` (AllSame)."""
+        """``∃v ∀x: X(x) → v(x)`` over the values of ``type_`` (the paper's AllSame).
+
+        :class:`nablafol.ir.AllSame`, not the paper's ``1 - Π_v A_∃(X ⊙ Neg[Filter_v[1]])``:
+        that product counts "no object attended" once per value, so its answer drifted with the
+        size of the vocabulary (a value no object has still multiplied in a factor); AllSame's
+        does not depend on such values, and is exact when X is crisp (``docs/exactness.md``)."""
         preds, _ = self.c.candidates(type_)
-        return Not(AllOf(AggregateEach(EXISTS, preds, x, negate=True)))
+        return AllSame(preds, x)
 
     # -- operations -----------------------------------------------------------------------
     def _select(self, step: A.Step, inputs) -> ObjectSet:

@@ -36,8 +36,8 @@ from .operators import Quantifier
 
 __all__ = [
     "Predicate", "Quantifier", "Node", "Attention", "Truth", "Top", "Filter", "Neg", "Relate",
-    "Atom", "Conjoin", "Aggregate", "Truths", "AggregateEach", "Pairwise", "AnyOfGroups", "AnyOf", "AllOf", "Not",
-    "And", "Or", "Program",
+    "Atom", "Conjoin", "Aggregate", "Truths", "AggregateEach", "Pairwise", "AnyOfGroups", "Shorthand", "AnyOf",
+    "AllOf", "AllSame", "Not", "And", "Or", "Program",
 ]
 
 
@@ -515,8 +515,16 @@ class Or(Truth):
     __hash__ = _Hashed.__hash__
 
 
+class Shorthand(Truth):
+    """A truth that stands for a longer formula of the other nodes: :meth:`expanded` gives its
+    classical meaning (what brute force and ProbLog evaluate); the engine computes it its own way."""
+
+    def expanded(self) -> Truth:
+        raise NotImplementedError
+
+
 @dataclass(frozen=True, eq=True)
-class AnyOf(Truth):
+class AnyOf(Shorthand):
     """``∨_k t_k`` over the truths of one :class:`Truths` node (independent ones: ``1 - Π(1 - t_k)``)."""
 
     each: Truths
@@ -537,7 +545,7 @@ class AnyOf(Truth):
 
 
 @dataclass(frozen=True, eq=True)
-class AllOf(Truth):
+class AllOf(Shorthand):
     """``∧_k t_k`` over the truths of one :class:`Truths` node (``Π t_k``)."""
 
     each: Truths
@@ -555,6 +563,57 @@ class AllOf(Truth):
         return f"∧_{{π ∈ {_shown(self.each.predicates)}}} {self.each.term()}"
 
     __hash__ = _Hashed.__hash__
+
+
+@dataclass(frozen=True, eq=True)
+class AllSame(Shorthand):
+    """``∃π ∈ T: ∀X: F(X) → π(X)``: every attended object has one same value ``π`` of
+    ``predicates`` (true when no object is attended); GQA's one-input ``same``.
+
+    The engine computes it from ``e = A_∃(α)`` (someone is attended, :attr:`nonempty`) and
+    ``s_π = A_∃(α ⊙ Neg[Filter_π[1]])`` (someone attended lacks π, :attr:`each`) as
+    ``1 - e · Π_π (s_π / e)``: the values taken independent *given that someone is attended*.
+    A value no attended object can have gives ``s_π = e`` bit for bit, a factor 1, so the answer
+    does not depend on the values the scene lacks; it is exact when the attention is crisp or
+    when at most one value is possible (``docs/exactness.md``).
+
+        >>> same = AllSame((Predicate("red"), Predicate("blue")), Filter(Predicate("cup"), Top()))
+        >>> print(Program.yes_no(same).formula())
+        ∃π ∈ {red, blue}: ∄X: cup(X) ∧ ¬π(X)
+    """
+
+    predicates: tuple[Predicate, ...]
+    input: Attention
+
+    def __post_init__(self):
+        _check_unary_tuple(self.predicates, "AllSame")
+        _check(self.input, Attention, "AllSame input")
+
+    def __hash__(self) -> int:
+        return memo(self, "_hash", lambda: hash(("AllSame", _check_unary_tuple(self.predicates, "AllSame"),
+                                                 self.input)))
+
+    @property
+    def each(self) -> AggregateEach:
+        """``[A_∃(α ⊙ Neg[Filter_π[1]]) for π]``: someone attended lacks π."""
+        return memo(self, "_each", lambda: AggregateEach(Quantifier.EXISTS, self.predicates, self.input, True))
+
+    @property
+    def nonempty(self) -> "Aggregate":
+        """``A_∃(α)``: someone is attended."""
+        return memo(self, "_nonempty", lambda: Aggregate(Quantifier.EXISTS, self.input))
+
+    def children(self):
+        return (self.nonempty, self.each)
+
+    def _one(self, p: Predicate) -> Truth:
+        return Aggregate(Quantifier.NOT_EXISTS, Conjoin(self.input, Neg(Filter(p, Top()))))
+
+    def expanded(self) -> Truth:
+        return Or(tuple(self._one(p) for p in self.predicates))
+
+    def term(self) -> str:
+        return f"AllSame_{{π ∈ {_shown(self.predicates)}}}[{self.input.term()}]"
 
 
 def _shown(predicates, limit: int = 6) -> str:
@@ -662,6 +721,26 @@ class Program(_Hashed):
                     out.setdefault(a.predicate)
         return tuple(out)
 
+    def repeated_predicates(self) -> frozenset[Predicate]:
+        """The predicates whose ground atoms can occur twice in the grounding of one candidate
+        (computed once). An atom repeats when its predicate is used at two places of the
+        formula, or under a ``Relate`` (whose input is instantiated once per object of the
+        relate's variable). Candidates are separate formulas: an atom shared by two candidates
+        does not repeat. Making these predicates certain (0/1) makes every candidate read-once.
+
+            >>> chair, on = Predicate("chair"), Predicate("on", arity=2)
+            >>> hop = Program.yes_no(Aggregate(Quantifier.EXISTS, Relate.of(on, Quantifier.EXISTS, Filter(chair, Top()))))
+            >>> sorted(p.name for p in hop.repeated_predicates()), hop.read_once
+            (['chair'], False)
+        """
+        return memo(self, "_repeated", lambda: frozenset(_structural_repeats(self)))
+
+    @property
+    def read_once(self) -> bool:
+        """True when no candidate's grounding can repeat a ground atom, in any scene: the
+        engine's answers are then exact probabilities (``dfol.md``, soundness, clause 2)."""
+        return not self.repeated_predicates()
+
     def term(self) -> str:
         """The DFOL term, e.g. ``A_∃(Filter_Chair[Relate_{Left,∀}[1]])``."""
         if self.labels is None:
@@ -696,6 +775,82 @@ class Program(_Hashed):
 
 
 _PI = Predicate("π")  # stands for each predicate of an AggregateEach when printed
+
+# --- structural read-once analysis ------------------------------------------------------
+# How often each predicate is used in the grounding of one candidate, capped at 2 (all that
+# matters is "twice or more"); a use under a Relate counts 2, since the relate's input is
+# instantiated once per object of its variable.
+
+
+class _Uses:
+    """Predicate -> uses (1 or 2) of the formulas under each node, computed once per node."""
+
+    def __init__(self):
+        self.known: dict = {}
+
+    @staticmethod
+    def add(*parts: dict) -> dict:
+        out: dict = {}
+        for part in parts:
+            for p, k in part.items():
+                out[p] = min(2, out.get(p, 0) + k)
+        return out
+
+    @staticmethod
+    def times(uses: dict, k: int) -> dict:
+        return uses if k == 1 else {p: min(2, n * k) for p, n in uses.items()}
+
+    def of(self, node, inside: bool = False) -> dict:
+        key = (node, inside)
+        if key not in self.known:
+            self.known[key] = self._compute(node, inside)
+        return self.known[key]
+
+    def _compute(self, node, inside: bool) -> dict:
+        once = 2 if inside else 1
+        if isinstance(node, Top):
+            return {}
+        if isinstance(node, Filter):
+            return self.add({node.predicate: once}, self.of(node.input, inside))
+        if isinstance(node, Neg):
+            return self.of(node.input, inside)
+        if isinstance(node, Conjoin):
+            return self.add(self.of(node.left, inside), self.of(node.right, inside))
+        if isinstance(node, Relate):
+            return self.add(*({a.predicate: once} for a in node.atoms), self.of(node.input, True))
+        if isinstance(node, (Aggregate, Not)):
+            return self.of(node.input)
+        if isinstance(node, (And, Or)):
+            return self.add(*(self.of(t) for t in node.inputs))
+        if isinstance(node, (AnyOf, AllOf)):  # every truth of the node, in one formula
+            return self.per_truth(node.each, node.each.n_truths)
+        if isinstance(node, AllSame):  # the input once per value; with one value, AllSame is its ∄
+            k = len(node.predicates)
+            return self.add(self.times(self.of(node.input), k if k > 1 else 1),
+                            dict.fromkeys(node.predicates, 1))
+        raise ProgramStructureError(f"unknown node {type(node).__name__}")
+
+    def per_truth(self, each, repeat: int) -> dict:
+        """Uses in ``repeat`` truths of a per-predicate node (their inputs ``repeat`` times,
+        each truth's own predicate once per side)."""
+        if isinstance(each, AggregateEach):
+            shared, own = self.of(each.input), 1
+        else:  # Pairwise: both sides use the truth's predicate
+            shared, own = self.add(self.of(each.left.input), self.of(each.right.input)), 2
+        return self.add(self.times(shared, repeat), dict.fromkeys(each.predicates, own))
+
+    def candidate(self, entry) -> dict:
+        """Uses in the worst candidate of a program entry (a truth, or a Truths node of many)."""
+        if isinstance(entry, AnyOfGroups):  # one candidate per group: a disjunction of its truths
+            return self.per_truth(entry.each, max(entry.sizes))
+        if isinstance(entry, Truths):
+            return self.per_truth(entry, 1)
+        return self.of(entry)
+
+
+def _structural_repeats(program: "Program") -> set:
+    uses = _Uses()
+    return {p for entry in program.candidates for p, n in uses.candidate(entry).items() if n > 1}
 
 # --- FOL rendering -------------------------------------------------------------------
 # ∃ and ∀ are pulled to the front (prenex form: Q X (A ∧ Q' Y B) = Q X Q' Y (A ∧ B) over a
@@ -756,6 +911,8 @@ def _truth(node: Truth, vars: _Vars) -> str:
     if isinstance(node, (AnyOf, AllOf)):
         q = "∃" if isinstance(node, AnyOf) else "∀"
         return f"{q}π ∈ {_shown(node.each.predicates)}: {_truth(node.each.generic(), vars)}"
+    if isinstance(node, AllSame):
+        return f"∃π ∈ {_shown(node.predicates)}: {_truth(node._one(_PI), vars)}"
     raise ProgramStructureError(f"not a truth node: {node!r:.60}")
 
 

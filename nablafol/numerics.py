@@ -144,6 +144,35 @@ def log_add_exp(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return _LogAddExp.apply(a, b)
 
 
+class _LogSumExp(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, dim):
+        out = torch.logsumexp(x, dim)
+        ctx.save_for_backward(x, out)
+        ctx.dim = dim
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, out = ctx.saved_tensors
+        out = out.unsqueeze(ctx.dim)
+        dead = torch.isneginf(out)  # every term an exact zero: no gradient flows
+        weight = torch.exp(x - torch.where(dead, torch.zeros_like(out), out)).masked_fill(dead, 0.0)
+        return grad.unsqueeze(ctx.dim) * weight, None
+
+
+def log_sum_exp(x: torch.Tensor, dim: int) -> torch.Tensor:
+    """``log Σ e^x`` over ``dim`` whose gradient stays finite when every term is ``-inf``.
+
+    >>> import torch
+    >>> log_sum_exp(torch.log(torch.tensor([[0.25, 0.5], [0.0, 0.0]])), dim=1).exp()
+    tensor([0.7500, 0.0000])
+    """
+    if torch.is_grad_enabled() and x.requires_grad:
+        return _LogSumExp.apply(x, dim)
+    return torch.logsumexp(x, dim)
+
+
 def masked_sum(x: torch.Tensor, mask: torch.Tensor | None, dim: int = -1) -> torch.Tensor:
     """Sum of log-space terms over ``dim`` where ``mask`` holds: padding adds log 1 = 0."""
     if mask is not None:

@@ -198,6 +198,30 @@ def aggregate_pair(log_a: torch.Tensor, mask: torch.Tensor | None,
     return log1mexp(none_true), none_true
 
 
+def all_same(log_nonempty: torch.Tensor, log_lacks: torch.Tensor,
+             pad: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """GQA's one-input ``same``, ``∃π: ∀X: F(X) → π(X)`` (:class:`nablafol.ir.AllSame`), as
+    ``(log p, log(1 - p))``.
+
+    ``log_nonempty`` ``(R,)`` is ``log e``, ``e = A_∃(α)``; ``log_lacks`` ``(R, K)`` is
+    ``log s_π``, ``s_π = A_∃(α ⊙ Neg[Filter_π[1]])``; ``pad`` ``(R, K)`` marks values that are
+    not there. ``1 - p = e · Π_π (s_π / e)``: given that someone is attended, the values are
+    taken independent. ``s_π ≤ e``; a value no attended object can have gives ``s_π = e``
+    exactly, a factor 1 (the answer does not depend on it). ``e = 0`` (no one attended) gives
+    ``p = 1``, as the formula is then vacuously true.
+
+        >>> import torch
+        >>> e, s = torch.tensor([0.8]).log(), torch.tensor([[0.8, 0.8, 0.5]]).log()
+        >>> all_same(e, s)[0].exp()  # two values no one has: 1 - 0.8 · 1 · 1 · 0.625
+        tensor([0.5000])
+    """
+    ratio = torch.where(torch.isneginf(log_lacks), NEG_INF, log_lacks - log_nonempty[:, None]).clamp(max=0.0)
+    if pad is not None:
+        ratio = ratio.masked_fill(pad, 0.0)
+    log_q = log_nonempty + ratio.sum(-1)
+    return log1mexp(log_q), log_q
+
+
 def not_(log_s: torch.Tensor) -> torch.Tensor:
     """Scalar negation ``1 - s``."""
     return log1mexp(log_s)

@@ -3,10 +3,16 @@
 * :mod:`~nablafol.engine.planning` (numpy): each program flattened once into row matrices,
   a batch's plans concatenated and ordered by level and operator kind;
 * :mod:`~nablafol.engine.execution` (torch): :class:`Engine` asks the oracle once per batch
-  and runs each level's rows of one operator kind as one call of :mod:`nablafol.operators`.
+  and runs each level's rows of one operator kind as one call of :mod:`nablafol.operators`;
+* :mod:`~nablafol.engine.answers`: what a batch evaluates to (:class:`Answers`);
+* :mod:`~nablafol.engine.grounding`: which uncertain atoms a program repeats in its scene (when
+  the fast path is exact); :mod:`~nablafol.engine.exact`: exact mode (``Engine(exact=True)``),
+  conditioning on them.
 """
-from nablafol.engine.execution import Answers, Calibration, Engine
+from nablafol.engine.answers import Answers, Tables
+from nablafol.engine.execution import EXACT_BUDGET, Calibration, Engine
 from nablafol.engine.planning import BatchPlan, ProgramPlan, build_batch_plan
 from nablafol.operators import Quantifier
 
-__all__ = ["Engine", "Answers", "Calibration", "ProgramPlan", "BatchPlan", "build_batch_plan", "Quantifier"]
+__all__ = ["Engine", "Answers", "Tables", "Calibration", "ProgramPlan", "BatchPlan", "build_batch_plan", "Quantifier",
+           "EXACT_BUDGET"]

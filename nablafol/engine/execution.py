@@ -30,23 +30,28 @@ Example (the paper's formula (1) on one scene of two objects):
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
 from typing import Callable, Optional, Protocol, Sequence
 
 import numpy as np
 import torch
 
 from nablafol import operators as ops
-from nablafol.errors import ProbabilityError, ShapeError
+from nablafol.errors import ProbabilityError, ProgramStructureError, ShapeError
 from nablafol.ir import Program
 from nablafol.operators import Quantifier
 from nablafol.oracle import Oracle, Requests
 
-from nablafol.engine.planning import (NEG_INF, S_AGG_A, S_AGG_E, S_AGG_N, S_AND, S_NOT, V_CONJOIN, V_FILTER,
+from nablafol.engine.answers import Answers, Tables
+from nablafol.engine.exact import exact_answers, exact_flags, shared_atom_counts
+from nablafol.engine.planning import (NEG_INF, S_AGG_A, S_AGG_E, S_AGG_N, S_ALLSAME, S_AND, S_NOT, V_CONJOIN, V_FILTER,
                                       V_NEG, V_RELATE_A, V_RELATE_E, V_RELATE_N, V_TOP, BatchPlan, ProgramPlan,
                                       _Group, _Registry, build_batch_plan)
 
-__all__ = ["Engine", "Answers", "Calibration"]
+__all__ = ["Engine", "Calibration", "EXACT_BUDGET"]
+
+#: Shared uncertain atoms exact mode conditions on per program, by default (2**16 = 65,536 worlds)
+EXACT_BUDGET = 16
+MAX_EXACT_BUDGET = 24
 
 class Calibration(Protocol):
     """A function the engine calls on every attention it computes (except ``Top``).
@@ -96,54 +101,6 @@ class _Store:
 
 
 
-# --- results ------------------------------------------------------------------------------
-
-@dataclass
-class Answers:
-    """What a batch of programs evaluates to.
-
-    ``log_probs`` ``(P, K)``: per program, the log-probability of each candidate (a yes/no
-    program has one candidate, the probability of *yes*); ``-inf`` pads programs with
-    fewer candidates (``candidate_mask`` False there). ``focus`` ``(P, N)``: the
-    log-attention of each program's focus node (``-inf`` rows when it has none).
-    """
-
-    log_probs: torch.Tensor
-    candidate_mask: torch.Tensor
-    labels: list
-    focus: torch.Tensor
-    object_mask: torch.Tensor  # (P, N)
-    log_complement: Optional[torch.Tensor] = None  # (P, K): log(1 - p), exact where p is close to 1
-
-    def __post_init__(self):
-        if self.log_complement is None:
-            from nablafol.numerics import log1mexp
-            self.log_complement = log1mexp(self.log_probs).masked_fill(~self.candidate_mask, 0.0)
-
-    def probs(self) -> torch.Tensor:
-        return self.log_probs.exp()
-
-    @property
-    def is_yes_no(self) -> list[bool]:
-        return [lbl is None for lbl in self.labels]
-
-    def predictions(self, threshold: float = 0.5) -> list[str]:
-        """Algorithm 1: ``yes`` iff ``α(F) > θ`` for yes/no programs, else the argmax label."""
-        if not (isinstance(threshold, (int, float)) and 0.0 <= threshold <= 1.0):
-            raise ShapeError(f"threshold θ must be a number in [0, 1], got {threshold!r}")
-        lp = self.log_probs.detach()
-        best = lp.argmax(dim=1).tolist()
-        yes = (lp[:, 0] > float(np.log(threshold)) if threshold > 0 else lp[:, 0] > NEG_INF).tolist()
-        return [("yes" if y else "no") if lbl is None else lbl[b] for lbl, b, y in zip(self.labels, best, yes)]
-
-    def distribution(self, i: int) -> dict[str, float]:
-        """Candidate -> probability for program ``i`` (``{"yes": p, "no": 1 - p}`` for yes/no)."""
-        p = self.log_probs[i].detach().exp().tolist()
-        if self.labels[i] is None:
-            return {"yes": p[0], "no": 1.0 - p[0]}
-        return dict(zip(self.labels[i], p))
-
-
 # --- the engine ---------------------------------------------------------------------------
 
 class _CompiledQProduct:
@@ -181,12 +138,26 @@ class Engine(torch.nn.Module):
     ``validate`` checks what oracles return (shape, NaN, probabilities above 1) and names
     the offending predicate. ``compile=True`` runs the Q-product through ``torch.compile``
     (fused, several times faster for large scenes; costs a compilation on first use).
+
+    ``exact=True`` returns the exact probability of programs that are not read-once: it
+    conditions on the uncertain ground atoms a program repeats (Shannon expansion) and runs
+    the same batched computation once per assignment of them, for programs that repeat at most
+    ``exact_budget`` such atoms (``2**exact_budget`` runs); beyond, the fast path's answer,
+    flagged (:attr:`Answers.exact`). The default is the paper's polynomial fast path.
     """
 
-    def __init__(self, calibration: Optional[Callable] = None, validate: bool = True, compile: bool = False):
+    def __init__(self, calibration: Optional[Callable] = None, validate: bool = True, compile: bool = False,
+                 exact: bool = False, exact_budget: int = EXACT_BUDGET):
         super().__init__()
+        if not (type(exact_budget) is int and 0 <= exact_budget <= MAX_EXACT_BUDGET):
+            raise ProgramStructureError(f"exact_budget must be a whole number of atoms from 0 to {MAX_EXACT_BUDGET}, "
+                                        f"got {exact_budget!r}")
+        if exact and calibration is not None:
+            raise ProgramStructureError("exact inference computes probabilities of the formulas; a calibrator "
+                                        "changes them: use one or the other")
         self.calibration = calibration
         self.validate = validate
+        self.exact, self.exact_budget = bool(exact), exact_budget
         self._registry = _Registry()
         self._q_product = _CompiledQProduct() if compile else ops.q_product
 
@@ -203,6 +174,29 @@ class Engine(torch.nn.Module):
         and to all zeros when it holds a single scene.
         """
         programs = list(programs)
+        plan = self.plan(programs, self._scenes(programs, oracle, scenes))
+        prepare = getattr(self.calibration, "prepare", None)
+        if prepare is not None:  # a calibrator that reads the programs first (e.g. their predicate sequences)
+            prepare(programs, device=oracle.num_objects.device)
+        tables = self.tables(plan, oracle)
+        if self.exact:
+            return exact_answers(self, programs, plan, tables)
+        answers = self.execute(plan, tables)
+        if self.calibration is None:  # whether each answer is exact, computed when first asked
+            detached = tables.detached()
+            answers._exact = lambda: exact_flags(self, programs, plan, detached)
+        return answers
+
+    def shared_atoms(self, programs: Sequence[Program], oracle: Oracle, scenes=None) -> np.ndarray:
+        """``(P,)``: how many uncertain ground atoms each program repeats in its scene (0: the fast
+        path is exact; exact mode runs ``2**k`` worlds of a program that repeats ``k``)."""
+        programs = list(programs)
+        plan = self.plan(programs, self._scenes(programs, oracle, scenes))
+        with torch.no_grad():
+            return shared_atom_counts(self, programs, plan, self.tables(plan, oracle))
+
+    @staticmethod
+    def _scenes(programs: list, oracle: Oracle, scenes) -> np.ndarray:
         num_objects = oracle.num_objects
         n_scenes = int(num_objects.shape[0])
         if scenes is None:
@@ -218,11 +212,7 @@ class Engine(torch.nn.Module):
         if scenes.size and (scenes.min() < 0 or scenes.max() >= n_scenes):
             raise ShapeError(f"scene index {int(scenes.max() if scenes.max() >= n_scenes else scenes.min())} "
                              f"out of range for an oracle of {n_scenes} scenes")
-        plan = self.plan(programs, scenes)
-        prepare = getattr(self.calibration, "prepare", None)
-        if prepare is not None:  # a calibrator that reads the programs first (e.g. their predicate sequences)
-            prepare(programs, device=oracle.num_objects.device)
-        return self.run(plan, oracle)
+        return scenes
 
     # -- execution ---------------------------------------------------------------------
     def _requests(self, keys: np.ndarray, plan: BatchPlan, device) -> Requests:
@@ -261,12 +251,15 @@ class Engine(torch.nn.Module):
         return table.masked_fill(~valid, NEG_INF)  # whatever the oracle put at padding: an exact 0
 
     def run(self, plan: BatchPlan, oracle: Oracle) -> Answers:
+        """The fast path over a plan: the oracle asked once, then :meth:`execute`."""
+        return self.execute(plan, self.tables(plan, oracle))
+
+    def tables(self, plan: BatchPlan, oracle: Oracle) -> Tables:
+        """What the oracle says about every ``(scene, predicate)`` pair the plan needs."""
         num_objects = oracle.num_objects
         device = num_objects.device
         n = int(num_objects.max()) if num_objects.numel() else 0
         object_mask = torch.arange(n, device=device)[None, :] < num_objects[:, None]  # (B, N)
-        idx = lambda a: torch.as_tensor(a, dtype=torch.long, device=device)  # noqa: E731
-
         u_req = self._requests(plan.unary_keys, plan, device)
         b_req = self._requests(plan.binary_keys, plan, device)
         unary = self._ask(oracle, u_req, 1, n, object_mask) if len(u_req) else None
@@ -274,6 +267,13 @@ class Engine(torch.nn.Module):
         dtype = unary.dtype if unary is not None else binary.dtype if binary is not None else torch.get_default_dtype()
         if binary is not None:  # the neutral all-ones table that pads relates with fewer atoms
             binary = torch.cat([binary, binary.new_zeros((1, n, n))])
+        return Tables(unary, binary, object_mask, dtype)
+
+    def execute(self, plan: BatchPlan, tables: Tables) -> Answers:
+        """Run a plan's operators, level by level, over its tables (the fast path)."""
+        unary, binary, object_mask, dtype = tables.unary, tables.binary, tables.object_mask, tables.dtype
+        device, n = object_mask.device, object_mask.shape[1]
+        idx = lambda a: torch.as_tensor(a, dtype=torch.long, device=device)  # noqa: E731
 
         v_scene = idx(plan.v_scene)
         vec = _Store(torch.zeros((0, n), dtype=dtype, device=device), len(plan.v_scene))
@@ -338,5 +338,8 @@ class Engine(torch.nn.Module):
         if g.kind == S_AND:
             log_p = ops.and_(args[..., 0])
             return torch.stack([log_p, ops.not_(log_p)], dim=-1)
+        if g.kind == S_ALLSAME:
+            pad = torch.as_tensor(g.arrays["pad"], device=args.device)
+            return torch.stack(ops.all_same(args[:, 0, 0], args[:, 1:, 0], pad), dim=-1)
         log_q = ops.and_(args[..., 1])  # Or: none of them holds
         return torch.stack([ops.not_(log_q), log_q], dim=-1)

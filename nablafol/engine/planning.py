@@ -13,8 +13,8 @@ import numpy as np
 
 from nablafol.caching import bounded_cache, memo
 from nablafol.errors import ProgramStructureError
-from nablafol.ir import (Aggregate, AggregateEach, AllOf, And, AnyOf, AnyOfGroups, Attention, Conjoin, Filter, Neg, Not, Or,
-                 Pairwise, Predicate, Program, Relate, Top)
+from nablafol.ir import (Aggregate, AggregateEach, AllOf, AllSame, And, AnyOf, AnyOfGroups, Attention, Conjoin, Filter,
+                         Neg, Not, Or, Pairwise, Predicate, Program, Relate, Top, Truths)
 from nablafol.operators import Quantifier
 
 __all__ = ["ProgramPlan", "BatchPlan", "build_batch_plan"]
@@ -24,9 +24,10 @@ _QUANTS = (Quantifier.EXISTS, Quantifier.FORALL, Quantifier.NOT_EXISTS)
 
 # operator kinds (vector-valued, then scalar-valued); the order is the order of execution within a level
 V_TOP, V_FILTER, V_NEG, V_CONJOIN, V_RELATE_E, V_RELATE_A, V_RELATE_N = range(7)
-S_AGG_E, S_AGG_A, S_AGG_N, S_NOT, S_AND, S_OR = range(6)
+S_AGG_E, S_AGG_A, S_AGG_N, S_NOT, S_AND, S_OR, S_ALLSAME = range(7)
 _V_RELATE = {Quantifier.EXISTS: V_RELATE_E, Quantifier.FORALL: V_RELATE_A, Quantifier.NOT_EXISTS: V_RELATE_N}
 _S_AGG = {Quantifier.EXISTS: S_AGG_E, Quantifier.FORALL: S_AGG_A, Quantifier.NOT_EXISTS: S_AGG_N}
+SCALAR_CONSTANTS = 2  # the scalar store's rows 0 and 1 hold log 1 and log 0 (padding of And / Or)
 
 
 # --- one program, flattened ------------------------------------------------------------
@@ -92,6 +93,7 @@ class ProgramPlan:
     _steps: tuple  # compact form of `attention_steps` (AggregateEach blocks not expanded)
     # the row matrices the columns above are views of (what packing copies in one go)
     _tables: tuple = field(default=(), repr=False, compare=False)
+    grounding: "_GroundingRows | None" = field(default=None, repr=False, compare=False)
 
     @classmethod
     def of(cls, program: Program) -> "ProgramPlan":
@@ -104,6 +106,8 @@ class ProgramPlan:
         # node -> its row(s). Nodes come from Program.nodes(), already deduplicated; a child may
         # still be an equal but distinct object, so a miss by identity falls back to equality
         vec, sca, each = _NodeIndex(), _NodeIndex(), _NodeIndex()
+        tops, values = _NodeIndex(), _NodeIndex()  # AggregateEach -> its last vector rows, its Filter_π[1] rows
+        allsame: list = []  # (AllSame row, input row, Filter_π[1] rows), for the grounding analysis
         unary: dict = {}
         binary: dict = {}
         v_rows, s_rows = _Rows(5), _Rows(3)  # (kind, level, in0, in1, pred), (kind, level, vin)
@@ -150,6 +154,8 @@ class ProgramPlan:
                     level = 1 + max(2, v_rows.levels[vin])
                     last = v_rows.add_block(_block(k, V_CONJOIN, level, vin, negs.start + ks, -1), level)
                     steps.append((node, 3))
+                    values[node] = filters
+                tops[node] = last
                 each[node] = s_rows.add_block(_block(k, _S_AGG[node.quantifier], level + 1, last.start + ks), level + 1)
             elif isinstance(node, Pairwise):
                 left, right = each[node.left], each[node.right]
@@ -175,6 +181,13 @@ class ProgramPlan:
                 level = 1 + s_rows.levels[rows.start]
                 j = sca[node] = s_rows.add((S_OR if isinstance(node, AnyOf) else S_AND, level, -1))
                 edges.append(_block(len(rows), j, np.arange(rows.start, rows.stop)))
+            elif isinstance(node, AllSame):  # arguments: A_∃(α), then A_∃(α ⊙ Neg[Filter_π[1]]) per value
+                nonempty, rows = sca[node.nonempty], each[node.each]
+                level = 1 + max(s_rows.levels[nonempty], s_rows.levels[rows.start])
+                j = sca[node] = s_rows.add((S_ALLSAME, level, -1))
+                edges.append((j, nonempty))
+                edges.append(_block(len(rows), j, np.arange(rows.start, rows.stop)))
+                allsame.append((j, vec[node.input], values[node.each]))
             else:
                 if isinstance(node, Aggregate):
                     kind, vin = _S_AGG[node.quantifier], vec[node.input]
@@ -194,6 +207,7 @@ class ProgramPlan:
         e = _stack_pairs(edges)
         candidates = np.concatenate([np.arange(each[c].start, each[c].stop) if c in each else [sca[c]]
                                      for c in program.candidates]).astype(np.int64)
+        grounding = _GroundingRows.of(program, sca, each, tops, allsame)
         return cls(
             v_kind=v[:, 0], v_level=v[:, 1], v_in0=v[:, 2], v_in1=v[:, 3], v_pred=v[:, 4],
             a_node=a[:, 0], a_pred=a[:, 1], a_rev=a[:, 2].astype(bool),
@@ -202,6 +216,7 @@ class ProgramPlan:
             candidates=candidates,
             focus=vec[program.focus] if program.focus is not None else -1,
             unary=tuple(unary), binary=tuple(binary), _steps=tuple(steps), _tables=(v, a, s, e),
+            grounding=grounding,
         )
 
     @property
@@ -219,6 +234,47 @@ class ProgramPlan:
             else:
                 out.append(entry)
         return tuple(out)
+
+
+@dataclass(frozen=True)
+class _GroundingRows:
+    """What the grounding analysis (:mod:`nablafol.engine.grounding`) needs of a program beyond
+    its rows, in local row indices. Candidates are separate formulas, so the analysis counts
+    atoms once per candidate *entry* of ``Program.candidates``:
+
+    * ``roots`` ``(n, 2)``: (entry, scalar row) of every candidate truth;
+    * ``merges`` ``(m, 4)``: (entry, vector row, block, group) for the last vector rows of the
+      ``AggregateEach`` blocks of an entry that holds many candidates: what these rows pass to
+      their shared input is summed within a group (one candidate) and maximized over groups;
+    * ``allsame`` ``(a, 2)`` and ``allsame_values`` ``(b, 2)``: (AllSame row, input row) and
+      (AllSame index, ``Filter_π[1]`` row of each value).
+    """
+
+    roots: np.ndarray
+    merges: np.ndarray
+    allsame: np.ndarray
+    allsame_values: np.ndarray
+
+    @classmethod
+    def of(cls, program: Program, sca, each, tops, allsame: list) -> "_GroundingRows":
+        roots, merges = [], []
+        for u, c in enumerate(program.candidates):
+            if not isinstance(c, Truths):
+                roots.append(np.array([[u, sca[c]]]))
+                continue
+            rows = each[c]
+            roots.append(_block(len(rows), u, np.arange(rows.start, rows.stop)))
+            inner = c.each if isinstance(c, AnyOfGroups) else c
+            group = (np.repeat(np.arange(len(c.sizes)), c.sizes) if isinstance(c, AnyOfGroups)
+                     else np.arange(inner.n_truths))
+            blocks = {tops[b].start: tops[b] for b in ((inner.left, inner.right) if isinstance(inner, Pairwise) else (inner,))}
+            for start, block in blocks.items():  # a Pairwise of one node with itself: one block
+                merges.append(_block(len(block), u, np.arange(block.start, block.stop), start, group))
+        values = [_block(len(v), k, np.arange(v.start, v.stop)) for k, (_, _, v) in enumerate(allsame)]
+        return cls(roots=np.concatenate(roots).astype(np.int64),
+                   merges=np.concatenate(merges) if merges else np.zeros((0, 4), dtype=np.int64),
+                   allsame=np.array([(j, x) for j, x, _ in allsame], dtype=np.int64).reshape(-1, 2),
+                   allsame_values=np.concatenate(values) if values else np.zeros((0, 2), dtype=np.int64))
 
 
 class _Rows:
@@ -310,6 +366,11 @@ class BatchPlan:
     candidates: np.ndarray  # (P, K) scalar rows (sorted order), -1 padding
     focus: np.ndarray  # (P,) vector row or -1
     labels: list
+    # a program's local row r is sorted row v_rank[v_offset[p] + r] (scalars: s_rank[...] + 2)
+    v_rank: np.ndarray = field(default=None, repr=False)
+    s_rank: np.ndarray = field(default=None, repr=False)
+    v_offset: np.ndarray = field(default=None, repr=False)
+    s_offset: np.ndarray = field(default=None, repr=False)
 
     @property
     def n_scalars(self) -> int:
@@ -395,6 +456,7 @@ class _Packed:
     e: np.ndarray  # (ne, 2): node, scalar argument
     candidates: np.ndarray
     focus: int
+    grounding: _GroundingRows
 
     @classmethod
     def of(cls, plan: ProgramPlan, unary_ids: np.ndarray, binary_ids: np.ndarray) -> "_Packed":
@@ -406,7 +468,7 @@ class _Packed:
         if a.size:
             a = a.copy()
             a[:, 1] = binary_ids[a[:, 1]]
-        return cls(v=v, a=a, s=s, e=e, candidates=plan.candidates, focus=plan.focus)
+        return cls(v=v, a=a, s=s, e=e, candidates=plan.candidates, focus=plan.focus, grounding=plan.grounding)
 
 
 def _rows_of(parts: list[np.ndarray], width: int) -> tuple[np.ndarray, np.ndarray]:
@@ -477,7 +539,7 @@ def build_batch_plan(programs: Sequence[Program], scenes: np.ndarray, registry: 
     s_order = np.lexsort((s_kind, s_level))
     s_rank = np.empty_like(s_order)
     s_rank[s_order] = np.arange(s_order.size)
-    CONST = 2  # scalar store rows 0 and 1 hold log 1 and log 0 (padding of And / Or)
+    CONST = SCALAR_CONSTANTS
 
     def vrow(x):
         return np.where(x >= 0, v_rank[np.maximum(x, 0)], -1)
@@ -524,6 +586,8 @@ def build_batch_plan(programs: Sequence[Program], scenes: np.ndarray, registry: 
                 sel = (e_owner >= a) & (e_owner < b)
                 fill = 1 if kind == S_OR else 0  # Or pads with log 0, And/Not with log 1
                 g.arrays["args"] = _padded(e_owner[sel] - a, e_row[sel], b - a, fill)
+                if kind == S_ALLSAME:  # its values' padding is masked (a ratio of 1), its first argument is A_∃(α)
+                    g.arrays["pad"] = g.arrays["args"][:, 1:] < CONST
             sgroups.append(g)
         levels.append((vgroups, sgroups))
 
@@ -540,6 +604,7 @@ def build_batch_plan(programs: Sequence[Program], scenes: np.ndarray, registry: 
         v_scene=v_scene[v_order], v_program=v_program[v_order], v_step=v_step[v_order],
         unary_keys=unary_keys, binary_keys=binary_keys, predicates=predicates,
         candidates=candidates, focus=focus, labels=[p.labels for p in programs],
+        v_rank=v_rank, s_rank=s_rank, v_offset=v_off, s_offset=s_off,
     )
 
 

@@ -54,6 +54,7 @@ class Outcome:
     grounding: tuple  # ids of the objects the focus attention puts at or above 0.5
     formula: str | None = None
     attention: dict = field(default_factory=dict)  # object id -> focus attention (all objects)
+    exact: bool | None = None  # the answer's probabilities are the formula's exact ones (docs/exactness.md)
 
 
 def compile_question(question, compiler: Compiler) -> CompiledQuestion | Skip:
@@ -165,6 +166,7 @@ class Answerer:
                 yield Outcome(q.id, prediction, {}, ())
             return
         probs = answers.probs().cpu()
+        exact = answers.exact.tolist()
         attention = answers.focus.exp().masked_fill(~answers.object_mask, 0.0).cpu().numpy()
         focus = attention >= 0.5
         for k, ((q, compiled), prediction) in enumerate(zip(batch, predictions)):
@@ -180,4 +182,4 @@ class Answerer:
             names = oracle.object_ids(int(scenes[k]))
             grounding = tuple(names[i] for i in np.nonzero(focus[k])[0])
             att = {names[i]: round(float(attention[k, i]), 6) for i in range(min(len(names), attention.shape[1]))}
-            yield Outcome(q.id, prediction, dist, grounding, compiled.formula(), att)
+            yield Outcome(q.id, prediction, dist, grounding, compiled.formula(), att, exact[k])

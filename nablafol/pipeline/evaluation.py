@@ -228,7 +228,7 @@ class DetailsStream:
         """Append the chunk's answered questions; returns the file's size, once on disk."""
         from nablafol.data.details import Details, details_line
         lines = [details_line(Details(o.question_id, o.prediction, o.answers, list(o.grounding), o.formula,
-                                      {"attention": o.attention}))
+                                      {"exact": o.exact, "attention": o.attention}))
                  for o in results if isinstance(o, Outcome)]
         self.stream.write("".join(lines).encode("utf-8"))
         self.stream.flush()
@@ -261,6 +261,8 @@ class EvaluationJob:
     threshold: float = 0.5
     details_top: int = 10
     exact: bool = False  # compare answers as exact strings (GQA's eval.py)
+    exact_inference: bool = False  # exact probabilities where atoms repeat (Engine(exact=True), docs/exactness.md)
+    exact_budget: int = 12  # with exact_inference: the most repeated uncertain atoms conditioned on, per answer
     format: Optional[str] = None  # "gqa" or "cric" (None: told from the questions file)
     parser: Optional[Path] = None  # a semantic parser folder: its reading replaces each question's program
     workers: int = 1
@@ -281,7 +283,8 @@ class EvaluationJob:
                     "knowledge": knowledge, "ontology": input_fingerprint(self.ontology),
                     "parser": input_fingerprint(self.parser), "threshold": self.threshold,
                     "batch_size": self.batch_size, "chunk_size": self.chunk_size, "details": bool(self.details),
-                    "details_top": self.details_top, "device": str(self.device)}
+                    "details_top": self.details_top, "device": str(self.device),
+                    "exact_inference": self.exact_budget if self.exact_inference else False}
         return json.loads(json.dumps(settings))
 
     @property
@@ -319,6 +322,7 @@ class EvaluationReport:
     benchmark_report: object = None  # CRIC: its scores (nablafol.scoring.benchmarks)
     shard: Optional[EvalShard] = None  # the shard this run answered
     merged: int = 0  # shards merged into the outputs
+    exact: Optional[tuple] = None  # (answers flagged exact, answers) from the details file
 
     def lines(self) -> list[str]:
         """The summary, as the command prints it."""
@@ -337,6 +341,10 @@ class EvaluationReport:
             out += [format_gqa(r.scores.overall), "", r.scores.format_table()]
         if self.benchmark_report is not None:
             out.append(self.benchmark_report.format_table())
+        if self.exact is not None and self.exact[1]:
+            exact, answered = self.exact
+            out.append(f"exact answers: {100 * exact / answered:.2f}% ({exact:,} of {answered:,}; the others are "
+                       "the paper's approximation, see docs/exactness.md)")
         if r.skipped:
             out.append(f"skipped {r.skipped:,} questions (counted wrong): {r.skip_summary()}")
             out += [f"  {question_id}: {reason}: {detail}" for question_id, _, (reason, detail) in r.first_skips]
@@ -425,7 +433,18 @@ def _finish(job: EvaluationJob, benchmark: str, journal, result: StreamResult, r
         _write_json(skipped_file, [{"questionId": q, "reason": skip[0], "detail": skip[1]}
                                    for q, _, skip in journal.entries() if skip is not None])
     journal.close(remove=True)
-    return EvaluationReport(result, resumed, skipped_file, benchmark_report, merged=merged)
+    return EvaluationReport(result, resumed, skipped_file, benchmark_report, merged=merged,
+                            exact=_exact_share(job.details_path) if job.details_path else None)
+
+
+def _exact_share(details_path) -> tuple[int, int]:
+    """``(exact, answered)`` from the details file (the record that survives resumes and merges)."""
+    from nablafol.data import iter_details
+    exact = answered = 0
+    for line in iter_details(details_path):
+        answered += 1
+        exact += line.extra.get("exact") is True
+    return exact, answered
 
 
 def _merge(job: EvaluationJob) -> EvaluationReport:
@@ -560,7 +579,14 @@ def _answerer(job: EvaluationJob, benchmark: str = "gqa") -> Answerer:
         from nablafol.compiler.cric import CricCompiler
         from nablafol.pipeline.answering import CACHED_PROGRAMS
         compiler = CricCompiler(perception.ontology, perception.knowledge_relations, cache_size=CACHED_PROGRAMS)
-    return Answerer(perception, compiler=compiler, batch_size=job.batch_size, threshold=job.threshold,
+    engine = None
+    if job.exact_inference:
+        from nablafol.engine import Engine
+        if perception.calibrator is not None:
+            raise InputFileError(job.model, "has a calibrator, and calibrated answers are not the formula's "
+                                            "probabilities: --exact-inference evaluates without one (docs/exactness.md)")
+        engine = Engine(exact=True, exact_budget=job.exact_budget)
+    return Answerer(perception, compiler=compiler, engine=engine, batch_size=job.batch_size, threshold=job.threshold,
                     keep_outcomes=bool(job.details_path), details_top=job.details_top)
 
 

@@ -20,14 +20,13 @@ Example:
 """
 from __future__ import annotations
 
-from collections import Counter
 from typing import Mapping
 
 import numpy as np
 
 from ..errors import ProgramStructureError
-from ..ir import (AllOf, Aggregate, And, AnyOf, Conjoin, Filter, Neg, Node, Not, Or, Predicate, Program, Quantifier,
-                  Relate, Top)
+from ..ir import (Aggregate, And, Conjoin, Filter, Neg, Node, Not, Or, Predicate, Program, Quantifier, Relate,
+                  Shorthand, Top)
 
 MAX_UNCERTAIN_ATOMS = 22
 
@@ -102,7 +101,7 @@ def brute_force(program: Program, tables: Mapping, n_objects: int | None = None)
         return out
 
     def tru(node) -> np.ndarray:  # (worlds,) bool
-        if isinstance(node, (AnyOf, AllOf)):
+        if isinstance(node, Shorthand):
             node = node.expanded()
         if isinstance(node, Aggregate):
             return _quantify(att(node.input), node.quantifier, axis=0)
@@ -126,36 +125,7 @@ def _quantify(values: np.ndarray, q: Quantifier, axis: int) -> np.ndarray:
 
 
 def repeated_predicates(program: Program) -> set[Predicate]:
-    """Predicates whose ground atoms may occur more than once in the program's grounding.
-
-    An atom repeats when its predicate is used at two places of the formula tree, or when
-    it lies under a ``Relate`` (the relate's input is instantiated once per object of its
-    output variable). Making these predicates certain (0/1) makes the program read-once,
-    the condition under which the engine's result is exact.
-    """
-    uses: Counter = Counter()
-    under_relate: set[Predicate] = set()
-
-    def walk(node, inside: bool):
-        if isinstance(node, (AnyOf, AllOf)):
-            node = node.expanded()
-        if isinstance(node, Filter):
-            uses[node.predicate] += 1
-            if inside:
-                under_relate.add(node.predicate)
-        elif isinstance(node, Relate):
-            for a in node.atoms:
-                uses[a.predicate] += 1
-                if inside:
-                    under_relate.add(a.predicate)
-            walk(node.input, True)
-            return
-        for c in node.children():
-            walk(c, inside)
-
-    repeated: set[Predicate] = set()
-    for cand in program.truths():
-        uses.clear()
-        walk(cand, False)
-        repeated |= {p for p, c in uses.items() if c > 1}
-    return repeated | under_relate
+    """Predicates whose ground atoms may occur more than once in the program's grounding
+    (:meth:`nablafol.ir.Program.repeated_predicates`). Making these predicates certain (0/1)
+    makes the program read-once, the condition under which the engine's result is exact."""
+    return set(program.repeated_predicates())

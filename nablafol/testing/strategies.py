@@ -22,8 +22,8 @@ try:
 except ImportError as e:  # pragma: no cover - hypothesis is a test dependency
     raise ImportError("nablafol.testing.strategies needs hypothesis: pip install hypothesis") from e
 
-from ..ir import (AllOf, Aggregate, AggregateEach, And, AnyOf, AnyOfGroups, Pairwise, Truths, Atom, Attention, Conjoin, Filter, Neg, Not, Or, Predicate, Program, Quantifier,
-                  Relate, Top, Truth)
+from ..ir import (AllOf, AllSame, Aggregate, AggregateEach, And, AnyOf, AnyOfGroups, Atom, Attention, Conjoin, Filter,
+                  Neg, Not, Or, Pairwise, Predicate, Program, Quantifier, Relate, Top, Truth, Truths)
 from .reference import repeated_predicates
 
 quantifiers = st.sampled_from(list(Quantifier))
@@ -78,9 +78,11 @@ def grouped_nodes(unary, binary):
 
 
 def truths(unary, binary, max_depth: int = 4) -> st.SearchStrategy[Truth]:
-    """Random closed formulas: aggregations, AnyOf/AllOf of several, and Not/And/Or over them."""
+    """Random closed formulas: aggregations, AnyOf/AllOf of several, AllSame, and Not/And/Or over them."""
+    values = st.lists(st.sampled_from(list(unary)), min_size=1, max_size=3, unique=True).map(tuple)
     agg = st.builds(Aggregate, quantifiers, attentions(unary, binary, max_depth)) | \
-        st.builds(AnyOf, each_nodes(unary, binary)) | st.builds(AllOf, each_nodes(unary, binary))
+        st.builds(AnyOf, each_nodes(unary, binary)) | st.builds(AllOf, each_nodes(unary, binary)) | \
+        st.builds(AllSame, values, attentions(unary, binary, max_depth - 1))
 
     def extend(children):
         lists = st.lists(children, min_size=1, max_size=3).map(tuple)

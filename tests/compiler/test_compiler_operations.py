@@ -22,7 +22,7 @@ SPEC_LINES = {  # the real lines of gqa-programs.md -> expected DFOL term (or ca
         "[right: A_∃(Filter_surfer[Relate_{to_the_right_of,∃}[Filter_surfboard[1]]]), "
         "left: A_∃(Filter_surfer[Relate_{to_the_left_of,∃}[Filter_surfboard[1]]])]",
     "select: person (2675266,1804573,1900358,2400959,1900360)->same: gender [0]":
-        "¬∧_{π ∈ {female, male}} A_∃((Filter_person[1] ⊙ Neg[Filter_π[1]]))",
+        "AllSame_{π ∈ {female, male}}[Filter_person[1]]",
     "select: vegetables (-)->exist: ? [0]->select: nuts (-) ->exist: ? [2]->or:  [1, 3]":
         "(A_∃(Filter_vegetable[1]) ∨ A_∃(Filter_nut[1]))",
     "select: pants (1796037)->relate: person,wearing,s (2527953) [0]->query: name [1]":

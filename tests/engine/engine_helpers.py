@@ -5,7 +5,7 @@ import numpy as np
 import torch
 
 from nablafol.engine import Engine
-from nablafol.ir import AllOf, Aggregate, And, AnyOf, Conjoin, Filter, Neg, Not, Or, Quantifier, Relate, Top
+from nablafol.ir import Aggregate, And, Conjoin, Filter, Neg, Not, Or, Quantifier, Relate, Shorthand, Top
 from nablafol.oracle import TableOracle
 
 
@@ -22,7 +22,7 @@ def classical(node, tables, n, i=None):
             return all(values)
         return not any(values)
 
-    if isinstance(node, (AnyOf, AllOf)):
+    if isinstance(node, Shorthand):
         node = node.expanded()
     if isinstance(node, Top):
         return True

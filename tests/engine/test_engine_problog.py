@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import torch
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 pytest.importorskip("problog", reason="ProbLog is in the test extra: pip install -e .[test]")
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root, home of benchmarks/
@@ -49,3 +50,31 @@ def test_engine_differs_from_problog_when_an_atom_repeats():
     assert problog_probabilities(program, tables, 2) == pytest.approx([0.5], abs=1e-12)
     got = run_engine([program], [tables], dtype=torch.float64).probs()[0, 0].item()
     assert got == pytest.approx(0.75, abs=1e-12)
+
+
+BINARY_FAMILIES = ("relate", "verify rel after relate", "two hops", "and/or, same objects", "same (one input)",
+                   "same (two inputs)")
+
+
+@settings(max_examples=6)
+@given(st.integers(0, 2**31 - 1))
+def test_gqa_questions_that_repeat_atoms_over_probabilistic_scene_graphs_equal_problog_in_exact_mode(seed):
+    """Issue 19's check: non-read-once binary GQA questions over small probabilistic scene graphs
+    (the golden oracle's tables): exact mode equals ProbLog to 1e-6 and says so; the fast path
+    flags every answer it gets wrong by more than 1e-6."""
+    from benchmarks.bench_exact import _tables_of, questions
+    from nablafol.compiler import Compiler
+    from nablafol.engine import Engine
+    from nablafol.graph_oracles import SceneGraphOracle
+
+    rng, compiler = np.random.default_rng(seed), Compiler()
+    pairs = [q for family in BINARY_FAMILIES for q in questions(rng, compiler, family, 1, 4, 1.0)]
+    programs, oracle = [p for p, _ in pairs], SceneGraphOracle([g for _, g in pairs])
+    assert not any(p.read_once for p in programs)
+    exact = Engine(exact=True)(programs, oracle)
+    fast = Engine()(programs, oracle)
+    for i, program in enumerate(programs):
+        want = problog_probabilities(program, _tables_of(program, oracle, i), int(oracle.num_objects[i]))[0]
+        assert bool(exact.exact[i]) and abs(exact.probs()[i, 0].item() - want) <= 1e-6, program.formula()
+        if abs(fast.probs()[i, 0].item() - want) > 1e-6:
+            assert not bool(fast.exact[i]), program.formula()

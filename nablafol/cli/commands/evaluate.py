@@ -68,6 +68,12 @@ def add_arguments(parser) -> None:
     parser.add_argument("--threshold", type=probability, default=0.5, help="θ of Algorithm 1 for yes/no questions")
     parser.add_argument("--exact", action="store_true", help="score by exact string match (GQA's eval.py) "
                         "instead of vocabulary forms")
+    parser.add_argument("--exact-inference", action="store_true", help="the exact probability where a program "
+                        "repeats uncertain atoms (conditioning on them; docs/exactness.md) instead of the paper's "
+                        "approximation; each answer's flag in --details")
+    parser.add_argument("--exact-budget", type=positive_int, default=12, metavar="K", help="with --exact-inference: "
+                        "the most repeated uncertain atoms conditioned on per answer (2^K worlds; beyond, the "
+                        "approximation, flagged; default 12)")
     parser.add_argument("--strict", action="store_true", help="any skipped question is an error (exit 2)")
     parser.add_argument("--format", choices=("gqa", "cric"), help="the questions' format (default: told from the "
                         "file); CRIC questions are answered with CRIC's programs, and their predictions (answer "
@@ -130,6 +136,7 @@ def _run(args) -> int:
         skipped=args.skipped,
         knowledge=args.knowledge, ontology=args.ontology, batch_size=args.batch_size, chunk_size=args.chunk_size,
         threshold=args.threshold, details_top=args.details_top, exact=args.exact, format=args.format,
+        exact_inference=args.exact_inference, exact_budget=args.exact_budget,
         parser=args.parser, workers=args.workers, threads=args.threads, device=args.device, resume=args.resume,
         shard=args.shard, merge=args.merge, launch=Launch.from_environment())
     if args.shard is not None and args.merge:

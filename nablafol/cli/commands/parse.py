@@ -1,4 +1,5 @@
-"""Parse a GQA program line and print its AST, its DFOL program and its FOL formula.
+"""Parse a GQA program line and print its AST, its DFOL program, its FOL formula and whether it
+is read-once (its answer then is the exact probability).
 
     nablafol parse "select: chair->relate: _,to the left of,s [0]->exist: ? [1]"
 """
@@ -14,6 +15,18 @@ def add_arguments(parser) -> None:
     add_ontology_argument(parser)
 
 
+def read_once_line(program) -> str:
+    """``yes`` (the engine's answer is the exact probability), or ``no`` and which predicates'
+    atoms may repeat (exact only in scenes where those are certain, or with exact inference)."""
+    repeated = program.repeated_predicates()
+    if not repeated:
+        return "yes (the answer is the exact probability)"
+    names = sorted({str(p) for p in repeated})
+    shown = ", ".join(names[:8]) + (f", … ({len(names)})" if len(names) > 8 else "")
+    return (f"no: atoms of {shown} may repeat (exact where they are certain; "
+            f"otherwise approximate, or exact with --exact-inference)")
+
+
 def run(args) -> int:
     from nablafol import dsl
     from nablafol.compiler import Compiler
@@ -22,6 +35,7 @@ def run(args) -> int:
     compiled = Compiler(load_ontology(args.ontology)).compile(program)
     print(f"DFOL: {compiled.program.term()}")
     print(f"FOL:  {compiled.formula()}")
+    print(f"read-once: {read_once_line(compiled.program)}")
     answers = compiled.answers
     shown = ", ".join(answers[:12]) + (f", … ({len(answers)} in all)" if len(answers) > 12 else "")
     print(f"answers ({'yes/no' if compiled.is_binary else 'open'}): {shown}")

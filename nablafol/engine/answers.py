@@ -1,0 +1,100 @@
+"""What a batch of programs evaluates to (:class:`Answers`), and the oracle's tables it was
+computed from (:class:`Tables`): the engine's results, shared by the fast path
+(:mod:`~nablafol.engine.execution`) and exact mode (:mod:`~nablafol.engine.exact`).
+
+    >>> import torch
+    >>> answers = Answers(torch.log(torch.tensor([[0.8], [0.3]])), torch.ones(2, 1, dtype=torch.bool), [None, None],
+    ...                   torch.zeros(2, 1), torch.ones(2, 1, dtype=torch.bool))
+    >>> answers.predictions(), answers.exact.tolist()
+    (['yes', 'no'], [False, False])
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Optional, Union
+
+import numpy as np
+import torch
+
+from nablafol.errors import ShapeError
+from nablafol.numerics import log1mexp
+
+__all__ = ["Answers", "Tables"]
+
+NEG_INF = float("-inf")
+
+
+@dataclass
+class Tables:
+    """The log-probability tables of a plan's requests: ``unary`` ``(R, N)``, ``binary``
+    ``(R' + 1, N, N)`` (the relates' neutral all-ones table last), ``object_mask`` ``(B, N)``."""
+
+    unary: Optional[torch.Tensor]
+    binary: Optional[torch.Tensor]
+    object_mask: torch.Tensor
+    dtype: torch.dtype
+
+    def detached(self) -> "Tables":
+        d = lambda t: None if t is None else t.detach()  # noqa: E731
+        return Tables(d(self.unary), d(self.binary), self.object_mask, self.dtype)
+
+
+@dataclass
+class Answers:
+    """What a batch of programs evaluates to.
+
+    ``log_probs`` ``(P, K)``: per program, the log-probability of each candidate (a yes/no
+    program has one candidate, the probability of *yes*); ``-inf`` pads programs with
+    fewer candidates (``candidate_mask`` False there). ``focus`` ``(P, N)``: the
+    log-attention of each program's focus node (``-inf`` rows when it has none).
+    """
+
+    log_probs: torch.Tensor
+    candidate_mask: torch.Tensor
+    labels: list
+    focus: torch.Tensor
+    object_mask: torch.Tensor  # (P, N)
+    log_complement: Optional[torch.Tensor] = None  # (P, K): log(1 - p), exact where p is close to 1
+    # (P,) bool, or how to compute it when first asked (the fast path computes it only then)
+    _exact: Union[torch.Tensor, Callable[[], torch.Tensor], None] = field(default=None, repr=False)
+
+    def __post_init__(self):
+        if self.log_complement is None:
+            self.log_complement = log1mexp(self.log_probs).masked_fill(~self.candidate_mask, 0.0)
+
+    @property
+    def exact(self) -> torch.Tensor:
+        """``(P,)`` bool: whether each program's answer probabilities are the exact probabilities of
+        its formulas (every ground atom an independent coin with the oracle's probability), not
+        the fast path's approximation. True when the program is read-once, when the atoms it
+        repeats are all certain in its scene, or when exact mode conditioned on them
+        (:mod:`nablafol.engine.exact`); always False with a calibrator (its answers are not
+        probabilities of the formula). Computed on first use."""
+        if callable(self._exact):
+            self._exact = self._exact()
+        if self._exact is None:
+            self._exact = torch.zeros(len(self.labels), dtype=torch.bool)
+        return self._exact
+
+    def probs(self) -> torch.Tensor:
+        return self.log_probs.exp()
+
+    @property
+    def is_yes_no(self) -> list[bool]:
+        return [lbl is None for lbl in self.labels]
+
+    def predictions(self, threshold: float = 0.5) -> list[str]:
+        """Algorithm 1: ``yes`` iff ``α(F) > θ`` for yes/no programs, else the argmax label."""
+        if not (isinstance(threshold, (int, float)) and 0.0 <= threshold <= 1.0):
+            raise ShapeError(f"threshold θ must be a number in [0, 1], got {threshold!r}")
+        lp = self.log_probs.detach()
+        best = lp.argmax(dim=1).tolist()
+        yes = (lp[:, 0] > float(np.log(threshold)) if threshold > 0 else lp[:, 0] > NEG_INF).tolist()
+        return [("yes" if y else "no") if lbl is None else lbl[b] for lbl, b, y in zip(self.labels, best, yes)]
+
+    def distribution(self, i: int) -> dict[str, float]:
+        """Candidate -> probability for program ``i`` (``{"yes": p, "no": 1 - p}`` for yes/no)."""
+        p = self.log_probs[i].detach().exp().tolist()
+        if self.labels[i] is None:
+            return {"yes": p[0], "no": 1.0 - p[0]}
+        return dict(zip(self.labels[i], p))

@@ -1,0 +1,286 @@
+"""Exact answers where the fast path approximates: conditioning on the repeated uncertain atoms.
+
+A program that is not read-once repeats some uncertain ground atoms in its grounding
+(:mod:`nablafol.engine.grounding` finds which, per scene). Conditioning on them (Shannon
+expansion) gives the exact probability:
+
+    P(F) = Σ_w P(w) · P(F | w),   w ranging over the 2^k assignments of the k repeated atoms,
+
+and in each world ``w`` the atoms are certain, so the engine's fast path computes ``P(F | w)``
+exactly. The worlds of every program of a batch run as one batch of the same engine (each
+world a copy of its program over a copy of its scene's tables with the k atoms set to 0 or 1;
+only the tables that change are copied), so the cost is exponential only in the number of
+*shared uncertain* atoms, and everything stays differentiable: ``P(w)`` is a product of the
+atoms' probabilities, ``P(F | w)`` the fast path on the others. A program that repeats more
+than the engine's ``exact_budget`` atoms keeps the fast path's answer, flagged not exact.
+
+    >>> import torch
+    >>> from nablafol.engine import Engine
+    >>> from nablafol.ir import Aggregate, Filter, Predicate, Program, Quantifier, Relate, Top
+    >>> from nablafol.oracle import TableOracle
+    >>> red, on = Predicate("red"), Predicate("on", arity=2)
+    >>> hop = Program.yes_no(Aggregate(Quantifier.EXISTS, Relate.of(on, Quantifier.EXISTS, Filter(red, Top()))))
+    >>> oracle = TableOracle([{red: [0.0, 0.5], on: [[0.0, 1.0], [1.0, 1.0]]}])
+    >>> fast, exact = Engine()([hop], oracle), Engine(exact=True)([hop], oracle)
+    >>> fast.probs().item(), fast.exact.item(), exact.probs().item(), exact.exact.item()
+    (0.75, False, 0.5, True)
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import torch
+
+from nablafol.engine.answers import Answers, Tables
+from nablafol.engine.grounding import RepeatedAtoms, repeated_atoms
+from nablafol.engine.planning import V_FILTER, V_RELATE_A, V_RELATE_E, V_RELATE_N, BatchPlan, build_batch_plan
+from nablafol.ir import Program
+from nablafol.numerics import log1mexp, log_sum_exp
+
+NEG_INF = float("-inf")
+
+__all__ = ["exact_flags", "exact_answers", "shared_atom_counts", "WORLDS_PER_RUN"]
+
+#: Worlds (program copies) one run of exact mode evaluates at most (memory); more run in turn
+WORLDS_PER_RUN = 1 << 12
+
+
+def exact_flags(engine, programs: Sequence[Program], plan: BatchPlan, tables) -> torch.Tensor:
+    """``(P,)`` bool: which answers of the fast path are exact (read-once, or no uncertain atom
+    repeated in that scene)."""
+    return torch.as_tensor(shared_atom_counts(engine, programs, plan, tables) == 0)
+
+
+def shared_atom_counts(engine, programs: Sequence[Program], plan: BatchPlan, tables) -> np.ndarray:
+    """``(P,)``: the number of uncertain ground atoms each program repeats in its scene."""
+    return _shared_atoms(engine, programs, plan, tables)[0]
+
+
+def _shared_atoms(engine, programs, plan: BatchPlan, tables) -> tuple[np.ndarray, RepeatedAtoms | None]:
+    """The number of repeated uncertain atoms of each program, and those atoms (in ``plan``'s
+    request rows; programs numbered in ``programs``), for the programs that are not read-once."""
+    count = np.zeros(len(programs), dtype=np.int64)
+    need = np.array([i for i, p in enumerate(programs) if not p.read_once], dtype=np.int64)
+    if need.size:  # what a program repeats is certain in its scene: nothing to find (plain scene graphs)
+        need = need[~_certain_repeats(programs, need, plan, tables)]
+    if not need.size:
+        return count, _no_atoms()
+    if need.size == len(programs):
+        sub, sub_tables = plan, tables
+    else:  # analyse only the programs that can repeat an atom, over the tables already fetched
+        sub = build_batch_plan([programs[i] for i in need], plan.program_scene[need], engine._registry)
+        u_rows, b_rows = _request_rows(sub, plan)
+        sub_tables = _gather(tables, u_rows, b_rows)
+    rows = [engine._registry.packed(programs[i]).grounding for i in need]
+    atoms = repeated_atoms(sub, rows, sub_tables.unary, sub_tables.binary, sub_tables.object_mask)
+    count[need] = atoms.count
+    if sub is not plan:  # back to the whole batch's numbering
+        atoms.unary[:, 0], atoms.binary[:, 0] = need[atoms.unary[:, 0]], need[atoms.binary[:, 0]]
+        atoms.unary[:, 1], atoms.binary[:, 1] = u_rows[atoms.unary[:, 1]], b_rows[atoms.binary[:, 1]]
+    return count, atoms
+
+
+def _no_atoms() -> RepeatedAtoms:
+    return RepeatedAtoms(np.zeros((0, 3), dtype=np.int64), np.zeros((0, 4), dtype=np.int64), np.zeros(0, np.int64))
+
+
+def _certain_repeats(programs, need: np.ndarray, plan: BatchPlan, tables) -> np.ndarray:
+    """For the programs ``need``: whether every atom of every predicate they can repeat is
+    certain (0 or 1) in their scene, which makes them exact with no further look."""
+    n_ids = max(1, len(plan.predicates))
+    pid = {p: i for i, p in enumerate(plan.predicates)}
+    certain = {}
+    for arity, keys, table in ((1, plan.unary_keys, tables.unary), (2, plan.binary_keys, tables.binary)):
+        if table is not None and len(keys):
+            t = table[: len(keys)].flatten(1)
+            certain[arity] = (keys, ((t == 0) | torch.isneginf(t)).all(1).cpu().numpy())
+    out = np.ones(len(need), dtype=bool)
+    for arity, (keys, crisp) in certain.items():
+        owner, ids = [], []
+        for k, i in enumerate(need):
+            found = [pid[p] for p in programs[i].repeated_predicates() if p.arity == arity]
+            owner.extend([k] * len(found))
+            ids.extend(found)
+        if ids:
+            owner = np.array(owner, dtype=np.int64)
+            rows = np.searchsorted(keys, plan.program_scene[need[owner]] * n_ids + np.array(ids, dtype=np.int64))
+            out &= np.bincount(owner[~crisp[rows]], minlength=len(need)) == 0
+    return out
+
+
+def _request_rows(sub: BatchPlan, plan: BatchPlan) -> tuple[np.ndarray, np.ndarray]:
+    """For each request of ``sub``, the row of the same (scene, predicate) request in ``plan``."""
+    pid = {p: i for i, p in enumerate(plan.predicates)}
+    to_plan = np.array([pid[p] for p in sub.predicates] or [0], dtype=np.int64)
+    n_sub, n_plan = max(1, len(sub.predicates)), max(1, len(plan.predicates))
+
+    def rows(keys, plan_keys):
+        return np.searchsorted(plan_keys, (keys // n_sub) * n_plan + to_plan[keys % n_sub])
+
+    return rows(sub.unary_keys, plan.unary_keys), rows(sub.binary_keys, plan.binary_keys)
+
+
+def _gather(tables, u_rows: np.ndarray, b_rows: np.ndarray):
+    """The tables of a sub-plan, taken from the plan's (the neutral binary table stays last)."""
+    device = tables.object_mask.device
+    unary = tables.unary[torch.as_tensor(u_rows, device=device)] if len(u_rows) else None
+    binary = None
+    if tables.binary is not None and len(b_rows):
+        neutral = tables.binary.shape[0] - 1
+        binary = tables.binary[torch.as_tensor(np.append(b_rows, neutral), device=device)]
+    return Tables(unary, binary, tables.object_mask, tables.dtype)
+
+
+def exact_answers(engine, programs: Sequence[Program], plan: BatchPlan, tables) -> Answers:
+    """The batch's answers, exact for every program that repeats at most ``engine.exact_budget``
+    uncertain atoms (``Answers.exact`` says which)."""
+    count, atoms = _shared_atoms(engine, programs, plan, tables)
+    answers = engine.execute(plan, tables)  # the fast path: exact where nothing uncertain repeats
+    answers._exact = torch.as_tensor(count <= engine.exact_budget)
+    expand = np.nonzero((count > 0) & (count <= engine.exact_budget))[0]
+    if not expand.size:
+        return answers
+    pieces, parts = [], []  # a program's worlds may span runs: a part per (program, run)
+    for run in _runs(expand, count):
+        pieces.append(run[:, 0])
+        parts.append(_worlds(engine, programs, plan, tables, atoms, run))
+    owner = np.concatenate(pieces)
+    per = np.unique(owner, return_counts=True)[1]
+    grid = np.full((len(per), int(per.max())), owner.size, dtype=np.int64)  # (program, its parts), padded
+    order = np.argsort(owner, kind="stable")
+    grid[np.repeat(np.arange(len(per)), per), np.arange(owner.size) - np.repeat(np.cumsum(per) - per, per)] = order
+    device = answers.log_probs.device
+    rows = torch.as_tensor(np.unique(owner), device=device)  # the programs, in the grid's order
+    grid = torch.as_tensor(grid, device=device)
+    for name, j, fill in (("log_probs", 0, NEG_INF), ("log_complement", 1, 0.0), ("focus", 2, NEG_INF)):
+        current = getattr(answers, name)
+        mixed = torch.cat([_widen(part[j], current.shape[1], fill) for part in parts])
+        mixed = torch.cat([mixed, mixed.new_full((1, mixed.shape[1]), NEG_INF)])  # the padding part
+        setattr(answers, name, current.index_copy(0, rows, log_sum_exp(mixed[grid], dim=1)))
+    answers.log_probs = answers.log_probs.masked_fill(~answers.candidate_mask, NEG_INF)
+    answers.log_complement = answers.log_complement.masked_fill(~answers.candidate_mask, 0.0)
+    return answers
+
+
+def _widen(t: torch.Tensor, width: int, fill: float) -> torch.Tensor:
+    """``t`` padded with ``fill`` to ``width`` columns (a chunk's programs may have fewer candidates)."""
+    return t if t.shape[1] >= width else torch.nn.functional.pad(t, (0, width - t.shape[1]), value=fill)
+
+
+def _runs(expand: np.ndarray, count: np.ndarray):
+    """The worlds to evaluate, in runs of at most WORLDS_PER_RUN: each run an array of rows
+    (program, first world, worlds); a program with more worlds than a run spans several."""
+    run, room = [], WORLDS_PER_RUN
+    for i in expand:
+        total, start = 1 << int(count[i]), 0
+        while start < total:
+            take = min(total - start, room)
+            run.append((i, start, take))
+            start, room = start + take, room - take
+            if not room:
+                yield np.array(run, dtype=np.int64)
+                run, room = [], WORLDS_PER_RUN
+    if run:
+        yield np.array(run, dtype=np.int64)
+
+
+def _worlds(engine, programs, plan: BatchPlan, tables, atoms: RepeatedAtoms, run: np.ndarray):
+    """One run of worlds, as one batch: ``run`` rows (program, first world, worlds). Returns
+    ``log Σ_w P(w) P(F | w)`` over each row's worlds (``(log p, log(1 - p), focus)``, a row each)."""
+    device = tables.object_mask.device
+    chunk, n_worlds = run[:, 0], run[:, 2]
+    owner = np.repeat(np.arange(len(chunk)), n_worlds)  # world -> its row of the run
+    world = run[owner, 1] + np.arange(owner.size) - np.repeat(np.cumsum(n_worlds) - n_worlds, n_worlds)  # its number
+    n_scenes = tables.object_mask.shape[0]
+    world_plan = build_batch_plan([programs[chunk[o]] for o in owner], n_scenes + np.arange(owner.size),
+                                  engine._registry)  # each world a scene of its own, after the batch's
+    base_scene = np.concatenate([np.arange(n_scenes), plan.program_scene[chunk[owner]]])
+    place = np.full(len(programs), -1, dtype=np.int64)
+    place[chunk] = np.arange(len(chunk))
+    log_weight = torch.zeros(owner.size, dtype=tables.dtype, device=device)
+    u_mine, b_mine = (found[place[found[:, 0]] >= 0] for found in (atoms.unary, atoms.binary))
+    first_bit = (np.zeros(len(chunk), dtype=np.int64), np.bincount(place[u_mine[:, 0]], minlength=len(chunk)))
+    rebuilt = []
+    for table, mine, arity, plan_keys, keys, offset in (
+            (tables.unary, u_mine, 1, plan.unary_keys, world_plan.unary_keys, first_bit[0]),
+            (tables.binary, b_mine, 2, plan.binary_keys, world_plan.binary_keys, first_bit[1])):
+        sets = _settings(mine, place, owner, world, offset)
+        if len(sets.world):  # log P(w): each set atom's log p or log(1 - p)
+            at = tuple(torch.as_tensor(c, device=device) for c in (mine[sets.atom, 1],) + tuple(mine[sets.atom, 2:].T))
+            log_p = table[at]
+            term = torch.where(torch.as_tensor(sets.value, device=device), log_p, log1mexp(log_p))
+            log_weight = log_weight.index_add(0, torch.as_tensor(sets.world, device=device), term)
+        rebuilt.append(_retabled(table, arity, plan, plan_keys, world_plan, keys, base_scene, n_scenes, mine, sets))
+    (unary, u_remap), (binary, b_remap) = rebuilt
+    for vgroups, _ in world_plan.levels:  # the world plan reads the rebuilt tables
+        for g in vgroups:
+            if g.kind == V_FILTER:
+                g.arrays["table"] = u_remap[g.arrays["table"]]
+            elif g.kind in (V_RELATE_E, V_RELATE_A, V_RELATE_N):
+                g.arrays["tables"] = b_remap[g.arrays["tables"]]
+    result = engine.execute(world_plan, Tables(unary, binary, tables.object_mask[torch.as_tensor(base_scene, device=device)],
+                                            tables.dtype))
+    grid = np.full((len(chunk), int(n_worlds.max())), owner.size, dtype=np.int64)  # past the last world: padding
+    grid[owner, world - run[owner, 1]] = np.arange(owner.size)
+    grid = torch.as_tensor(grid, device=device)
+
+    def mix(values: torch.Tensor) -> torch.Tensor:
+        """``log Σ_w P(w) e^{values_w}`` per program, over its worlds."""
+        weighted = values + log_weight[:, None]
+        padded = torch.cat([weighted, weighted.new_full((1, weighted.shape[1]), float("-inf"))])
+        return log_sum_exp(padded[grid], dim=1)
+
+    return mix(result.log_probs), mix(result.log_complement), mix(result.focus)
+
+
+class _Settings:
+    """The atoms each world sets: ``world`` (world row), ``atom`` (row of the atom list), ``value`` (0/1)."""
+
+    def __init__(self, world, atom, value):
+        self.world, self.atom, self.value = world, atom, value
+
+
+def _settings(mine: np.ndarray, place, owner, world, first_bit: np.ndarray) -> _Settings:
+    """Every (world, atom) pair of a chunk: a program's atoms are bits ``first_bit``, ... of its
+    worlds' numbers (``mine`` lists atoms grouped by program, in program order)."""
+    prog = place[mine[:, 0]]
+    per = np.bincount(prog, minlength=len(first_bit))
+    first = np.concatenate([[0], np.cumsum(per)[:-1]])
+    bit = np.arange(len(mine)) - first[prog] + first_bit[prog]
+    n = per[owner]  # atoms per world
+    w = np.repeat(np.arange(owner.size), n)
+    atom = first[owner[w]] + (np.arange(w.size) - np.repeat(np.cumsum(n) - n, n))
+    return _Settings(w, atom, ((world[w] >> bit[atom]) & 1).astype(bool))
+
+
+def _retabled(table, arity, plan, plan_keys, world_plan, keys, base_scene, n_scenes, mine, sets):
+    """The world plan's table of one arity and, per request of the world plan, its row there: a
+    world's request reads its scene's table, except where the world sets atoms, which read a
+    copy with those atoms at 0 or 1 (no unchanged table is copied)."""
+    if table is None or not len(keys):
+        return table, np.zeros(1, dtype=np.int64)
+    n_world_ids, n_plan_ids = max(1, len(world_plan.predicates)), max(1, len(plan.predicates))
+    pid = {p: i for i, p in enumerate(plan.predicates)}
+    to_plan = np.array([pid[p] for p in world_plan.predicates], dtype=np.int64)
+    to_world = np.full(n_plan_ids, -1, dtype=np.int64)
+    to_world[to_plan] = np.arange(len(to_plan))
+    scene, wpid = keys // n_world_ids, keys % n_world_ids
+    source = np.searchsorted(plan_keys, base_scene[scene] * n_plan_ids + to_plan[wpid])  # row in `table`
+    request = np.searchsorted(keys, (n_scenes + sets.world) * n_world_ids
+                              + to_world[plan_keys[mine[sets.atom, 1]] % n_plan_ids])
+    changed, slot = np.unique(request, return_inverse=True)
+    slot = slot.reshape(-1)
+    device = table.device
+    copies = table[torch.as_tensor(source[changed], dtype=torch.long, device=device)].clone()
+    if request.size:
+        index = (torch.as_tensor(slot, device=device),) + tuple(torch.as_tensor(c, device=device)
+                                                                for c in mine[sets.atom, 2:].T)
+        copies[index] = torch.where(torch.as_tensor(sets.value, device=device), 0.0, float("-inf")).to(copies.dtype)
+    remap = source.copy()
+    if arity == 1:
+        remap[changed] = table.shape[0] + np.arange(changed.size)
+        return torch.cat([table, copies]), remap
+    base = table.shape[0] - 1  # the neutral all-ones table stays last
+    remap[changed] = base + np.arange(changed.size)
+    return torch.cat([table[:-1], copies, table[-1:]]), np.append(remap, base + changed.size)

@@ -1,0 +1,379 @@
+"""Which uncertain ground atoms repeat in a batch's groundings: when the engine's answer is exact.
+
+The engine's recursion multiplies the probabilities of subformulas as if they were independent.
+It returns the exact probability of a candidate when no *uncertain* ground atom (probability
+strictly between 0 and 1) occurs twice where it matters (``dfol.md``, soundness, clause 2).
+This module finds, per program of a :class:`~nablafol.engine.planning.BatchPlan` and over the
+oracle's tables of its scene, the uncertain atoms that do: the *repeated uncertain atoms*. A
+program with none is exact; exact mode conditions on them (:mod:`nablafol.engine.exact`).
+
+Two passes over the plan's levels, on booleans and small integers, batched like the engine:
+
+1. **up** (Kleene's three-valued logic): for every node and object, whether its formula is
+   *possible* (true in some world) and *certain* (true in every world). A node that is
+   neither is *open*; a node that is certain or impossible is computed exactly by the engine
+   (exact zeros and ones propagate exactly) whatever lies below it;
+2. **down**: how many times each node instance is used by the candidate, counting only uses
+   through open nodes, capped at 2; an atom's count is that of the open nodes that read it.
+
+Uses below a constant node do not matter, so an atom counted at most once is read once where
+it matters, and conditioning on every atom counted twice leaves a formula the engine evaluates
+exactly. Candidates are separate formulas: the down pass runs once per entry of
+``Program.candidates``; the candidates of one ``AggregateEach`` share its input, and what they
+pass to it is maximized over candidates, not summed.
+
+GQA's one-input ``same`` (:class:`nablafol.ir.AllSame`) is computed by its own rule: it is exact
+when at most one value is *used* (possible for some attended object, its term open); with two
+or more, its input must be crisp, so the input's atoms are counted twice.
+
+    >>> import torch
+    >>> from nablafol.engine import Engine
+    >>> from nablafol.ir import Aggregate, Filter, Predicate, Program, Quantifier, Relate, Top
+    >>> from nablafol.oracle import TableOracle
+    >>> red, on = Predicate("red"), Predicate("on", arity=2)
+    >>> hop = Program.yes_no(Aggregate(Quantifier.EXISTS, Relate.of(on, Quantifier.EXISTS, Filter(red, Top()))))
+    >>> dense = TableOracle([{red: [0.5, 0.5], on: [[0.0, 1.0], [1.0, 1.0]]}])
+    >>> sparse = TableOracle([{red: [0.5, 0.5], on: [[0.0, 1.0], [0.0, 0.0]]}])
+    >>> [Engine()([hop], o).exact.tolist() for o in (dense, sparse)]  # red(y1) is read twice, then once
+    [[False], [True]]
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+import torch
+
+from nablafol.engine.planning import (SCALAR_CONSTANTS, S_AGG_A, S_AGG_E, S_AGG_N, S_ALLSAME, S_AND, S_NOT, S_OR,
+                                      V_CONJOIN, V_FILTER, V_NEG, V_RELATE_A, V_RELATE_E, V_RELATE_N, V_TOP, BatchPlan,
+                                      _GroundingRows)
+
+__all__ = ["RepeatedAtoms", "repeated_atoms"]
+
+CAP = 2  # counts are capped here: all that matters is "twice or more"
+
+
+@dataclass
+class RepeatedAtoms:
+    """The repeated uncertain ground atoms of each program of a plan.
+
+    ``unary`` ``(n, 3)``: (program, unary request row of the plan, object); ``binary``
+    ``(m, 4)``: (program, binary request row, first object, second object); ``count``
+    ``(P,)``: how many each program has (0: the engine's answer is exact). numpy, int64.
+    """
+
+    unary: np.ndarray
+    binary: np.ndarray
+    count: np.ndarray
+
+
+class _Kleene:
+    """Possible / certain, per vector row and object and per scalar row (the up pass)."""
+
+    def __init__(self, n_vec: int, n_sca: int, n: int, device):
+        self.vp = torch.zeros((n_vec, n), dtype=torch.bool, device=device)
+        self.vc = torch.zeros_like(self.vp)
+        self.sp = torch.zeros(SCALAR_CONSTANTS + n_sca, dtype=torch.bool, device=device)
+        self.sc = torch.zeros_like(self.sp)
+        self.sp[0] = self.sc[0] = True  # the constant rows: log 1, log 0
+
+    def v_open(self, rows) -> torch.Tensor:
+        return self.vp[rows] & ~self.vc[rows]
+
+    def s_open(self, rows) -> torch.Tensor:
+        return self.sp[rows] & ~self.sc[rows]
+
+
+def _quantify(possible, certain, valid, kind: str):
+    """Kleene values of ∃ / ∀ / ∄ over the last dimension (``valid`` objects only)."""
+    if kind == "forall":
+        return (possible | ~valid).all(-1), (certain | ~valid).all(-1)
+    some_p, some_c = (possible & valid).any(-1), (certain & valid).any(-1)
+    return (some_p, some_c) if kind == "exists" else (~some_c, ~some_p)
+
+
+_RELATE = {V_RELATE_E: "exists", V_RELATE_A: "forall", V_RELATE_N: "not_exists"}
+_AGG = {S_AGG_E: "exists", S_AGG_A: "forall", S_AGG_N: "not_exists"}
+
+
+class _Analysis:
+    """One plan with its tables: the up pass at construction, down passes per candidate entry."""
+
+    def __init__(self, plan: BatchPlan, rows: Sequence[_GroundingRows], unary, binary, object_mask):
+        self.plan, self.object_mask = plan, object_mask
+        device = object_mask.device
+        self.device = device
+        n = object_mask.shape[1]
+        self.idx = lambda a: torch.as_tensor(a, dtype=torch.long, device=device)  # noqa: E731
+        # atom tables as booleans; `binary` ends with the relates' neutral all-ones table
+        self.u_poss = unary > float("-inf") if unary is not None else None
+        self.u_cert = unary == 0 if unary is not None else None
+        self.b_poss = binary > float("-inf") if binary is not None else None
+        self.b_cert = binary == 0 if binary is not None else None
+        self.v_scene = self.idx(plan.v_scene)
+        self.k = _Kleene(len(plan.v_scene), plan.n_scalars, n, device)
+        self._keys()
+        self._program_rows(rows)
+        self._up()
+
+    # -- where each atom's count goes: one slot per (program, request) ----------------------
+    def _keys(self):
+        plan = self.plan
+        n_req_u, n_req_b = len(plan.unary_keys), len(plan.binary_keys)
+        u_owner, u_req, b_owner, b_req = [], [], [], []
+        for vgroups, _ in plan.levels:
+            for g in vgroups:
+                programs = plan.v_program[g.start:g.stop]
+                if g.kind == V_FILTER:
+                    u_owner.append(programs)
+                    u_req.append(g.arrays["table"])
+                elif g.kind in _RELATE:
+                    tables = g.arrays["tables"]
+                    b_owner.append(np.repeat(programs[:, None], tables.shape[1], 1).ravel())
+                    b_req.append(tables.ravel())
+        u_pairs = np.concatenate(u_owner) * (n_req_u + 1) + np.concatenate(u_req) if u_owner else np.zeros(0, np.int64)
+        b_pairs = np.concatenate(b_owner) * (n_req_b + 1) + np.concatenate(b_req) if b_owner else np.zeros(0, np.int64)
+        b_pairs = b_pairs[np.concatenate(b_req) < n_req_b] if b_owner else b_pairs  # not the neutral table
+        self.u_slots, self.b_slots = np.unique(u_pairs), np.unique(b_pairs)
+        self.n_req_u, self.n_req_b = n_req_u, n_req_b
+
+    def _slot(self, kind: str, programs: np.ndarray, requests: np.ndarray) -> np.ndarray:
+        if kind == "u":
+            return np.searchsorted(self.u_slots, programs * (self.n_req_u + 1) + requests)
+        return np.searchsorted(self.b_slots, programs * (self.n_req_b + 1) + requests)
+
+    # -- the programs' grounding rows, in the plan's sorted numbering ------------------------
+    def _program_rows(self, rows: Sequence[_GroundingRows]):
+        plan = self.plan
+
+        def stacked(name: str, width: int):
+            """One table of every program's grounding rows, and each row's program."""
+            parts = [getattr(g, name) for g in rows]
+            counts = np.fromiter(map(len, parts), dtype=np.int64, count=len(parts))
+            table = np.concatenate(parts) if parts else np.zeros((0, width), dtype=np.int64)
+            return table, np.repeat(np.arange(len(parts)), counts)
+
+        v_at = lambda p, r: plan.v_rank[plan.v_offset[p] + r]  # noqa: E731
+        s_at = lambda p, r: plan.s_rank[plan.s_offset[p] + r] + SCALAR_CONSTANTS  # noqa: E731
+        r, rp = stacked("roots", 2)
+        m, mp = stacked("merges", 4)
+        a, ap = stacked("allsame", 2)
+        v, vp = stacked("allsame_values", 2)
+        same_base = np.concatenate([[0], np.cumsum(np.bincount(ap, minlength=len(rows)))[:-1]]).astype(np.int64)
+        roots = np.stack([r[:, 0], s_at(rp, r[:, 1])], 1)
+        merges = np.stack([m[:, 0], v_at(mp, m[:, 1]), v_at(mp, m[:, 2]) * (1 + int(m[:, 3].max(initial=0)))
+                           + m[:, 3]], 1)  # (entry, row, one key per (block, group))
+        same = np.stack([s_at(ap, a[:, 0]), v_at(ap, a[:, 1])], 1)
+        values = np.stack([v[:, 0] + same_base[vp], v_at(vp, v[:, 1])], 1)
+        self.roots, self.merges = roots, merges
+        self.n_entries = int(self.roots[:, 0].max()) + 1 if len(self.roots) else 0
+        self.group_width = 1 + int(m[:, 3].max(initial=0))  # a merge key is block * group_width + group
+        # AllSame row -> its input row and the Filter_π[1] row of each value (in argument order)
+        self.same_index = np.full(SCALAR_CONSTANTS + plan.n_scalars, -1, dtype=np.int64)
+        self.same_index[same[:, 0]] = np.arange(len(same))
+        self.same_input = same[:, 1]
+        counts = np.bincount(values[:, 0], minlength=len(same)) if len(values) else np.zeros(len(same), np.int64)
+        width = max(1, int(counts.max(initial=0)))
+        self.same_values = np.full((len(same), width), -1, dtype=np.int64)
+        if len(values):
+            starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+            self.same_values[values[:, 0], np.arange(len(values)) - starts[values[:, 0]]] = values[:, 1]
+
+    # -- up: Kleene values -------------------------------------------------------------------
+    def _relation(self, g):
+        """Possible / certain of the conjunction of a relate group's atoms, ``(G, N, N)``."""
+        tables, reverse = self.idx(g.arrays["tables"]), g.arrays["reverse"]
+        poss = cert = None
+        for j in range(tables.shape[1]):
+            p, c = self.b_poss[tables[:, j]], self.b_cert[tables[:, j]]
+            if reverse[:, j].any():
+                flip = torch.as_tensor(reverse[:, j], device=self.device)[:, None, None]
+                p, c = torch.where(flip, p.transpose(1, 2), p), torch.where(flip, c.transpose(1, 2), c)
+            poss, cert = (p, c) if poss is None else (poss & p, cert & c)
+        return poss, cert
+
+    def _up(self):
+        k, plan, idx = self.k, self.plan, self.idx
+        for vgroups, sgroups in plan.levels:
+            for g in vgroups:
+                rows = slice(g.start, g.stop)
+                mask = self.object_mask[self.v_scene[rows]]
+                if g.kind == V_TOP:
+                    poss, cert = mask, mask
+                elif g.kind == V_FILTER:
+                    x, t = idx(g.arrays["in0"]), idx(g.arrays["table"])
+                    poss, cert = k.vp[x] & self.u_poss[t], k.vc[x] & self.u_cert[t]
+                elif g.kind == V_NEG:
+                    x = idx(g.arrays["in0"])
+                    poss, cert = ~k.vc[x] & mask, ~k.vp[x] & mask
+                elif g.kind == V_CONJOIN:
+                    x, y = idx(g.arrays["in0"]), idx(g.arrays["in1"])
+                    poss, cert = k.vp[x] & k.vp[y], k.vc[x] & k.vc[y]
+                else:
+                    y = idx(g.arrays["in0"])
+                    r_poss, r_cert = self._relation(g)
+                    poss, cert = _quantify(r_poss & k.vp[y][:, None, :], r_cert & k.vc[y][:, None, :],
+                                           mask[:, None, :], _RELATE[g.kind])
+                    poss, cert = poss & mask, cert & mask
+                k.vp[rows], k.vc[rows] = poss, cert
+            for g in sgroups:
+                rows = slice(SCALAR_CONSTANTS + g.start, SCALAR_CONSTANTS + g.stop)
+                if g.kind in _AGG:
+                    x = idx(g.arrays["vin"])
+                    poss, cert = _quantify(k.vp[x], k.vc[x], self.object_mask[self.v_scene[x]], _AGG[g.kind])
+                else:
+                    args = idx(g.arrays["args"])
+                    ap, ac = k.sp[args], k.sc[args]
+                    if g.kind == S_NOT:
+                        poss, cert = ~ac[:, 0], ~ap[:, 0]
+                    elif g.kind == S_AND:
+                        poss, cert = ap.all(1), ac.all(1)
+                    elif g.kind == S_OR:
+                        poss, cert = ap.any(1), ac.any(1)
+                    else:  # AllSame: "no one attended" (¬ first argument) or "all have π" (¬ each other one)
+                        real = ~torch.as_tensor(g.arrays["pad"], device=self.device)
+                        poss = ~ac[:, 0] | (~ac[:, 1:] & real).any(1)
+                        cert = ~ap[:, 0] | (~ap[:, 1:] & real).any(1)
+                k.sp[rows], k.sc[rows] = poss, cert
+
+    # -- down: counts ------------------------------------------------------------------------
+    def repeated(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """Boolean masks ``(slots, N)`` and ``(slots, N, N)``: atoms counted twice by some candidate."""
+        n = self.object_mask.shape[1]
+        u_rep = torch.zeros((len(self.u_slots), n), dtype=torch.bool, device=self.device)
+        b_rep = torch.zeros((len(self.b_slots), n, n), dtype=torch.bool, device=self.device)
+        for entry in range(self.n_entries):
+            u_count, b_count = self._down(entry)
+            u_rep |= u_count >= CAP
+            b_rep |= b_count >= CAP
+        return u_rep, b_rep
+
+    def _down(self, entry: int):
+        k, plan, idx = self.k, self.plan, self.idx
+        n = self.object_mask.shape[1]
+        vcount = torch.zeros((len(plan.v_scene), n), dtype=torch.int32, device=self.device)
+        scount = torch.zeros(SCALAR_CONSTANTS + plan.n_scalars, dtype=torch.int32, device=self.device)
+        u_count = torch.zeros((len(self.u_slots), n), dtype=torch.int32, device=self.device)
+        b_count = torch.zeros((len(self.b_slots), n, n), dtype=torch.int32, device=self.device)
+        roots = self.roots[self.roots[:, 0] == entry, 1]
+        scount.index_add_(0, idx(roots), torch.ones(len(roots), dtype=torch.int32, device=self.device))
+        merges = self.merges[self.merges[:, 0] == entry]
+        merged = np.full(len(plan.v_scene), -1, dtype=np.int64)  # vector row -> its (block, group) key
+        merged[merges[:, 1]] = merges[:, 2]
+        # counts are capped when read (only "twice or more" matters), so no sum can overflow
+        for vgroups, sgroups in reversed(plan.levels):
+            for g in sgroups:
+                rows = slice(SCALAR_CONSTANTS + g.start, SCALAR_CONSTANTS + g.stop)
+                c = scount[rows].clamp(max=CAP) * k.s_open(rows)
+                if g.kind in _AGG:
+                    x = idx(g.arrays["vin"])
+                    vcount.index_add_(0, x, c[:, None] * self.object_mask[self.v_scene[x]])
+                elif g.kind == S_ALLSAME:
+                    self._down_all_same(g, rows, c, scount, vcount)
+                else:
+                    args = idx(g.arrays["args"])
+                    scount.index_add_(0, args.reshape(-1), c[:, None].expand(args.shape).reshape(-1))
+            for g in vgroups:
+                if g.kind == V_TOP:
+                    continue
+                rows = slice(g.start, g.stop)
+                c = vcount[rows].clamp(max=CAP) * k.v_open(rows)
+                if g.kind == V_FILTER:
+                    self._to_input(g, c, vcount, merged)
+                    slots = self._slot("u", plan.v_program[rows], g.arrays["table"])
+                    u_count.index_add_(0, idx(slots), c)
+                elif g.kind == V_NEG:
+                    vcount.index_add_(0, idx(g.arrays["in0"]), c)
+                elif g.kind == V_CONJOIN:
+                    self._to_input(g, c, vcount, merged)
+                    vcount.index_add_(0, idx(g.arrays["in1"]), c)
+                else:
+                    self._down_relate(g, rows, c, vcount, b_count)
+        return u_count, b_count
+
+    def _to_input(self, g, c, vcount, merged):
+        """What a group's rows pass to their first input; the rows of a block of many candidates
+        pass the sum within one candidate (group), maximized over the block's candidates."""
+        inputs = g.arrays["in0"]
+        key = merged[g.start:g.stop]
+        plain = key < 0
+        if plain.all():
+            vcount.index_add_(0, self.idx(inputs), c)
+            return
+        keep = torch.as_tensor(plain, device=self.device)
+        if plain.any():
+            vcount.index_add_(0, self.idx(inputs[plain]), c[keep])
+        keys, key_at = np.unique(key[~plain], return_inverse=True)
+        sums = torch.zeros((len(keys), c.shape[1]), dtype=c.dtype, device=self.device)
+        sums.index_add_(0, self.idx(key_at.reshape(-1)), c[~keep])
+        blocks, block_at = np.unique(keys // self.group_width, return_inverse=True)
+        block_at = block_at.reshape(-1)
+        best = torch.zeros((len(blocks), c.shape[1]), dtype=c.dtype, device=self.device)
+        best.scatter_reduce_(0, self.idx(block_at)[:, None].expand_as(sums), sums, "amax")
+        block_input = np.empty(len(blocks), dtype=np.int64)
+        block_input[block_at[key_at.reshape(-1)]] = inputs[~plain]  # a block's rows share their input
+        vcount.index_add_(0, self.idx(block_input), best)
+
+    def _down_relate(self, g, rows, c, vcount, b_count):
+        k, idx = self.k, self.idx
+        mask = self.object_mask[self.v_scene[rows]]
+        y = idx(g.arrays["in0"])
+        r_poss, r_cert = self._relation(g)
+        # a pair's term ∧Π(x, y) ∧ G(y) is open unless impossible or certain
+        term_open = (r_poss & k.vp[y][:, None, :]) & ~(r_cert & k.vc[y][:, None, :]) & mask[:, None, :]
+        w = c[:, :, None] * term_open  # (G, N, N): uses of each (x, y) term
+        vcount.index_add_(0, y, w.sum(1, dtype=torch.int32).clamp_(max=CAP))
+        tables, reverse = g.arrays["tables"], g.arrays["reverse"]
+        programs = self.plan.v_program[rows]
+        for j in range(tables.shape[1]):
+            real = tables[:, j] < self.n_req_b  # not the neutral table
+            if not real.any():
+                continue
+            wj = w[torch.as_tensor(real, device=self.device)]
+            flip = reverse[real, j]
+            if flip.any():
+                f = torch.as_tensor(flip, device=self.device)[:, None, None]
+                wj = torch.where(f, wj.transpose(1, 2), wj)
+            b_count.index_add_(0, idx(self._slot("b", programs[real], tables[real, j])), wj)
+
+    def _down_all_same(self, g, rows, c, scount, vcount):
+        k, idx = self.k, self.idx
+        args = g.arrays["args"]
+        a = self.same_index[rows]
+        x, values = self.same_input[a], self.same_values[a, :args.shape[1] - 1]  # (G,), (G, K) with -1 padding
+        real = torch.as_tensor(~g.arrays["pad"] & (values >= 0), device=self.device)
+        mask = self.object_mask[self.v_scene[idx(x)]]
+        value_poss = k.vp[idx(np.maximum(values, 0))]  # (G, K, N)
+        reachable = (value_poss & (k.vp[idx(x)] & mask)[:, None, :]).any(-1)
+        used = k.s_open(idx(args[:, 1:])) & reachable & real  # values some attended object may have
+        n_used = used.sum(1)
+        scount.index_add_(0, idx(args[:, 1:]).reshape(-1), (c[:, None] * used).reshape(-1).to(torch.int32))
+        scount.index_add_(0, idx(args[:, 0]), c * (n_used == 0))
+        # two values or more: exact only with a crisp input, so every atom of the input counts twice
+        vcount.index_add_(0, idx(x), (CAP * c * (n_used >= 2))[:, None].expand(-1, mask.shape[1]) * mask)
+
+
+def repeated_atoms(plan: BatchPlan, rows: Sequence[_GroundingRows], unary, binary, object_mask) -> RepeatedAtoms:
+    """The repeated uncertain atoms of each program of ``plan`` (``rows[p]``: program ``p``'s
+    grounding rows), over the log-probability tables the engine got for it: ``unary`` ``(R, N)``,
+    ``binary`` ``(R', N, N)`` with the relates' neutral table last, ``object_mask`` ``(B, N)``."""
+    with torch.no_grad():
+        analysis = _Analysis(plan, rows, unary, binary, object_mask)
+        u_rep, b_rep = analysis.repeated()
+        slots_u = analysis.u_slots
+        u_req = torch.as_tensor(slots_u % (analysis.n_req_u + 1), dtype=torch.long, device=analysis.device)
+        b_req = torch.as_tensor(analysis.b_slots % (analysis.n_req_b + 1), dtype=torch.long, device=analysis.device)
+        u_unc = analysis.u_poss[u_req] & ~analysis.u_cert[u_req] if len(slots_u) else u_rep
+        b_unc = analysis.b_poss[b_req] & ~analysis.b_cert[b_req] if len(analysis.b_slots) else b_rep
+        u_hit = (u_rep & u_unc).nonzero().cpu().numpy()
+        b_hit = (b_rep & b_unc).nonzero().cpu().numpy()
+    u_slot, b_slot = u_hit[:, 0], b_hit[:, 0]
+    unary_atoms = np.stack([slots_u[u_slot] // (analysis.n_req_u + 1), slots_u[u_slot] % (analysis.n_req_u + 1),
+                            u_hit[:, 1]], 1).astype(np.int64)
+    bs = analysis.b_slots
+    binary_atoms = np.stack([bs[b_slot] // (analysis.n_req_b + 1), bs[b_slot] % (analysis.n_req_b + 1),
+                             b_hit[:, 1], b_hit[:, 2]], 1).astype(np.int64)
+    count = (np.bincount(unary_atoms[:, 0], minlength=plan.n_programs)
+             + np.bincount(binary_atoms[:, 0], minlength=plan.n_programs))
+    return RepeatedAtoms(unary_atoms, binary_atoms, count.astype(np.int64))
