@@ -82,6 +82,16 @@ def iter_details(path: str | os.PathLike) -> Iterator[Details]:
             raise InputFileError(path, f"is not UTF-8 text ({error.reason})") from None
 
 
+def exact_share(path: str | os.PathLike) -> tuple[int, int]:
+    """``(answers flagged exact, answers)`` of a details file: the ``"exact"`` flag that
+    ``nablafol eval`` writes per answer (``docs/exactness.md``); a line without it is not exact."""
+    exact = answered = 0
+    for item in iter_details(path):
+        answered += 1
+        exact += item.extra.get("exact") is True
+    return exact, answered
+
+
 def read_details(path: str | os.PathLike) -> dict[str, Details]:
     """``{questionId: Details}``; a question id on two lines is an error."""
     result: dict[str, Details] = {}

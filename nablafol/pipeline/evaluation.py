@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator, Optional, Sequence
 
 from nablafol.data import iter_questions, write_predictions
+from nablafol.data.details import exact_share
 from nablafol.errors import InputFileError
 from nablafol.pipeline.answering import Answerer, Outcome, Skip
 from nablafol.pipeline.journal import EvalJournal
@@ -434,17 +435,9 @@ def _finish(job: EvaluationJob, benchmark: str, journal, result: StreamResult, r
                                    for q, _, skip in journal.entries() if skip is not None])
     journal.close(remove=True)
     return EvaluationReport(result, resumed, skipped_file, benchmark_report, merged=merged,
-                            exact=_exact_share(job.details_path) if job.details_path else None)
+                            exact=exact_share(job.details_path) if job.details_path else None)
 
 
-def _exact_share(details_path) -> tuple[int, int]:
-    """``(exact, answered)`` from the details file (the record that survives resumes and merges)."""
-    from nablafol.data import iter_details
-    exact = answered = 0
-    for line in iter_details(details_path):
-        answered += 1
-        exact += line.extra.get("exact") is True
-    return exact, answered
 
 
 def _merge(job: EvaluationJob) -> EvaluationReport:

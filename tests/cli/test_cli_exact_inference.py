@@ -79,3 +79,14 @@ def test_a_budget_of_one_atom_leaves_bigger_answers_approximate_and_flagged(tmp_
     for qid, want in reference.items():
         if abs(details[qid]["answers"]["yes"] - want) > 1e-6:
             assert details[qid]["exact"] is False, qid
+
+
+def test_score_prints_the_share_of_exact_answers_of_a_details_file(tmp_path, capsys):
+    _dataset(tmp_path)
+    details, _ = _eval(tmp_path, capsys)
+    flagged = sum(d["exact"] for d in details.values())
+    assert 0 < flagged < len(details)  # the fixture has both kinds
+    code = main(["score", "--questions", str(tmp_path / "q.json"), "--predictions", str(tmp_path / "p.json"),
+                 "--details", str(tmp_path / "d.jsonl")])
+    assert code == 0
+    assert f"exact answers: {100 * flagged / len(details):.2f}% ({flagged} of {len(details)}" in capsys.readouterr().out

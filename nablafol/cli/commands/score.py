@@ -29,6 +29,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--attention-kind", choices=("objects", "spatial"), default="objects",
                         help="object-based boxes (default) or a square spatial map, as GQA's --objectFeatures")
     parser.add_argument("--scene-graphs", metavar="SG", help="the questions' scene graphs (grounding's regions)")
+    parser.add_argument("--details", metavar="D", help="the run's details file (`nablafol eval --details`): "
+                        "also the share of answers flagged exact (docs/exactness.md)")
     parser.add_argument("--json", metavar="OUT", help="write the scores as JSON")
     parser.add_argument("--exact", action="store_true", help="exact string match (GQA's eval.py)")
     parser.add_argument("--benchmark", choices=("gqa", "cric", "aokvqa", "vcr"),
@@ -53,6 +55,10 @@ def run(args) -> int:
     print(format_gqa(scores.overall))
     print()
     print(scores.format_table())
+    if args.details:
+        from nablafol.data.details import exact_share
+        exact, answered = exact_share(args.details)
+        print(f"exact answers: {100 * exact / max(answered, 1):.2f}% ({exact:,} of {answered:,} in {args.details})")
     if args.json:
         write_json(args.json, scores.to_json())
     return 0
