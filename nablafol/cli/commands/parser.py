@@ -28,16 +28,17 @@ def add_arguments(parser) -> None:
     train.add_argument("--questions", required=True, metavar="Q", help="training questions (a file or a folder)")
     train.add_argument("--out", required=True, metavar="P", help="the parser folder to write")
     train.add_argument("--val", metavar="Q2", help="validation questions: the epoch that reads them best is kept")
-    from nablafol.semantic_parser import TrainingSettings
-    defaults = TrainingSettings()
-    train.add_argument("--epochs", type=positive_int, default=defaults.epochs)
-    train.add_argument("--batch-size", type=positive_int, default=defaults.batch_size)
-    train.add_argument("--lr", type=positive_float, default=defaults.lr, help="Adam's learning rate")
-    train.add_argument("--hidden-dim", type=positive_int, default=defaults.hidden_dim)
-    train.add_argument("--seed", type=non_negative_int, default=defaults.seed)
-    train.add_argument("--min-probability", type=probability, default=defaults.min_probability,
-                       help="refuse to read a question whose program has a lower probability (default "
-                            f"{defaults.min_probability:g}: read every question that has words)")
+    # defaults are TrainingSettings' own, filled in by _train: reading them here would import torch
+    # for every command's start (2 s)
+    own = "default: the parser's own, see docs/semantic-parser.md"
+    train.add_argument("--epochs", type=positive_int, help=own)
+    train.add_argument("--batch-size", type=positive_int, help=own)
+    train.add_argument("--lr", type=positive_float, help=f"Adam's learning rate ({own})")
+    train.add_argument("--hidden-dim", type=positive_int, help=own)
+    train.add_argument("--seed", type=non_negative_int, help=own)
+    train.add_argument("--min-probability", type=probability,
+                       help=f"refuse to read a question whose program has a lower probability ({own}: read every "
+                            "question that has words)")
     add_threads_argument(train)
 
     evaluate = sub.add_parser("eval", help="exact match and execution accuracy of a parser")
@@ -64,8 +65,9 @@ def _train(args) -> int:
     from nablafol.data import iter_questions
     from nablafol.progress import ProgressBar
     from nablafol.semantic_parser import TrainingSettings, save_parser, train_parser
-    settings = TrainingSettings(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr,
-                                hidden_dim=args.hidden_dim, seed=args.seed, min_probability=args.min_probability)
+    given = dict(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, hidden_dim=args.hidden_dim,
+                 seed=args.seed, min_probability=args.min_probability)
+    settings = TrainingSettings(**{name: value for name, value in given.items() if value is not None})
     bar = ProgressBar("parser train", unit="batches")
     result = train_parser(iter_questions(args.questions),
                           val_questions=iter_questions(args.val) if args.val else None,
