@@ -186,6 +186,9 @@ def process_group(launch: Launch, device=None, timeout: timedelta = TRAINING_TIM
                             timeout=timeout)
     try:
         yield Collectives(launch, active=True, device=device)
+        # leave together: a rank tearing gloo down while a peer still uses the group was seen to
+        # abort at exit ("terminate called without an active exception")
+        dist.barrier()
     finally:
         dist.destroy_process_group()
 
