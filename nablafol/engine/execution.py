@@ -101,6 +101,21 @@ class _Store:
 
 
 
+def _plan_indices(plan: BatchPlan, device) -> Callable[[np.ndarray], torch.Tensor]:
+    """The plan's numpy index arrays as long tensors on ``device``, each converted once and kept
+    on the plan: a plan kept for one question at a time (``Engine.plan``) is run again and again,
+    and converting its dozen arrays was a fifth of such a call."""
+    cache = plan.__dict__.setdefault("_tensors", {})
+
+    def idx(a: np.ndarray) -> torch.Tensor:
+        key = (id(a), device)  # the plan keeps its arrays alive, so their ids stay theirs
+        t = cache.get(key)
+        if t is None:
+            t = cache[key] = torch.as_tensor(a, dtype=torch.long, device=device)
+        return t
+    return idx
+
+
 # --- the engine ---------------------------------------------------------------------------
 
 class _CompiledQProduct:
@@ -216,6 +231,14 @@ class Engine(torch.nn.Module):
 
     # -- execution ---------------------------------------------------------------------
     def _requests(self, keys: np.ndarray, plan: BatchPlan, device) -> Requests:
+        cache = plan.__dict__.setdefault("_requests", {})
+        requests = cache.get((id(keys), device))
+        if requests is None:  # a kept plan (one question at a time) asks the same every call
+            requests = cache[(id(keys), device)] = self._new_requests(keys, plan, device)
+        return requests
+
+    @staticmethod
+    def _new_requests(keys: np.ndarray, plan: BatchPlan, device) -> Requests:
         n_ids = max(1, len(plan.predicates))
         scene, pid = keys // n_ids, keys % n_ids
         distinct, local = np.unique(pid, return_inverse=True)
@@ -273,7 +296,7 @@ class Engine(torch.nn.Module):
         """Run a plan's operators, level by level, over its tables (the fast path)."""
         unary, binary, object_mask, dtype = tables.unary, tables.binary, tables.object_mask, tables.dtype
         device, n = object_mask.device, object_mask.shape[1]
-        idx = lambda a: torch.as_tensor(a, dtype=torch.long, device=device)  # noqa: E731
+        idx = _plan_indices(plan, device)
 
         v_scene = idx(plan.v_scene)
         vec = _Store(torch.zeros((0, n), dtype=dtype, device=device), len(plan.v_scene))
@@ -286,7 +309,7 @@ class Engine(torch.nn.Module):
                 mask = object_mask[v_scene[rows]]
                 out = self._vector_kernel(g, vec.rows, unary, binary, mask, idx)
                 if self.calibration is not None and g.kind != V_TOP:
-                    out = self.calibration(out, mask, idx(plan.v_program[rows]), idx(plan.v_step[rows]))
+                    out = self.calibration(out, mask, idx(plan.v_program)[rows], idx(plan.v_step)[rows])
                     out = out.masked_fill(~mask, NEG_INF)
                 outs.append(out)
             vec.extend(outs)

@@ -108,3 +108,8 @@ def test_a_kept_one_program_plan_answers_as_a_fresh_one(a, b):
     fresh = engine.run(build_batch_plan([a.program], np.array([1]), engine._registry), oracle)
     assert torch.equal(first.log_probs, again.log_probs) and torch.equal(again.log_probs, fresh.log_probs)
     assert torch.equal(again.focus, fresh.focus) and again.labels == fresh.labels
+    # the kept plan keeps its index tensors and oracle requests: another oracle's tables are still read
+    other = TableOracle([a.tables, b.tables])
+    kept = engine([a.program], other, scenes=[1])
+    fresh = engine.run(build_batch_plan([a.program], np.array([1]), engine._registry), other)
+    assert torch.equal(kept.log_probs, fresh.log_probs) and torch.equal(kept.focus, fresh.focus)
