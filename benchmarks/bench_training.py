@@ -33,6 +33,7 @@ def trainer_on_generated_data(scratch: Path, batch: int, seed: int, feature_dim:
     from nablafol.data import FeatureStore, load_questions
     from nablafol.pipeline.perception import FeaturePerception
     from nablafol.neural import ConceptVocabulary, NeuralOracleModel
+    from nablafol.neural.feature_memory import FeatureMemory
     from nablafol.synthetic import generate_dataset
     from nablafol.pipeline.oracle_training import TrainConfig, Trainer, prepare_examples
 
@@ -41,7 +42,7 @@ def trainer_on_generated_data(scratch: Path, batch: int, seed: int, feature_dim:
     onto = Ontology.from_folder(data / "ontology")
     torch.manual_seed(seed)
     model = NeuralOracleModel.for_vocabulary(ConceptVocabulary.from_ontology(onto), feature_dim=feature_dim)
-    perception = FeaturePerception(FeatureStore(data / "features"), model, onto)
+    perception = FeaturePerception(FeatureMemory(FeatureStore(data / "features")), model, onto)  # as `nablafol train`
     compiler = Compiler(onto)
     examples, _ = prepare_examples(load_questions(data / "train_balanced_questions.json").values(), compiler,
                                    perception.has_image)

@@ -69,13 +69,14 @@ def train_on_labels(model, store, graphs, ontology, config: LabelConfig = LabelC
     ``val_accuracy`` when ``validate`` is given: it is called after each epoch)."""
     from nablafol.errors import InputFileError
     from nablafol.neural import FeatureBatch
+    from nablafol.neural.optimizer import adam
     from nablafol.neural.supervision import SceneGraphTeacher
 
     ids = sorted(i for i in graphs if i in store)
     if not ids:
         raise InputFileError("scene graphs", "no image has both a scene graph and features")
     teacher = SceneGraphTeacher(graphs, model.vocabulary, ontology)
-    optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
+    optimizer = adam(model.parameters(), lr=config.lr)
     device = next(model.parameters()).device
     history, total = [], config.epochs * len(ids)
     model.train()

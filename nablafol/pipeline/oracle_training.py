@@ -42,6 +42,7 @@ from nablafol.compiler import CompiledQuestion, Compiler
 from nablafol.data.files import atomic_writer
 from nablafol.engine import Answers, Engine
 from nablafol.errors import InputFileError
+from nablafol.neural.optimizer import adam
 from nablafol.pipeline.answering import Answerer, Skip, compile_question
 from nablafol.pipeline.datasets import DatasetFiles
 from nablafol.pipeline.perception import FeaturePerception
@@ -218,7 +219,7 @@ class Trainer:
         # what is trained: the oracle by default; a calibrator over a frozen oracle (calibration/)
         self.trainable = trainable if trainable is not None else model
         self.engine = engine or Engine()
-        self.optimizer = torch.optim.Adam(self.trainable.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+        self.optimizer = adam(self.trainable.parameters(), lr=config.lr, weight_decay=config.weight_decay)
         # distribution (nablafol.pipeline.distributed): the shards this process plays and the
         # other processes; one process, one shard by default (every hook is then the identity)
         from nablafol.pipeline.distributed import Distribution
@@ -504,6 +505,7 @@ def train_oracle(job: TrainingJob, log=print, progress=None) -> list[dict]:
 def _oracle_trainer(job: TrainingJob, group, log, progress) -> "Trainer":
     from nablafol.data import FeatureStore
     from nablafol.neural import ConceptVocabulary, NeuralOracleModel
+    from nablafol.neural.feature_memory import FeatureMemory
     from nablafol.pipeline.datasets import validation_questions
     from nablafol.pipeline.distributed import plan_training, rank_device, run_shards
     files = job.files
@@ -532,7 +534,10 @@ def _oracle_trainer(job: TrainingJob, group, log, progress) -> "Trainer":
                                              feature_dim=store[first].features.shape[1], hidden_dim=job.hidden_dim)
     model = model.to(device)
     compiler = Compiler(ontology)
-    perception = FeaturePerception(store, model, ontology, device=device)
+    # every epoch reads every training image again: keep what was read (up to 1 GiB, the most
+    # recently used first); the generated sets' gzip'd HDF5 cost half a step's time otherwise
+    memory = FeatureMemory(store)
+    perception = FeaturePerception(memory, model, ontology, device=device)
     examples, skips = prepare_examples(questions.values(), compiler, perception.has_image)
     where = f"{distribution.describe()}: " if shards > 1 else ""
     log(f"{where}{len(questions):,} training questions: {len(examples):,} to train on, {len(skips):,} skipped")
@@ -546,19 +551,19 @@ def _oracle_trainer(job: TrainingJob, group, log, progress) -> "Trainer":
         say(f"resumed from {out} after epoch {trainer.epoch}")
     elif job.scene_graphs is not None and job.pretrain_epochs:
         # every process pretrains on the same labels from the same seed: the same weights everywhere
-        _pretrain(job, model, store, ontology, say)
+        _pretrain(job, model, memory, ontology, say)
     return trainer
 
 
 def _pretrain(job: TrainingJob, model, store, ontology, log) -> list[dict]:
-    """Train ``model`` on the labels of ``job.scene_graphs`` (the images it shares with ``store``)."""
+    """Train ``model`` on the labels of ``job.scene_graphs`` (the images it shares with ``store``,
+    a :class:`~nablafol.neural.feature_memory.FeatureMemory`)."""
     from nablafol.data import load_scene_graphs
-    from nablafol.neural.feature_memory import FeatureMemory
     from nablafol.pipeline.label_training import LabelConfig, train_on_labels
     graphs = load_scene_graphs(job.scene_graphs)
     log(f"pretraining on the labels of {sum(i in store for i in graphs):,} of {len(graphs):,} scene graphs "
         f"({job.pretrain_epochs} epochs)")
-    return train_on_labels(model, FeatureMemory(store), graphs, ontology,
+    return train_on_labels(model, store, graphs, ontology,
                            LabelConfig(epochs=job.pretrain_epochs, seed=job.config.seed), log=log)
 
 
