@@ -78,6 +78,25 @@ class Oracle(Protocol):
         """``(R, N, N)`` log-probabilities of binary predicates."""
 
 
+def _check_probabilities(tables: list) -> None:
+    """Every table of ``tables`` (``(scene, predicate, values)`` in the order given) holds
+    probabilities (no NaN, nothing outside [0, 1]); else the first bad value is named. One check
+    over all the values at once: a scene's tables are often tiny, and a check per table was most
+    of the oracle's making."""
+    if not tables:
+        return
+    with torch.no_grad():
+        values = torch.cat([t.reshape(-1) for _, _, t in tables])
+        if not bool((torch.isnan(values) | (values < 0) | (values > 1)).any()):
+            return
+    for b, pred, t in tables:
+        bad = torch.isnan(t) | (t < 0) | (t > 1)
+        if bool(bad.any()):
+            first = tuple(int(i) for i in bad.nonzero()[0])
+            raise ProbabilityError(f"scene {b}, predicate {pred.name!r}: value {t[first].item()!r} at {first} "
+                                   f"is not a probability in [0, 1]")
+
+
 class TableOracle(torch.nn.Module):
     """Predicate probabilities given explicitly, one dict per scene.
 
@@ -96,32 +115,33 @@ class TableOracle(torch.nn.Module):
             scenes = [scenes]
         self._unary: list[dict[Predicate, torch.Tensor]] = []
         self._binary: list[dict[Predicate, torch.Tensor]] = []
-        sizes = []
+        sizes, checked = [], []
         for b, tables in enumerate(scenes):
             unary, binary, n = {}, {}, None if num_objects is None else int(num_objects[b])
             for key, value in tables.items():
-                t = torch.as_tensor(value, dtype=torch.get_default_dtype() if not torch.is_tensor(value) else None,
-                                    device=device)
-                if not torch.is_floating_point(t):
-                    t = t.to(torch.get_default_dtype())
-                pred = key if isinstance(key, Predicate) else Predicate(str(key), arity=t.dim() if t.dim() in (1, 2) else 1)
-                where = f"scene {b}, predicate {pred.name!r}"
-                if t.dim() != pred.arity or (t.dim() == 2 and t.shape[0] != t.shape[1]):
-                    raise ShapeError(f"{where}: expected a {'vector (n,)' if pred.arity == 1 else 'square matrix (n, n)'}, "
-                                     f"got shape {tuple(t.shape)}")
-                n = t.shape[0] if n is None else n
-                if t.shape[0] != n:
-                    raise ShapeError(f"{where}: has {t.shape[0]} objects, scene {b} has {n}")
-                bad = torch.isnan(t) | (t < 0) | (t > 1)
-                if bool(bad.any()):
-                    first = tuple(int(i) for i in bad.nonzero()[0])
-                    raise ProbabilityError(f"{where}: value {t[first].item()!r} at {first} is not a probability in [0, 1]")
+                if device is None and type(value) is torch.Tensor and value.is_floating_point():
+                    t = value  # the common case, as cheap as can be: a batch of small scenes has thousands
+                else:
+                    t = torch.as_tensor(value, dtype=torch.get_default_dtype() if not torch.is_tensor(value) else None,
+                                        device=device)
+                    if not torch.is_floating_point(t):
+                        t = t.to(torch.get_default_dtype())
+                shape = t.shape
+                pred = key if isinstance(key, Predicate) else Predicate(str(key), arity=len(shape) if len(shape) in (1, 2) else 1)
+                if len(shape) != pred.arity or (len(shape) == 2 and shape[0] != shape[1]):
+                    raise ShapeError(f"scene {b}, predicate {pred.name!r}: expected a "
+                                     f"{'vector (n,)' if pred.arity == 1 else 'square matrix (n, n)'}, got shape {tuple(shape)}")
+                n = shape[0] if n is None else n
+                if shape[0] != n:
+                    raise ShapeError(f"scene {b}, predicate {pred.name!r}: has {shape[0]} objects, scene {b} has {n}")
                 (unary if pred.arity == 1 else binary)[pred] = t
+                checked.append((b, pred, t))
             if n is None:
                 raise ShapeError(f"scene {b}: no tables and no num_objects to tell its size")
             self._unary.append(unary)
             self._binary.append(binary)
             sizes.append(n)
+        _check_probabilities(checked)
         self.register_buffer("_num_objects", torch.tensor(sizes, dtype=torch.long, device=device), persistent=False)
 
     @property
@@ -134,16 +154,25 @@ class TableOracle(torch.nn.Module):
 
     def _gather(self, requests: Requests, store, arity: int) -> torch.Tensor:
         n = int(self._num_objects.max()) if len(self._num_objects) else 0
-        rows = []
-        for scene, pred in requests.pairs():
+        by_size: dict[int, tuple[list, list]] = {}  # scene size -> (request rows, tables)
+        for r, (scene, pred) in enumerate(requests.pairs()):
             table = store[scene].get(pred)
             if table is None:
                 raise UnknownPredicateError(f"TableOracle: scene {scene} has no table for predicate {pred.name!r} "
                                             f"(arity {pred.arity})")
-            pad = [0, n - table.shape[0]] * arity
-            rows.append(torch.nn.functional.pad(table, pad))
-        shape = (0,) + (n,) * arity
-        probs = torch.stack(rows) if rows else torch.zeros(shape, device=self._num_objects.device)
+            rows, tables = by_size.setdefault(table.shape[0], ([], []))
+            rows.append(r)
+            tables.append(table)
+        if not by_size:
+            return safe_log(torch.zeros((0,) + (n,) * arity, device=self._num_objects.device))
+        # one stack and one pad per scene size, not one per request (the tables of a batch of
+        # small scenes are tiny: per-request calls were most of such a call's time)
+        blocks = [torch.nn.functional.pad(torch.stack(tables), [0, n - size] * arity)
+                  for size, (_, tables) in by_size.items()]
+        probs = blocks[0] if len(blocks) == 1 else torch.cat(blocks)
+        if len(blocks) > 1:  # back to the requests' order
+            order = [r for rows, _ in by_size.values() for r in rows]
+            probs = probs[torch.as_tensor(order, device=probs.device).argsort()]
         return safe_log(probs)
 
     def unary(self, requests: Requests) -> torch.Tensor:
