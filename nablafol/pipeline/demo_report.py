@@ -15,6 +15,8 @@ BASE, CALIBRATED, BLACK_BOX, PRIOR = ("base model (∇-FOL)", "calibrated (∇-F
 CEILING = "supervised ceiling (same oracle trained on scene-graph labels)"
 GOLDEN = "golden oracle (scene graphs)"
 PREDICTED = "∇-FOL with predicted programs"  # the base model over the semantic parser's programs
+ANSWERS_ONLY = "answers only (the base model)"  # the learning curves' names
+PRETRAINED = "scene-graph labels, then answers"
 
 
 def write_json(path, obj) -> None:
@@ -55,6 +57,32 @@ def ceiling_table(ceiling, scores: dict, epochs: int, history: list) -> str:
         "the answers, then answering through the same engine and golden programs: what this data and this "
         "architecture can see. The base model learns from answers alone.\n",
         "| model | open | binary | all |", "|---|---:|---:|---:|", *rows])
+
+
+def learning_curves_section(curves: dict, pretrained_epochs: int, ceiling_epochs: int) -> str:
+    """The learning curves' paragraph: each way of learning, where it ended, in how many seconds."""
+    def end(points) -> str:
+        seconds, accuracy = points[-1]
+        return f"{_pct(accuracy)} after {seconds:.0f} s"
+
+    return "\n".join([
+        "\n## Learning curves (validation accuracy against training seconds)\n",
+        f"Each point is an epoch (validation passes not counted in the seconds). {ANSWERS_ONLY}: the base model, "
+        f"{end(curves[ANSWERS_ONLY])}; {PRETRAINED}: the ceiling's {ceiling_epochs} label epochs, then "
+        f"{pretrained_epochs} epoch(s) through the reasoning on the answers (`nablafol train --scene-graphs`), "
+        f"{end(curves[PRETRAINED])}; {BLACK_BOX}: {end(curves[BLACK_BOX])}. The base model and the pretrained one "
+        "answer through the engine; the black box never sees a program.\n",
+        "![learning curves](learning_curves.png)"])
+
+
+def timings_section(main: dict, beside: dict, wall: float) -> str:
+    """Seconds of every stage: those of this process, those of the second one (beside the
+    training, at the same time), and the wall clock of the whole run."""
+    rows = [f"| {k} | {v:.1f} |" for k, v in main.items()]
+    rows += [f"| beside the training: {k} | {v:.1f} |" for k, v in beside.items()]
+    return ("\n## Timings\n\nThe parser, the black box, the ceiling and the pretrained curve run in a second "
+            "process while the base model trains (one torch thread each).\n\n| stage | seconds |\n|---|---:|\n"
+            + "\n".join(rows) + f"\n| **wall, the whole demo** | {wall:.1f} |")
 
 
 def parser_section(parsing: dict) -> str:
