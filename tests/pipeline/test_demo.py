@@ -117,6 +117,7 @@ def test_demo_quick_writes_its_report(tmp_path):
     assert [a for _, a in curves[ANSWERS_ONLY]] == [h["val_accuracy"] for h in demo["oracle_history"]]
     assert "## Learning curves" in report and "| **wall, the whole demo** |" in report
     assert {"beside: parser", "beside: black box", "beside: ceiling", "wall"} <= set(demo["timings_s"])
+    assert set(demo["cpu_s"]) == {"this process", "the second process"} and min(demo["cpu_s"].values()) > 0
     assert set(demo["table3_pattern"]) == {"accuracy", "Acc_h", "Err_e", "consistency"}
     assert demo["table3_pattern"]["Acc_h"]["base"] == 0.0
     assert set(demo["yes_no_ece"]) == {BASE, CALIBRATED}
