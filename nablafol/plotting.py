@@ -46,7 +46,7 @@ def learning_curves(curves: dict[str, Sequence[tuple[float, Optional[float]]]], 
         kept = [(t, a) for t, a in points if a is not None]
         if kept:
             ax.plot([t for t, _ in kept], [100 * a for _, a in kept], marker="o", label=name)
-    ax.set(xlabel="training seconds (one torch thread; validation not counted)", ylabel="validation accuracy (%)",
+    ax.set(xlabel="seconds of training and validation (one torch thread)", ylabel="validation accuracy (%)",
            title=title)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)

@@ -14,7 +14,10 @@ With ``head="cosine"`` (:class:`NeuralOracleConfig`) every ``<x, e>`` above is
 ``cosine_scale · cos(x, e)`` instead: the logit's range is set by the scale and the bias, not by
 the vectors' lengths (answers-only training learned faster with it:
 ``docs/oracle-learning.md``). ``head="dot"`` is the paper's form and what a config written
-before the field existed loads as.
+before the field existed loads as. Memory: the cosine needs each pair's vector's length, so the
+pair stage also holds ``(M, M, embedding_dim)`` per scene (about twice the dot heads' pair
+memory; on GQA's 100 detections a batch of 64 scenes holds 0.8 GB more): ``head="dot"`` where
+that matters.
 
 ``e_π`` / ``f_π`` are the concept embeddings (one row per concept of the
 :class:`~nablafol.neural.concept_vocabulary.ConceptVocabulary`, random-init; see

@@ -1,7 +1,10 @@
 """The demo's stages on the embedded dataset (``nablafol demo``; its help lists them): generate the
 data, check the golden oracle, train the oracle through the reasoning, score the base model and
-split test-dev into easy and hard, score the baselines, train the calibrator, draw the pictures,
-write ``OUT/report/`` (:mod:`nablafol.pipeline.demo_report` holds the tables and pictures).
+split test-dev into easy and hard, score the baselines, train the calibrator, the two ceilings
+(Bayes and supervised) and the learning curves, draw the pictures, write ``OUT/report/``
+(:mod:`nablafol.pipeline.demo_report` holds the tables and pictures). The stages that need
+nothing of the base model run in a second process beside its training
+(:mod:`nablafol.pipeline.demo_beside`).
 
 Every number of the report comes from the run that wrote it.
 """
@@ -283,14 +286,15 @@ def _predicted_programs(trained: dict, parser, test_q: dict, answerer) -> dict:
 
 
 def _learning_curves(answers_only: list, labels: list, pretrained: list, black_box: list) -> dict:
-    """Validation accuracy against training seconds (validation passes not counted), one curve
-    per way of learning: name -> ``[(seconds, accuracy), ...]`` after each epoch. The pretrained
-    curve is the label epochs (the ceiling's) followed by its epochs through the reasoning."""
+    """Validation accuracy against seconds, one curve per way of learning: name ->
+    ``[(seconds, accuracy), ...]`` after each epoch, every epoch's validation pass counted (the
+    Trainer's ``seconds`` hold it; label training and the black box time it apart). The
+    pretrained curve is the label epochs (the ceiling's) followed by its epochs through the
+    reasoning."""
     def curve(records, start: float = 0.0) -> list:
         points, clock = [], start
         for r in records:
-            # the Trainer's seconds hold its validation pass (``extra``); the others' never do
-            clock += r["seconds"] - r.get("extra", {}).get("val_seconds", 0.0)
+            clock += r["seconds"] + r.get("val_seconds", 0.0)
             points.append((clock, r.get("val_accuracy")))
         return points
 

@@ -74,7 +74,7 @@ def learning_curves_section(curves: dict, pretrained_epochs: int, ceiling_epochs
 
     return "\n".join([
         "\n## Learning curves (validation accuracy against training seconds)\n",
-        f"Each point is an epoch (validation passes not counted in the seconds). {ANSWERS_ONLY}: the base model, "
+        f"Each point is an epoch (its validation pass counted in the seconds). {ANSWERS_ONLY}: the base model, "
         f"{end(curves[ANSWERS_ONLY])}; {PRETRAINED}: the ceiling's {ceiling_epochs} label epochs, then "
         f"{pretrained_epochs} epoch(s) through the reasoning on the answers (`nablafol train --scene-graphs`), "
         f"{end(curves[PRETRAINED])}; {BLACK_BOX}: {end(curves[BLACK_BOX])}. The base model and the pretrained one "

@@ -387,11 +387,9 @@ class Trainer:
                 self.save({"batch": b + 1, "total": total, "count": count})
             if self.progress is not None:
                 self.progress(count, plan.examples, note=f"epoch {epoch + 1} loss {total / count:.4f}")
-        started = time.perf_counter()
         val = self.validate()
         return EpochRecord(epoch, len(plan), count, self.curriculum.max_length(epoch), total / max(count, 1),
-                           val.get("all"), val.get("open"), val.get("binary"), 0.0,
-                           {"val_seconds": time.perf_counter() - started})
+                           val.get("all"), val.get("open"), val.get("binary"), 0.0)
 
     def _step_plan(self, epoch: int):
         """Which examples each step of ``epoch`` trains on: the curriculum's pool of every played

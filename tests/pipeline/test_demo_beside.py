@@ -47,13 +47,12 @@ def test_a_failure_beside_is_one_line_here(tmp_path):
         beside.result()
 
 
-def test_the_learning_curves_count_training_seconds_and_continue_the_labels():
-    answers = [{"seconds": 10.0, "val_accuracy": 0.5, "extra": {"val_seconds": 2.0}},
-               {"seconds": 12.0, "val_accuracy": 0.6, "extra": {"val_seconds": 2.0}}]
-    labels = [{"seconds": 3.0, "val_seconds": 1.0, "val_accuracy": 0.7}]
-    pretrained = [{"seconds": 9.0, "val_accuracy": 0.8, "extra": {"val_seconds": 4.0}}]
+def test_the_learning_curves_count_every_second_and_continue_the_labels():
+    answers = [{"seconds": 10.0, "val_accuracy": 0.5}, {"seconds": 12.0, "val_accuracy": 0.6}]  # validation inside
+    labels = [{"seconds": 3.0, "val_seconds": 1.0, "val_accuracy": 0.7}]  # validation timed apart
+    pretrained = [{"seconds": 9.0, "val_accuracy": 0.8}]
     black_box = [{"seconds": 1.5, "val_seconds": 0.5, "val_accuracy": 0.4}]
     curves = _learning_curves(answers, labels, pretrained, black_box)
-    assert curves[ANSWERS_ONLY] == [(8.0, 0.5), (18.0, 0.6)]
-    assert curves[PRETRAINED] == [(3.0, 0.7), (8.0, 0.8)]  # label seconds do not count the validation
-    assert curves[BLACK_BOX] == [(1.5, 0.4)]
+    assert curves[ANSWERS_ONLY] == [(10.0, 0.5), (22.0, 0.6)]
+    assert curves[PRETRAINED] == [(4.0, 0.7), (13.0, 0.8)]
+    assert curves[BLACK_BOX] == [(2.0, 0.4)]

@@ -8,15 +8,19 @@
    answers split test-dev into easy and hard questions;
 5. a black-box baseline (question words + the same features, no program) and a blind answer
    prior, scored on the split (Table 2);
-6. the top-down calibrator, trained on the frozen oracle; base vs calibrated (Table 3);
+6. the top-down calibrator, trained on the frozen oracle; base vs calibrated (Table 3); the
+   Bayes ceiling (the generator's posteriors) and the supervised ceiling (the same network
+   trained on the scene graphs' labels), above Table 1; the learning curves;
 7. pictures: accuracy by program length, reliability diagrams, learned calibration shapes,
-   hard vs easy bars, the training curve, and a few questions' attention hop by hop;
+   hard vs easy bars, the training and learning curves, and a few questions' attention hop by hop;
 8. ``OUT/report/report.md`` with every table, the pictures, raw JSON beside it.
 
     nablafol demo                     # into runs/demo
     nablafol demo --quick             # a smaller dataset and fewer epochs
 
-Every number of the report comes from the run that wrote it.
+The parser, the black box and the supervised ceiling run in a second process beside the base
+model's training (``--one-process``: in this one, the same scores). Every number of the report
+comes from the run that wrote it.
 """
 from __future__ import annotations
 
