@@ -8,6 +8,7 @@ each epoch (and test-dev's with ``--test``), append the result to ``--results``.
     python docs/levers.py /tmp/learn/data --head cosine --epochs 6 --lr 2e-3 --schedule cosine
     python docs/levers.py /tmp/learn/data --head cosine --epochs 8 --curriculum-start 5 --test
     python docs/levers.py /tmp/learn/data --epochs 1 --from-disk
+    python docs/levers.py /tmp/learn/data --labels --epochs 6 --lr 1e-2
 
 One torch thread, features read into memory once, seed 0, batch 64, Adam, clipping 0.65 (the
 demo's settings unless changed).
@@ -35,6 +36,8 @@ def main() -> None:
     p.add_argument("--test", action="store_true", help="also answer test-dev at the end")
     p.add_argument("--from-disk", action="store_true", help="read the features from the HDF5 file at every step "
                    "(as before FeatureMemory)")
+    p.add_argument("--labels", action="store_true", help="train on the train scene graphs' labels instead (the "
+                   "supervised ceiling: --epochs label epochs at --lr), then answer test-dev")
     p.add_argument("--results", type=Path, default=Path("/tmp/learn/results.jsonl"))
     a = p.parse_args()
     torch.set_num_threads(1)
@@ -55,6 +58,15 @@ def main() -> None:
                                              hidden_dim=256, head=a.head, cosine_scale=a.scale)
     perception = FeaturePerception(store, model, ontology)
     examples, _ = prepare_examples(questions["train"].values(), compiler, perception.has_image)
+    if a.labels:
+        from nablafol.data import load_scene_graphs
+        from nablafol.pipeline.label_training import LabelConfig, train_on_labels
+        history = train_on_labels(model, store, load_scene_graphs(a.data / "train_sceneGraphs.json"), ontology,
+                                  LabelConfig(epochs=a.epochs, lr=a.lr, seed=0))
+        result = {"args": {k: str(v) for k, v in vars(a).items()}, "label_loss": [h["label_loss"] for h in history],
+                  "testdev": validation_accuracy(perception, compiler, list(questions["testdev"].values()))}
+        print("RESULT", json.dumps(result))
+        return
     trainer = Trainer(model, perception, examples, Path("/tmp/learn/levers_model"),
                       TrainConfig(epochs=a.epochs, batch_size=a.batch, lr=a.lr, seed=0,
                                   curriculum_start=a.curriculum_start),
