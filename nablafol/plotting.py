@@ -37,6 +37,22 @@ def training_curve(history: Sequence[dict], path, title: str = "training the ora
     return _save(plt, fig, path)
 
 
+def learning_curves(curves: dict[str, Sequence[tuple[float, Optional[float]]]], path,
+                    title: str = "learning to answer: validation accuracy against training time") -> Path:
+    """One line per way of learning: ``name -> [(seconds, accuracy in [0, 1] or None), ...]``."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for name, points in curves.items():
+        kept = [(t, a) for t, a in points if a is not None]
+        if kept:
+            ax.plot([t for t, _ in kept], [100 * a for _, a in kept], marker="o", label=name)
+    ax.set(xlabel="seconds of training and validation (one torch thread)", ylabel="validation accuracy (%)",
+           title=title)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return _save(plt, fig, path)
+
+
 def attention_over_boxes(boxes, width: float, height: float, attention: Sequence[float], labels: Sequence[str],
                          path, title: str) -> Path:
     """Boxes (x1, y1, x2, y2 pixels) on the image frame, filled and outlined by their attention."""

@@ -15,6 +15,7 @@ gather what it asks about, and a classifier picks one answer of the training ans
 from __future__ import annotations
 
 import re
+import time
 from typing import Callable, Iterable, Optional, Sequence
 
 import numpy as np
@@ -119,8 +120,13 @@ class BlackBoxBaseline:
         return features, boxes, mask, torch.tensor([index[q.image_id] for q in questions])
 
     # -- training and prediction ----------------------------------------------------------
-    def fit(self, questions: Iterable, images, progress: Optional[Callable] = None) -> "BlackBoxBaseline":
-        """Train on ``questions`` that have an answer (``progress(done, total, note=)`` per batch)."""
+    def fit(self, questions: Iterable, images, progress: Optional[Callable] = None,
+            validate: Optional[Callable[["BlackBoxBaseline"], float]] = None) -> "BlackBoxBaseline":
+        """Train on ``questions`` that have an answer (``progress(done, total, note=)`` per batch).
+        Each epoch's record in ``history`` has its ``train_loss`` and ``seconds`` (training only);
+        ``validate(self)``, when given, is called after each epoch with the model in eval mode and
+        its result kept as ``val_accuracy`` (its time as ``val_seconds``; the model has no dropout: validating changes nothing
+        of what is learned)."""
         questions = [q for q in questions if q.answer is not None and q.image_id in images]
         if not questions:
             raise ValueError("black-box baseline: no training question with an answer and an image")
@@ -139,6 +145,7 @@ class BlackBoxBaseline:
         self.model.train()
         self.history = []
         for epoch in range(self.epochs):
+            started = time.perf_counter()
             order = torch.randperm(len(questions), generator=shuffle)
             total, seen = 0.0, 0
             for start in range(0, len(order), self.batch_size):
@@ -153,7 +160,14 @@ class BlackBoxBaseline:
                 seen += len(rows)
                 if progress is not None:
                     progress(seen, len(order), note=f"epoch {epoch + 1}/{self.epochs} loss {total / seen:.4f}")
-            self.history.append({"epoch": epoch, "train_loss": total / seen})
+            record = {"epoch": epoch, "train_loss": total / seen, "seconds": time.perf_counter() - started}
+            if validate is not None:
+                self.model.eval()
+                started = time.perf_counter()
+                record["val_accuracy"] = float(validate(self))
+                record["val_seconds"] = time.perf_counter() - started
+                self.model.train()
+            self.history.append(record)
         self.model.eval()
         return self
 

@@ -10,6 +10,15 @@ image ``W × H``)::
     binary: p_ij = MLP_pair([P_s h_i, P_o h_j, r_ij])            r_ij: relative geometry (below)
             logit(π | x_i, y_j) = <p_ij, f_π> + d_π
 
+With ``head="cosine"`` (:class:`NeuralOracleConfig`) every ``<x, e>`` above is
+``cosine_scale · cos(x, e)`` instead: the logit's range is set by the scale and the bias, not by
+the vectors' lengths (answers-only training learned faster with it:
+``docs/oracle-learning.md``). ``head="dot"`` is the paper's form and what a config written
+before the field existed loads as. Memory: the cosine needs each pair's vector's length, so the
+pair stage also holds ``(M, M, embedding_dim)`` per scene (about twice the dot heads' pair
+memory; on GQA's 100 detections a batch of 64 scenes holds 0.8 GB more): ``head="dot"`` where
+that matters.
+
 ``e_π`` / ``f_π`` are the concept embeddings (one row per concept of the
 :class:`~nablafol.neural.concept_vocabulary.ConceptVocabulary`, random-init; see
 :meth:`NeuralOracleModel.initialize_embeddings` for word vectors), ``c_π`` / ``d_π``
@@ -44,11 +53,12 @@ from nablafol.neural.concept_vocabulary import ConceptVocabulary
 from .errors import NeuralOracleError
 from nablafol.neural.feature_batch import FeatureBatch
 
-__all__ = ["NeuralOracleConfig", "NeuralOracleModel", "ObjectEncoding", "box_features", "pair_geometry",
+__all__ = ["HEADS", "NeuralOracleConfig", "NeuralOracleModel", "ObjectEncoding", "box_features", "pair_geometry",
            "BOX_FEATURES", "PAIR_GEOMETRY"]
 
 BOX_FEATURES = 9
 PAIR_GEOMETRY = 6
+HEADS = ("dot", "cosine")
 _MIN_EXTENT = 1e-3  # smallest box side, as a fraction of the image: keeps log ratios finite
 
 
@@ -66,11 +76,22 @@ class NeuralOracleConfig:
     hidden_layers: int = 3
     dropout: float = 0.1
     prior_logit: float = -2.0  # initial concept bias: sigmoid(-2) ≈ 0.12
+    # "dot": logit = <x, e> + c (the paper's; a config without this field, i.e. every model
+    # folder written before it, is this); "cosine": logit = cosine_scale · cos(x, e) + c
+    head: str = "dot"
+    cosine_scale: float = 10.0
 
     def __post_init__(self):
+        if self.head not in HEADS:
+            raise NeuralOracleError(f"neural oracle config: head must be one of {', '.join(HEADS)}, got {self.head!r}")
         for f in fields(self):
             value = getattr(self, f.name)
-            if f.name in ("dropout", "prior_logit"):
+            if f.name == "head":
+                continue
+            if f.name == "cosine_scale":
+                ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
+                expected = "a positive number"
+            elif f.name in ("dropout", "prior_logit"):
                 ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
                 ok = ok and (0 <= value < 1 if f.name == "dropout" else True)
                 expected = "a number in [0, 1)" if f.name == "dropout" else "a finite number"
@@ -204,10 +225,13 @@ class NeuralOracleModel(nn.Module):
         """Logits of unary concepts ``rows`` ``(P,)`` on scenes ``scenes`` ``(S,)``:
         ``(S, P, M)`` for the objects and ``(S, P)`` for the scene pseudo-objects."""
         embedding, bias = self.unary_embedding[rows], self.unary_bias[rows]
-        objects = self.unary_projection(encoding.hidden[scenes])  # (S, M, E)
+        objects, scene = self.unary_projection(encoding.hidden[scenes]), encoding.scene[scenes]  # (S, M, E), (S, E)
+        if self.config.head == "cosine":  # unit vectors; the scale and the bias set the logits' range
+            objects, scene, embedding = (F.normalize(t, dim=-1) for t in (objects, scene, embedding))
+            embedding = embedding * self.config.cosine_scale
         object_logits = einsum(objects, embedding, "scene obj emb, concept emb -> scene concept obj") \
             + rearrange(bias, "concept -> 1 concept 1")
-        scene_logits = encoding.scene[scenes] @ embedding.T + bias[None, :]
+        scene_logits = scene @ embedding.T + bias[None, :]
         return object_logits, scene_logits
 
     def pair_logits(self, encoding: ObjectEncoding, scenes: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
@@ -220,8 +244,13 @@ class NeuralOracleModel(nn.Module):
                  + F.linear(self.object_projection(hidden), weight[:, p:2 * p])[:, None, :, :]
                  + F.linear(pair_geometry(encoding.boxes[scenes]), weight[:, 2 * p:], self.pair_hidden.bias))
         pair = self.pair_dropout(F.relu(first))  # (S, M, M, pair_hidden_dim)
-        # <pair_output(pair), f> = <pair, Wᵀ f> + <b, f>: contract in the small width
         embedding = self.binary_embedding[rows]
+        if self.config.head == "cosine":  # the pair's unit vector: (S, M, M, embedding_dim), once per batch
+            concept = F.normalize(embedding, dim=-1) * self.config.cosine_scale
+            return einsum(F.normalize(self.pair_output(pair), dim=-1), concept,
+                          "scene subj obj emb, concept emb -> scene concept subj obj") \
+                + rearrange(self.binary_bias[rows], "concept -> 1 concept 1 1")
+        # <pair_output(pair), f> = <pair, Wᵀ f> + <b, f>: contract in the small width
         concept = embedding @ self.pair_output.weight  # (P, pair_hidden_dim)
         offset = embedding @ self.pair_output.bias + self.binary_bias[rows]
         return einsum(pair, concept, "scene subj obj hid, concept hid -> scene concept subj obj") \

@@ -1,7 +1,10 @@
 """The demo's stages on the embedded dataset (``nablafol demo``; its help lists them): generate the
 data, check the golden oracle, train the oracle through the reasoning, score the base model and
-split test-dev into easy and hard, score the baselines, train the calibrator, draw the pictures,
-write ``OUT/report/`` (:mod:`nablafol.pipeline.demo_report` holds the tables and pictures).
+split test-dev into easy and hard, score the baselines, train the calibrator, the two ceilings
+(Bayes and supervised) and the learning curves, draw the pictures, write ``OUT/report/``
+(:mod:`nablafol.pipeline.demo_report` holds the tables and pictures). The stages that need
+nothing of the base model run in a second process beside its training
+(:mod:`nablafol.pipeline.demo_beside`).
 
 Every number of the report comes from the run that wrote it.
 """
@@ -13,10 +16,11 @@ from pathlib import Path
 from dataclasses import dataclass
 
 from nablafol.data.files import write_text
-from nablafol.pipeline.demo_report import (BASE, BLACK_BOX, CALIBRATED, CEILING, GOLDEN, PREDICTED, PRIOR,
-                                           accuracy_by_length, calibration_pictures, ceiling_table, gqa_metrics_section,
-                                           hard_easy_bars, hop_pictures, parser_section, pattern, pictures_section,
-                                           reliability, tables, write_json)
+from nablafol.pipeline.demo_report import (ANSWERS_ONLY, BASE, BAYES, BLACK_BOX, CALIBRATED, CEILING, GOLDEN, PREDICTED,
+                                           PRETRAINED, PRIOR, accuracy_by_length, calibration_pictures, ceiling_table,
+                                           gqa_metrics_section, hard_easy_bars, hop_pictures, learning_curves_section,
+                                           parser_section, pattern, pictures_section, reliability, tables,
+                                           timings_section, write_json)
 
 STAGES = 8
 
@@ -52,7 +56,9 @@ class DemoSettings:
     blackbox_epochs: int | None = None  # default 10; quick: 8
     ceiling_epochs: int | None = None  # supervised epochs of the perception ceiling (default 6; quick: 2)
     parser_epochs: int | None = None  # semantic parser training epochs (default: its own, 4)
+    pretrained_epochs: int | None = None  # answer epochs after the labels, for the learning curves (default 1)
     seed: int = 0
+    one_process: bool = False  # the stages beside the training run after it, in this process (same results)
 
 
 def run_demo(args: DemoSettings) -> int:
@@ -62,17 +68,18 @@ def run_demo(args: DemoSettings) -> int:
     from nablafol.compiler import Compiler
     from nablafol.dsl import Ontology
     from nablafol.baselines import AnswerPrior
-    from nablafol.baselines.blackbox import BlackBoxBaseline
-    from nablafol.data import FeatureStore, load_questions, load_scene_graphs, write_predictions
+    from nablafol.data import load_questions, load_scene_graphs, write_predictions
     from nablafol.engine import Engine
     from nablafol.pipeline.answering import Answerer
+    from nablafol.pipeline.demo_beside import Beside, BesideRequest, demo_model, feature_memory
     from nablafol.pipeline.perception import FeaturePerception, SceneGraphPerception
     from nablafol.scoring import vocabulary_match
-    from nablafol.neural import ConceptVocabulary, NeuralOracleModel
     from nablafol.progress import ProgressBar
-    from nablafol.plotting import training_curve
+    from nablafol.plotting import learning_curves, training_curve
     from nablafol.scoring import make_split, score
+    from nablafol.semantic_parser import load_parser
     from nablafol.synthetic import generate_dataset
+    from nablafol.synthetic.bayes import bayes_split
     from nablafol.pipeline.calibration_training import train_calibrator
     from nablafol.pipeline.oracle_training import Trainer, TrainConfig, prepare_examples
 
@@ -84,7 +91,9 @@ def run_demo(args: DemoSettings) -> int:
     calibration_epochs = args.calibration_epochs or (1 if args.quick else 2)
     blackbox_epochs = args.blackbox_epochs or (8 if args.quick else 10)
     ceiling_epochs = args.ceiling_epochs or (2 if args.quick else 6)
+    pretrained_epochs = args.pretrained_epochs if args.pretrained_epochs is not None else 1
     report = _Report()
+    wall, cpu = time.perf_counter(), time.process_time()
     say = report.say
 
     # 1. the dataset
@@ -115,175 +124,184 @@ def run_demo(args: DemoSettings) -> int:
            "graph, gives the generator's answer." if golden_ok else
            "**NOT 100%: on generated data the golden oracle must answer every question; this run is broken.**"))
 
-    # 3. the oracle, trained through the reasoning
-    report.start()
-    torch.manual_seed(args.seed)
-    store = FeatureStore(data / "features")
-    model = NeuralOracleModel.for_vocabulary(ConceptVocabulary.from_ontology(ontology),
-                                             feature_dim=store[store.image_ids()[0]].features.shape[1], hidden_dim=256)
-    perception = FeaturePerception(store, model, ontology)
-    examples, _ = prepare_examples(train_q.values(), compiler, perception.has_image)
-    bar = ProgressBar(f"3/{STAGES} train oracle", unit="q")
-    trainer = Trainer(model, perception, examples, out / "model",
-                      TrainConfig(epochs=epochs, batch_size=64, lr=args.lr, seed=args.seed), compiler=compiler,
-                      val_perception=perception, val_questions=list(val_q.values()), ontology=ontology, progress=bar)
-    history = trainer.train()
-    bar.close()
-    training_curve(history, folder / "training_curve.png")
-    say(f"\n## Training the oracle through the reasoning\n\n{len(examples):,} training questions, {epochs} epochs "
-        f"(curriculum: programs of at most {history[0]['max_program_steps']} steps first, one more each epoch), "
-        f"Adam lr {args.lr}: validation accuracy {100 * history[-1]['val_accuracy']:.2f}% "
-        f"(open {100 * history[-1]['val_open']:.2f}%, binary {100 * history[-1]['val_binary']:.2f}%) — "
-        f"{report.stop('train oracle'):.0f} s.\n\n![training curve](training_curve.png)")
+    # the stages that need nothing of the base model, beside its training (demo_beside)
+    request = BesideRequest(data, out, args.seed, args.parser_epochs, blackbox_epochs, ceiling_epochs,
+                            pretrained_epochs, args.lr, torch.get_num_threads())
+    beside = Beside(request, one_process=args.one_process)
+    try:
+        # 3. the oracle, trained through the reasoning
+        report.start()
+        store = feature_memory(data)  # every image read from the HDF5 file once: about half a step's time otherwise
+        model = demo_model(ontology, store, args.seed)
+        perception = FeaturePerception(store, model, ontology)
+        examples, _ = prepare_examples(train_q.values(), compiler, perception.has_image)
+        bar = ProgressBar(f"3/{STAGES} train oracle", unit="q")
+        trainer = Trainer(model, perception, examples, out / "model",
+                          TrainConfig(epochs=epochs, batch_size=64, lr=args.lr, seed=args.seed), compiler=compiler,
+                          val_perception=perception, val_questions=list(val_q.values()), ontology=ontology, progress=bar)
+        history = trainer.train()
+        bar.close()
+        training_curve(history, folder / "training_curve.png")
+        say(f"\n## Training the oracle through the reasoning\n\n{len(examples):,} training questions, {epochs} epochs "
+            f"(curriculum: programs of at most {history[0]['max_program_steps']} steps first, one more each epoch), "
+            f"Adam lr {args.lr}: validation accuracy {100 * history[-1]['val_accuracy']:.2f}% "
+            f"(open {100 * history[-1]['val_open']:.2f}%, binary {100 * history[-1]['val_binary']:.2f}%) — "
+            f"{report.stop('train oracle'):.0f} s.\n\n![training curve](training_curve.png)")
 
-    # 4. the base model on test-dev, and the split
-    report.start()
-    model.eval()
-    base = _evaluate(Answerer(perception, compiler=compiler, keep_outcomes=True), test_q, f"4/{STAGES} base test-dev")
-    write_predictions(folder / "base_testdev_predictions.json", base.predictions)
-    split = make_split(test_q.values(), base.predictions, match=vocabulary_match)
-    write_json(folder / "split.json", split.to_json(str(folder / "base_testdev_predictions.json"),
-                                                    str(data / "testdev_balanced_questions.json")))
-    scores = {BASE: score(list(test_q.values()), base.predictions, split, match=vocabulary_match)}
-    report.stop("base test-dev")
+        # 4. the base model on test-dev, and the split
+        report.start()
+        model.eval()
+        base = _evaluate(Answerer(perception, compiler=compiler, keep_outcomes=True), test_q, f"4/{STAGES} base test-dev")
+        write_predictions(folder / "base_testdev_predictions.json", base.predictions)
+        split = make_split(test_q.values(), base.predictions, match=vocabulary_match)
+        write_json(folder / "split.json", split.to_json(str(folder / "base_testdev_predictions.json"),
+                                                        str(data / "testdev_balanced_questions.json")))
+        scores = {BASE: score(list(test_q.values()), base.predictions, split, match=vocabulary_match)}
+        report.stop("base test-dev")
 
-    # 4b. the same over the programs a semantic parser reads from the words
-    report.start()
-    parsing = _predicted_programs(train_q, test_q, Answerer(perception, compiler=compiler), out / "parser",
-                                  args.parser_epochs, args.seed)
-    run = parsing.pop("run")
-    write_predictions(folder / "predicted_programs_testdev_predictions.json", run.predictions)
-    predicted = score(list(test_q.values()), run.predictions, split, match=vocabulary_match)
-    parsing.update(golden_accuracy=scores[BASE].overall.accuracy["all"],
-                   predicted_accuracy=predicted.overall.accuracy["all"])
-    report.stop("parser")
+        # 6. the calibrator on the frozen oracle
+        report.start()
+        bar = ProgressBar(f"6/{STAGES} calibrate", unit="q")
+        longest = max(e.length for e in examples)  # no curriculum: the oracle is trained already
+        calibrator, calibration_history = train_calibrator(
+            perception, examples, out / "model", compiler,
+            TrainConfig(epochs=calibration_epochs, batch_size=64, lr=1e-3, seed=args.seed, curriculum_start=longest),
+            list(val_q.values()), progress=bar)
+        bar.close()
+        calibrated = _evaluate(Answerer(perception, compiler=compiler, engine=Engine(calibration=calibrator),
+                                        keep_outcomes=True), test_q, f"6/{STAGES} calibrated test-dev")
+        write_predictions(folder / "calibrated_testdev_predictions.json", calibrated.predictions)
+        scores[CALIBRATED] = score(list(test_q.values()), calibrated.predictions, split, match=vocabulary_match)
+        report.stop("calibrate")
 
-    # 5. baselines that never see a program
-    report.start()
-    bar = ProgressBar(f"5/{STAGES} black-box", unit="q")
-    blackbox = BlackBoxBaseline(epochs=blackbox_epochs, seed=args.seed).fit(train_q.values(), store, progress=bar)
-    bar.close()
-    predictions = {BLACK_BOX: blackbox.predict(test_q.values(), store),
-                   PRIOR: AnswerPrior().fit(train_q.values()).predict(test_q.values())}
-    for name, stem in ((BLACK_BOX, "blackbox"), (PRIOR, "prior")):
-        write_predictions(folder / f"{stem}_testdev_predictions.json", predictions[name])
-        scores[name] = score(list(test_q.values()), predictions[name], split, match=vocabulary_match)
-    report.stop("black-box")
+        # the Bayes ceiling: the generator's posteriors of every concept, through the same engine
+        report.start()
+        bayes_graphs = {g.image_id: g for g in bayes_split(summary.generator, store, "testdev")}
+        bayes = _evaluate(Answerer(SceneGraphPerception(bayes_graphs, ontology=ontology), compiler=compiler), test_q,
+                          f"6/{STAGES} Bayes ceiling")
+        scores[BAYES] = score(list(test_q.values()), bayes.predictions, split, match=vocabulary_match)
+        report.stop("Bayes ceiling")
 
-    # 6. the calibrator on the frozen oracle
-    report.start()
-    bar = ProgressBar(f"6/{STAGES} calibrate", unit="q")
-    longest = max(e.length for e in examples)  # no curriculum: the oracle is trained already
-    calibrator, calibration_history = train_calibrator(
-        perception, examples, out / "model", compiler,
-        TrainConfig(epochs=calibration_epochs, batch_size=64, lr=1e-3, seed=args.seed, curriculum_start=longest),
-        list(val_q.values()), progress=bar)
-    bar.close()
-    calibrated = _evaluate(Answerer(perception, compiler=compiler, engine=Engine(calibration=calibrator),
-                                    keep_outcomes=True), test_q, f"6/{STAGES} calibrated test-dev")
-    write_predictions(folder / "calibrated_testdev_predictions.json", calibrated.predictions)
-    scores[CALIBRATED] = score(list(test_q.values()), calibrated.predictions, split, match=vocabulary_match)
-    report.stop("calibrate")
+        # what ran beside the training: the parser, the black box, the ceiling, the pretrained curve
+        report.start()
+        side = beside.result()
+        report.stop("waiting for the stages beside")
 
-    # the perception ceiling: the same network trained on the train scene graphs' labels
-    report.start()
-    ceiling, ceiling_history = _ceiling(data, store, model, ontology, compiler, test_q, ceiling_epochs, args.seed)
-    scores[CEILING] = score(list(test_q.values()), ceiling.predictions, split, match=vocabulary_match)
-    report.stop("ceiling")
+        # 4b. the base model over the programs the semantic parser reads from the words
+        report.start()
+        parsing = _predicted_programs(side["parser"], load_parser(out / "parser"), test_q,
+                                      Answerer(perception, compiler=compiler))
+        run = parsing.pop("run")
+        write_predictions(folder / "predicted_programs_testdev_predictions.json", run.predictions)
+        predicted = score(list(test_q.values()), run.predictions, split, match=vocabulary_match)
+        parsing.update(golden_accuracy=scores[BASE].overall.accuracy["all"],
+                       predicted_accuracy=predicted.overall.accuracy["all"])
+        report.stop("predicted programs")
 
-    # 7. tables
-    say(ceiling_table(scores[CEILING], scores, ceiling_epochs, ceiling_history))
-    ceiling_score = scores.pop(CEILING)
-    scores = {name: scores[name] for name in (BASE, CALIBRATED, BLACK_BOX, PRIOR)}  # one order (and colour) everywhere
-    say(parser_section(parsing))
-    say(tables({**scores, PREDICTED: predicted}, split, blackbox, calibration_epochs, calibration_history))
-    runs = {BASE: base.predictions, CALIBRATED: calibrated.predictions, BLACK_BOX: predictions[BLACK_BOX],
-            PRIOR: predictions[PRIOR]}
-    gqa = _gqa_metrics(runs, test_q, val_q, val_graphs, golden, Answerer(perception, compiler=compiler,
-                                                                         keep_outcomes=True), data)
-    say(gqa_metrics_section(gqa))
+        # 5. baselines that never see a program
+        blackbox = side["black_box"]
+        predictions = {BLACK_BOX: side["black_box_predictions"],
+                       PRIOR: AnswerPrior().fit(train_q.values()).predict(test_q.values())}
+        for name, stem in ((BLACK_BOX, "blackbox"), (PRIOR, "prior")):
+            write_predictions(folder / f"{stem}_testdev_predictions.json", predictions[name])
+            scores[name] = score(list(test_q.values()), predictions[name], split, match=vocabulary_match)
 
-    # 8. pictures and files
-    report.start()
-    bar = ProgressBar(f"8/{STAGES} pictures", total=5, unit="pictures")
-    by_length = accuracy_by_length(test_q, runs, folder / "accuracy_by_length.png")
-    bar(1)
-    hard_easy_bars(scores, split, folder / "hard_vs_easy.png")
-    bar(2)
-    ece = reliability(test_q, {BASE: base, CALIBRATED: calibrated}, folder / "reliability.png")
-    bar(3)
-    shapes = calibration_pictures(base, test_q, compiler, calibrator, folder)
-    bar(4)
-    hops = hop_pictures(base, test_q, compiler, perception, store, folder / "hops")
-    bar(5)
-    bar.close()
-    say(pictures_section(by_length, ece, shapes, hops))
-    report.stop("pictures")
-    say("\n## Timings\n\n| stage | seconds |\n|---|---:|\n"
-        + "\n".join(f"| {k} | {v:.1f} |" for k, v in report.timings.items())
-        + f"\n| **total** | {sum(report.timings.values()):.1f} |")
-    write_json(folder / "scores.json", {CEILING: ceiling_score.to_json(), **{name: s.to_json() for name, s in scores.items()}})
-    write_json(folder / "gqa_metrics.json", {split_name: {name: s.gqa_json() for name, s in by_model.items()}
-                                             for split_name, by_model in gqa.items()})
-    write_json(folder / "demo.json", {
-        "seed": args.seed, "quick": bool(args.quick), "sizes": sizes,
-        "epochs": {"oracle": epochs, "calibrator": calibration_epochs, "black_box": blackbox_epochs,
-                   "ceiling": ceiling_epochs}, "ceiling_history": ceiling_history,
-        "golden": {"accuracy": g.accuracy, "count": g.count, "skipped": len(golden.skips)},
-        "oracle_history": history, "calibrator_history": calibration_history, "black_box_history": blackbox.history,
-        "split": {"easy": len(split.easy), "hard": len(split.hard)},
-        "accuracy_by_length": by_length, "yes_no_ece": ece, "table3_pattern": pattern(scores),
-        "calibration_shapes": shapes, "hop_by_hop": hops, "timings_s": report.timings,
-        "predicted_programs": {**parsing, "scores": predicted.to_json()}})
-    write_text(folder / "report.md", "\n".join(report.lines) + "\n")
-    print(f"\nreport: {folder / 'report.md'} (tables, {len(list(folder.rglob('*.png')))} pictures, raw JSON beside it)"
-          f" — {sum(report.timings.values()):.0f} s in all")
-    return 0 if golden_ok else 1
+        # the perception ceiling: the same network trained on the train scene graphs' labels
+        ceiling_history = side["ceiling_history"]
+        scores[CEILING] = score(list(test_q.values()), side["ceiling_predictions"], split, match=vocabulary_match)
+        curves = _learning_curves(history, ceiling_history, side["pretrained_history"], blackbox.history)
+        learning_curves(curves, folder / "learning_curves.png")
 
+        # 7. tables
+        say(ceiling_table(scores[CEILING], scores[BAYES], scores, ceiling_epochs, ceiling_history))
+        say(learning_curves_section(curves, pretrained_epochs, ceiling_epochs))
+        ceiling_score, bayes_score = scores.pop(CEILING), scores.pop(BAYES)
+        scores = {name: scores[name] for name in (BASE, CALIBRATED, BLACK_BOX, PRIOR)}  # one order (and colour) everywhere
+        say(parser_section(parsing))
+        say(tables({**scores, PREDICTED: predicted}, split, blackbox, calibration_epochs, calibration_history))
+        runs = {BASE: base.predictions, CALIBRATED: calibrated.predictions, BLACK_BOX: predictions[BLACK_BOX],
+                PRIOR: predictions[PRIOR]}
+        gqa = _gqa_metrics(runs, test_q, val_q, val_graphs, golden, Answerer(perception, compiler=compiler,
+                                                                             keep_outcomes=True), data)
+        say(gqa_metrics_section(gqa))
 
-def _ceiling(data, store, base_model, ontology, compiler, test_q, epochs: int, seed: int):
-    """A fresh copy of the base model's network trained on the train scene graphs' labels,
-    then test-dev through the same engine; its predictions and label-training history."""
-    import torch
+        # 8. pictures and files
+        report.start()
+        bar = ProgressBar(f"8/{STAGES} pictures", total=5, unit="pictures")
+        by_length = accuracy_by_length(test_q, runs, folder / "accuracy_by_length.png")
+        bar(1)
+        hard_easy_bars(scores, split, folder / "hard_vs_easy.png")
+        bar(2)
+        ece = reliability(test_q, {BASE: base, CALIBRATED: calibrated}, folder / "reliability.png")
+        bar(3)
+        shapes = calibration_pictures(base, test_q, compiler, calibrator, folder)
+        bar(4)
+        hops = hop_pictures(base, test_q, compiler, perception, store, folder / "hops")
+        bar(5)
+        bar.close()
+        say(pictures_section(by_length, ece, shapes, hops))
+        report.stop("pictures")
+        total = time.perf_counter() - wall
+        # CPU seconds of each process (one process: the stages beside counted apart)
+        cpus = {"this process": time.process_time() - cpu - (side["cpu_seconds"] if args.one_process else 0.0),
+                "the second process": side["cpu_seconds"]}
+        say(timings_section(report.timings, side["timings"], total, cpus))
+        write_json(folder / "scores.json", {BAYES: bayes_score.to_json(), CEILING: ceiling_score.to_json(),
+                                            **{name: s.to_json() for name, s in scores.items()}})
+        write_json(folder / "gqa_metrics.json", {split_name: {name: s.gqa_json() for name, s in by_model.items()}
+                                                 for split_name, by_model in gqa.items()})
+        write_json(folder / "demo.json", {
+            "seed": args.seed, "quick": bool(args.quick), "sizes": sizes,
+            "epochs": {"oracle": epochs, "calibrator": calibration_epochs, "black_box": blackbox_epochs,
+                       "ceiling": ceiling_epochs, "pretrained": pretrained_epochs}, "ceiling_history": ceiling_history,
+            "pretrained_history": side["pretrained_history"], "learning_curves": curves,
+            "golden": {"accuracy": g.accuracy, "count": g.count, "skipped": len(golden.skips)},
+            "oracle_history": history, "calibrator_history": calibration_history, "black_box_history": blackbox.history,
+            "split": {"easy": len(split.easy), "hard": len(split.hard)},
+            "accuracy_by_length": by_length, "yes_no_ece": ece, "table3_pattern": pattern(scores),
+            "calibration_shapes": shapes, "hop_by_hop": hops,
+            "timings_s": {**report.timings, **{f"beside: {k}": v for k, v in side["timings"].items()}, "wall": total},
+            "cpu_s": cpus,
+            "predicted_programs": {**parsing, "scores": predicted.to_json()}})
+        write_text(folder / "report.md", "\n".join(report.lines) + "\n")
+        print(f"\nreport: {folder / 'report.md'} (tables, {len(list(folder.rglob('*.png')))} pictures, raw JSON beside it)"
+              f" — {total:.0f} s in all")
+        return 0 if golden_ok else 1
 
-    from nablafol.data import load_scene_graphs
-    from nablafol.neural import NeuralOracleModel
-    from nablafol.pipeline.answering import Answerer
-    from nablafol.pipeline.label_training import LabelConfig, train_on_labels
-    from nablafol.pipeline.perception import FeaturePerception
-    from nablafol.progress import ProgressBar
-    torch.manual_seed(seed)
-    model = NeuralOracleModel(base_model.config, base_model.vocabulary)
-    bar = ProgressBar(f"4/{STAGES} ceiling", unit="images")
-    history = train_on_labels(model, store, load_scene_graphs(data / "train_sceneGraphs.json"), ontology,
-                              LabelConfig(epochs=epochs, seed=seed), progress=bar)
-    bar.close()
-    return _evaluate(Answerer(FeaturePerception(store, model, ontology), compiler=compiler), test_q,
-                     f"4/{STAGES} ceiling test-dev"), history
+    finally:
+        beside.stop()
 
-
-def _predicted_programs(train_q: dict, test_q: dict, answerer, folder: Path, epochs, seed: int) -> dict:
-    """A semantic parser trained on the training questions (saved in ``folder``, for
-    ``nablafol answer``), and test-dev answered by ``answerer`` over the programs it reads;
-    the figures, with the run (``run``)."""
+def _predicted_programs(trained: dict, parser, test_q: dict, answerer) -> dict:
+    """Test-dev answered by ``answerer`` over the programs ``parser`` (trained beside the base
+    model: ``trained`` says how) reads from the words; the figures, with the run (``run``)."""
     from nablafol.dsl import parse_program
-    from nablafol.progress import ProgressBar
-    from nablafol.semantic_parser import (TrainingSettings, same_program, save_parser, train_parser,
-                                          with_predicted_programs)
-    settings = TrainingSettings(seed=seed) if epochs is None else TrainingSettings(epochs=epochs, seed=seed)
-    bar = ProgressBar(f"4/{STAGES} train parser", unit="batches")
-    trained = train_parser(train_q.values(), settings=settings, progress=bar)
-    bar.close()
-    save_parser(folder, trained.parser)
-    read = {q.id: q for q in with_predicted_programs(test_q.values(), trained.parser)}
+    from nablafol.semantic_parser import same_program, with_predicted_programs
+    read = {q.id: q for q in with_predicted_programs(test_q.values(), parser)}
     exact = sum(q.semantic_str is not None and test_q[q.id].semantic_str is not None
                 and same_program(parse_program(q.semantic_str), parse_program(test_q[q.id].semantic_str))
                 for q in read.values())
-    run = _evaluate(answerer, read, f"4/{STAGES} base test-dev, predicted programs")
-    return {"folder": str(folder), "examples": trained.examples, "epochs": settings.epochs,
-            "seconds": trained.seconds, "exact_match": exact / max(1, len(read)),
-            "unreadable": sum(q.semantic_str is None for q in read.values()),
-            "skips": run.skip_summary(), "run": run}
+    run = _evaluate(answerer, read, f"7/{STAGES} base test-dev, predicted programs")
+    return {**trained, "exact_match": exact / max(1, len(read)),
+            "unreadable": sum(q.semantic_str is None for q in read.values()), "skips": run.skip_summary(), "run": run}
+
+
+def _learning_curves(answers_only: list, labels: list, pretrained: list, black_box: list) -> dict:
+    """Validation accuracy against seconds, one curve per way of learning: name ->
+    ``[(seconds, accuracy), ...]`` after each epoch, every epoch's validation pass counted (the
+    Trainer's ``seconds`` hold it; label training and the black box time it apart). The
+    pretrained curve is the label epochs (the ceiling's) followed by its epochs through the
+    reasoning."""
+    def curve(records, start: float = 0.0) -> list:
+        points, clock = [], start
+        for r in records:
+            clock += r["seconds"] + r.get("val_seconds", 0.0)
+            points.append((clock, r.get("val_accuracy")))
+        return points
+
+    label_curve = curve(labels)
+    return {ANSWERS_ONLY: curve(answers_only),
+            PRETRAINED: label_curve + curve(pretrained, label_curve[-1][0] if label_curve else 0.0),
+            BLACK_BOX: curve(black_box)}
 
 
 def _gqa_metrics(runs: dict, test_q: dict, val_q: dict, val_graphs, golden, base_answerer, data) -> dict:

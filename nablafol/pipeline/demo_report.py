@@ -13,8 +13,11 @@ SHAPE_STEPS = 12  # curves per calibration picture, for a readable legend
 BASE, CALIBRATED, BLACK_BOX, PRIOR = ("base model (∇-FOL)", "calibrated (∇-FOL + top-down calibration)",
                                       "black-box (question words + features)", "answer prior (blind)")
 CEILING = "supervised ceiling (same oracle trained on scene-graph labels)"
+BAYES = "Bayes ceiling (the generator's posteriors, each given the rest of the truth)"
 GOLDEN = "golden oracle (scene graphs)"
 PREDICTED = "∇-FOL with predicted programs"  # the base model over the semantic parser's programs
+ANSWERS_ONLY = "answers only (the base model)"  # the learning curves' names
+PRETRAINED = "scene-graph labels, then answers"
 
 
 def write_json(path, obj) -> None:
@@ -43,18 +46,54 @@ def _split_table(scores: dict) -> str:
     return "\n".join(lines)
 
 
-def ceiling_table(ceiling, scores: dict, epochs: int, history: list) -> str:
-    """The row above Table 1: the same oracle network trained on the train scene graphs' labels,
-    answered through the same engine and golden programs, beside the base model and the black box."""
+def ceiling_table(ceiling, bayes, scores: dict, epochs: int, history: list) -> str:
+    """The rows above Table 1: the Bayes oracle of the generator, and the same oracle network
+    trained on the train scene graphs' labels, each answering through the same engine and golden
+    programs, beside the base model and the black box."""
     rows = [f"| {name} | " + " | ".join(_pct(s.overall.accuracy[g]) for g in GROUPS) + " |"
-            for name, s in ((CEILING, ceiling), (BASE, scores[BASE]), (BLACK_BOX, scores[BLACK_BOX]))]
+            for name, s in ((BAYES, bayes), (CEILING, ceiling), (BASE, scores[BASE]), (BLACK_BOX, scores[BLACK_BOX]))]
     return "\n".join([
         "\n## The perception ceiling (test-dev)\n",
-        f"The base model's network trained {epochs} epochs on the train scene graphs' labels (every object's name "
-        f"and attributes, every pair's relations; final label loss {history[-1]['label_loss']:.3f}) instead of "
-        "the answers, then answering through the same engine and golden programs: what this data and this "
-        "architecture can see. The base model learns from answers alone.\n",
+        "The Bayes ceiling: every concept's posterior under the generator's own model of the features (its codes, "
+        "strengths and noise; the class prior and box sizes from the training graphs), each given the rest of the "
+        "object's truth, relations and the scene's location and weather true (`nablafol.synthetic.bayes`): an "
+        "optimistic bound of what any oracle over these features can see. "
+        f"The supervised ceiling: the base model's network trained {epochs} epochs on the train scene graphs' labels "
+        f"(every object's name and attributes, every pair's relations; final label loss "
+        f"{history[-1]['label_loss']:.3f}) instead of the answers: what this architecture learns from labels in the "
+        "demo's time. Both answer through the same engine and golden programs; the base model learns from answers "
+        "alone.\n",
         "| model | open | binary | all |", "|---|---:|---:|---:|", *rows])
+
+
+def learning_curves_section(curves: dict, pretrained_epochs: int, ceiling_epochs: int) -> str:
+    """The learning curves' paragraph: each way of learning, where it ended, in how many seconds."""
+    def end(points) -> str:
+        seconds, accuracy = points[-1]
+        return f"{_pct(accuracy)} after {seconds:.0f} s"
+
+    return "\n".join([
+        "\n## Learning curves (validation accuracy against training seconds)\n",
+        f"Each point is an epoch (its validation pass counted in the seconds). {ANSWERS_ONLY}: the base model, "
+        f"{end(curves[ANSWERS_ONLY])}; {PRETRAINED}: the ceiling's {ceiling_epochs} label epochs, then "
+        f"{pretrained_epochs} epoch(s) through the reasoning on the answers (`nablafol train --scene-graphs`), "
+        f"{end(curves[PRETRAINED])}; {BLACK_BOX}: {end(curves[BLACK_BOX])}. The base model and the pretrained one "
+        "answer through the engine; the black box never sees a program.\n",
+        "![learning curves](learning_curves.png)"])
+
+
+def timings_section(main: dict, beside: dict, wall: float, cpu: dict) -> str:
+    """Seconds of every stage: those of this process, those of the second one (beside the
+    training, at the same time), the wall clock of the whole run, and each process's CPU
+    seconds (what the run costs whatever else the machine does)."""
+    rows = [f"| {k} | {v:.1f} |" for k, v in main.items()]
+    rows += [f"| beside the training: {k} | {v:.1f} |" for k, v in beside.items()]
+    rows += [f"| **wall, the whole demo** | {wall:.1f} |"]
+    rows += [f"| CPU, {k} | {v:.1f} |" for k, v in cpu.items()]
+    return ("\n## Timings\n\nThe parser, the black box, the ceiling and the pretrained curve run in a second "
+            "process while the base model trains (one torch thread each). Wall seconds per stage, then the CPU "
+            "seconds of each process: on a machine shared with other work the wall grows, the CPU seconds do "
+            "not.\n\n| stage | seconds |\n|---|---:|\n" + "\n".join(rows))
 
 
 def parser_section(parsing: dict) -> str:

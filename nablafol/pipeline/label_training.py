@@ -66,7 +66,8 @@ def train_on_labels(model, store, graphs, ontology, config: LabelConfig = LabelC
     """Train ``model`` (a :class:`~nablafol.neural.NeuralOracleModel`, in place) on the labels
     of ``graphs`` (image id -> scene graph) over ``store``'s features (anything with
     ``get_many``); returns one record per epoch (``label_loss``, ``images``, ``seconds``, and
-    ``val_accuracy`` when ``validate`` is given: it is called after each epoch)."""
+    ``val_accuracy`` and ``val_seconds`` when ``validate`` is given: it is called after each
+    epoch, ``seconds`` not counting it)."""
     from nablafol.errors import InputFileError
     from nablafol.neural import FeatureBatch
     from nablafol.neural.optimizer import adam
@@ -98,7 +99,9 @@ def train_on_labels(model, store, graphs, ontology, config: LabelConfig = LabelC
                   "seconds": time.perf_counter() - start}
         if validate is not None:
             model.eval()
+            started = time.perf_counter()
             record["val_accuracy"] = validate()
+            record["val_seconds"] = time.perf_counter() - started
             model.train()
         history.append(record)
         if log is not None:

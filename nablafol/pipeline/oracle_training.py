@@ -480,6 +480,7 @@ class TrainingJob:
     out: Path
     config: TrainConfig = field(default_factory=TrainConfig)
     hidden_dim: int = 256
+    head: str = "cosine"  # the concept heads (NeuralOracleConfig.head)
     val_limit: int = 0
     device: object = "cpu"
     resume: bool = False
@@ -531,7 +532,8 @@ def _oracle_trainer(job: TrainingJob, group, log, progress) -> "Trainer":
     # the feature width from an image of this process's shards (another machine may hold the others)
     first = next((q.image_id for q in questions.values() if q.image_id in store), ids[0])
     model = NeuralOracleModel.for_vocabulary(ConceptVocabulary.from_ontology(ontology),
-                                             feature_dim=store[first].features.shape[1], hidden_dim=job.hidden_dim)
+                                             feature_dim=store[first].features.shape[1], hidden_dim=job.hidden_dim,
+                                             head=job.head)
     model = model.to(device)
     compiler = Compiler(ontology)
     # every epoch reads every training image again: keep what was read (up to 1 GiB, the most

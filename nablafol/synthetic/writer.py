@@ -74,6 +74,17 @@ class SyntheticDataset:
 
 
 @dataclass(frozen=True)
+class Generator:
+    """The generator's own knowledge of a dataset it wrote (what the files do not all say:
+    test-dev's scene graphs, every concept's code)."""
+
+    dataset: SyntheticDataset
+    codes: ConceptCodes
+    noise_std: float
+    context_scale: float
+
+
+@dataclass(frozen=True)
 class DatasetSummary:
     """What :func:`generate_dataset` wrote: folder, seed, scenes and questions per split, files."""
 
@@ -82,6 +93,9 @@ class DatasetSummary:
     scenes: dict[str, int]
     questions: dict[str, int]
     files: tuple[str, ...] = field(default=())
+    # what made the files, in memory (for the Bayes oracle, nablafol.synthetic.bayes): the
+    # dataset, the concept codes, the noise and context scale of the features
+    generator: "Generator | None" = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict:
         return {"out_dir": str(self.out_dir), "seed": self.seed, "scenes": dict(self.scenes),
@@ -205,7 +219,8 @@ def generate_dataset(out_dir, n_train: int = 1500, n_val: int = 300, n_testdev: 
     written.append(card)
     return DatasetSummary(out, seed, {s: len(dataset.scenes[s]) for s in SPLITS},
                           {s: len(dataset.questions[s]) for s in SPLITS},
-                          tuple(sorted(str(p.relative_to(out)) for p in written)))
+                          tuple(sorted(str(p.relative_to(out)) for p in written)),
+                          Generator(dataset, codes, noise_std, context_scale))
 
 
 def _card(dataset: SyntheticDataset, codes: ConceptCodes, feature_dim: int, noise_std: float,

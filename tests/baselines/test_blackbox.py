@@ -76,3 +76,23 @@ def test_a_seed_fixes_the_model():
 def test_no_training_question_is_one_clear_error():
     with pytest.raises(ValueError, match="no training question"):
         BlackBoxBaseline().fit([SimpleNamespace(id="1", image_id="x", question="?", answer=None)], {})
+
+
+def test_validating_each_epoch_records_the_curve_and_changes_nothing_learned():
+    train, images = _task(80, seed=3)
+    test, test_images = _task(40, seed=4)
+    seen = []
+
+    def validate(baseline):
+        seen.append(baseline.model.training)
+        predictions = baseline.predict(test, test_images)
+        return float(np.mean([predictions[q.id] == q.answer for q in test]))
+
+    plain = BlackBoxBaseline(hidden_dim=16, epochs=3, seed=5).fit(train, images)
+    watched = BlackBoxBaseline(hidden_dim=16, epochs=3, seed=5).fit(train, images, validate=validate)
+    assert seen == [False, False, False]
+    assert [set(h) for h in watched.history] == [{"epoch", "train_loss", "seconds", "val_accuracy", "val_seconds"}] * 3
+    assert all(h["seconds"] > 0 and 0 <= h["val_accuracy"] <= 1 for h in watched.history)
+    assert watched.history[-1]["val_accuracy"] == validate(watched)
+    for a, b in zip(plain.model.state_dict().values(), watched.model.state_dict().values()):
+        assert torch.equal(a, b)

@@ -6,12 +6,13 @@ import numpy as np
 import torch
 
 from nablafol.cli import main
-from nablafol.pipeline.demo_report import BASE, BLACK_BOX, CALIBRATED, CEILING, GOLDEN, PREDICTED, PRIOR, _StepRecorder
+from nablafol.pipeline.demo_report import (ANSWERS_ONLY, BASE, BAYES, BLACK_BOX, CALIBRATED, CEILING, GOLDEN, PREDICTED,
+                                           PRETRAINED, PRIOR, _StepRecorder)
 from nablafol.engine import Engine, ProgramPlan
 from nablafol.ir import Filter, Predicate, Program, Relate, Top, Aggregate
 from nablafol.operators import Quantifier
 from nablafol.oracle import TableOracle
-from nablafol.plotting import attention_over_boxes, attention_steps, grouped_bars, training_curve
+from nablafol.plotting import attention_over_boxes, attention_steps, grouped_bars, learning_curves, training_curve
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -32,6 +33,7 @@ def test_pictures_are_png_files(tmp_path):
                         ["#0", "#1"], tmp_path / "steps.png", "a question, hop by hop"),
         grouped_bars(["2", "3"], {"a": [50.0, None], "b": [70.0, 20.0]}, tmp_path / "bars.png", "x", "y", "t",
                      notes=["n=3", "n=4"]),
+        learning_curves({"a": [(1.0, 0.5), (2.5, 0.6)], "b": [(0.5, None), (3.0, 0.7)]}, tmp_path / "curves.png"),
     ]
     for path in pictures:
         assert _is_png(path), path
@@ -74,14 +76,16 @@ def test_demo_quick_writes_its_report(tmp_path):
     for name in (BASE, CALIBRATED, BLACK_BOX, PRIOR):
         assert name in report, name
     linked = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", report)
-    assert {"training_curve.png", "accuracy_by_length.png", "hard_vs_easy.png", "reliability.png",
-            "calibration_shapes_1.png"} <= set(linked)
+    assert {"training_curve.png", "learning_curves.png", "accuracy_by_length.png", "hard_vs_easy.png",
+            "reliability.png", "calibration_shapes_1.png"} <= set(linked)
     assert sum(link.startswith("hops/") for link in linked) >= 2
     for link in linked:
         assert _is_png(folder / link), link
 
     scores = json.loads((folder / "scores.json").read_text())
-    assert set(scores) == {CEILING, BASE, CALIBRATED, BLACK_BOX, PRIOR}
+    assert set(scores) == {BAYES, CEILING, BASE, CALIBRATED, BLACK_BOX, PRIOR}
+    assert scores[BAYES]["overall"]["all"]["accuracy"] > scores[BASE]["overall"]["all"]["accuracy"]
+    assert BAYES in report
     assert "## The perception ceiling" in report and CEILING in report
     assert report.index("## The perception ceiling") < report.index("## Table 1")
     base = scores[BASE]
@@ -101,6 +105,19 @@ def test_demo_quick_writes_its_report(tmp_path):
     assert golden["accuracy"] == 1.0 and golden["distribution"] == 0.0 and golden["validity"] > 0.95
     assert gqa["val"][BASE]["grounding"] is not None and golden["grounding"] > gqa["val"][BASE]["grounding"] > 0
     demo = json.loads((folder / "demo.json").read_text())
+    # the learning curves: one point per epoch of each way of learning, seconds growing
+    curves = demo["learning_curves"]
+    assert set(curves) == {ANSWERS_ONLY, PRETRAINED, BLACK_BOX}
+    assert len(curves[ANSWERS_ONLY]) == 2 and len(curves[BLACK_BOX]) == 2
+    assert len(curves[PRETRAINED]) == 2 + 1  # quick: 2 label epochs (the ceiling's), then 1 through the reasoning
+    for name, points in curves.items():
+        seconds = [t for t, _ in points]
+        assert seconds == sorted(seconds) and seconds[0] > 0, name
+        assert all(0 <= a <= 1 for _, a in points), name
+    assert [a for _, a in curves[ANSWERS_ONLY]] == [h["val_accuracy"] for h in demo["oracle_history"]]
+    assert "## Learning curves" in report and "| **wall, the whole demo** |" in report
+    assert {"beside: parser", "beside: black box", "beside: ceiling", "wall"} <= set(demo["timings_s"])
+    assert set(demo["cpu_s"]) == {"this process", "the second process"} and min(demo["cpu_s"].values()) > 0
     assert set(demo["table3_pattern"]) == {"accuracy", "Acc_h", "Err_e", "consistency"}
     assert demo["table3_pattern"]["Acc_h"]["base"] == 0.0
     assert set(demo["yes_no_ece"]) == {BASE, CALIBRATED}

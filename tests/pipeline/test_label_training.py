@@ -83,6 +83,15 @@ def test_train_pretrains_on_scene_graphs_then_answers(small_dataset, tmp_path, c
     assert code == 0
     assert "pretraining on the labels of 150 of 150 scene graphs (1 epochs)" in out
     assert "labels epoch 1/1" in out and (tmp_path / "m" / "config.json").exists()
+    from nablafol.neural import load_model
+    assert load_model(tmp_path / "m")[0].config.head == "cosine"  # train's default heads
+
+
+def test_train_head_dot_gives_the_papers_heads(small_dataset, tmp_path):
+    from nablafol.neural import load_model
+    assert main(["train", "--data", str(small_dataset), "--epochs", "1", "--hidden", "16", "--head", "dot",
+                 "--val-limit", "20", "--out", str(tmp_path / "m")]) == 0
+    assert load_model(tmp_path / "m")[0].config.head == "dot"
 
 
 def test_pretrain_epochs_without_scene_graphs_is_a_usage_error(small_dataset, tmp_path, capsys):

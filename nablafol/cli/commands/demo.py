@@ -8,15 +8,19 @@
    answers split test-dev into easy and hard questions;
 5. a black-box baseline (question words + the same features, no program) and a blind answer
    prior, scored on the split (Table 2);
-6. the top-down calibrator, trained on the frozen oracle; base vs calibrated (Table 3);
+6. the top-down calibrator, trained on the frozen oracle; base vs calibrated (Table 3); the
+   Bayes ceiling (the generator's posteriors) and the supervised ceiling (the same network
+   trained on the scene graphs' labels), above Table 1; the learning curves;
 7. pictures: accuracy by program length, reliability diagrams, learned calibration shapes,
-   hard vs easy bars, the training curve, and a few questions' attention hop by hop;
+   hard vs easy bars, the training and learning curves, and a few questions' attention hop by hop;
 8. ``OUT/report/report.md`` with every table, the pictures, raw JSON beside it.
 
     nablafol demo                     # into runs/demo
     nablafol demo --quick             # a smaller dataset and fewer epochs
 
-Every number of the report comes from the run that wrote it.
+The parser, the black box and the supervised ceiling run in a second process beside the base
+model's training (``--one-process``: in this one, the same scores). Every number of the report
+comes from the run that wrote it.
 """
 from __future__ import annotations
 
@@ -42,7 +46,13 @@ def add_arguments(parser) -> None:
                         "default 6; quick: 2)")
     parser.add_argument("--parser-epochs", type=positive_int, default=None,
                         help="semantic parser training epochs (default 4)")
+    parser.add_argument("--pretrained-epochs", type=non_negative_int, default=None,
+                        help="epochs through the reasoning after the ceiling's label epochs, for the learning curves' "
+                        "pretrained line (default 1; 0: the label epochs only)")
     parser.add_argument("--seed", type=non_negative_int, default=0)
+    parser.add_argument("--one-process", action="store_true",
+                        help="run the stages that need nothing of the base model (parser, black box, ceiling) in this "
+                        "process instead of a second one beside the training (same results, one core, slower)")
     parser.add_argument("--threads", type=positive_int, default=1,
                         help="torch threads (default 1: the demo's tensors are small, and more threads mostly wait "
                         "on each other, badly so on a busy machine)")
@@ -52,5 +62,6 @@ def run(args) -> int:
     from nablafol.pipeline.demo import DemoSettings, run_demo
     settings = DemoSettings(out=Path(args.out), quick=args.quick, epochs=args.epochs, lr=args.lr,
                             calibration_epochs=args.calibration_epochs, blackbox_epochs=args.blackbox_epochs,
-                            ceiling_epochs=args.ceiling_epochs, parser_epochs=args.parser_epochs, seed=args.seed)
+                            ceiling_epochs=args.ceiling_epochs, parser_epochs=args.parser_epochs,
+                            pretrained_epochs=args.pretrained_epochs, seed=args.seed, one_process=args.one_process)
     return with_threads(args.threads, lambda: run_demo(settings))

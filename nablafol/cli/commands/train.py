@@ -52,6 +52,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--clip", type=positive_float, default=0.65, help="gradient clipping norm (paper: 0.65)")
     parser.add_argument("--curriculum-start", type=positive_int, default=2, help="program steps of the first epoch")
     parser.add_argument("--hidden", type=positive_int, default=256, help="hidden size of the oracle's layers")
+    parser.add_argument("--head", choices=("cosine", "dot"), default="cosine",
+                        help="the concept heads: scaled cosine (default; learned faster from answers, "
+                        "docs/oracle-learning.md) or the paper's dot product")
     parser.add_argument("--seed", type=non_negative_int, default=0)
     parser.add_argument("--device", default="cpu", help="cpu, or cuda (under torchrun: the GPU of each local rank)")
     parser.add_argument("--shards", type=positive_int, metavar="N", help="data shards of the run (default: one per "
@@ -86,7 +89,7 @@ def _run(args) -> int:
     config = TrainConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, weight_decay=args.weight_decay,
                          clip_norm=args.clip, seed=args.seed, curriculum_start=args.curriculum_start)
     launch = Launch.from_environment()
-    job = TrainingJob(dataset(args), Path(args.out), config, hidden_dim=args.hidden, val_limit=args.val_limit,
+    job = TrainingJob(dataset(args), Path(args.out), config, hidden_dim=args.hidden, head=args.head, val_limit=args.val_limit,
                       device=device(args.device), resume=args.resume, shards=args.shards, launch=launch,
                       scene_graphs=Path(args.scene_graphs) if args.scene_graphs else None,
                       pretrain_epochs=args.pretrain_epochs or 6)

@@ -1,0 +1,58 @@
+"""The demo's stages beside the training: a second process gives what the same function gives
+in this one, and a failure there is one line here."""
+import pytest
+import torch
+
+from nablafol.pipeline.demo import _learning_curves
+from nablafol.pipeline.demo_beside import Beside, BesideRequest
+from nablafol.pipeline.demo_report import ANSWERS_ONLY, BLACK_BOX, PRETRAINED
+from nablafol.synthetic import generate_dataset
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("beside") / "data"
+    generate_dataset(folder, n_train=40, n_val=10, n_testdev=10, seed=2, feature_dim=8)
+    return folder
+
+
+def request_for(data, out, **change):
+    settings = dict(seed=1, parser_epochs=1, blackbox_epochs=2, ceiling_epochs=2, pretrained_epochs=1, lr=1e-3,
+                    threads=1)
+    return BesideRequest(data, out, **{**settings, **change})
+
+
+def test_a_second_process_gives_what_this_one_gives(tiny, tmp_path):
+    here = Beside(request_for(tiny, tmp_path / "here"), one_process=True).result()
+    there = Beside(request_for(tiny, tmp_path / "there")).result()
+    assert here["black_box_predictions"] == there["black_box_predictions"] and here["black_box_predictions"]
+    assert here["ceiling_predictions"] == there["ceiling_predictions"] and here["ceiling_predictions"]
+    for a, b in zip(here["black_box"].model.state_dict().values(), there["black_box"].model.state_dict().values()):
+        assert torch.equal(a, b)
+    for key in ("ceiling_history", "pretrained_history"):
+        drop = ("seconds", "val_seconds", "extra")  # the clocks differ, nothing else
+        assert [{k: v for k, v in r.items() if k not in drop} for r in here[key]] == \
+            [{k: v for k, v in r.items() if k not in drop} for r in there[key]]
+    assert [h["val_accuracy"] for h in here["black_box"].history] == [h["val_accuracy"] for h in there["black_box"].history]
+    assert (tmp_path / "there" / "parser").is_dir() and (tmp_path / "there" / "pretrained" / "config.json").exists()
+    assert set(there["timings"]) == {"parser", "black box", "ceiling", "pretrained"}
+    # every epoch validated: the learning curves' points
+    assert len(there["ceiling_history"]) == 2 and all("val_accuracy" in r for r in there["ceiling_history"])
+    assert len(there["pretrained_history"]) == 1 and there["pretrained_history"][0]["val_accuracy"] is not None
+
+
+def test_a_failure_beside_is_one_line_here(tmp_path):
+    beside = Beside(request_for(tmp_path / "no such data", tmp_path / "out"))
+    with pytest.raises(RuntimeError, match=r"^demo, stages beside the training: \w+Error: .*no such data"):
+        beside.result()
+
+
+def test_the_learning_curves_count_every_second_and_continue_the_labels():
+    answers = [{"seconds": 10.0, "val_accuracy": 0.5}, {"seconds": 12.0, "val_accuracy": 0.6}]  # validation inside
+    labels = [{"seconds": 3.0, "val_seconds": 1.0, "val_accuracy": 0.7}]  # validation timed apart
+    pretrained = [{"seconds": 9.0, "val_accuracy": 0.8}]
+    black_box = [{"seconds": 1.5, "val_seconds": 0.5, "val_accuracy": 0.4}]
+    curves = _learning_curves(answers, labels, pretrained, black_box)
+    assert curves[ANSWERS_ONLY] == [(10.0, 0.5), (22.0, 0.6)]
+    assert curves[PRETRAINED] == [(4.0, 0.7), (13.0, 0.8)]
+    assert curves[BLACK_BOX] == [(2.0, 0.4)]
