@@ -187,7 +187,37 @@ def run_suite(name: str, size: str, plot_path: Path | None) -> tuple[dict, list[
 def machine() -> dict:
     return {"python": platform.python_version(), "torch": torch.__version__, "platform": platform.platform(),
             "processor": platform.processor() or platform.machine(), "cpus": os.cpu_count(),
-            "torch_threads": torch.get_num_threads(), "cuda": torch.cuda.is_available()}
+            "torch_threads": torch.get_num_threads(), "cuda": torch.cuda.is_available(),
+            "calibration": calibration()}
+
+
+def calibration() -> dict:
+    """Two fixed workloads, to tell a slower machine from slower code across days: a plain Python
+    loop (the interpreter) and decoding a JSON text shaped like a scene-graph file (300,000 small
+    objects, the collector off, as ``nablafol eval`` loads): allocation, hence page faults. The
+    same virtual machine has shown the same decode taking 3x longer from one day to the next."""
+    import gc
+    import resource
+    start = time.perf_counter()
+    sum(i * i for i in range(2_000_000))
+    loop = time.perf_counter() - start
+    text = json.dumps({str(k): {"name": "man", "x": k, "relations": [{"name": "to the left of", "object": str(j)}
+                                                                    for j in range(30)]} for k in range(10_000)})
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        before = resource.getrusage(resource.RUSAGE_SELF)
+        start = time.perf_counter()
+        decoded = json.loads(text)
+        decode = time.perf_counter() - start
+        after = resource.getrusage(resource.RUSAGE_SELF)
+        del decoded
+    finally:
+        if enabled:
+            gc.enable()
+    return {"python_loop_s": loop, "json_mb": len(text) / 1e6, "json_decode_s": decode,
+            "json_minor_faults": after.ru_minflt - before.ru_minflt,
+            "json_system_s": after.ru_stime - before.ru_stime}
 
 
 def table(checks: list[dict]) -> list[str]:
@@ -245,6 +275,10 @@ def _run(args, argv) -> int:
     m = result["machine"]
     print(f"\n{m['processor']}, {m['cpus']} CPUs, {m['torch_threads']} torch threads, torch {m['torch']}, "
           f"Python {m['python']}; {size_name} size; {result['date']}")
+    c = m["calibration"]
+    print(f"calibration (taken at the start): Python loop {c['python_loop_s']:.2f} s; {c['json_mb']:.0f} MB of "
+          f"scene-graph-like JSON decoded in {c['json_decode_s']:.2f} s ({c['json_minor_faults']:,} page faults, "
+          f"{c['json_system_s']:.2f} s of system time)")
     print("\n".join(table(result["checks"])))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)

@@ -23,6 +23,8 @@ def test_tiny_run_writes_every_suite_and_a_table(tmp_path, capsys):
     assert result["size"] == "tiny" and result["date"].startswith("20")
     assert {"python", "torch", "cpus", "torch_threads", "processor"} <= set(result["machine"])
     assert result["machine"]["torch_threads"] == 1  # the default --threads
+    calibration = result["machine"]["calibration"]  # fixed workloads, to compare machines across days
+    assert calibration["python_loop_s"] > 0 and calibration["json_decode_s"] > 0 and calibration["json_mb"] > 5
     assert set(result["suites"]) == set(bench_run.SUITES)
     assert all(s["seconds"] > 0 for s in result["suites"].values())
     checks = result["checks"]
