@@ -71,7 +71,7 @@ def run_demo(args: DemoSettings) -> int:
     from nablafol.data import load_questions, load_scene_graphs, write_predictions
     from nablafol.engine import Engine
     from nablafol.pipeline.answering import Answerer
-    from nablafol.pipeline.demo_beside import Beside, BesideRequest, demo_model, feature_memory
+    from nablafol.pipeline.demo_beside import Beside, BesideRequest, can_spawn, demo_model, feature_memory
     from nablafol.pipeline.perception import FeaturePerception, SceneGraphPerception
     from nablafol.scoring import vocabulary_match
     from nablafol.progress import ProgressBar
@@ -127,7 +127,11 @@ def run_demo(args: DemoSettings) -> int:
     # the stages that need nothing of the base model, beside its training (demo_beside)
     request = BesideRequest(data, out, args.seed, args.parser_epochs, blackbox_epochs, ceiling_epochs,
                             pretrained_epochs, args.lr, torch.get_num_threads())
-    beside = Beside(request, one_process=args.one_process)
+    one_process = args.one_process or not can_spawn()
+    if one_process and not args.one_process:
+        print("demo: the main script was read from standard input, so no second process can start: the stages "
+              "beside the training run in this process first (the same results, one after the other)")
+    beside = Beside(request, one_process=one_process)
     try:
         # 3. the oracle, trained through the reasoning
         report.start()
@@ -243,9 +247,9 @@ def run_demo(args: DemoSettings) -> int:
         report.stop("pictures")
         total = time.perf_counter() - wall
         # CPU seconds of each process (one process: the stages beside counted apart)
-        cpus = {"this process": time.process_time() - cpu - (side["cpu_seconds"] if args.one_process else 0.0),
-                "the second process": side["cpu_seconds"]}
-        say(timings_section(report.timings, side["timings"], total, cpus))
+        cpus = {"this process": time.process_time() - cpu - (side["cpu_seconds"] if one_process else 0.0),
+                "the second process" if not one_process else "the stages beside, in this process": side["cpu_seconds"]}
+        say(timings_section(report.timings, side["timings"], total, cpus, one_process))
         write_json(folder / "scores.json", {BAYES: bayes_score.to_json(), CEILING: ceiling_score.to_json(),
                                             **{name: s.to_json() for name, s in scores.items()}})
         write_json(folder / "gqa_metrics.json", {split_name: {name: s.gqa_json() for name, s in by_model.items()}

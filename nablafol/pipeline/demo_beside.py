@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-__all__ = ["BesideRequest", "run_beside", "Beside", "demo_model", "feature_memory", "validation_accuracy"]
+__all__ = ["BesideRequest", "run_beside", "Beside", "can_spawn", "demo_model", "feature_memory", "validation_accuracy"]
 
 
 @dataclass(frozen=True)
@@ -168,6 +168,16 @@ def _pretrained(request: BesideRequest, model, ontology, compiler, questions: di
                       val_perception=perception, val_questions=list(questions["val"].values()), ontology=ontology,
                       log=lambda *_: None)
     return trainer.train()
+
+
+def can_spawn() -> bool:
+    """Whether a ``spawn``ed second process can start from this one: it re-runs the main script's
+    imports from its file, and a script read from standard input (``python - < script``) leaves no
+    file behind (``python -c``, the CLI and script files are fine)."""
+    import os
+    import sys
+    path = getattr(sys.modules.get("__main__"), "__file__", None)
+    return path is None or os.path.exists(path)
 
 
 class Beside:

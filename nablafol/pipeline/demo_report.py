@@ -82,18 +82,20 @@ def learning_curves_section(curves: dict, pretrained_epochs: int, ceiling_epochs
         "![learning curves](learning_curves.png)"])
 
 
-def timings_section(main: dict, beside: dict, wall: float, cpu: dict) -> str:
+def timings_section(main: dict, beside: dict, wall: float, cpu: dict, one_process: bool = False) -> str:
     """Seconds of every stage: those of this process, those of the second one (beside the
-    training, at the same time), the wall clock of the whole run, and each process's CPU
-    seconds (what the run costs whatever else the machine does)."""
+    training, at the same time; ``one_process``: run here first, one after the other), the wall
+    clock of the whole run, and each process's CPU seconds (what the run costs whatever else the
+    machine does)."""
     rows = [f"| {k} | {v:.1f} |" for k, v in main.items()]
     rows += [f"| beside the training: {k} | {v:.1f} |" for k, v in beside.items()]
     rows += [f"| **wall, the whole demo** | {wall:.1f} |"]
     rows += [f"| CPU, {k} | {v:.1f} |" for k, v in cpu.items()]
-    return ("\n## Timings\n\nThe parser, the black box, the ceiling and the pretrained curve run in a second "
-            "process while the base model trains (one torch thread each). Wall seconds per stage, then the CPU "
-            "seconds of each process: on a machine shared with other work the wall grows, the CPU seconds do "
-            "not.\n\n| stage | seconds |\n|---|---:|\n" + "\n".join(rows))
+    how = ("ran in this process, before the base model's training (one process)" if one_process else
+           "run in a second process while the base model trains (one torch thread each)")
+    return (f"\n## Timings\n\nThe parser, the black box, the ceiling and the pretrained curve {how}. Wall seconds "
+            "per stage, then the CPU seconds of each process: on a machine shared with other work the wall grows, "
+            "the CPU seconds do not.\n\n| stage | seconds |\n|---|---:|\n" + "\n".join(rows))
 
 
 def parser_section(parsing: dict) -> str:

@@ -56,3 +56,22 @@ def test_the_learning_curves_count_every_second_and_continue_the_labels():
     assert curves[ANSWERS_ONLY] == [(10.0, 0.5), (22.0, 0.6)]
     assert curves[PRETRAINED] == [(4.0, 0.7), (13.0, 0.8)]
     assert curves[BLACK_BOX] == [(2.0, 0.4)]
+
+
+def test_a_script_from_standard_input_cannot_spawn_so_the_demo_runs_in_one_process(monkeypatch):
+    import sys
+    import types
+
+    from nablafol.pipeline.demo_beside import can_spawn
+    from nablafol.pipeline.demo_report import timings_section
+    main = types.ModuleType("__main__")
+    main.__file__ = "<stdin>"  # what `python - < script` leaves: no file a spawned process could re-read
+    monkeypatch.setitem(sys.modules, "__main__", main)
+    assert not can_spawn()
+    monkeypatch.setattr(main, "__file__", __file__)
+    assert can_spawn()
+    del main.__file__  # `python -c`, an interactive session: nothing to re-read, spawn works
+    assert can_spawn()
+    text = timings_section({"train oracle": 1.0}, {"parser": 2.0}, 3.0, {"this process": 3.0}, one_process=True)
+    assert "in this process, before the base model's training" in text and "second process" not in text
+    assert "in a second process" in timings_section({}, {}, 1.0, {})
