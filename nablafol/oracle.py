@@ -83,14 +83,16 @@ def _check_probabilities(tables: list) -> None:
     probabilities (no NaN, nothing outside [0, 1]); else the first bad value is named. One check
     over all the values at once: a scene's tables are often tiny, and a check per table was most
     of the oracle's making."""
+    def outside(t: torch.Tensor) -> torch.Tensor:
+        return torch.isnan(t) | (t < 0) | (t > 1)
+
     if not tables:
         return
     with torch.no_grad():
-        values = torch.cat([t.reshape(-1) for _, _, t in tables])
-        if not bool((torch.isnan(values) | (values < 0) | (values > 1)).any()):
+        if not bool(outside(torch.cat([t.reshape(-1) for _, _, t in tables])).any()):
             return
     for b, pred, t in tables:
-        bad = torch.isnan(t) | (t < 0) | (t > 1)
+        bad = outside(t)
         if bool(bad.any()):
             first = tuple(int(i) for i in bad.nonzero()[0])
             raise ProbabilityError(f"scene {b}, predicate {pred.name!r}: value {t[first].item()!r} at {first} "
@@ -169,11 +171,10 @@ class TableOracle(torch.nn.Module):
         # small scenes are tiny: per-request calls were most of such a call's time)
         blocks = [torch.nn.functional.pad(torch.stack(tables), [0, n - size] * arity)
                   for size, (_, tables) in by_size.items()]
-        probs = blocks[0] if len(blocks) == 1 else torch.cat(blocks)
-        if len(blocks) > 1:  # back to the requests' order
-            order = [r for rows, _ in by_size.values() for r in rows]
-            probs = probs[torch.as_tensor(order, device=probs.device).argsort()]
-        return safe_log(probs)
+        if len(blocks) == 1:
+            return safe_log(blocks[0])
+        order = [r for rows, _ in by_size.values() for r in rows]  # back to the requests' order
+        return safe_log(torch.cat(blocks)[torch.as_tensor(order, device=blocks[0].device).argsort()])
 
     def unary(self, requests: Requests) -> torch.Tensor:
         return self._gather(requests, self._unary, 1)

@@ -10,6 +10,7 @@ Every number of the report comes from the run that wrote it.
 """
 from __future__ import annotations
 
+import sys
 import time
 from pathlib import Path
 
@@ -129,8 +130,9 @@ def run_demo(args: DemoSettings) -> int:
                             pretrained_epochs, args.lr, torch.get_num_threads())
     one_process = args.one_process or not can_spawn()
     if one_process and not args.one_process:
-        print("demo: the main script was read from standard input, so no second process can start: the stages "
-              "beside the training run in this process first (the same results, one after the other)")
+        print(f"demo: the main script ({getattr(sys.modules['__main__'], '__file__', None)}) is no file a second "
+              "process could re-read (a script from standard input?): the stages beside the training run in this "
+              "process first (the same results, one after the other)")
     beside = Beside(request, one_process=one_process)
     try:
         # 3. the oracle, trained through the reasoning
