@@ -1,4 +1,4 @@
-"""The project's one caching rule, in two helpers.
+"""The project's one caching rule, in three helpers.
 
 1. A value computed from an immutable object alone (a program's node order, a node's hash,
    a compiled question's formula) is kept *on that object*: :func:`memo`. It lives as long
@@ -8,7 +8,9 @@
    ontology, an answerer's perception) is kept *by that someone*, in a bounded
    least-recently-used cache it makes for itself: :func:`bounded_cache`. Keys are the inputs
    themselves (equal programs share one entry), and the bound keeps a stream of a million
-   distinct programs from holding them all.
+   distinct programs from holding them all. When results differ much in size (a packed open
+   question weighs a hundred yes/no ones), the bound is on their summed weight instead:
+   :func:`weighted_cache`.
 
 3. A file shipped with the package (the grammar, GQA's vocabulary) is read once:
    ``functools.cache`` on the function that reads it.
@@ -32,11 +34,12 @@ what users give.
 from __future__ import annotations
 
 import functools
+from collections import OrderedDict
 from typing import Callable, TypeVar
 
 T = TypeVar("T")
 
-__all__ = ["memo", "bounded_cache"]
+__all__ = ["memo", "bounded_cache", "weighted_cache"]
 
 
 def memo(obj, name: str, compute: Callable[[], T]) -> T:
@@ -60,3 +63,46 @@ def bounded_cache(function: Callable[..., T], size: int) -> Callable[..., T]:
     if not (isinstance(size, int) and size >= 1):
         raise ValueError(f"a cache holds at least 1 entry, got size={size!r}")
     return functools.lru_cache(maxsize=size)(function)
+
+
+def weighted_cache(function: Callable[..., T], budget: int, weight: Callable[[T], int]) -> Callable[..., T]:
+    """``function`` of one hashable argument with its most recently used results kept while
+    their summed ``weight`` stays within ``budget`` (rule 2, bounded by size rather than count):
+    the least recently used go first; a result heavier than the whole budget is not kept.
+
+        >>> squares = weighted_cache(lambda n: [n] * n, budget=5, weight=len)
+        >>> _ = squares(3), squares(2), squares(1)    # 3 + 2 + 1 > 5: 3 goes
+        >>> squares.cache_info()
+        CacheInfo(hits=0, misses=3, maxsize=5, currsize=2)
+    """
+    if not (isinstance(budget, int) and budget >= 1):
+        raise ValueError(f"a cache holds a weight of at least 1, got budget={budget!r}")
+    kept: OrderedDict = OrderedDict()  # argument -> (result, weight), oldest first
+    state = {"held": 0, "hits": 0, "misses": 0}
+
+    def cached(argument):
+        entry = kept.get(argument)
+        if entry is not None:
+            kept.move_to_end(argument)
+            state["hits"] += 1
+            return entry[0]
+        state["misses"] += 1
+        result = function(argument)
+        w = int(weight(result))
+        if w <= budget:
+            kept[argument] = (result, w)
+            state["held"] += w
+            while state["held"] > budget:
+                _, (_, gone) = kept.popitem(last=False)
+                state["held"] -= gone
+        return result
+
+    def cache_info() -> functools._CacheInfo:
+        return functools._CacheInfo(state["hits"], state["misses"], budget, len(kept))
+
+    def cache_clear() -> None:
+        kept.clear()
+        state.update(held=0, hits=0, misses=0)
+
+    cached.cache_info, cached.cache_clear = cache_info, cache_clear
+    return cached

@@ -11,7 +11,7 @@ from typing import Sequence
 
 import numpy as np
 
-from nablafol.caching import bounded_cache, memo
+from nablafol.caching import bounded_cache, memo, weighted_cache
 from nablafol.errors import ProgramStructureError
 from nablafol.ir import (Aggregate, AggregateEach, AllOf, AllSame, And, AnyOf, AnyOfGroups, Attention, Conjoin, Filter,
                          Neg, Not, Or, Pairwise, Predicate, Program, Relate, Top, Truths)
@@ -219,6 +219,10 @@ class ProgramPlan:
             grounding=grounding,
         )
 
+    def weight(self) -> int:
+        """What keeping it costs, in rows (as :meth:`_Packed.weight`)."""
+        return sum(len(t) for t in self._tables) + len(self.candidates) + _PACK_OVERHEAD_ROWS
+
     @property
     def attention_steps(self) -> tuple:
         """What each vector row computes, in the order of the engine's ``step``: an Attention
@@ -340,6 +344,73 @@ def _stack_pairs(edges: list) -> np.ndarray:
     return np.concatenate(parts) if parts else np.zeros((0, 2), dtype=np.int64)
 
 
+class _Shape:
+    """A program with its predicates written as local ids, numbered as :meth:`ProgramPlan._build`
+    numbers them (unary and binary, in node order): programs of one shape have one plan up to
+    their predicates, so a plan is built once per shape. Hashed and compared by ``key`` alone;
+    ``program`` is the one a plan is built from, ``unary``/``binary`` its predicates by local id."""
+
+    __slots__ = ("key", "program", "unary", "binary", "_hash")
+
+    def __init__(self, key: tuple, program: Program, unary: tuple, binary: tuple):
+        self.key, self.program, self.unary, self.binary = key, program, unary, binary
+        self._hash = hash(key)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, _Shape) and self.key == other.key
+
+    def plan(self) -> ProgramPlan:
+        return ProgramPlan._build(self.program)
+
+    @classmethod
+    def of(cls, program: Program) -> "_Shape":
+        # every field _build reads, node by node; children by their position in the node order
+        # (by identity, else by equality: nodes() merged equal subterms, as _build does)
+        position = _NodeIndex()
+        unary: dict = {}
+        binary: dict = {}
+        key = []
+        for node in program.nodes():
+            kind = type(node)
+            if kind is Filter:
+                entry = (1, unary.setdefault(node.predicate, len(unary)), position[node.input])
+            elif kind is Top:
+                entry = (0,)
+            elif kind is Aggregate:
+                entry = (2, node.quantifier, position[node.input])
+            elif kind is Relate:
+                atoms = tuple((binary.setdefault(a.predicate, len(binary)), a.reverse) for a in node.atoms)
+                entry = (3, node.quantifier, position[node.input], atoms)
+            elif kind is Neg:
+                entry = (4, position[node.input])
+            elif kind is Conjoin:
+                entry = (5, position[node.left], position[node.right])
+            elif kind is AggregateEach:
+                entry = (6, node.quantifier, node.negate, position[node.input],
+                         _local_ids(unary, node.predicates).tobytes())
+            elif kind is Pairwise:
+                entry = (7, position[node.left], position[node.right])
+            elif kind is AnyOfGroups:
+                entry = (8, position[node.each], node.sizes)
+            elif kind is AnyOf or kind is AllOf:
+                entry = (9 if kind is AnyOf else 10, position[node.each])
+            elif kind is AllSame:
+                entry = (11, position[node.nonempty], position[node.each], position[node.input])
+            elif kind is Not or kind is And or kind is Or:
+                entry = (12 if kind is Not else 13 if kind is And else 14,
+                         tuple(position[c] for c in node.children()))
+            else:  # a subclass or an unknown node: its own shape (planned as itself)
+                entry = (-1, node)
+            position[node] = len(key)
+            key.append(entry)
+        key.append((tuple(position[c] for c in program.candidates),
+                    position[program.focus] if program.focus is not None else -1))
+        return cls(tuple(key), program, tuple(unary), tuple(binary))
+
+
 # --- a batch of programs, as sorted index arrays ----------------------------------------
 
 @dataclass
@@ -397,8 +468,14 @@ def _padded(owner: np.ndarray, values: np.ndarray, n_rows: int, fill: int) -> np
     return out
 
 
-#: Packed programs an engine keeps, the most recently used (caching rule 2: nablafol.caching)
-PACKED_PROGRAMS = 1 << 14
+#: Packed programs an engine keeps, the most recently used, bounded by their summed rows
+#: (caching rule 2: nablafol.caching): a GQA validation run meets ~73,000 distinct programs, nearly
+#: all of ~20 rows, and a few thousand open questions of ~2,500 rows each (a block per candidate):
+#: a count bound that holds the small ones held the open ones too (0.7 GB at GQA's size)
+PACKED_ROWS = 1 << 21
+_PACK_OVERHEAD_ROWS = 16  # the arrays and objects of a pack weigh about this many rows
+#: Plans of program shapes an engine keeps (most recently used, bounded by their rows)
+SHAPE_ROWS = 1 << 20
 #: Whole plans of one-program batches an engine keeps (a model calling it one question at a time)
 SINGLE_PLANS = 1 << 10
 
@@ -407,11 +484,12 @@ class _Registry:
     """Predicate -> small int, per engine, and the programs packed with those ids (kept here,
     since they depend on this registry's ids)."""
 
-    def __init__(self, cache_size: int = PACKED_PROGRAMS):
+    def __init__(self, cache_rows: int = PACKED_ROWS):
         self.ids: dict[Predicate, int] = {}
         self.predicates: list[Predicate] = []
-        self._packed = bounded_cache(self._pack, cache_size)
-        self._single = bounded_cache(self._single_plan, min(cache_size, SINGLE_PLANS))
+        self._packed = weighted_cache(self._pack, cache_rows, _Packed.weight)
+        self._shaped = weighted_cache(_Shape.plan, SHAPE_ROWS, ProgramPlan.weight)
+        self._single = bounded_cache(self._single_plan, SINGLE_PLANS)
 
     def single(self, program: Program, scene: int) -> "BatchPlan":
         """The plan of a batch of one: kept whole, since one question at a time spent a third of
@@ -430,9 +508,16 @@ class _Registry:
         return self._packed(program)
 
     def _pack(self, program: Program) -> "_Packed":
-        # the plan is built for packing only, not kept: the packed rows are all a batch needs
-        plan = program.__dict__.get("_plan") or ProgramPlan._build(program)
-        return _Packed.of(plan, self._ids(plan.unary), self._ids(plan.binary))
+        # the plan is built for packing only, not kept: the packed rows are all a batch needs;
+        # programs of one shape (GQA: ~1,700 shapes for ~73,000 programs) share one plan
+        plan = program.__dict__.get("_plan")
+        if plan is not None:
+            unary, binary = plan.unary, plan.binary
+        else:
+            shape = _Shape.of(program)
+            unary, binary = shape.unary, shape.binary
+            plan = self._shaped(shape)
+        return _Packed.of(plan, self._ids(unary), self._ids(binary))
 
     def _ids(self, preds) -> np.ndarray:
         out = np.empty(len(preds), dtype=np.int64)
@@ -469,6 +554,12 @@ class _Packed:
             a = a.copy()
             a[:, 1] = binary_ids[a[:, 1]]
         return cls(v=v, a=a, s=s, e=e, candidates=plan.candidates, focus=plan.focus, grounding=plan.grounding)
+
+    def weight(self) -> int:
+        """What keeping it costs, in rows (its tables', its grounding rows', a fixed part)."""
+        g = self.grounding
+        return (len(self.v) + len(self.a) + len(self.s) + len(self.e) + len(self.candidates) + len(g.roots)
+                + len(g.merges) + len(g.allsame_values) + _PACK_OVERHEAD_ROWS)
 
 
 def _rows_of(parts: list[np.ndarray], width: int) -> tuple[np.ndarray, np.ndarray]:

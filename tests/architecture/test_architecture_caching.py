@@ -29,3 +29,48 @@ def test_functools_cache_only_reads_shipped_files():
     uses = [(name, line) for name, path in modules().items()
             for line in path.read_text(encoding="utf-8").splitlines() if "@functools.cache" in line]
     assert uses and all("shipped with the package" in line for _, line in uses), uses
+
+
+def test_a_weighted_cache_keeps_the_most_recent_results_within_its_budget():
+    from nablafol.caching import weighted_cache
+    calls = []
+
+    def rows(n):
+        calls.append(n)
+        return [0] * n
+
+    cached = weighted_cache(rows, budget=10, weight=len)
+    for n in (4, 4, 3):  # 4 + 3 kept; the second 4 is a hit
+        cached(n)
+    assert calls == [4, 3] and cached.cache_info().hits == 1
+    cached(4)  # most recent now: 3 goes first when room is needed
+    cached(5)  # 3 + 4 + 5 > 10: 3 goes, 4 + 5 stay
+    cached(4), cached(5)
+    assert calls == [4, 3, 5] and cached.cache_info().currsize == 2
+    cached(3)  # 5 + 3 <= 10 after 4 (least recent) goes
+    assert calls == [4, 3, 5, 3] and cached.cache_info().currsize == 2
+    cached(11)  # heavier than the budget: computed, not kept, nothing pushed out
+    cached(11)
+    assert calls[-2:] == [11, 11] and cached.cache_info().currsize == 2
+    cached.cache_clear()
+    assert cached.cache_info() == (0, 0, 10, 0)
+
+
+def test_an_engine_keeps_packed_programs_by_their_rows_not_their_number():
+    from nablafol.engine.planning import _Registry
+    from nablafol.ir import Aggregate, AggregateEach, Filter, Predicate, Program, Quantifier, Top
+    names = tuple(Predicate(f"n{i}") for i in range(300))
+    small = [Program.yes_no(Aggregate(Quantifier.EXISTS, Filter(Predicate(f"s{i}"), Top()))) for i in range(40)]
+    big = [Program((AggregateEach(Quantifier.EXISTS, names, Filter(Predicate(f"b{i}"), Top())),),
+                   tuple(p.name for p in names)) for i in range(10)]
+    heavy, light = _Registry().packed(big[0]).weight(), _Registry().packed(small[0]).weight()
+    assert heavy > 20 * light
+    registry = _Registry(cache_rows=heavy + 5 * light)  # one open program and five yes/no ones
+    for program in small + big:
+        registry.packed(program)
+    assert registry._packed.cache_info().currsize == 1  # the last open program pushed out the rest
+    registry.packed(big[-1])
+    assert registry._packed.cache_info().hits == 1
+    for program in small[:5]:
+        registry.packed(program)
+    assert registry._packed.cache_info().currsize == 6

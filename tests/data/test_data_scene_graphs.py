@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from nablafol.data import (SceneGraph, SceneGraphTexts, SceneObject, SceneRelation, iter_scene_graphs,
+from nablafol.data import (scene_graph_from_record, SceneGraph, SceneGraphTexts, SceneObject, SceneRelation, iter_scene_graphs,
                            load_scene_graphs, write_scene_graphs)
 from nablafol.errors import InputFileError
 
@@ -223,3 +223,50 @@ def test_write_then_read_gives_the_same_graphs(tmp_path, graphs):
     path = tmp_path / "round_sceneGraphs.json"
     write_scene_graphs(path, graphs)
     assert list(iter_scene_graphs(path)) == graphs
+
+
+class _NotPlainDict(dict):
+    """A record the fast path of GQA's plain objects does not take (it reads only exact dicts)."""
+
+
+_INTEGER = st.one_of(st.integers(-2, 9), st.integers(2 ** 53 - 1, 2 ** 53 + 1))
+_RELATIONS = st.lists(st.fixed_dictionaries({"name": st.sampled_from(["near", "on"]), "object": st.sampled_from(["1", "2"])},
+                                            optional={"p": st.floats(0, 1)}), max_size=3)
+_WILD = st.one_of(_INTEGER, st.floats(allow_nan=True), st.text(max_size=2), st.booleans(), st.none(),
+                  st.lists(st.integers(), min_size=1, max_size=1), st.just({"man": 1.0}))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.fixed_dictionaries(
+    {"name": st.sampled_from(["man", "cup"]), "x": _INTEGER, "y": _INTEGER, "w": _INTEGER, "h": _INTEGER,
+     "attributes": st.lists(st.sampled_from(["tall", "red"]), max_size=3), "relations": _RELATIONS}),
+    st.lists(st.tuples(st.sampled_from(["name", "x", "y", "w", "h", "attributes", "relations", "names", "other"]),
+                       _WILD), max_size=1))
+@example({"name": "man", "x": 1, "y": 2, "w": 3, "h": 4, "attributes": ["tall"], "relations": []}, [("attributes", [5])])
+@example({"name": "man", "x": 1, "y": 2, "w": 3, "h": 4, "attributes": ["tall"], "relations": []}, [("w", -1)])
+@example({"name": "man", "x": 1, "y": 2, "w": 3, "h": 4, "attributes": ["tall"], "relations": []}, [("x", True)])
+@example({"name": "man", "x": 1, "y": 2, "w": 3, "h": 4, "attributes": ["tall"], "relations": []}, [("name", 5)])
+@example({"name": "man", "x": 1, "y": 2, "w": 3, "h": 4, "attributes": ["tall"], "relations": []}, [("relations", "near")])
+@example({"name": "man", "x": 1, "y": 2, "w": 3, "h": 4, "attributes": ["tall"], "relations": []}, [("other", 1)])
+@example({"name": "man", "x": 1, "y": 2, "w": 3, "h": 4, "attributes": ["tall"], "relations": []}, [("y", 2.5)])
+@example({"name": "man", "x": 1, "y": 2, "w": 3, "h": 4, "attributes": ["tall"], "relations": []}, [("h", 2 ** 60)])
+def test_plain_objects_read_on_the_fast_path_as_the_full_check_reads_them(record, spoilt):
+    record.update(spoilt)  # GQA's plain object, or one field changed (or added) to anything
+    # GQA's own objects skip the field-by-field check: whatever either reading gives (an
+    # object, or the same one-line refusal), the other gives too
+    def read(obj):
+        graph = {"width": 10, "height": 10, "objects": {"1": obj, "2": {"name": "cup", "x": 0, "y": 0, "w": 1, "h": 1}}}
+        try:
+            return scene_graph_from_record("7", graph)
+        except InputFileError as e:
+            return str(e)
+    assert read(dict(record)) == read(_NotPlainDict(record))
+
+
+def test_a_plain_gqa_object_takes_the_fast_path_and_keeps_every_fact():
+    record = {"name": "man", "x": 1, "y": 2, "w": 3, "h": 4, "attributes": ["tall", "tall", "old"],
+              "relations": [{"name": "near", "object": "2"}]}
+    fast = scene_graph_from_record("7", {"width": 9, "height": 9, "objects": {"1": record, "2": dict(record, relations=[])}})
+    full = scene_graph_from_record("7", {"width": 9, "height": 9, "objects": {"1": _NotPlainDict(record),
+                                                                            "2": dict(record, relations=[])}})
+    assert fast == full and fast.objects[0].attributes == {"tall": 1.0, "old": 1.0}

@@ -1,0 +1,117 @@
+"""Programs of one shape share one plan (planning.py, `_Shape`): a program planned from another
+program's plan must be planned exactly as if it were planned alone."""
+import dataclasses
+
+import numpy as np
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from engine_helpers import run_engine
+from nablafol.engine import Engine
+from nablafol.engine.planning import ProgramPlan, _Registry, _Shape
+from nablafol.ir import Aggregate, Atom, Filter, Node, Predicate, Program, Quantifier, Top
+from nablafol.testing.strategies import default_vocabulary, programs, tables_for
+
+UNARY, BINARY = default_vocabulary(n_unary=4, n_binary=3)
+
+
+def renamed(value, rename):
+    """``value`` with every predicate ``p`` replaced by ``rename[p]`` (nodes rebuilt)."""
+    if isinstance(value, Predicate):
+        return rename[value]
+    if isinstance(value, tuple):
+        return tuple(renamed(v, rename) for v in value)
+    if isinstance(value, (Node, Atom, Program)):
+        changes = {f.name: renamed(getattr(value, f.name), rename) for f in dataclasses.fields(value)}
+        return dataclasses.replace(value, **changes)
+    return value
+
+
+def perturbed(value, site: int, counter=None):
+    """``value`` with its ``site``-th field that is neither a predicate nor a node changed
+    (a quantifier, an atom's direction, a negation): the same predicates, another shape."""
+    counter = counter if counter is not None else [0]
+    if isinstance(value, Predicate):
+        return value
+    if isinstance(value, tuple):
+        return tuple(perturbed(v, site, counter) for v in value)
+    if not isinstance(value, (Node, Atom, Program)):
+        return value
+    changes = {}
+    for f in dataclasses.fields(value):
+        old = getattr(value, f.name)
+        if isinstance(old, (Quantifier, bool)) and f.name in ("quantifier", "reverse", "negate"):
+            counter[0] += 1
+            if counter[0] - 1 == site:
+                old = (not old) if isinstance(old, bool) else QUANTIFIERS[(QUANTIFIERS.index(old) + 1) % 3]
+            changes[f.name] = old
+        else:
+            changes[f.name] = perturbed(old, site, counter)
+    return dataclasses.replace(value, **changes)
+
+
+QUANTIFIERS = [Quantifier.EXISTS, Quantifier.FORALL, Quantifier.NOT_EXISTS]
+
+
+def renamings():
+    """A map of the vocabulary onto itself, arity kept: a permutation or a merge of predicates."""
+    def of(predicates):
+        return st.lists(st.sampled_from(predicates), min_size=len(predicates), max_size=len(predicates))
+    return st.tuples(of(UNARY), of(BINARY)).map(
+        lambda t: {**dict(zip(UNARY, t[0])), **dict(zip(BINARY, t[1]))})
+
+
+def packed_with_predicates(registry, program):
+    """The packed tables with each predicate id written as its predicate (ids differ by registry)."""
+    pack = registry.packed(program)
+    v = [tuple(row[:4]) + ((registry.predicates[row[4]] if row[4] >= 0 else None),) for row in pack.v.tolist()]
+    a = [(row[0], registry.predicates[row[1]], row[2]) for row in pack.a.tolist()]
+    return v, a, pack.s.tolist(), pack.e.tolist(), pack.candidates.tolist(), pack.focus, [
+        x.tolist() for x in dataclasses.astuple(pack.grounding)]
+
+
+@settings(max_examples=150, deadline=None)
+@given(programs(UNARY, BINARY, max_depth=4), renamings())
+def test_a_program_planned_from_its_shape_is_packed_as_if_planned_alone(program, rename):
+    other = renamed(program, rename)
+    shared = _Registry()
+    shared.packed(program)  # the shape's plan is built from `program`
+    alone = _Registry()
+    assert packed_with_predicates(shared, other) == packed_with_predicates(alone, other)
+    assert (_Shape.of(other) == _Shape.of(program)) == (len(set(rename[p] for p in program.predicates()))
+                                                      == len(program.predicates()))
+
+
+@settings(max_examples=150, deadline=None)
+@given(programs(UNARY, BINARY, max_depth=4), st.integers(0, 5))
+def test_programs_differing_beyond_their_predicates_do_not_share_a_plan(program, site):
+    other = perturbed(program, site)
+    shared = _Registry()
+    shared.packed(program)
+    assert packed_with_predicates(shared, other) == packed_with_predicates(_Registry(), other)
+
+
+@settings(max_examples=60, deadline=None)
+@given(programs(UNARY, BINARY, max_depth=4), renamings(), st.data())
+def test_answers_of_a_program_planned_from_its_shape_equal_those_planned_alone(program, rename, data):
+    other = renamed(program, rename)
+    tables = data.draw(tables_for(UNARY + BINARY, data.draw(st.integers(1, 3))))
+    engine = Engine()
+    run_engine([program], [tables], engine=engine)
+    shared, alone = run_engine([other], [tables], engine=engine), run_engine([other], [tables])
+    assert torch.equal(shared.probs(), alone.probs()) and torch.equal(shared.focus, alone.focus)
+    assert torch.equal(shared.exact, alone.exact)
+
+
+def test_programs_that_differ_in_predicates_only_build_one_plan():
+    registry = _Registry()
+    made = [Program.yes_no(Aggregate(Quantifier.EXISTS, Filter(p, Top()))) for p in UNARY]
+    for program in made:
+        registry.packed(program)
+    info = registry._shaped.cache_info()
+    assert (info.misses, info.hits) == (1, len(made) - 1)
+    # a program whose plan is already kept on it is packed from that plan, not from its shape
+    kept = made[0]
+    ProgramPlan.of(kept)
+    assert np.array_equal(_Registry().packed(kept).v, registry.packed(kept).v)
