@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import operator
 from dataclasses import dataclass, fields
-from typing import Iterator, NamedTuple, Union
+from typing import Callable, Iterator, NamedTuple, Union
 
 from .caching import memo
 from .errors import ProgramStructureError
@@ -41,7 +41,7 @@ __all__ = [
 ]
 
 
-_FIELD_NAMES: dict = {}  # class -> its dataclass field names (dataclasses.fields is slow)
+_FIELD_VALUES: dict = {}  # class -> its _field_values (dataclasses.fields is slow)
 
 
 class _Hashed:
@@ -50,17 +50,31 @@ class _Hashed:
     __slots__ = ()
 
     def __hash__(self) -> int:
-        try:  # memo's look-up inlined: hashing is the hottest call of planning and compiling
-            return self.__dict__["_hash"]
-        except KeyError:
-            return memo(self, "_hash", self._structural_hash)
+        # memo's look-up inlined (hashing is the hottest call of planning and compiling), without
+        # an exception on the first call: a raised KeyError cost more than the hash itself
+        values = self.__dict__
+        value = values.get("_hash")
+        if value is None:
+            value = values["_hash"] = self._structural_hash()
+        return value
 
     def _structural_hash(self) -> int:
         cls = type(self)
-        names = _FIELD_NAMES.get(cls)
-        if names is None:
-            names = _FIELD_NAMES[cls] = tuple(f.name for f in fields(self))
-        return hash((cls.__name__,) + tuple(getattr(self, n) for n in names))
+        fields_of = _FIELD_VALUES.get(cls)
+        if fields_of is None:
+            fields_of = _FIELD_VALUES[cls] = _field_values(cls)
+        return hash(fields_of(self))
+
+
+def _field_values(cls) -> Callable:
+    """``obj -> (class name, *field values)``, the tuple a node's structural hash hashes."""
+    name, names = cls.__name__, tuple(f.name for f in fields(cls))
+    if not names:
+        return lambda obj: (name,)
+    getter = operator.attrgetter(*names)
+    if len(names) == 1:
+        return lambda obj: (name, getter(obj))
+    return lambda obj: (name,) + getter(obj)
 
 
 class _PredicateFields(NamedTuple):

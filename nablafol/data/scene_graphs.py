@@ -267,7 +267,15 @@ def _relations_from_records(check: RecordChecker, records: list, plain: dict) ->
     if found is None:
         return tuple(_relation_from_record(check, index, value, plain) for index, value in enumerate(records))
     for index in [index for index, relation in enumerate(found) if relation is None]:
-        found[index] = _relation_from_record(check, index, records[index], plain)
+        # a pair new to the scene (a tenth of them): made here once; an odd type goes on to the check
+        name, object_id = records[index]["name"], records[index]["object"]
+        if type(name) is str and type(object_id) is str:
+            relation = plain.get((name, object_id))  # an earlier subject of the list may have made it
+            if relation is None:
+                relation = plain[(name, object_id)] = SceneRelation(_intern(name), _intern(object_id))
+            found[index] = relation
+        else:
+            found[index] = _relation_from_record(check, index, records[index], plain)
     return tuple(found)
 
 
