@@ -70,6 +70,8 @@ def weighted_cache(function: Callable[..., T], budget: int, weight: Callable[[T]
     """``function`` of one hashable argument with its most recently used results kept while
     their summed ``weight`` stays within ``budget`` (rule 2, bounded by size rather than count):
     the least recently used go first; a result heavier than the whole budget is not kept.
+    ``cache_info()`` is ``lru_cache``'s, its ``maxsize`` the budget (in weight) and its
+    ``currsize`` the results kept (a count).
 
         >>> squares = weighted_cache(lambda n: [n] * n, budget=5, weight=len)
         >>> _ = squares(3), squares(2), squares(1)    # 3 + 2 + 1 > 5: 3 goes

@@ -59,7 +59,7 @@ _GRAPH_FIELDS = ("width", "height", "location", "weather", "objects")
 _OBJECT_FIELDS = ("name", "names", "x", "y", "w", "h", "attributes", "relations")
 _RELATION_FIELDS = ("name", "object", "p")
 _intern = sys.intern
-_LARGEST_INT = 2 ** 53  # an integer coordinate beyond it is refused by the full check (RecordChecker.number)
+_LARGEST_INT = 2 ** 53  # larger integer coordinates take the full check (which refuses them above ~1.8e308)
 
 
 def _no_extra() -> Mapping[str, Any]:
@@ -268,14 +268,15 @@ def _relations_from_records(check: RecordChecker, records: list, plain: dict) ->
         return tuple(_relation_from_record(check, index, value, plain) for index, value in enumerate(records))
     for index in [index for index, relation in enumerate(found) if relation is None]:
         # a pair new to the scene (a tenth of them): made here once; an odd type goes on to the check
-        name, object_id = records[index]["name"], records[index]["object"]
-        if type(name) is str and type(object_id) is str:
+        record = records[index]
+        name, object_id = record["name"], record["object"]
+        if type(record) is dict and type(name) is str and type(object_id) is str:
             relation = plain.get((name, object_id))  # an earlier subject of the list may have made it
             if relation is None:
                 relation = plain[(name, object_id)] = SceneRelation(_intern(name), _intern(object_id))
             found[index] = relation
         else:
-            found[index] = _relation_from_record(check, index, records[index], plain)
+            found[index] = _relation_from_record(check, index, record, plain)
     return tuple(found)
 
 

@@ -366,7 +366,7 @@ class _Shape:
         return ProgramPlan._build(self.program)
 
     @classmethod
-    def of(cls, program: Program) -> "_Shape":
+    def of(cls, program: Program) -> "_Shape | None":
         # every field _build reads, node by node; children by their position in the node order
         # (by identity, else by equality: nodes() merged equal subterms, as _build does)
         position = _NodeIndex()
@@ -402,8 +402,8 @@ class _Shape:
             elif kind is Not or kind is And or kind is Or:
                 entry = (12 if kind is Not else 13 if kind is And else 14,
                          tuple(position[c] for c in node.children()))
-            else:  # a subclass or an unknown node: its own shape (planned as itself)
-                entry = (-1, node)
+            else:  # a subclass or an unknown node: no shape, the program is planned alone
+                return None
             position[node] = len(key)
             key.append(entry)
         key.append((tuple(position[c] for c in program.candidates),
@@ -515,8 +515,12 @@ class _Registry:
             unary, binary = plan.unary, plan.binary
         else:
             shape = _Shape.of(program)
-            unary, binary = shape.unary, shape.binary
-            plan = self._shaped(shape)
+            if shape is None:  # a node of a subclass: _build reads it through isinstance, the key cannot
+                plan = ProgramPlan._build(program)
+                unary, binary = plan.unary, plan.binary
+            else:
+                unary, binary = shape.unary, shape.binary
+                plan = self._shaped(shape)
         return _Packed.of(plan, self._ids(unary), self._ids(binary))
 
     def _ids(self, preds) -> np.ndarray:

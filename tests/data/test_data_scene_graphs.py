@@ -242,6 +242,11 @@ _WILD = st.one_of(_INTEGER, st.floats(allow_nan=True), st.text(max_size=2), st.b
      "attributes": st.lists(st.sampled_from(["tall", "red"]), max_size=3), "relations": _RELATIONS}),
     st.lists(st.tuples(st.sampled_from(["name", "x", "y", "w", "h", "attributes", "relations", "names", "other"]),
                        _WILD), max_size=1))
+@example({"name": "man", "x": 1, "y": 2, "w": 3, "h": 4, "attributes": ["tall"], "relations": []},
+         [("relations", [{"name": "near", "object": "2"}, {"name": "on", "object": "2"}, {"name": "near", "object": "2"},
+                         {"name": "near", "object": 2}])])
+@example({"name": "man", "x": 1, "y": 2, "w": 3, "h": 4, "attributes": ["tall"], "relations": []},
+         [("relations", [{"name": "near", "object": "2"}, {"name": "on", "object": "1"}, {"name": "near", "object": "2"}])])
 @example({"name": "man", "x": 1, "y": 2, "w": 3, "h": 4, "attributes": ["tall"], "relations": []}, [("attributes", [5])])
 @example({"name": "man", "x": 1, "y": 2, "w": 3, "h": 4, "attributes": ["tall"], "relations": []}, [("w", -1)])
 @example({"name": "man", "x": 1, "y": 2, "w": 3, "h": 4, "attributes": ["tall"], "relations": []}, [("x", True)])
@@ -260,7 +265,12 @@ def test_plain_objects_read_on_the_fast_path_as_the_full_check_reads_them(record
             return scene_graph_from_record("7", graph)
         except InputFileError as e:
             return str(e)
-    assert read(dict(record)) == read(_NotPlainDict(record))
+    def full(obj):  # every dict a _NotPlainDict: the object and each of its relations take the full check
+        obj = _NotPlainDict(obj)
+        if isinstance(obj.get("relations"), list):
+            obj["relations"] = [_NotPlainDict(r) if type(r) is dict else r for r in obj["relations"]]
+        return obj
+    assert read(dict(record)) == read(full(record))
 
 
 def test_a_plain_gqa_object_takes_the_fast_path_and_keeps_every_fact():
