@@ -101,18 +101,23 @@ class _Store:
 
 
 
-def _plan_indices(plan: BatchPlan, device) -> Callable[[np.ndarray], torch.Tensor]:
-    """The plan's numpy index arrays as long tensors on ``device``, each converted once and kept
-    on the plan: a plan kept for one question at a time (``Engine.plan``) is run again and again,
-    and converting its dozen arrays was a fifth of such a call."""
-    cache = plan.__dict__.setdefault("_tensors", {})
+def _kept_on_plan(plan: BatchPlan, kind: str, array: np.ndarray, device, make: Callable):
+    """``make()``, kept on the plan by ``(kind, array, device)``: a plan kept for one question at a
+    time (``Engine.plan``) is run again and again, and remaking what it reads (its index tensors,
+    its oracle requests) was a fifth of such a call. The entry holds ``array`` itself, so an id
+    is never taken for another array's."""
+    cache = plan.__dict__.setdefault("_kept", {})
+    key = (kind, id(array), device)
+    entry = cache.get(key)
+    if entry is None or entry[0] is not array:
+        entry = cache[key] = (array, make())
+    return entry[1]
 
+
+def _plan_indices(plan: BatchPlan, device) -> Callable[[np.ndarray], torch.Tensor]:
+    """The plan's numpy index arrays as long tensors on ``device``, each converted once (kept on the plan)."""
     def idx(a: np.ndarray) -> torch.Tensor:
-        key = (id(a), device)  # the plan keeps its arrays alive, so their ids stay theirs
-        t = cache.get(key)
-        if t is None:
-            t = cache[key] = torch.as_tensor(a, dtype=torch.long, device=device)
-        return t
+        return _kept_on_plan(plan, "tensor", a, device, lambda: torch.as_tensor(a, dtype=torch.long, device=device))
     return idx
 
 
@@ -231,11 +236,7 @@ class Engine(torch.nn.Module):
 
     # -- execution ---------------------------------------------------------------------
     def _requests(self, keys: np.ndarray, plan: BatchPlan, device) -> Requests:
-        cache = plan.__dict__.setdefault("_requests", {})
-        requests = cache.get((id(keys), device))
-        if requests is None:  # a kept plan (one question at a time) asks the same every call
-            requests = cache[(id(keys), device)] = self._new_requests(keys, plan, device)
-        return requests
+        return _kept_on_plan(plan, "requests", keys, device, lambda: self._new_requests(keys, plan, device))
 
     @staticmethod
     def _new_requests(keys: np.ndarray, plan: BatchPlan, device) -> Requests:

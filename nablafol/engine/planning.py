@@ -6,6 +6,7 @@ registry's predicate ids, so the registry keeps it (``_Registry.packed``).
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -220,8 +221,8 @@ class ProgramPlan:
         )
 
     def weight(self) -> int:
-        """What keeping it costs, in rows (as :meth:`_Packed.weight`)."""
-        return sum(len(t) for t in self._tables) + len(self.candidates) + _PACK_OVERHEAD_ROWS
+        """What keeping it costs, in rows (:func:`_weight`)."""
+        return _weight(self._tables, self.candidates, self.grounding)
 
     @property
     def attention_steps(self) -> tuple:
@@ -510,18 +511,14 @@ class _Registry:
     def _pack(self, program: Program) -> "_Packed":
         # the plan is built for packing only, not kept: the packed rows are all a batch needs;
         # programs of one shape (GQA: ~1,700 shapes for ~73,000 programs) share one plan
+        # (a program whose plan is kept on it, or with a node of a subclass, which the shape's key
+        # cannot see through as _build's isinstance does, is packed from its own plan)
         plan = program.__dict__.get("_plan")
-        if plan is not None:
-            unary, binary = plan.unary, plan.binary
-        else:
-            shape = _Shape.of(program)
-            if shape is None:  # a node of a subclass: _build reads it through isinstance, the key cannot
-                plan = ProgramPlan._build(program)
-                unary, binary = plan.unary, plan.binary
-            else:
-                unary, binary = shape.unary, shape.binary
-                plan = self._shaped(shape)
-        return _Packed.of(plan, self._ids(unary), self._ids(binary))
+        shape = _Shape.of(program) if plan is None else None
+        if shape is not None:
+            return _Packed.of(self._shaped(shape), self._ids(shape.unary), self._ids(shape.binary))
+        plan = plan or ProgramPlan._build(program)
+        return _Packed.of(plan, self._ids(plan.unary), self._ids(plan.binary))
 
     def _ids(self, preds) -> np.ndarray:
         out = np.empty(len(preds), dtype=np.int64)
@@ -560,10 +557,15 @@ class _Packed:
         return cls(v=v, a=a, s=s, e=e, candidates=plan.candidates, focus=plan.focus, grounding=plan.grounding)
 
     def weight(self) -> int:
-        """What keeping it costs, in rows (its tables', its grounding rows', a fixed part)."""
-        g = self.grounding
-        return (len(self.v) + len(self.a) + len(self.s) + len(self.e) + len(self.candidates) + len(g.roots)
-                + len(g.merges) + len(g.allsame_values) + _PACK_OVERHEAD_ROWS)
+        """What keeping it costs, in rows (:func:`_weight`)."""
+        return _weight((self.v, self.a, self.s, self.e), self.candidates, self.grounding)
+
+
+def _weight(tables, candidates: np.ndarray, grounding: _GroundingRows) -> int:
+    """What keeping a plan or a pack costs, in rows: its tables', its candidates', its grounding
+    rows', and a fixed part for its arrays and objects (what the engine's caches are bounded by)."""
+    grounding_rows = sum(len(getattr(grounding, f.name)) for f in dataclasses.fields(grounding))
+    return sum(map(len, tables)) + len(candidates) + grounding_rows + _PACK_OVERHEAD_ROWS
 
 
 def _rows_of(parts: list[np.ndarray], width: int) -> tuple[np.ndarray, np.ndarray]:

@@ -113,3 +113,26 @@ def test_a_kept_one_program_plan_answers_as_a_fresh_one(a, b):
     kept = engine([a.program], other, scenes=[1])
     fresh = engine.run(build_batch_plan([a.program], np.array([1]), engine._registry), other)
     assert torch.equal(kept.log_probs, fresh.log_probs) and torch.equal(kept.focus, fresh.focus)
+
+
+def test_what_a_plan_keeps_is_found_by_the_array_itself_never_by_a_reused_id():
+    from nablafol.engine.execution import _kept_on_plan
+    from nablafol.engine.planning import _Registry, build_batch_plan
+    program = Program.yes_no(Aggregate(Quantifier.EXISTS, Filter(Predicate("p0"), Top())))
+    plan = build_batch_plan([program], np.array([0]), _Registry())
+    made = []
+
+    def make(a):
+        made.append(a)
+        return len(made)
+    held = np.arange(3)
+    assert _kept_on_plan(plan, "t", held, "cpu", lambda: make(held)) == _kept_on_plan(plan, "t", held, "cpu",
+                                                                                     lambda: make(held)) == 1
+    assert _kept_on_plan(plan, "other kind", held, "cpu", lambda: make(held)) == 2
+    # a new array is never answered with what another one made, even when it reuses a freed id
+    # (temporaries of one shape are allocated at the address the last one freed)
+    seen = set()
+    for _ in range(50):
+        value = _kept_on_plan(plan, "t", np.arange(3) + 1, "cpu", object)
+        assert id(value) not in seen
+        seen.add(id(value))
