@@ -118,7 +118,7 @@ def mm_rate(config, rows: int, repeats: int = 3) -> dict:
 
 
 MATMUL_OPS = {"aten::mm", "aten::addmm", "aten::bmm", "aten::matmul"}
-DROPOUT_OPS = {"aten::bernoulli_"}
+DROPOUT_OPS = {"aten::bernoulli_", "aten::random_", "aten::lt"}  # nn.Dropout; the pair stage's lanes
 
 
 @contextlib.contextmanager

@@ -98,8 +98,14 @@ def q_product(
         return _pad(log_r.sum(-1) + masked_sum(log_y, mask_y)[:, None], mask_x)
     if block_elements is None:
         none_true = log1mexp(log_r + log_y[:, None, :]).sum(-1)
-    else:
+    elif torch.is_grad_enabled() and (log_r.requires_grad or log_y.requires_grad):
         none_true = _NoneTrue.apply(log_r, log_y, block_elements)
+    else:  # the same blocks without autograd's bookkeeping (a tenth of a one-question call)
+        step = _block_rows(log_r, block_elements)
+        if step < log_r.shape[0]:
+            none_true = _none_true_blocks(log_r, log_y, step)
+        else:  # one block: the same operations on fresh tensors, without the buffers' bookkeeping
+            none_true = _log1m_exp_terms(log_r + log_y[:, None, :]).sum(-1)
     out = none_true if quantifier is Quantifier.NOT_EXISTS else log1mexp(none_true)
     return _pad(out, mask_x)
 
@@ -127,6 +133,28 @@ def _log1m_exp_terms(t: torch.Tensor) -> torch.Tensor:
     return torch.where(t > _LOG_HALF, torch.log(-torch.expm1(t)), torch.log1p(-torch.exp(t)))
 
 
+def _block_rows(log_r: torch.Tensor, block_elements: int) -> int:
+    rows, n, m = log_r.shape
+    return min(rows, max(1, block_elements // max(1, n * m)))
+
+
+def _none_true_blocks(log_r: torch.Tensor, log_y: torch.Tensor, step: int) -> torch.Tensor:
+    """``Σ_j log(1 - e^{log r_ij + log y_j})``, ``step`` rows at a time in reused buffers."""
+    rows, n, m = log_r.shape
+    out = log_r.new_empty((rows, n))
+    if rows:
+        t, a, b = (log_r.new_empty((step, n, m)) for _ in range(3))
+        near = torch.empty((step, n, m), dtype=torch.bool, device=log_r.device)
+        for s in range(0, rows, step):
+            k = min(rows, s + step) - s
+            tk = torch.add(log_r[s:s + k], log_y[s:s + k, None, :], out=t[:k])
+            ak = torch.expm1(tk, out=a[:k]).neg_().log_()  # log(-expm1(t)): accurate near t = 0
+            bk = torch.exp(tk, out=b[:k]).neg_().log1p_()  # log1p(-e^t): accurate below -log 2
+            torch.where(torch.gt(tk, _LOG_HALF, out=near[:k]), ak, bk, out=ak)
+            torch.sum(ak, dim=-1, out=out[s:s + k])
+    return out
+
+
 class _NoneTrue(torch.autograd.Function):
     """``S_i = Σ_j log(1 - e^{T_ij})``, ``T_ij = log r_ij + log y_j``, block by block.
 
@@ -136,22 +164,10 @@ class _NoneTrue(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, log_r, log_y, block_elements):
-        rows, n, m = log_r.shape
-        step = min(rows, max(1, block_elements // max(1, n * m)))
-        out = log_r.new_empty((rows, n))
-        if rows:
-            t, a, b = (log_r.new_empty((step, n, m)) for _ in range(3))
-            near = torch.empty((step, n, m), dtype=torch.bool, device=log_r.device)
-            for s in range(0, rows, step):
-                k = min(rows, s + step) - s
-                tk = torch.add(log_r[s:s + k], log_y[s:s + k, None, :], out=t[:k])
-                ak = torch.expm1(tk, out=a[:k]).neg_().log_()  # log(-expm1(t)): accurate near t = 0
-                bk = torch.exp(tk, out=b[:k]).neg_().log1p_()  # log1p(-e^t): accurate below -log 2
-                torch.where(torch.gt(tk, _LOG_HALF, out=near[:k]), ak, bk, out=ak)
-                torch.sum(ak, dim=-1, out=out[s:s + k])
+        step = _block_rows(log_r, block_elements)
         ctx.save_for_backward(log_r, log_y)
         ctx.step = step
-        return out
+        return _none_true_blocks(log_r, log_y, step)
 
     @staticmethod
     def backward(ctx, grad):

@@ -145,6 +145,7 @@ class TableOracle(torch.nn.Module):
             sizes.append(n)
         _check_probabilities(checked)
         self.register_buffer("_num_objects", torch.tensor(sizes, dtype=torch.long, device=device), persistent=False)
+        self._max_objects = max(sizes, default=0)  # a plain int: no device sync per request
 
     @property
     def num_objects(self) -> torch.Tensor:
@@ -155,7 +156,7 @@ class TableOracle(torch.nn.Module):
         return any(predicate in tables for tables in store)
 
     def _gather(self, requests: Requests, store, arity: int) -> torch.Tensor:
-        n = int(self._num_objects.max()) if len(self._num_objects) else 0
+        n = self._max_objects
         by_size: dict[int, tuple[list, list]] = {}  # scene size -> (request rows, tables)
         for r, (scene, pred) in enumerate(requests.pairs()):
             table = store[scene].get(pred)
@@ -169,7 +170,7 @@ class TableOracle(torch.nn.Module):
             return safe_log(torch.zeros((0,) + (n,) * arity, device=self._num_objects.device))
         # one stack and one pad per scene size, not one per request (the tables of a batch of
         # small scenes are tiny: per-request calls were most of such a call's time)
-        blocks = [torch.nn.functional.pad(torch.stack(tables), [0, n - size] * arity)
+        blocks = [torch.stack(tables) if size == n else torch.nn.functional.pad(torch.stack(tables), [0, n - size] * arity)
                   for size, (_, tables) in by_size.items()]
         if len(blocks) == 1:
             return safe_log(blocks[0])

@@ -27,16 +27,20 @@ NEG_INF = float("-inf")
 @dataclass
 class Tables:
     """The log-probability tables of a plan's requests: ``unary`` ``(R, N)``, ``binary``
-    ``(R' + 1, N, N)`` (the relates' neutral all-ones table last), ``object_mask`` ``(B, N)``."""
+    ``(R' + 1, N, N)`` (the relates' neutral all-ones table last), ``object_mask`` ``(B, N)``.
+
+    ``padded`` is False when every scene has all ``N`` objects (one scene, or scenes of one
+    size): the mask is then all True and the executor leaves it out of every operator."""
 
     unary: Optional[torch.Tensor]
     binary: Optional[torch.Tensor]
     object_mask: torch.Tensor
     dtype: torch.dtype
+    padded: bool = True
 
     def detached(self) -> "Tables":
         d = lambda t: None if t is None else t.detach()  # noqa: E731
-        return Tables(d(self.unary), d(self.binary), self.object_mask, self.dtype)
+        return Tables(d(self.unary), d(self.binary), self.object_mask, self.dtype, self.padded)
 
 
 @dataclass

@@ -114,6 +114,11 @@ def _kept_on_plan(plan: BatchPlan, kind: str, array: np.ndarray, device, make: C
     return entry[1]
 
 
+def _all_there(plan: BatchPlan, rows: np.ndarray) -> bool:
+    """Whether an index array of the plan has no ``-1`` (padding) in it, kept on the plan."""
+    return _kept_on_plan(plan, "all there", rows, None, lambda: bool(rows.size == 0 or rows.min() >= 0))
+
+
 def _plan_indices(plan: BatchPlan, device) -> Callable[[np.ndarray], torch.Tensor]:
     """The plan's numpy index arrays as long tensors on ``device``, each converted once (kept on the plan)."""
     def idx(a: np.ndarray) -> torch.Tensor:
@@ -140,7 +145,8 @@ class _CompiledQProduct:
         if mask_y is not None:  # masked here, not in the kernel: a mask inside its loop halves its speed
             log_y = log_y.masked_fill(~mask_y, NEG_INF)
         for t in (log_r, log_y, mask_x):
-            torch._dynamo.mark_dynamic(t, 0)
+            if t is not None:  # no mask when nothing is padded
+                torch._dynamo.mark_dynamic(t, 0)
         try:
             return self._fn(log_r, log_y, mask_x, None, quantifier)
         except Exception as e:  # no C compiler, an unsupported backend...: the eager Q-product is exact too
@@ -249,7 +255,8 @@ class Engine(torch.nn.Module):
             tuple(plan.predicates[i] for i in distinct),
         )
 
-    def _ask(self, oracle, requests: Requests, arity: int, n: int, object_mask: torch.Tensor) -> torch.Tensor:
+    def _ask(self, oracle, requests: Requests, arity: int, n: int, object_mask: torch.Tensor,
+             padded: bool) -> torch.Tensor:
         name = "unary" if arity == 1 else "binary"
         table = oracle.unary(requests) if arity == 1 else oracle.binary(requests)
         expected = (len(requests),) + (n,) * arity
@@ -259,11 +266,14 @@ class Engine(torch.nn.Module):
                              f"(requests x objects{' x objects' if arity == 2 else ''})")
         if not len(requests):
             return table
-        valid = object_mask[requests.scene]
-        if arity == 2:
-            valid = valid[:, :, None] & valid[:, None, :]
+        valid = None
+        if padded:
+            valid = object_mask[requests.scene]
+            if arity == 2:
+                valid = valid[:, :, None] & valid[:, None, :]
         if self.validate:
-            bad = (torch.isnan(table) | (table > 0)) & valid
+            bad = torch.isnan(table) | (table > 0)
+            bad = bad if valid is None else bad & valid
             if bool(bad.any()):
                 r = int(bad.flatten(1).any(1).nonzero()[0])
                 pred = requests.predicates[int(requests.predicate[r])]
@@ -272,7 +282,7 @@ class Engine(torch.nn.Module):
                 raise ProbabilityError(f"{type(oracle).__name__}: predicate {pred.name!r} (scene "
                                        f"{int(requests.scene[r])}, objects {idx}) has probability {value!r}, "
                                        f"outside [0, 1]")
-        return table.masked_fill(~valid, NEG_INF)  # whatever the oracle put at padding: an exact 0
+        return table if valid is None else table.masked_fill(~valid, NEG_INF)  # padding: an exact 0
 
     def run(self, plan: BatchPlan, oracle: Oracle) -> Answers:
         """The fast path over a plan: the oracle asked once, then :meth:`execute`."""
@@ -283,15 +293,20 @@ class Engine(torch.nn.Module):
         num_objects = oracle.num_objects
         device = num_objects.device
         n = int(num_objects.max()) if num_objects.numel() else 0
-        object_mask = torch.arange(n, device=device)[None, :] < num_objects[:, None]  # (B, N)
+        # one scene, or scenes of one size: nothing to mask (a single question's call is mostly masking)
+        padded = num_objects.shape[0] > 1 and int(num_objects.min()) != n
+        if padded:
+            object_mask = torch.arange(n, device=device)[None, :] < num_objects[:, None]  # (B, N)
+        else:
+            object_mask = torch.ones((num_objects.shape[0], n), dtype=torch.bool, device=device)
         u_req = self._requests(plan.unary_keys, plan, device)
         b_req = self._requests(plan.binary_keys, plan, device)
-        unary = self._ask(oracle, u_req, 1, n, object_mask) if len(u_req) else None
-        binary = self._ask(oracle, b_req, 2, n, object_mask) if len(b_req) else None
+        unary = self._ask(oracle, u_req, 1, n, object_mask, padded) if len(u_req) else None
+        binary = self._ask(oracle, b_req, 2, n, object_mask, padded) if len(b_req) else None
         dtype = unary.dtype if unary is not None else binary.dtype if binary is not None else torch.get_default_dtype()
         if binary is not None:  # the neutral all-ones table that pads relates with fewer atoms
             binary = torch.cat([binary, binary.new_zeros((1, n, n))])
-        return Tables(unary, binary, object_mask, dtype)
+        return Tables(unary, binary, object_mask, dtype, padded)
 
     def execute(self, plan: BatchPlan, tables: Tables) -> Answers:
         """Run a plan's operators, level by level, over its tables (the fast path)."""
@@ -303,34 +318,43 @@ class Engine(torch.nn.Module):
         vec = _Store(torch.zeros((0, n), dtype=dtype, device=device), len(plan.v_scene))
         # scalars carry (log p, log(1 - p)): complements stay exact through ∃, ∄, ¬ and ∨
         sca = _Store(torch.tensor([[0.0, NEG_INF], [NEG_INF, 0.0]], dtype=dtype, device=device), plan.n_scalars)
+        masked = tables.padded or self.calibration is not None  # else every mask would be all True
         for vgroups, sgroups in plan.levels:
             outs = []
             for g in vgroups:
                 rows = slice(g.start, g.stop)
-                mask = object_mask[v_scene[rows]]
+                mask = object_mask[v_scene[rows]] if masked else None
                 out = self._vector_kernel(g, vec.rows, unary, binary, mask, idx)
                 if self.calibration is not None and g.kind != V_TOP:
                     out = self.calibration(out, mask, idx(plan.v_program)[rows], idx(plan.v_step)[rows])
                     out = out.masked_fill(~mask, NEG_INF)
                 outs.append(out)
             vec.extend(outs)
-            sca.extend([self._scalar_kernel(g, vec.rows, sca.rows, object_mask, v_scene, idx) for g in sgroups])
+            sca.extend([self._scalar_kernel(g, vec.rows, sca.rows, object_mask if tables.padded else None, v_scene, idx)
+                        for g in sgroups])
         vec, sca = vec.rows, sca.rows
 
         cand = idx(plan.candidates)
         cand_mask = cand >= 0
-        picked = sca[cand.clamp(min=0)]
-        log_probs = picked[..., 0].masked_fill(~cand_mask, NEG_INF)
-        log_complement = picked[..., 1].masked_fill(~cand_mask, 0.0)
+        if _all_there(plan, plan.candidates):  # every program has as many candidates as the widest
+            picked = sca[cand]
+            log_probs, log_complement = picked[..., 0], picked[..., 1]
+        else:
+            picked = sca[cand.clamp(min=0)]
+            log_probs = picked[..., 0].masked_fill(~cand_mask, NEG_INF)
+            log_complement = picked[..., 1].masked_fill(~cand_mask, 0.0)
         focus_rows = idx(plan.focus)
-        has_focus = focus_rows >= 0
-        focus = vec[focus_rows.clamp(min=0)] if vec.shape[0] else vec.new_full((len(focus_rows), n), NEG_INF)
-        focus = focus.masked_fill(~has_focus[:, None], NEG_INF)
+        if vec.shape[0] and _all_there(plan, plan.focus):
+            focus = vec[focus_rows]
+        else:
+            focus = vec[focus_rows.clamp(min=0)] if vec.shape[0] else vec.new_full((len(focus_rows), n), NEG_INF)
+            focus = focus.masked_fill(~(focus_rows >= 0)[:, None], NEG_INF)
         return Answers(log_probs, cand_mask, plan.labels, focus, object_mask[idx(plan.program_scene)], log_complement)
 
     def _vector_kernel(self, g: _Group, vec, unary, binary, mask, idx) -> torch.Tensor:
         if g.kind == V_TOP:
-            return torch.zeros(mask.shape, dtype=vec.dtype, device=vec.device).masked_fill(~mask, NEG_INF)
+            top = torch.zeros((g.stop - g.start, vec.shape[1]), dtype=vec.dtype, device=vec.device)
+            return top if mask is None else top.masked_fill(~mask, NEG_INF)
         x = vec[idx(g.arrays["in0"])]
         if g.kind == V_FILTER:
             return ops.filter_(x, unary[idx(g.arrays["table"])], mask)
@@ -355,7 +379,8 @@ class Engine(torch.nn.Module):
             rows = idx(g.arrays["vin"])
             quantifier = {S_AGG_E: Quantifier.EXISTS, S_AGG_A: Quantifier.FORALL,
                           S_AGG_N: Quantifier.NOT_EXISTS}[g.kind]
-            return torch.stack(ops.aggregate_pair(vec[rows], object_mask[v_scene[rows]], quantifier), dim=-1)
+            mask = None if object_mask is None else object_mask[v_scene[rows]]
+            return torch.stack(ops.aggregate_pair(vec[rows], mask, quantifier), dim=-1)
         args = sca[idx(g.arrays["args"])]  # (G, K, 2)
         if g.kind == S_NOT:
             return args[:, 0].flip(-1)

@@ -52,6 +52,7 @@ from torch.nn import functional as F
 from nablafol.neural.concept_vocabulary import ConceptVocabulary
 from .errors import NeuralOracleError
 from nablafol.neural.feature_batch import FeatureBatch
+from nablafol.neural.lane_dropout import LaneDropout, ReluDropout
 
 __all__ = ["HEADS", "NeuralOracleConfig", "NeuralOracleModel", "ObjectEncoding", "box_features", "pair_geometry",
            "BOX_FEATURES", "PAIR_GEOMETRY"]
@@ -172,17 +173,19 @@ class NeuralOracleModel(nn.Module):
         self.input_norm = nn.LayerNorm(c.feature_dim)
         layers, width = [], c.feature_dim + BOX_FEATURES
         for _ in range(c.hidden_layers):
-            layers += [nn.Linear(width, hidden), nn.ReLU(), nn.Dropout(c.dropout)]
+            layers += [nn.Linear(width, hidden), nn.ReLU(), LaneDropout(c.dropout)]
             width = hidden
         self.encoder = nn.Sequential(*layers)
         self.unary_projection = nn.Linear(hidden, c.embedding_dim)
-        self.scene_encoder = nn.Sequential(nn.Linear(hidden, hidden), nn.ReLU(), nn.Dropout(c.dropout),
+        self.scene_encoder = nn.Sequential(nn.Linear(hidden, hidden), nn.ReLU(), LaneDropout(c.dropout),
                                            nn.Linear(hidden, c.embedding_dim))
         self.subject_projection = nn.Linear(hidden, c.projection_dim)
         self.object_projection = nn.Linear(hidden, c.projection_dim)
         # one Linear over [P_s h_i, P_o h_j, r_ij], applied block by block (see pair_logits)
         self.pair_hidden = nn.Linear(2 * c.projection_dim + PAIR_GEOMETRY, c.pair_hidden_dim)
-        self.pair_dropout = nn.Dropout(c.dropout)
+        # the pair stage's ReLU and dropout as one step: its (M, M, pair_hidden_dim) units per scene
+        # made nn.Dropout's per-unit Bernoulli draws a sixth of a training step at 36 objects
+        self.pair_activation = ReluDropout(c.dropout)
         self.pair_output = nn.Linear(c.pair_hidden_dim, c.embedding_dim)
         scale = 1.0 / math.sqrt(c.embedding_dim)
         self.unary_embedding = nn.Parameter(torch.randn(c.num_unary, c.embedding_dim) * scale)
@@ -243,7 +246,7 @@ class NeuralOracleModel(nn.Module):
         first = (F.linear(self.subject_projection(hidden), weight[:, :p])[:, :, None, :]
                  + F.linear(self.object_projection(hidden), weight[:, p:2 * p])[:, None, :, :]
                  + F.linear(pair_geometry(encoding.boxes[scenes]), weight[:, 2 * p:], self.pair_hidden.bias))
-        pair = self.pair_dropout(F.relu(first))  # (S, M, M, pair_hidden_dim)
+        pair = self.pair_activation(first)  # relu, dropout: (S, M, M, pair_hidden_dim)
         embedding = self.binary_embedding[rows]
         if self.config.head == "cosine":  # the pair's unit vector: (S, M, M, embedding_dim), once per batch
             concept = F.normalize(embedding, dim=-1) * self.config.cosine_scale

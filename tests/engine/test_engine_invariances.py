@@ -136,3 +136,42 @@ def test_what_a_plan_keeps_is_found_by_the_array_itself_never_by_a_reused_id():
         value = _kept_on_plan(plan, "t", np.arange(3) + 1, "cpu", object)
         assert id(value) not in seen
         seen.add(id(value))
+
+
+@given(scenes_and_programs(max_objects=4), st.booleans())
+def test_scenes_of_one_size_skip_the_masks_and_answer_the_same(a, two_scenes):
+    """One scene, or scenes of one size, run without masks (``Tables.padded`` False): every answer,
+    complement and focus bit for bit what the masked path gives on the same tables."""
+    from dataclasses import replace
+
+    from nablafol.engine import Engine
+    from nablafol.oracle import TableOracle
+    scene = {k: torch.as_tensor(np.asarray(v), dtype=torch.float32) for k, v in a.tables.items()}
+    programs, tables, scenes = [a.program], [scene], None
+    if two_scenes:
+        programs, tables, scenes = [a.program, a.program, a.program], [scene, scene], [0, 1, 1]
+    engine = Engine()
+    oracle = TableOracle(tables)
+    with torch.no_grad():
+        plan = engine.plan(programs, engine._scenes(programs, oracle, scenes))
+        unmasked = engine.tables(plan, oracle)
+        assert unmasked.padded is False
+        fast = engine.execute(plan, unmasked)
+        masked = engine.execute(plan, replace(unmasked, padded=True))
+    for got, want in ((fast.log_probs, masked.log_probs), (fast.log_complement, masked.log_complement),
+                      (fast.focus, masked.focus), (fast.candidate_mask, masked.candidate_mask)):
+        assert torch.equal(got, want)
+    assert torch.equal(fast.log_probs, engine(programs, oracle, scenes).log_probs)
+
+
+def test_scenes_of_different_sizes_are_masked():
+    from nablafol.engine import Engine
+    from nablafol.oracle import TableOracle
+    man = Predicate("man")
+    oracle = TableOracle([{man: torch.tensor([0.5, 0.5])}, {man: torch.tensor([0.5, 0.5, 0.5])}])
+    program = Program.yes_no(Aggregate(Quantifier.FORALL, Filter(man, Top())))
+    engine = Engine()
+    tables = engine.tables(engine.plan([program, program], [0, 1]), oracle)
+    assert tables.padded is True
+    # the first scene's third slot is padding: ∀ over two objects, not three
+    assert torch.allclose(engine([program, program], oracle).probs()[:, 0], torch.tensor([0.25, 0.125]))
