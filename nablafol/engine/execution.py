@@ -114,9 +114,13 @@ def _kept_on_plan(plan: BatchPlan, kind: str, array: np.ndarray, device, make: C
     return entry[1]
 
 
-def _all_there(plan: BatchPlan, rows: np.ndarray) -> bool:
-    """Whether an index array of the plan has no ``-1`` (padding) in it, kept on the plan."""
-    return _kept_on_plan(plan, "all there", rows, None, lambda: bool(rows.size == 0 or rows.min() >= 0))
+def _there(plan: BatchPlan, rows: np.ndarray) -> str:
+    """``"all"``, ``"none"`` or ``"some"``: how many entries of an index array of the plan are
+    there (not ``-1``, padding); kept on the plan."""
+    def count() -> str:
+        there = int((rows >= 0).sum())
+        return "all" if there == rows.size else "none" if there == 0 else "some"
+    return _kept_on_plan(plan, "there", rows, None, count)
 
 
 def _plan_indices(plan: BatchPlan, device) -> Callable[[np.ndarray], torch.Tensor]:
@@ -336,19 +340,20 @@ class Engine(torch.nn.Module):
 
         cand = idx(plan.candidates)
         cand_mask = cand >= 0
-        if _all_there(plan, plan.candidates):  # every program has as many candidates as the widest
+        if _there(plan, plan.candidates) == "all":  # every program has as many candidates as the widest
             picked = sca[cand]
             log_probs, log_complement = picked[..., 0], picked[..., 1]
         else:
             picked = sca[cand.clamp(min=0)]
             log_probs = picked[..., 0].masked_fill(~cand_mask, NEG_INF)
             log_complement = picked[..., 1].masked_fill(~cand_mask, 0.0)
-        focus_rows = idx(plan.focus)
-        if vec.shape[0] and _all_there(plan, plan.focus):
+        focus_rows, focused = idx(plan.focus), _there(plan, plan.focus)
+        if not vec.shape[0] or focused == "none":  # yes/no questions have no focus
+            focus = vec.new_full((len(focus_rows), n), NEG_INF)
+        elif focused == "all":
             focus = vec[focus_rows]
         else:
-            focus = vec[focus_rows.clamp(min=0)] if vec.shape[0] else vec.new_full((len(focus_rows), n), NEG_INF)
-            focus = focus.masked_fill(~(focus_rows >= 0)[:, None], NEG_INF)
+            focus = vec[focus_rows.clamp(min=0)].masked_fill(~(focus_rows >= 0)[:, None], NEG_INF)
         return Answers(log_probs, cand_mask, plan.labels, focus, object_mask[idx(plan.program_scene)], log_complement)
 
     def _vector_kernel(self, g: _Group, vec, unary, binary, mask, idx) -> torch.Tensor:
