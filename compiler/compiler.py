@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from nablafol.caching import bounded_cache, memo
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, NamedTuple, Optional
 
 from nablafol import dsl
@@ -60,13 +60,7 @@ class CompiledQuestion:
 
 def without_ids(program: A.Program) -> A.Program:
     """The program with every object-id annotation dropped (what reasoning may see)."""
-    steps = []
-    for s in program.steps:
-        arg = s.argument
-        if isinstance(arg, (A.Objects, A.Relation)) and arg.ids is not None:
-            arg = arg.with_ids(None)
-        steps.append(s if arg is s.argument else replace(s, argument=arg))
-    return A.Program(tuple(steps))
+    return program.without_ids()
 
 
 class _ByTemplate:
@@ -157,10 +151,11 @@ class Compiler:
         # compilation serves every line of the template (failures raise and are not cached)
         source, key.source = key.source, None  # the cache keeps the template, not the question
         try:
-            parsed = dsl.parse_template(key.template)
+            parsed = dsl.parse_template(key.template, without_ids=True)
         except dsl.ProgramError:  # read the question's own text: the error then quotes it
             parsed = dsl.parse_program(source) if isinstance(source, str) else dsl.program_from_semantic(source)
-        return self.compile(parsed)
+            return self.compile(parsed)
+        return self._compile_stripped(parsed)
 
     def _compile_uncached(self, program: A.Program) -> CompiledQuestion:
         return CompiledQuestion(self._translator.program(program), program)
