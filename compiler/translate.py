@@ -65,9 +65,10 @@ class Translator:
     """Translates one parsed GQA program (pure: the same AST gives equal DFOL programs).
 
     Nodes whose parts are the translator's own (its concepts' predicates, of the right arity,
-    and nodes it made) are made ``unchecked`` (``nablafol.ir``: the same nodes, a third of the
-    cost); those whose validity hangs on the vocabulary (a type's values, a choice's options:
-    open questions' programs and their ``Truths``) go through the checking constructors.
+    and nodes it made) are made ``unchecked`` (``nablafol.ir``: the same nodes, less than half
+    the cost); those whose validity hangs on the vocabulary (a type's values, a choice's
+    options: ``Truths`` nodes, choose's and common's programs) go through the checking
+    constructors.
     """
 
     def __init__(self, concepts: Concepts):
@@ -168,7 +169,9 @@ class Translator:
     def _query(self, step, inputs) -> Program:
         (x,) = self._objects(step, inputs)
         preds, labels = self.c.candidates(step.argument.name, x.source)
-        return Program((AggregateEach(EXISTS, preds, x.attention),), labels, focus=x.attention)
+        # the candidates' labels are distinct, one per predicate (Concepts.candidates, checked
+        # once per type and name): the program's check would set() up to 1,232 labels again
+        return Program.unchecked((AggregateEach(EXISTS, preds, x.attention),), labels, x.attention)
 
     def _choose(self, step, inputs) -> Program:
         if step.is_comparative:
