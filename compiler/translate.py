@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from typing import NamedTuple, Optional, Union
 
+from nablafol.caching import bounded_cache
 from nablafol.dsl import VERBS
 from nablafol.dsl import ast as A
 
@@ -74,6 +75,10 @@ class Translator:
     def __init__(self, concepts: Concepts):
         self.c = concepts
         self._operations = {verb: getattr(self, "_" + verb) for verb in VERBS}
+        # what a select step gives depends on its name alone, and names repeat: made once
+        # (its nodes are then shared by programs, as equal immutable nodes may be)
+        self._selected = bounded_cache(self._selected_uncached, 1 << 14)
+        self._scene = ObjectSet(Filter.unchecked(SCENE, TOP), None, "scene")
 
     def program(self, program: A.Program) -> Program:
         results: list[Result] = []
@@ -143,9 +148,12 @@ class Translator:
     # -- operations -----------------------------------------------------------------------
     def _select(self, step: A.Step, inputs) -> ObjectSet:
         if isinstance(step.argument, A.Scene):
-            return ObjectSet(Filter.unchecked(SCENE, TOP), None, "scene")
-        name = self.c.name(step.argument.name)
-        return ObjectSet(Filter.unchecked(name, TOP), name.name, step.argument.name)
+            return self._scene
+        return self._selected(step.argument.name)
+
+    def _selected_uncached(self, raw_name: str) -> ObjectSet:
+        name = self.c.name(raw_name)
+        return ObjectSet(Filter.unchecked(name, TOP), name.name, raw_name)
 
     def _filter(self, step, inputs) -> ObjectSet:
         (x,) = self._objects(step, inputs)
