@@ -79,6 +79,7 @@ class Translator:
         # (its nodes are then shared by programs, as equal immutable nodes may be)
         self._selected = bounded_cache(self._selected_uncached, 1 << 14)
         self._scene = ObjectSet(Filter.unchecked(SCENE, TOP), None, "scene")
+        self._atoms = bounded_cache(self._atoms_uncached, 1 << 14)  # a relate's atoms, by relation and role
 
     def program(self, program: A.Program) -> Program:
         results: list[Result] = []
@@ -113,12 +114,19 @@ class Translator:
             raise CompileError(f"needs {k} object set{'s' if k > 1 else ''} as input", reason="unsupported")
         return inputs
 
+    def _atoms_uncached(self, relation: str, reverse: bool) -> tuple[Atom]:
+        return (Atom.unchecked(self.c.relation(relation), reverse),)
+
+    def _selected_uncached(self, raw_name: str) -> ObjectSet:
+        name = self.c.name(raw_name)
+        return ObjectSet(Filter.unchecked(name, TOP), name.name, raw_name)
+
     def _related(self, x: ObjectSet, arg: A.Relation, relation: str) -> ObjectSet:
         """``relate`` from ``x``: the objects named ``arg.name`` in ``relation`` with them."""
         if arg.role not in ("s", "o"):
             raise CompileError(f"relation role {arg.role!r} must be 's' or 'o'", reason="unsupported")
         # role s: the new objects Y are the subject, REL(Y, X): Y is the relate's first argument
-        att: Attention = _relate_exists(self.c.relation(relation), x.attention, arg.role == "o")
+        att: Attention = Relate.unchecked(self._atoms(relation, arg.role == "o"), EXISTS, x.attention)
         if arg.any_name:
             return ObjectSet(att, None, None)
         name = self.c.name(arg.name)
@@ -150,10 +158,6 @@ class Translator:
         if isinstance(step.argument, A.Scene):
             return self._scene
         return self._selected(step.argument.name)
-
-    def _selected_uncached(self, raw_name: str) -> ObjectSet:
-        name = self.c.name(raw_name)
-        return ObjectSet(Filter.unchecked(name, TOP), name.name, raw_name)
 
     def _filter(self, step, inputs) -> ObjectSet:
         (x,) = self._objects(step, inputs)
