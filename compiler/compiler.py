@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from nablafol.caching import bounded_cache, memo
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, NamedTuple, Optional
 
 from nablafol import dsl
@@ -60,13 +60,7 @@ class CompiledQuestion:
 
 def without_ids(program: A.Program) -> A.Program:
     """The program with every object-id annotation dropped (what reasoning may see)."""
-    steps = []
-    for s in program.steps:
-        arg = s.argument
-        if isinstance(arg, (A.Objects, A.Relation)) and arg.ids is not None:
-            arg = arg.with_ids(None)
-        steps.append(s if arg is s.argument else replace(s, argument=arg))
-    return A.Program(tuple(steps))
+    return program.without_ids()
 
 
 class _ByTemplate:
@@ -84,8 +78,33 @@ class _ByTemplate:
         return isinstance(other, _ByTemplate) and other.template == self.template
 
 
+class _IdFree:
+    """A cache key: a program without ids, and its template with the id groups taken out.
+
+    The key hashes that line (a string: microseconds cheaper than hashing the program's steps)
+    and compares the programs themselves, so two templates share a compilation only when they
+    read as equal programs: one line with ids and one without share it; two spellings of one
+    program that differ in more than ids (spacing) only miss each other."""
+
+    __slots__ = ("line", "program")
+
+    def __init__(self, line: str, program: A.Program):
+        self.line, self.program = line, program
+
+    def __hash__(self) -> int:
+        return hash(self.line)
+
+    def __eq__(self, other) -> bool:
+        return (isinstance(other, _IdFree) and other.line == self.line
+                and (other.program is self.program or other.program == self.program))
+
+
+_ID_GROUP = " (-)"  # how dsl.id_template writes an id group
+
+
 class CacheInfo(NamedTuple):
-    """Lookups answered from a cache (by line or by parsed program) and distinct programs translated."""
+    """Lookups answered from a cache (by line, by id-free line or by parsed program) and programs
+    translated (a program compiled both from text and with :meth:`Compiler.compile` counts twice)."""
 
     hits: int
     misses: int
@@ -118,6 +137,7 @@ class Compiler:
         self._translator = Translator(self.concepts)
         self._compile_stripped = bounded_cache(self._compile_uncached, cache_size)
         self._compile_line = bounded_cache(self._compile_parsed, cache_size)
+        self._compile_id_free = bounded_cache(self._compile_keyed, cache_size)
 
     def compile(self, program: A.Program) -> CompiledQuestion:
         """Compile a parsed program; raises :class:`CompileError` naming the step."""
@@ -149,18 +169,24 @@ class Compiler:
                            reason="unsupported")
 
     def cache_info(self) -> CacheInfo:
-        by_line, parsed = self._compile_line.cache_info(), self._compile_stripped.cache_info()
-        return CacheInfo(by_line.hits + parsed.hits, parsed.misses, parsed.maxsize, parsed.currsize)
+        by_line, id_free = self._compile_line.cache_info(), self._compile_id_free.cache_info()
+        parsed = self._compile_stripped.cache_info()
+        return CacheInfo(by_line.hits + id_free.hits + parsed.hits, id_free.misses + parsed.misses, parsed.maxsize,
+                         id_free.currsize + parsed.currsize)
 
     def _compile_parsed(self, key: _ByTemplate) -> CompiledQuestion:
         # the same template reads as the same program up to ids, which compiling drops: one
         # compilation serves every line of the template (failures raise and are not cached)
         source, key.source = key.source, None  # the cache keeps the template, not the question
         try:
-            parsed = dsl.parse_template(key.template)
+            parsed = dsl.parse_template(key.template, without_ids=True)
         except dsl.ProgramError:  # read the question's own text: the error then quotes it
             parsed = dsl.parse_program(source) if isinstance(source, str) else dsl.program_from_semantic(source)
-        return self.compile(parsed)
+            return self.compile(parsed)
+        return self._compile_id_free(_IdFree(key.template.replace(_ID_GROUP, ""), parsed))
+
+    def _compile_keyed(self, key: _IdFree) -> CompiledQuestion:
+        return self._compile_uncached(key.program)
 
     def _compile_uncached(self, program: A.Program) -> CompiledQuestion:
         return CompiledQuestion(self._translator.program(program), program)

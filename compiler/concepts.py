@@ -68,6 +68,10 @@ class Concepts:
         self.knowledge_relations = frozenset(knowledge_relations)
         self.pred = bounded_cache(Predicate, 1 << 16)  # interned: equal predicates are (mostly) one object
         self._candidates = bounded_cache(self._candidates_uncached, 4096)
+        # a program's words repeat across programs: each raw word is resolved once
+        self._names = bounded_cache(self._name_uncached, 1 << 16)
+        self._values = bounded_cache(self._value_uncached, 1 << 16)
+        self._relations = bounded_cache(self._relation_uncached, 1 << 14)
         excluded = POSITION_TYPES | set(ontology.scene_types)
         # what `common` compares (a type without values could never be shared: left out)
         self.common_types = tuple(sorted(t for t in ontology.attribute_types
@@ -76,6 +80,9 @@ class Concepts:
     # -- single concepts ------------------------------------------------------------------
     def name(self, raw: str) -> Predicate:
         """A class, category or pronoun of the vocabulary; any other name is a class of its own."""
+        return self._names(raw)
+
+    def _name_uncached(self, raw: str) -> Predicate:
         return self.pred(self._open_form(raw, "name"), 1, "name")
 
     def _open_form(self, raw: str, what: str) -> str:
@@ -97,6 +104,9 @@ class Concepts:
 
     def value(self, raw: str, type_: str | None) -> Predicate:
         """The predicate of ``filter/verify/choose [TYPE]: VALUE``."""
+        return self._values(raw, type_)
+
+    def _value_uncached(self, raw: str, type_: str | None) -> Predicate:
         if type_ is not None and type_ in self.knowledge_relations:
             return self.pred(f"{type_}:{raw.strip()}", 1, "kg")
         if type_ is not None and not self.ontology.has_type(type_) and is_knowledge_type(type_):
@@ -120,6 +130,10 @@ class Concepts:
         return self.pred(form, 1, "attr")
 
     def relation(self, raw: str) -> Predicate:
+        """The predicate of a relate's relation (a comparison or attribute match has its own kind)."""
+        return self._relations(raw)
+
+    def _relation_uncached(self, raw: str) -> Predicate:
         text = raw.strip()
         if text in COMPARATIVE_RELATIONS:
             return self.pred(COMPARATIVE_RELATIONS[text], 2, "compare")

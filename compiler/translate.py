@@ -23,23 +23,25 @@ a :class:`YesNo` (a closed formula), or, for the answer step, the final
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Optional, Union
+from typing import NamedTuple, Optional, Union
 
+from nablafol.caching import bounded_cache
+from nablafol.dsl import VERBS
 from nablafol.dsl import ast as A
 
-from nablafol.ir import (Aggregate, AggregateEach, AllSame, And, AnyOf, AnyOfGroups, Attention, Conjoin, Filter, Neg,
+from nablafol.ir import (Aggregate, AggregateEach, AllSame, And, AnyOf, AnyOfGroups, Atom, Attention, Conjoin, Filter, Neg,
                          Not, Or, Pairwise, Program, Quantifier, Relate, Top, Truth)
 
 from .concepts import SCENE, Concepts
 from .errors import CompileError
 
 EXISTS = Quantifier.EXISTS
+TOP = Top()
 LEFT_RIGHT = {"to the left of": "left", "to the right of": "right"}
 
 
-@dataclass(frozen=True)
-class ObjectSet:
+# A step's result, made once per step: named tuples (a frozen dataclass cost a microsecond each)
+class ObjectSet(NamedTuple):
     """The objects a step attends to, and the name that selected them (vocabulary and raw form)."""
 
     attention: Attention
@@ -47,8 +49,7 @@ class ObjectSet:
     raw_name: Optional[str]  # that name as written in the program
 
 
-@dataclass(frozen=True)
-class YesNo:
+class YesNo(NamedTuple):
     truth: Truth
     focus: Optional[Attention] = None
 
@@ -56,18 +57,40 @@ class YesNo:
 Result = Union[ObjectSet, YesNo, Program]
 
 
+def _relate_exists(predicate, x: Attention, reverse: bool = False) -> Relate:
+    """``Relate.of(predicate, EXISTS, x, reverse)``, unchecked."""
+    return Relate.unchecked((Atom.unchecked(predicate, reverse),), EXISTS, x)
+
+
 class Translator:
-    """Translates one parsed GQA program (pure: the same AST gives equal DFOL programs)."""
+    """Translates one parsed GQA program (pure: the same AST gives equal DFOL programs).
+
+    Nodes whose parts are the translator's own (its concepts' predicates, of the right arity,
+    and nodes it made) are made ``unchecked`` (``nablafol.ir``: the same nodes, less than half
+    the cost); those whose validity hangs on the vocabulary (a type's values, a choice's
+    options: ``Truths`` nodes, choose's and common's programs) go through the checking
+    constructors.
+    """
 
     def __init__(self, concepts: Concepts):
         self.c = concepts
+        self._operations = {verb: getattr(self, "_" + verb) for verb in VERBS}
+        # what a select step gives depends on its name alone, and names repeat: made once
+        # (its nodes are then shared by programs, as equal immutable nodes may be)
+        self._selected = bounded_cache(self._selected_uncached, 1 << 14)
+        self._scene = ObjectSet(Filter.unchecked(SCENE, TOP), None, "scene")
+        self._atoms = bounded_cache(self._atoms_uncached, 1 << 14)  # a relate's atoms, by relation and role
 
     def program(self, program: A.Program) -> Program:
         results: list[Result] = []
+        operations = self._operations
         for index, step in enumerate(program.steps):
+            operation = operations.get(step.operation)
             try:
+                if operation is None:
+                    raise AttributeError(step.operation)
                 inputs = [results[d] for d in step.dependencies]
-                results.append(getattr(self, "_" + step.operation)(step, inputs))
+                results.append(operation(step, inputs))
             except CompileError as e:
                 if e.step is None:
                     raise CompileError(e.message, step=index, field=step.field, reason=e.reason) from None
@@ -77,7 +100,7 @@ class Translator:
                                    field=step.field, reason="unsupported") from None
         last = results[-1]
         if isinstance(last, YesNo):
-            return Program.yes_no(last.truth, focus=last.focus)
+            return Program.unchecked((last.truth,), None, last.focus)
         if isinstance(last, Program):
             return last
         raise CompileError("the last step selects objects but does not answer", step=len(results) - 1,
@@ -86,24 +109,34 @@ class Translator:
     # -- helpers --------------------------------------------------------------------------
     @staticmethod
     def _objects(step, inputs, k: int = 1) -> list[ObjectSet]:
-        if len(inputs) != k or not all(isinstance(x, ObjectSet) for x in inputs):
+        # k is 1 or 2: the first and the last input are all of them
+        if len(inputs) != k or not (isinstance(inputs[0], ObjectSet) and isinstance(inputs[-1], ObjectSet)):
             raise CompileError(f"needs {k} object set{'s' if k > 1 else ''} as input", reason="unsupported")
         return inputs
+
+    def _atoms_uncached(self, relation: str, reverse: bool) -> tuple[Atom]:
+        return (Atom.unchecked(self.c.relation(relation), reverse),)
+
+    def _selected_uncached(self, raw_name: str) -> ObjectSet:
+        name = self.c.name(raw_name)
+        return ObjectSet(Filter.unchecked(name, TOP), name.name, raw_name)
 
     def _related(self, x: ObjectSet, arg: A.Relation, relation: str) -> ObjectSet:
         """``relate`` from ``x``: the objects named ``arg.name`` in ``relation`` with them."""
         if arg.role not in ("s", "o"):
             raise CompileError(f"relation role {arg.role!r} must be 's' or 'o'", reason="unsupported")
         # role s: the new objects Y are the subject, REL(Y, X): Y is the relate's first argument
-        att: Attention = Relate.of(self.c.relation(relation), EXISTS, x.attention, reverse=arg.role == "o")
+        att: Attention = Relate.unchecked(self._atoms(relation, arg.role == "o"), EXISTS, x.attention)
         if arg.any_name:
             return ObjectSet(att, None, None)
         name = self.c.name(arg.name)
-        return ObjectSet(Filter(name, att), name.name, arg.name)
+        return ObjectSet(Filter.unchecked(name, att), name.name, arg.name)
 
     def _has(self, x: Attention, value: A.Value, type_: str | None) -> Attention:
         pred = self.c.value(value.value, type_)
-        return Conjoin(x, Neg(Filter(pred, Top()))) if value.negated else Filter(pred, x)
+        if value.negated:
+            return Conjoin.unchecked(x, Neg.unchecked(Filter.unchecked(pred, TOP)))
+        return Filter.unchecked(pred, x)
 
     def _two_same(self, type_: str, x: Attention, y: Attention) -> Truth:
         """``∨_v (A_∃(Filter_v[X]) ∧ A_∃(Filter_v[Y]))`` over the values of ``type_`` (TwoSame)."""
@@ -123,9 +156,8 @@ class Translator:
     # -- operations -----------------------------------------------------------------------
     def _select(self, step: A.Step, inputs) -> ObjectSet:
         if isinstance(step.argument, A.Scene):
-            return ObjectSet(Filter(SCENE, Top()), None, "scene")
-        name = self.c.name(step.argument.name)
-        return ObjectSet(Filter(name, Top()), name.name, step.argument.name)
+            return self._scene
+        return self._selected(step.argument.name)
 
     def _filter(self, step, inputs) -> ObjectSet:
         (x,) = self._objects(step, inputs)
@@ -137,19 +169,21 @@ class Translator:
 
     def _exist(self, step, inputs) -> YesNo:
         (x,) = self._objects(step, inputs)
-        return YesNo(Aggregate(EXISTS, x.attention), x.attention)
+        return YesNo(Aggregate.unchecked(EXISTS, x.attention), x.attention)
 
     def _verify(self, step, inputs) -> YesNo:
         (x,) = self._objects(step, inputs)
         if isinstance(step.argument, A.Relation):
-            return YesNo(Aggregate(EXISTS, self._related(x, step.argument, step.argument.relation).attention),
+            return YesNo(Aggregate.unchecked(EXISTS, self._related(x, step.argument, step.argument.relation).attention),
                          x.attention)
-        return YesNo(Aggregate(EXISTS, self._has(x.attention, step.argument, step.type)), x.attention)
+        return YesNo(Aggregate.unchecked(EXISTS, self._has(x.attention, step.argument, step.type)), x.attention)
 
     def _query(self, step, inputs) -> Program:
         (x,) = self._objects(step, inputs)
         preds, labels = self.c.candidates(step.argument.name, x.source)
-        return Program((AggregateEach(EXISTS, preds, x.attention),), labels, focus=x.attention)
+        # the candidates' labels are distinct, one per predicate (Concepts.candidates, checked
+        # once per type and name): the program's check would set() up to 1,232 labels again
+        return Program.unchecked((AggregateEach(EXISTS, preds, x.attention),), labels, x.attention)
 
     def _choose(self, step, inputs) -> Program:
         if step.is_comparative:
@@ -158,8 +192,8 @@ class Translator:
             labels = [o.raw_name or o.source for o in (a, b)]
             if None in labels:
                 raise CompileError("a compared object set has no name to answer with", reason="unsupported")
-            score_a = Aggregate(EXISTS, Conjoin(a.attention, Relate.of(comp, EXISTS, b.attention)))
-            score_b = Aggregate(EXISTS, Conjoin(b.attention, Relate.of(comp, EXISTS, a.attention)))
+            score_a = Aggregate.unchecked(EXISTS, Conjoin.unchecked(a.attention, _relate_exists(comp, b.attention)))
+            score_b = Aggregate.unchecked(EXISTS, Conjoin.unchecked(b.attention, _relate_exists(comp, a.attention)))
             if labels[0] == labels[1]:
                 return Program((score_a,), (labels[0],))
             return Program((score_a, score_b), tuple(labels))
@@ -168,17 +202,17 @@ class Translator:
         if isinstance(step.argument, A.Relation):
             for relation in step.argument.relations:
                 label = LEFT_RIGHT.get(relation, relation)
-                options[label] = Aggregate(EXISTS, self._related(x, step.argument, relation).attention)
+                options[label] = Aggregate.unchecked(EXISTS, self._related(x, step.argument, relation).attention)
         else:
             type_ = None if step.type in (None, "") else step.type
             for value in step.argument.values:
-                options[value] = Aggregate(EXISTS, Filter(self.c.value(value, type_), x.attention))
+                options[value] = Aggregate.unchecked(EXISTS, Filter.unchecked(self.c.value(value, type_), x.attention))
         return Program.choice(options, focus=x.attention)
 
     def _logic(self, step, inputs, combine) -> YesNo:
         if len(inputs) != 2 or not all(isinstance(t, YesNo) for t in inputs):
             raise CompileError("needs two yes/no results as input", reason="unsupported")
-        return YesNo(combine((inputs[0].truth, inputs[1].truth)))
+        return YesNo(combine.unchecked((inputs[0].truth, inputs[1].truth)))
 
     def _and(self, step, inputs) -> YesNo:
         return self._logic(step, inputs, And)
@@ -195,7 +229,7 @@ class Translator:
 
     def _different(self, step, inputs) -> YesNo:
         same = self._same(step, inputs)
-        return YesNo(Not(same.truth), same.focus)
+        return YesNo(Not.unchecked(same.truth), same.focus)
 
     def _common(self, step, inputs) -> Program:
         # {T: same T(X, Y)} for every type: one Pairwise over all their values, one group per type

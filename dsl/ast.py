@@ -215,6 +215,16 @@ class Program:
     def __getitem__(self, index: int) -> Step:
         return self.steps[index]
 
+    def without_ids(self) -> "Program":
+        """The program with every object-id annotation dropped (what reasoning may see).
+
+            >>> from nablafol.dsl import parse_program
+            >>> print(parse_program("select: cup (12)->relate: _,on,s (-) [0]->exist: ? [1]").without_ids().to_semantic_str())
+            select: cup->relate: _,on,s [0]->exist: ? [1]
+        """
+        return Program(tuple(Step(s.operation, s.type, s.argument.with_ids(None), s.dependencies)
+                             if getattr(s.argument, "ids", None) is not None else s for s in self.steps))
+
     @property
     def answer_step(self) -> Step:
         """The last step, whose result is the answer."""

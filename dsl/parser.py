@@ -324,11 +324,13 @@ def _read_step_exactly(text: str, index: int) -> Step:
 
 @dataclass(frozen=True, slots=True)
 class _Recipe:
-    """A parsed, validated template: the program with placeholder ids and the indices
-    of the steps whose ids are to be filled in, in text order."""
+    """A parsed, validated template: the program with placeholder ids, the indices of the
+    steps whose ids are to be filled in, in text order, and the program without any ids
+    (what a compiler reads: made once per template, not once per reader)."""
 
     program: Program
     slots: tuple[int, ...]
+    bare: Program
 
 
 def _step_recipe_uncached(piece: str) -> Step:
@@ -356,7 +358,8 @@ def _line_recipe_uncached(template: str) -> _Recipe:
             _VALID_SKELETONS.clear()
         _VALID_SKELETONS.add(skeleton)
     slots = tuple(i for i, step in enumerate(steps) if getattr(step.argument, "ids", None) is not None)
-    return _Recipe(Program(steps), slots)
+    program = Program(steps)
+    return _Recipe(program, slots, program.without_ids())
 
 
 _line_recipe = bounded_cache(_line_recipe_uncached, 1 << 15)
@@ -488,17 +491,21 @@ def id_template(text: str) -> str:
     return _OBJECT_IDS.sub(_PLACEHOLDER, text)
 
 
-def parse_template(template: str) -> Program:
+def parse_template(template: str, without_ids: bool = False) -> Program:
     """`parse_program` of an :func:`id_template` line, without putting ids back: its object
-    arguments carry ``ids=()`` (what a compiler that drops ids needs, read from the cache).
+    arguments carry ``ids=()``, or, ``without_ids``, no ids at all (``ids=None``: what a
+    compiler that drops ids needs; both read from the cache).
 
         >>> parse_template("select: wall (-)->exist: ? [0]").steps[0].argument
         Objects(name='wall', ids=())
+        >>> parse_template("select: wall (-)->exist: ? [0]", without_ids=True).steps[0].argument
+        Objects(name='wall', ids=None)
     """
     recipe = _recipe_of(template, len(_OBJECT_IDS.findall(template)))
-    if recipe is None:
-        return parse_program(template)  # the general path: raises at the error's place
-    return recipe.program
+    if recipe is None:  # the general path: raises at the error's place
+        program = parse_program(template)
+        return program.without_ids() if without_ids else program
+    return recipe.bare if without_ids else recipe.program
 
 
 def _read_semantic_exactly(fields: list[tuple[str, str, tuple[int, ...]]]) -> Program:

@@ -788,6 +788,30 @@ class Program(_Hashed):
     __hash__ = _Hashed.__hash__
 
 
+# --- nodes from checked parts -----------------------------------------------------------
+# A compiler makes its nodes from parts it made itself (its predicates, its own nodes): the
+# constructor's checks, and a frozen dataclass's object.__setattr__ per field, cost it more
+# than the rest of translating. ``NodeClass.unchecked(*fields)`` (every field, in order) makes
+# the node the constructor makes (equal, same hash, same printing) without them. Nodes built by
+# hand go through the constructor, whose checks name what is wrong.
+
+
+def _unchecked_constructor(cls) -> staticmethod:
+    names = [f.name for f in fields(cls)]
+    # written out per class (as dataclasses write __init__): a loop over the names cost twice as much
+    source = (f"def unchecked({', '.join(names)}):\n    node = new(cls)\n    values = node.__dict__\n"
+              + "".join(f"    values[{n!r}] = {n}\n" for n in names) + "    return node\n")
+    namespace = {"new": object.__new__, "cls": cls}
+    exec(source, namespace)
+    function = namespace["unchecked"]
+    function.__doc__ = f"``{cls.__name__}(...)`` without its checks, for parts known to be valid (see above)."
+    return staticmethod(function)
+
+
+for _node_class in (Filter, Neg, Atom, Relate, Conjoin, Aggregate, AggregateEach, Pairwise, AnyOfGroups,
+                    Not, And, Or, AnyOf, AllOf, AllSame, Program):
+    _node_class.unchecked = _unchecked_constructor(_node_class)
+
 _PI = Predicate("π")  # stands for each predicate of an AggregateEach when printed
 
 # --- structural read-once analysis ------------------------------------------------------

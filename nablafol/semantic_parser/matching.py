@@ -8,15 +8,14 @@
 """
 from __future__ import annotations
 
-from nablafol.dsl import Program, Step
+from nablafol.dsl import Program
 
 __all__ = ["without_ids", "same_program"]
 
 
 def without_ids(program: Program) -> Program:
     """``program`` with every object-id annotation removed (what the parser writes)."""
-    return Program(tuple(Step(s.operation, s.type, s.argument.with_ids(None), s.dependencies)
-                         if hasattr(s.argument, "with_ids") else s for s in program.steps))
+    return program.without_ids()
 
 
 def same_program(a: Program, b: Program) -> bool:

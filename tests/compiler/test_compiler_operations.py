@@ -195,3 +195,43 @@ def test_the_line_cache_answers_as_parsing_each_line_does():
 
     check()
     assert cached.cache_info().hits > 0  # lines of one template were answered from the cache
+
+
+def test_lines_of_one_program_share_a_compilation_and_no_other_line_does():
+    # the id-free cache hashes a template with its id groups taken out, but compares programs:
+    # a line with ids and one without share; equal id-free lines of different programs do not
+    from nablafol.compiler.compiler import _IdFree
+    c = Compiler()
+    a = c.compile_text("select: nuts (12) ->exist: ? [0]")
+    assert c.compile_text("select: nuts (-) ->exist: ? [0]") is a and c.compile_text("select: nuts ->exist: ? [0]") is a
+    assert c.compile_text("select: nuts->exist: ? [0]").program == a.program  # spelt otherwise: compiled again
+    with pytest.raises(dsl.ProgramError):  # two spaces before ids: not a program, whatever its id-free line
+        c.compile_text("select: nuts  (1)->exist: ? [0]")
+    line = "select: nuts->exist: ? [0]"
+    other = dsl.parse_program("select: cup->exist: ? [0]")
+    assert _IdFree(line, a.source) == _IdFree(line, dsl.parse_program(line)) != _IdFree(line, other)
+    assert _IdFree(line, a.source) != _IdFree("select: cup->exist: ? [0]", a.source)
+
+
+def test_a_shared_compiler_answers_every_line_as_a_fresh_one_does():
+    from hypothesis import given, settings
+    from nablafol.dsl.testing import programs
+    shared = Compiler()
+
+    @settings(max_examples=300, deadline=None)
+    @given(programs())
+    def check(program):
+        line = program.to_semantic_str()
+        try:
+            fresh = Compiler().compile(dsl.parse_program(line))
+        except CompileError as refused:
+            with pytest.raises(CompileError) as caught:
+                shared.compile_text(line)
+            assert str(caught.value) == str(refused)
+            return
+        got = shared.compile_text(line)
+        assert got.program == fresh.program and hash(got.program) == hash(fresh.program)
+        assert got.source == fresh.source == program.without_ids()
+
+    check()
+    assert shared.cache_info().hits > 0

@@ -121,3 +121,15 @@ def test_any_semantic_value_is_read_or_refused_with_a_program_error(steps):
     else:
         assert program_from_semantic(program.to_semantic()) == program
         assert parse_program(program.to_semantic_str()) == program
+
+
+@given(programs())
+def test_a_template_read_without_ids_is_the_line_read_with_its_ids_dropped(program):
+    from dataclasses import replace
+
+    from nablafol.dsl import id_template, parse_template
+    line = program.to_semantic_str()
+    bare = parse_template(id_template(line), without_ids=True)
+    dropped = tuple(replace(s, argument=replace(s.argument, ids=None)) if hasattr(s.argument, "ids") else s
+                    for s in program.steps)
+    assert bare.steps == dropped and bare == parse_program(line).without_ids() == program.without_ids()

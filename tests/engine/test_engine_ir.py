@@ -72,3 +72,33 @@ def test_groups_count_as_their_number_of_truths_and_print_per_group():
         ir.Program((grouped,), ("color", "material", "shape"))
     with pytest.raises(ProgramStructureError, match="AnyOf input: expected AggregateEach or Pairwise"):
         ir.AnyOf(grouped)
+
+
+def _every_node_class():
+    x, y = Filter(Predicate("a"), Top()), Filter(Predicate("b"), Top())
+    values = (Predicate("red"), Predicate("blue"))
+    each = AggregateEach(Quantifier.EXISTS, values, x)
+    on = ir.Atom(Predicate("on", 2), True)
+    truth = ir.Aggregate(Quantifier.EXISTS, x)
+    return [x, ir.Neg(x), on, ir.Relate((on,), Quantifier.FORALL, x), ir.Conjoin(x, y), truth, each,
+            ir.Pairwise(each, AggregateEach(Quantifier.EXISTS, values, y)), ir.Not(truth), ir.And((truth, truth)),
+            ir.Or((truth,)), ir.AnyOf(each), ir.AllOf(each), ir.AllSame(values, y),
+            ir.AnyOfGroups(ir.Pairwise(each, each), (1, 1)), ir.Program((truth, each), ("t", "r", "b"), x)]
+
+
+@pytest.mark.parametrize("node", _every_node_class(), ids=lambda node: type(node).__name__)
+def test_an_unchecked_node_is_the_node_its_constructor_makes(node):
+    from dataclasses import fields
+    made = type(node).unchecked(*(getattr(node, f.name) for f in fields(node)))
+    assert type(made) is type(node) and made == node and node == made and hash(made) == hash(node)
+    assert repr(made) == repr(node) and str(made) == str(node)
+
+
+def test_nodes_built_by_hand_are_still_checked():
+    # `unchecked` is a separate door: the constructors refuse bad parts with one clear line
+    with pytest.raises(ProgramStructureError, match="Filter needs a unary predicate, 'on' is binary"):
+        Filter(Predicate("on", 2), Top())
+    with pytest.raises(ProgramStructureError, match="Aggregate input: expected Attention, got Predicate"):
+        ir.Aggregate(Quantifier.EXISTS, Predicate("a"))
+    with pytest.raises(ProgramStructureError, match="a yes/no Program has exactly one Truth"):
+        ir.Program((ir.Aggregate(Quantifier.EXISTS, Top()),) * 2)
