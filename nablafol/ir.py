@@ -42,6 +42,7 @@ __all__ = [
 
 
 _FIELD_VALUES: dict = {}  # class -> its _field_values (dataclasses.fields is slow)
+_FIELD_NAMES: dict = {}  # class -> its fields' names
 
 
 class _Hashed:
@@ -57,6 +58,15 @@ class _Hashed:
         if value is None:
             value = values["_hash"] = self._structural_hash()
         return value
+
+    def __getstate__(self) -> dict:
+        # only the fields travel (pickle, copy): a kept hash is of this process's string hashes,
+        # which another process seeds differently, and whatever else is kept is recomputed
+        names = _FIELD_NAMES.get(type(self))
+        if names is None:
+            names = _FIELD_NAMES[type(self)] = tuple(f.name for f in fields(self))
+        values = self.__dict__
+        return {name: values[name] for name in names}
 
     def _structural_hash(self) -> int:
         cls = type(self)

@@ -102,3 +102,32 @@ def test_nodes_built_by_hand_are_still_checked():
         ir.Aggregate(Quantifier.EXISTS, Predicate("a"))
     with pytest.raises(ProgramStructureError, match="a yes/no Program has exactly one Truth"):
         ir.Program((ir.Aggregate(Quantifier.EXISTS, Top()),) * 2)
+
+
+def test_a_program_pickled_in_one_process_is_found_by_an_equal_one_built_in_another():
+    # string hashes differ between processes: a hash kept on a node must not travel with it
+    import os
+    import subprocess
+    import sys
+    make = ("from nablafol.ir import *\n"
+            "man, left = Predicate('man'), Predicate('left', arity=2)\n"
+            "p = Program.yes_no(Aggregate(Quantifier.EXISTS, Filter(man, Relate.of(left, Quantifier.EXISTS, Top()))))\n")
+    dump = make + "import pickle, sys\nhash(p); [hash(n) for n in p.nodes()]\nsys.stdout.buffer.write(pickle.dumps(p))\n"
+    load = make + ("import pickle, sys\nq = pickle.loads(sys.stdin.buffer.read())\n"
+                   "print(q == p, hash(q) == hash(p), p in {q: 1}, sorted(map(hash, q.nodes())) == sorted(map(hash, p.nodes())))\n")
+    env = lambda seed: {**os.environ, "PYTHONHASHSEED": seed}  # noqa: E731
+    data = subprocess.run([sys.executable, "-c", dump], capture_output=True, check=True, env=env("1")).stdout
+    out = subprocess.run([sys.executable, "-c", load], input=data, capture_output=True, check=True, env=env("2"))
+    assert out.stdout.decode().split() == ["True"] * 4, out.stderr.decode()[-500:]
+
+
+def test_a_copied_node_keeps_its_fields_and_nothing_kept():
+    import copy
+    import pickle
+    man = Predicate("man")
+    node = Filter(man, Top())
+    hash(node)
+    assert "_hash" in node.__dict__
+    for twin in (copy.copy(node), copy.deepcopy(node), pickle.loads(pickle.dumps(node))):
+        assert twin == node and hash(twin) == hash(node)
+        assert set(vars(twin)) <= {"predicate", "input", "_hash"}
