@@ -118,7 +118,9 @@ def mm_rate(config, rows: int, repeats: int = 3) -> dict:
 
 
 MATMUL_OPS = {"aten::mm", "aten::addmm", "aten::bmm", "aten::matmul"}
-DROPOUT_OPS = {"aten::bernoulli_", "aten::random_", "aten::lt"}  # nn.Dropout; the pair stage's lanes
+# nn.Dropout's draws; the lane dropout's words and comparisons (aten::lt: the object masks'
+# few comparisons count too, a small overcount)
+DROPOUT_OPS = {"aten::bernoulli_", "aten::random_", "aten::lt"}
 
 
 @contextlib.contextmanager

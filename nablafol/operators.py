@@ -102,7 +102,7 @@ def q_product(
         none_true = _NoneTrue.apply(log_r, log_y, block_elements)
     else:  # the same blocks without autograd's bookkeeping (a tenth of a one-question call)
         step = _block_rows(log_r, block_elements)
-        if step < log_r.shape[0]:
+        if step < log_r.shape[0] or log_y.dtype != log_r.dtype:  # the blocks compute in log_r's dtype
             none_true = _none_true_blocks(log_r, log_y, step)
         else:  # one block: the same operations on fresh tensors, without the buffers' bookkeeping
             none_true = _log1m_exp_terms(log_r + log_y[:, None, :]).sum(-1)

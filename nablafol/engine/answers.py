@@ -30,7 +30,8 @@ class Tables:
     ``(R' + 1, N, N)`` (the relates' neutral all-ones table last), ``object_mask`` ``(B, N)``.
 
     ``padded`` is False when every scene has all ``N`` objects (one scene, or scenes of one
-    size): the mask is then all True and the executor leaves it out of every operator."""
+    size): the mask is then all True and the executor leaves it out of every operator (a
+    calibrator still gets it)."""
 
     unary: Optional[torch.Tensor]
     binary: Optional[torch.Tensor]

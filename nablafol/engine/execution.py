@@ -341,8 +341,7 @@ class Engine(torch.nn.Module):
         cand = idx(plan.candidates)
         cand_mask = cand >= 0
         if _there(plan, plan.candidates) == "all":  # every program has as many candidates as the widest
-            picked = sca[cand]
-            log_probs, log_complement = picked[..., 0], picked[..., 1]
+            log_probs, log_complement = sca[:, 0][cand], sca[:, 1][cand]  # each its own contiguous tensor
         else:
             picked = sca[cand.clamp(min=0)]
             log_probs = picked[..., 0].masked_fill(~cand_mask, NEG_INF)

@@ -27,6 +27,7 @@ from torch import nn
 from torch.nn import functional as F
 
 LANES = 1 << 16  # values of one 16-bit lane: p is rounded to a multiple of 1 / LANES
+DROPOUT_MAX = 0.9999  # above 1 - 2^-17 the rate would round to 1: every unit dropped
 
 
 def lane_threshold(p: float) -> tuple[int, float]:
@@ -66,8 +67,8 @@ class _ReluDrop(torch.autograd.Function):
 
 
 def _checked(p: float) -> float:
-    if not 0 <= p < 1:
-        raise ValueError(f"dropout probability must be in [0, 1), got {p!r}")
+    if not 0 <= p <= DROPOUT_MAX:
+        raise ValueError(f"dropout probability must be a number from 0 to {DROPOUT_MAX}, got {p!r}")
     return p
 
 

@@ -52,7 +52,7 @@ from torch.nn import functional as F
 from nablafol.neural.concept_vocabulary import ConceptVocabulary
 from .errors import NeuralOracleError
 from nablafol.neural.feature_batch import FeatureBatch
-from nablafol.neural.lane_dropout import LaneDropout, ReluDropout
+from nablafol.neural.lane_dropout import DROPOUT_MAX, LaneDropout, ReluDropout
 
 __all__ = ["HEADS", "NeuralOracleConfig", "NeuralOracleModel", "ObjectEncoding", "box_features", "pair_geometry",
            "BOX_FEATURES", "PAIR_GEOMETRY"]
@@ -94,8 +94,8 @@ class NeuralOracleConfig:
                 expected = "a positive number"
             elif f.name in ("dropout", "prior_logit"):
                 ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-                ok = ok and (0 <= value < 1 if f.name == "dropout" else True)
-                expected = "a number in [0, 1)" if f.name == "dropout" else "a finite number"
+                ok = ok and (0 <= value <= DROPOUT_MAX if f.name == "dropout" else True)
+                expected = f"a number from 0 to {DROPOUT_MAX}" if f.name == "dropout" else "a finite number"
             else:
                 ok = isinstance(value, int) and not isinstance(value, bool) and value >= (0 if f.name.startswith("num_") else 1)
                 expected = "a non-negative integer" if f.name.startswith("num_") else "a positive integer"
