@@ -46,3 +46,17 @@ def test_the_first_bad_value_is_named_in_the_order_given():
         TableOracle([good, {LEFT: [[0.0, 1.5], [0.0, 0.0]], RED: [float("nan"), 0.2]}])
     with pytest.raises(ProbabilityError, match=r"scene 0, predicate 'red': value nan at \(0,\)"):
         TableOracle([{RED: [float("nan"), 0.2]}, {RED: [-0.1]}])
+
+
+@pytest.mark.parametrize("bad", [1.0 + 1e-6, -1e-6, float("nan"), float("inf")])
+def test_every_layout_of_a_table_is_checked(bad):
+    # vectors, contiguous matrices and transposed (non-contiguous) ones all go through the one check
+    base = torch.tensor([[0.0, 1.0], [0.25, 0.5]])
+    TableOracle([{RED: torch.tensor([0.0, 1.0]), LEFT: base.t()}])  # the ends 0 and 1 are probabilities
+    for table in (base.clone(), base.clone().t()):
+        table[1, 0] = bad
+        assert not table.is_contiguous() or table.stride() == (2, 1)
+        with pytest.raises(ProbabilityError, match=r"scene 0, predicate 'left'"):
+            TableOracle([{RED: torch.tensor([0.5, 0.5]), LEFT: table}])
+    with pytest.raises(ProbabilityError, match=r"scene 0, predicate 'red'"):
+        TableOracle([{RED: torch.tensor([0.5, bad]), LEFT: base}])
