@@ -28,6 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping, Protocol, Sequence, runtime_checkable
 
+import numpy as np
 import torch
 
 from .errors import ProbabilityError, ShapeError, UnknownPredicateError
@@ -160,25 +161,30 @@ class TableOracle(torch.nn.Module):
 
     def _gather(self, requests: Requests, store, arity: int) -> torch.Tensor:
         n = self._max_objects
-        by_size: dict[int, tuple[list, list]] = {}  # scene size -> (request rows, tables)
-        for r, (scene, pred) in enumerate(requests.pairs()):
+        found = []
+        for scene, pred in requests.pairs():
             table = store[scene].get(pred)
             if table is None:
                 raise UnknownPredicateError(f"TableOracle: scene {scene} has no table for predicate {pred.name!r} "
                                             f"(arity {pred.arity})")
-            rows, tables = by_size.setdefault(table.shape[0], ([], []))
-            rows.append(r)
-            tables.append(table)
-        if not by_size:
+            found.append(table)
+        if not found:
             return safe_log(torch.zeros((0,) + (n,) * arity, device=self._num_objects.device))
         # one stack and one pad per scene size, not one per request (the tables of a batch of
         # small scenes are tiny: per-request calls were most of such a call's time)
-        blocks = [torch.stack(tables) if size == n else torch.nn.functional.pad(torch.stack(tables), [0, n - size] * arity)
-                  for size, (_, tables) in by_size.items()]
-        if len(blocks) == 1:
-            return safe_log(blocks[0])
-        order = [r for rows, _ in by_size.values() for r in rows]  # back to the requests' order
-        return safe_log(torch.cat(blocks)[torch.as_tensor(order, device=blocks[0].device).argsort()])
+        sizes = np.fromiter(map(len, found), dtype=np.int64, count=len(found))
+        kinds = np.unique(sizes)
+        if len(kinds) == 1:
+            block = torch.stack(found)
+            return safe_log(block if kinds[0] == n else torch.nn.functional.pad(block, [0, n - int(kinds[0])] * arity))
+        order = np.argsort(sizes, kind="stable")  # requests grouped by size, each group in request order
+        starts = np.searchsorted(sizes[order], kinds).tolist()
+        blocks = []
+        for size, first, last in zip(kinds.tolist(), starts, starts[1:] + [len(order)]):
+            block = torch.stack([found[r] for r in order[first:last].tolist()])
+            blocks.append(block if size == n else torch.nn.functional.pad(block, [0, n - size] * arity))
+        back = torch.as_tensor(np.argsort(order, kind="stable"), device=blocks[0].device)  # the requests' order
+        return safe_log(torch.cat(blocks)[back])
 
     def unary(self, requests: Requests) -> torch.Tensor:
         return self._gather(requests, self._unary, 1)
