@@ -172,7 +172,7 @@ class TableOracle(torch.nn.Module):
             return safe_log(torch.zeros((0,) + (n,) * arity, device=self._num_objects.device))
         # one stack and one pad per scene size, not one per request (the tables of a batch of
         # small scenes are tiny: per-request calls were most of such a call's time)
-        sizes = np.fromiter(map(len, found), dtype=np.int64, count=len(found))
+        sizes = np.fromiter([t.shape[0] for t in found], dtype=np.int64, count=len(found))  # not len(): Python-level
         kinds = np.unique(sizes)
         if len(kinds) == 1:
             block = torch.stack(found)
