@@ -6,7 +6,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch.nn import functional as F
 
-from nablafol.neural.lane_dropout import LANES, LaneDropout, ReluDropout, drop_mask, lane_threshold, relu_dropout
+from nablafol.neural.lane_dropout import (LANES, LaneDropout, ReluDropout, drop_mask, keep_factor, lane_threshold,
+                                          relu_dropout)
 
 
 @settings(max_examples=40, deadline=None)
@@ -15,17 +16,18 @@ def test_value_and_gradient_match_relu_then_dropout_with_the_same_mask(p, seed, 
     g = torch.Generator().manual_seed(seed)
     x = torch.randn(shape, generator=g, dtype=torch.float64)
     x[x.abs() < 1e-3] = 0.0  # zeros included: ReLU's kink passes no gradient in both forms
-    drop = drop_mask(shape, p, generator=g)
+    keep = keep_factor(shape, p, torch.float64, generator=g)
+    drop = keep == 0
     _, p_eff = lane_threshold(p)
     upstream = torch.randn(shape, generator=g, dtype=torch.float64)
 
     mine = x.clone().requires_grad_()
-    relu_dropout(mine, drop, p_eff).backward(upstream)
+    relu_dropout(mine, keep, p_eff).backward(upstream)
     reference = x.clone().requires_grad_()
     expected = F.relu(reference) * (~drop) / (1 - p_eff)  # nn.Dropout's formula with this mask
     expected.backward(upstream)
 
-    assert torch.allclose(relu_dropout(x, drop, p_eff), expected.detach(), rtol=1e-15, atol=0)
+    assert torch.allclose(relu_dropout(x, keep, p_eff), expected.detach(), rtol=1e-15, atol=0)
     assert torch.allclose(mine.grad, reference.grad, rtol=1e-15, atol=0)
 
 
@@ -40,6 +42,21 @@ def test_every_lane_of_a_word_drops_at_the_rate_asked():
     # neighbouring lanes independent: both dropped as often as p_eff squared
     both = (mask[:, 0] & mask[:, 1]).double().mean()
     assert abs(both - p_eff ** 2) < 5 * (p_eff ** 2 / 400_000) ** 0.5
+
+
+def test_the_keep_factor_is_the_drop_mask_of_the_same_draw():
+    keep = keep_factor((5, 7, 9), 0.3, generator=torch.Generator().manual_seed(8))
+    drop = drop_mask((5, 7, 9), 0.3, generator=torch.Generator().manual_seed(8))
+    _, p_eff = lane_threshold(0.3)
+    assert torch.equal(keep == 0, drop) and 0 < drop.sum() < drop.numel()
+    assert torch.equal(keep[~drop], torch.full_like(keep[~drop], 1.0 / (1.0 - p_eff)))
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32, torch.float64])
+def test_dropout_keeps_the_input_dtype(dtype):
+    x = torch.randn(4, 8, 8, dtype=dtype)
+    for layer in (LaneDropout(0.2), ReluDropout(0.2)):
+        assert layer.train()(x).dtype == dtype
 
 
 def test_masks_follow_the_seed_and_have_the_shape_asked():
