@@ -62,11 +62,8 @@ class _Hashed:
     def __getstate__(self) -> dict:
         # only the fields travel (pickle, copy): a kept hash is of this process's string hashes,
         # which another process seeds differently, and whatever else is kept is recomputed
-        names = _FIELD_NAMES.get(type(self))
-        if names is None:
-            names = _FIELD_NAMES[type(self)] = tuple(f.name for f in fields(self))
         values = self.__dict__
-        return {name: values[name] for name in names}
+        return {name: values[name] for name in _field_names(type(self))}
 
     def _structural_hash(self) -> int:
         cls = type(self)
@@ -76,9 +73,16 @@ class _Hashed:
         return hash(fields_of(self))
 
 
+def _field_names(cls) -> tuple[str, ...]:
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = tuple(f.name for f in fields(cls))
+    return names
+
+
 def _field_values(cls) -> Callable:
     """``obj -> (class name, *field values)``, the tuple a node's structural hash hashes."""
-    name, names = cls.__name__, tuple(f.name for f in fields(cls))
+    name, names = cls.__name__, _field_names(cls)
     if not names:
         return lambda obj: (name,)
     getter = operator.attrgetter(*names)
@@ -807,7 +811,7 @@ class Program(_Hashed):
 
 
 def _unchecked_constructor(cls) -> staticmethod:
-    names = [f.name for f in fields(cls)]
+    names = _field_names(cls)
     # written out per class (as dataclasses write __init__): a loop over the names cost twice as much
     source = (f"def unchecked({', '.join(names)}):\n    node = new(cls)\n    values = node.__dict__\n"
               + "".join(f"    values[{n!r}] = {n}\n" for n in names) + "    return node\n")

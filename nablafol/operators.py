@@ -101,11 +101,7 @@ def q_product(
     elif torch.is_grad_enabled() and (log_r.requires_grad or log_y.requires_grad):
         none_true = _NoneTrue.apply(log_r, log_y, block_elements)
     else:  # the same blocks without autograd's bookkeeping (a tenth of a one-question call)
-        step = _block_rows(log_r, block_elements)
-        if step < log_r.shape[0] or log_y.dtype != log_r.dtype:  # the blocks compute in log_r's dtype
-            none_true = _none_true_blocks(log_r, log_y, step)
-        else:  # one block: the same operations on fresh tensors, without the buffers' bookkeeping
-            none_true = _log1m_exp_terms(log_r + log_y[:, None, :]).sum(-1)
+        none_true = _none_true_blocks(log_r, log_y, _block_rows(log_r, block_elements))
     out = none_true if quantifier is Quantifier.NOT_EXISTS else log1mexp(none_true)
     return _pad(out, mask_x)
 
@@ -139,8 +135,12 @@ def _block_rows(log_r: torch.Tensor, block_elements: int) -> int:
 
 
 def _none_true_blocks(log_r: torch.Tensor, log_y: torch.Tensor, step: int) -> torch.Tensor:
-    """``Σ_j log(1 - e^{log r_ij + log y_j})``, ``step`` rows at a time in reused buffers."""
+    """``Σ_j log(1 - e^{log r_ij + log y_j})`` in ``log_r``'s dtype, ``step`` rows at a time in
+    reused buffers; all rows in one block: the same operations on fresh tensors (the buffers'
+    bookkeeping was most of a small call)."""
     rows, n, m = log_r.shape
+    if 0 < rows <= step:
+        return _log1m_exp_terms((log_r + log_y[:, None, :]).to(log_r.dtype)).sum(-1)
     out = log_r.new_empty((rows, n))
     if rows:
         t, a, b = (log_r.new_empty((step, n, m)) for _ in range(3))

@@ -84,8 +84,8 @@ def _check_probabilities(tables: list) -> None:
     probabilities (no NaN, nothing outside [0, 1]); else the first bad value is named. One check
     over all the values at once: a scene's tables are often tiny, and a check per table was most
     of the oracle's making."""
-    def outside(t: torch.Tensor) -> torch.Tensor:
-        return torch.isnan(t) | (t < 0) | (t > 1)
+    def inside(t: torch.Tensor) -> torch.Tensor:
+        return (t >= 0) & (t <= 1)  # NaN fails both comparisons
 
     if not tables:
         return
@@ -93,10 +93,10 @@ def _check_probabilities(tables: list) -> None:
         # vectors as they are, matrices by view where they can be (reshape's dispatch cost 3x the cat)
         values = torch.cat([t if t.dim() == 1 else t.view(-1) if t.is_contiguous() else t.reshape(-1)
                             for _, _, t in tables])
-        if bool(((values >= 0) & (values <= 1)).all()):  # NaN fails both comparisons
+        if bool(inside(values).all()):
             return
     for b, pred, t in tables:
-        bad = outside(t)
+        bad = ~inside(t)
         if bool(bad.any()):
             first = tuple(int(i) for i in bad.nonzero()[0])
             raise ProbabilityError(f"scene {b}, predicate {pred.name!r}: value {t[first].item()!r} at {first} "
@@ -172,17 +172,18 @@ class TableOracle(torch.nn.Module):
             return safe_log(torch.zeros((0,) + (n,) * arity, device=self._num_objects.device))
         # one stack and one pad per scene size, not one per request (the tables of a batch of
         # small scenes are tiny: per-request calls were most of such a call's time)
+        def padded(tables: list, size: int) -> torch.Tensor:
+            block = torch.stack(tables)
+            return block if size == n else torch.nn.functional.pad(block, [0, n - size] * arity)
+
         sizes = np.fromiter([t.shape[0] for t in found], dtype=np.int64, count=len(found))  # not len(): Python-level
-        kinds = np.unique(sizes)
-        if len(kinds) == 1:
-            block = torch.stack(found)
-            return safe_log(block if kinds[0] == n else torch.nn.functional.pad(block, [0, n - int(kinds[0])] * arity))
+        kinds = np.unique(sizes).tolist()
+        if len(kinds) == 1:  # the requests' order as it is
+            return safe_log(padded(found, kinds[0]))
         order = np.argsort(sizes, kind="stable")  # requests grouped by size, each group in request order
         starts = np.searchsorted(sizes[order], kinds).tolist()
-        blocks = []
-        for size, first, last in zip(kinds.tolist(), starts, starts[1:] + [len(order)]):
-            block = torch.stack([found[r] for r in order[first:last].tolist()])
-            blocks.append(block if size == n else torch.nn.functional.pad(block, [0, n - size] * arity))
+        blocks = [padded([found[r] for r in order[first:last].tolist()], size)
+                  for size, first, last in zip(kinds, starts, starts[1:] + [len(order)])]
         back = torch.as_tensor(np.argsort(order, kind="stable"), device=blocks[0].device)  # the requests' order
         return safe_log(torch.cat(blocks)[back])
 

@@ -271,13 +271,19 @@ def _relations_from_records(check: RecordChecker, records: list, plain: dict) ->
         record = records[index]
         name, object_id = record["name"], record["object"]
         if type(record) is dict and type(name) is str and type(object_id) is str:
-            relation = plain.get((name, object_id))  # an earlier subject of the list may have made it
-            if relation is None:
-                relation = plain[(name, object_id)] = SceneRelation(_intern(name), _intern(object_id))
-            found[index] = relation
+            found[index] = _plain_relation(plain, name, object_id)  # an earlier subject may have made it
         else:
             found[index] = _relation_from_record(check, index, record, plain)
     return tuple(found)
+
+
+def _plain_relation(plain: dict, name: str, object_id: str) -> SceneRelation:
+    """The scene's one SceneRelation of ``(name, object_id)``, its strings interned, made on first use."""
+    key = (name, object_id)
+    relation = plain.get(key)
+    if relation is None:
+        relation = plain[key] = SceneRelation(_intern(name), _intern(object_id))
+    return relation
 
 
 def _relation_from_record(check: RecordChecker, index: int, record: Any, plain: dict) -> SceneRelation:
@@ -287,11 +293,7 @@ def _relation_from_record(check: RecordChecker, index: int, record: Any, plain: 
     if type(record) is dict and len(record) == 2:
         name, object_id = record.get("name"), record.get("object")
         if type(name) is str and type(object_id) is str:
-            key = (name, object_id)
-            relation = plain.get(key)
-            if relation is None:
-                relation = plain[key] = SceneRelation(_intern(name), _intern(object_id))
-            return relation
+            return _plain_relation(plain, name, object_id)
     what = f"relations[{index}]"
     check.object(record, what)
     for required in ("name", "object"):

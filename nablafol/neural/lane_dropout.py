@@ -36,24 +36,16 @@ def lane_threshold(p: float) -> tuple[int, float]:
     return k, k / LANES
 
 
-def drop_mask(shape, p: float, device=None, generator: torch.Generator | None = None) -> torch.Tensor:
-    """A boolean tensor of ``shape``, True with probability ``p_eff`` (:func:`lane_threshold`),
-    each element independent: four 16-bit lanes of one uniform 64-bit word per four elements."""
-    return _lanes(shape, device, generator).lt(_lowest_kept(p))
-
-
 def keep_factor(shape, p: float, dtype=torch.float32, device=None,
                 generator: torch.Generator | None = None) -> torch.Tensor:
-    """What dropout multiplies by: ``0`` where :func:`drop_mask` (the same draw) is True, else
-    ``1 / (1 - p_eff)``; written straight from the lanes' comparison (a boolean mask's
-    ``masked_fill`` cost three times the multiplication)."""
-    _, p_eff = lane_threshold(p)
+    """What dropout multiplies by, a tensor of ``shape``: ``0`` (dropped) with probability
+    ``p_eff`` (:func:`lane_threshold`), else ``1 / (1 - p_eff)``, each element independent (four
+    16-bit lanes of one uniform 64-bit word per four elements); written straight from the lanes'
+    comparison (a boolean mask's ``masked_fill`` cost three times the multiplication)."""
+    k, p_eff = lane_threshold(p)
     keep = torch.empty(tuple(shape), dtype=dtype, device=device)
-    return torch.ge(_lanes(shape, device, generator), _lowest_kept(p), out=keep).mul_(1.0 / (1.0 - p_eff))
-
-
-def _lowest_kept(p: float) -> int:
-    return -(1 << 15) + lane_threshold(p)[0]  # int16 lanes run from -2^15: the k lowest values drop
+    lowest_kept = -(1 << 15) + k  # int16 lanes run from -2^15: the k lowest values drop
+    return torch.ge(_lanes(shape, device, generator), lowest_kept, out=keep).mul_(1.0 / (1.0 - p_eff))
 
 
 def _lanes(shape, device, generator) -> torch.Tensor:
@@ -117,10 +109,7 @@ class LaneDropout(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         drawn = self._drawn(x)
-        if drawn is None:
-            return x
-        out = x * drawn[0]
-        return out if out.dtype == x.dtype else out.to(x.dtype)
+        return x if drawn is None else (x * drawn[0]).to(x.dtype)  # the factor may be wider than x
 
     def extra_repr(self) -> str:
         return f"p={self.p}"

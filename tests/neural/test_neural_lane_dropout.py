@@ -6,8 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch.nn import functional as F
 
-from nablafol.neural.lane_dropout import (LANES, LaneDropout, ReluDropout, drop_mask, keep_factor, lane_threshold,
-                                          relu_dropout)
+from nablafol.neural.lane_dropout import LANES, LaneDropout, ReluDropout, keep_factor, lane_threshold, relu_dropout
 
 
 @settings(max_examples=40, deadline=None)
@@ -35,7 +34,7 @@ def test_every_lane_of_a_word_drops_at_the_rate_asked():
     p = 0.1
     k, p_eff = lane_threshold(p)
     assert k == round(p * LANES) and abs(p_eff - p) <= 0.5 / LANES
-    mask = drop_mask((400_000, 4), p, generator=torch.Generator().manual_seed(1))
+    mask = keep_factor((400_000, 4), p, generator=torch.Generator().manual_seed(1)) == 0
     rates = mask.double().mean(0)  # column c: lane c of every 64-bit word
     sigma = (p_eff * (1 - p_eff) / 400_000) ** 0.5
     assert ((rates - p_eff).abs() < 5 * sigma).all(), rates
@@ -44,11 +43,11 @@ def test_every_lane_of_a_word_drops_at_the_rate_asked():
     assert abs(both - p_eff ** 2) < 5 * (p_eff ** 2 / 400_000) ** 0.5
 
 
-def test_the_keep_factor_is_the_drop_mask_of_the_same_draw():
+def test_the_keep_factor_is_zero_or_the_scale():
     keep = keep_factor((5, 7, 9), 0.3, generator=torch.Generator().manual_seed(8))
-    drop = drop_mask((5, 7, 9), 0.3, generator=torch.Generator().manual_seed(8))
+    drop = keep == 0
     _, p_eff = lane_threshold(0.3)
-    assert torch.equal(keep == 0, drop) and 0 < drop.sum() < drop.numel()
+    assert 0 < drop.sum() < drop.numel()
     assert torch.equal(keep[~drop], torch.full_like(keep[~drop], 1.0 / (1.0 - p_eff)))
 
 
@@ -60,10 +59,10 @@ def test_dropout_keeps_the_input_dtype(dtype):
 
 
 def test_masks_follow_the_seed_and_have_the_shape_asked():
-    a = drop_mask((3, 5, 7), 0.3, generator=torch.Generator().manual_seed(4))
-    b = drop_mask((3, 5, 7), 0.3, generator=torch.Generator().manual_seed(4))
-    assert a.shape == (3, 5, 7) and a.dtype == torch.bool and torch.equal(a, b)
-    assert drop_mask((0, 4), 0.3).shape == (0, 4)
+    a = keep_factor((3, 5, 7), 0.3, torch.float64, generator=torch.Generator().manual_seed(4))
+    b = keep_factor((3, 5, 7), 0.3, torch.float64, generator=torch.Generator().manual_seed(4))
+    assert a.shape == (3, 5, 7) and a.dtype == torch.float64 and torch.equal(a, b)
+    assert keep_factor((0, 4), 0.3).shape == (0, 4)
 
 
 def test_evaluation_mode_and_zero_rate_are_plain_relu():
@@ -98,7 +97,7 @@ def test_lane_dropout_is_dropout_with_the_lane_mask():
     torch.manual_seed(3)
     y = LaneDropout(0.4).train()(x)
     torch.manual_seed(3)
-    drop = drop_mask(x.shape, 0.4)
+    drop = keep_factor(x.shape, 0.4) == 0
     _, p_eff = lane_threshold(0.4)
     assert torch.equal(y, x.masked_fill(drop, 0.0) * (1.0 / (1.0 - p_eff)))
     assert 0 < drop.sum() < drop.numel()
