@@ -139,8 +139,8 @@ def _none_true_blocks(log_r: torch.Tensor, log_y: torch.Tensor, step: int) -> to
     reused buffers; all rows in one block: the same operations on fresh tensors (the buffers'
     bookkeeping was most of a small call)."""
     rows, n, m = log_r.shape
-    if 0 < rows <= step:
-        return _log1m_exp_terms((log_r + log_y[:, None, :]).to(log_r.dtype)).sum(-1)
+    if 0 < rows <= step:  # into a fresh contiguous tensor as into the buffers: the sums' order is theirs
+        return _log1m_exp_terms(torch.add(log_r, log_y[:, None, :], out=log_r.new_empty(log_r.shape))).sum(-1)
     out = log_r.new_empty((rows, n))
     if rows:
         t, a, b = (log_r.new_empty((step, n, m)) for _ in range(3))

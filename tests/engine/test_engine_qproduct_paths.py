@@ -28,6 +28,19 @@ def test_the_eager_paths_agree_bit_for_bit(rows, n, m, seed, dtypes, quantifier,
                         block_elements).detach()
     assert plain.dtype == tracked.dtype == r_dtype
     assert torch.equal(plain, tracked)
+    strided = log_r.transpose(1, 2).contiguous().transpose(1, 2)  # the same values, not contiguous (a reversed relate)
     with torch.no_grad():  # a row at a time in reused buffers, or all rows in one block
-        assert torch.equal(plain, q_product(log_r, log_y, None, None, quantifier, 1))
-        assert torch.equal(plain, q_product(log_r, log_y, None, None, quantifier, 1 << 30))
+        for r in (log_r, strided):
+            assert torch.equal(plain, q_product(r, log_y, None, None, quantifier, 1))
+            assert torch.equal(plain, q_product(r, log_y, None, None, quantifier, 1 << 30))
+
+
+def test_a_relate_read_transposed_sums_as_a_contiguous_one():
+    # a reversed relate's table arrives transposed: one block must sum it in the buffers' order
+    g = torch.Generator().manual_seed(3)
+    log_r, log_y = torch.rand(7, 36, 36, generator=g).log(), torch.rand(7, 36, generator=g).log()
+    strided = log_r.transpose(1, 2).contiguous().transpose(1, 2)
+    with torch.no_grad():
+        buffered = q_product(log_r, log_y, None, None, Quantifier.EXISTS, 36 * 36)  # a row at a time
+        for r in (log_r, strided):
+            assert torch.equal(buffered, q_product(r, log_y, None, None, Quantifier.EXISTS, 1 << 30))
