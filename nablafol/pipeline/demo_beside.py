@@ -74,6 +74,12 @@ def validation_accuracy(perception, compiler, questions) -> float:
 
 def run_beside(request: BesideRequest) -> dict:
     """Run every stage of this module (see its docstring); what the report needs, picklable."""
+    from nablafol.pipeline.allocator import keep_freed_memory
+    with keep_freed_memory():  # its trainings' big temporaries reuse the last step's pages
+        return _run_beside(request)
+
+
+def _run_beside(request: BesideRequest) -> dict:
     import torch
 
     from nablafol.compiler import Compiler

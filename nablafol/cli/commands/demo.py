@@ -64,4 +64,6 @@ def run(args) -> int:
                             calibration_epochs=args.calibration_epochs, blackbox_epochs=args.blackbox_epochs,
                             ceiling_epochs=args.ceiling_epochs, parser_epochs=args.parser_epochs,
                             pretrained_epochs=args.pretrained_epochs, seed=args.seed, one_process=args.one_process)
-    return with_threads(args.threads, lambda: run_demo(settings))
+    from nablafol.pipeline.allocator import keep_freed_memory
+    with keep_freed_memory():  # training's big temporaries reuse the last step's pages
+        return with_threads(args.threads, lambda: run_demo(settings))

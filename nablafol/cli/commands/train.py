@@ -75,7 +75,9 @@ def dataset(args):
 
 
 def run(args) -> int:
-    return with_threads(args.threads, lambda: _run(args))
+    from nablafol.pipeline.allocator import keep_freed_memory
+    with keep_freed_memory():  # a step's big temporaries reuse the last step's pages
+        return with_threads(args.threads, lambda: _run(args))
 
 
 def _run(args) -> int:
