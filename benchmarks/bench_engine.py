@@ -11,8 +11,8 @@ the figure is the engine's own cost (planning, gathers, operators), not percepti
 Part 2: the batched ∃ Q-product on R relates over N objects, against a plain copy of the same
 bytes into a tensor written before (`destination.copy_(log_r)`), both timed in this run: achieved
 bandwidth ratio = t_copy / t_qproduct. Until 2026-11-26 evening the copy was `log_r.clone()`, a
-new tensor each time: that timed the page faults of fresh memory more than the copy (6-7x the warm
-copy on this machine), so ratios measured before then are 6-7x higher than today's for the same
+new tensor each time: that timed the page faults of fresh memory more than the copy (5-8x the warm
+copy on this machine), so ratios measured before then are 5-8x higher than today's for the same
 Q-product. The clone's time is still printed beside it.
 """
 from __future__ import annotations
@@ -127,7 +127,7 @@ def bench_engine(n_programs, batch, compile_, seed=0):
 def bench_qproduct(rows, n, compile_, repeats=5):
     """Best times of the ∃ Q-product and of copying the same bytes into a tensor written before
     (the machine's bandwidth), and of a clone into a new tensor (mostly the page faults of fresh
-    memory: 6-7x the warm copy here); returns ``(q_product, copy, gigabytes, fresh_copy)``."""
+    memory: 5-8x the warm copy here); returns ``(q_product, copy, gigabytes, fresh_copy)``."""
     g = torch.Generator().manual_seed(0)
     log_r = torch.nn.functional.logsigmoid(torch.randn(rows, n, n, generator=g) * 3)
     log_y = torch.nn.functional.logsigmoid(torch.randn(rows, n, generator=g) * 3)

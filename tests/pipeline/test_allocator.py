@@ -1,5 +1,5 @@
-"""keep_freed_memory: a freed big block stays resident inside the block, goes back to the OS after it,
-and (outside any block) glibc's default returns it at once."""
+"""keep_freed_memory: a freed big block stays resident inside the block, goes back to the OS after it
+(also when the block ends by an exception), and (outside any block) glibc's default returns it at once."""
 import json
 import subprocess
 import sys
@@ -10,7 +10,8 @@ from nablafol.pipeline.allocator import _glibc, keep_freed_memory
 
 pytestmark = pytest.mark.skipif(_glibc() is None, reason="mallopt is glibc's (Linux); elsewhere the block is a no-op")
 
-# resident MB after freeing a touched 256 MB tensor: outside, inside, after the block; in a fresh
+# resident MB after freeing a touched 256 MB tensor: outside, inside, after the block (and after
+# another one freed then, and after a block ended by an exception); in a fresh
 # process, so that the test process's own heap (free blocks of earlier tests) cannot serve it
 _PROBE = """
 import json, os, torch
@@ -31,6 +32,13 @@ with keep_freed_memory() as kept:
     out["inside"] = freed() - base
     out["kept"] = kept
 out["after"] = resident_mb() - base
+out["after_freed"] = freed() - base  # big blocks mapped again, and unmapped when freed
+try:
+    with keep_freed_memory():
+        raise KeyError("inside")
+except KeyError:
+    pass
+out["after_raise"] = freed() - base  # an exception inside ends the block as well
 print(json.dumps(out))
 """
 
@@ -40,7 +48,8 @@ def test_a_freed_block_stays_inside_and_goes_back_after():
     assert r["kept"] is True
     assert r["outside"] < 64, r  # glibc's default: a 256 MB block is unmapped when freed
     assert r["inside"] > 192, r  # kept resident for the next step (also after a nested block ended)
-    assert r["after"] < 64, r  # the defaults back, and the free heap trimmed
+    assert r["after"] < 64, r  # the free heap trimmed
+    assert r["after_freed"] < 64 and r["after_raise"] < 64, r  # no longer kept once the block has ended
 
 
 def test_the_block_yields_false_where_there_is_no_glibc(monkeypatch):
