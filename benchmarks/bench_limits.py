@@ -78,7 +78,8 @@ def oracle_flops(config, scenes: int, objects: int, unary: int, binary: int) -> 
     ``scenes`` distinct scenes of ``objects`` rows each (padded, as the step computes them),
     ``unary``/``binary`` concepts asked. A linear layer over ``n`` rows costs ``2·n·in·out`` forward
     and twice that backward (input and weight gradients), once where its input needs no gradient
-    (the pair geometry; the features' layer passes its gradient on to the LayerNorm's weights).
+    (the pair geometry; the features' layer, whose LayerNorm weights get their gradient from the
+    weight gradient's product: ``nablafol.neural.normed_input``).
     """
     from nablafol.neural.model import BOX_FEATURES, PAIR_GEOMETRY
     h, p, e, q = config.hidden_dim, config.projection_dim, config.embedding_dim, config.pair_hidden_dim
@@ -86,7 +87,7 @@ def oracle_flops(config, scenes: int, objects: int, unary: int, binary: int) -> 
     def linear(inputs, outputs, needs_input_grad=True):
         return 2 * inputs * outputs * (3 if needs_input_grad else 2)
 
-    per_object = linear(config.feature_dim + BOX_FEATURES, h) + (config.hidden_layers - 1) * linear(h, h)
+    per_object = linear(config.feature_dim + BOX_FEATURES, h, False) + (config.hidden_layers - 1) * linear(h, h)
     per_object += linear(h, e) + 2 * linear(h, p) + 2 * linear(p, q)  # unary, subject/object projections, pair blocks
     per_object_concept = linear(e, 1)  # <U h_i, e_π> for each asked unary concept
     per_pair = linear(PAIR_GEOMETRY, q, False)
@@ -100,16 +101,17 @@ def oracle_flops(config, scenes: int, objects: int, unary: int, binary: int) -> 
 
 def mm_rate(config, rows: int, repeats: int = 3) -> dict:
     """This machine's ``torch.mm`` rate (FLOP/s) on the oracle's shapes: for each of its large linear
-    layers over ``rows`` rows, the forward product and both backward ones, timed best of ``repeats``."""
+    layers over ``rows`` rows, the forward product and the backward ones the step makes (the
+    features' layer: no input gradient), timed best of ``repeats``."""
     from nablafol.neural.model import BOX_FEATURES
     h, p, e, q = config.hidden_dim, config.projection_dim, config.embedding_dim, config.pair_hidden_dim
     shapes = [(config.feature_dim + BOX_FEATURES, h)] + [(h, h)] * (config.hidden_layers - 1) + [(h, e), (h, p), (h, p),
                                                                                                   (p, q), (p, q)]
     g = torch.Generator().manual_seed(0)
     flops = seconds = 0.0
-    for inputs, outputs in shapes:
+    for k, (inputs, outputs) in enumerate(shapes):
         x, w, dy = (torch.randn(a, b, generator=g) for a, b in ((rows, inputs), (outputs, inputs), (rows, outputs)))
-        products = [(x, w.t()), (dy, w), (dy.t(), x)]
+        products = [(x, w.t()), (dy.t(), x)] + ([(dy, w)] if k else [])
         for a, b in products:
             torch.mm(a, b)  # warm
             seconds += _best(lambda: torch.mm(a, b), repeats)

@@ -53,6 +53,7 @@ from nablafol.neural.concept_vocabulary import ConceptVocabulary
 from .errors import NeuralOracleError
 from nablafol.neural.feature_batch import FeatureBatch
 from nablafol.neural.lane_dropout import DROPOUT_MAX, LaneDropout, ReluDropout
+from nablafol.neural.normed_input import normed_linear
 
 __all__ = ["HEADS", "NeuralOracleConfig", "NeuralOracleModel", "ObjectEncoding", "box_features", "pair_geometry",
            "BOX_FEATURES", "PAIR_GEOMETRY"]
@@ -218,7 +219,10 @@ class NeuralOracleModel(nn.Module):
         """Object and scene representations of every scene of ``batch``."""
         mask = batch.object_mask
         g = box_features(batch.boxes, batch.image_size)
-        hidden = self.encoder(torch.cat([self.input_norm(batch.features), g], dim=-1))
+        if len(self.encoder):  # its first Linear over [norm(features), boxes], with the cheaper backward
+            hidden = self.encoder[1:](normed_linear(batch.features, g, self.input_norm, self.encoder[0]))
+        else:
+            hidden = torch.cat([self.input_norm(batch.features), g], dim=-1)
         weights = mask.to(hidden.dtype)[..., None]
         mean = (hidden * weights).sum(1) / weights.sum(1).clamp(min=1)  # an empty scene: zeros
         return ObjectEncoding(hidden, self.scene_encoder(mean), g, mask)
