@@ -219,10 +219,8 @@ class NeuralOracleModel(nn.Module):
         """Object and scene representations of every scene of ``batch``."""
         mask = batch.object_mask
         g = box_features(batch.boxes, batch.image_size)
-        if len(self.encoder):  # its first Linear over [norm(features), boxes], with the cheaper backward
-            hidden = self.encoder[1:](normed_linear(batch.features, g, self.input_norm, self.encoder[0]))
-        else:
-            hidden = torch.cat([self.input_norm(batch.features), g], dim=-1)
+        # the first Linear over [norm(features), boxes] with the cheaper backward (hidden_layers >= 1)
+        hidden = self.encoder[1:](normed_linear(batch.features, g, self.input_norm, self.encoder[0]))
         weights = mask.to(hidden.dtype)[..., None]
         mean = (hidden * weights).sum(1) / weights.sum(1).clamp(min=1)  # an empty scene: zeros
         return ObjectEncoding(hidden, self.scene_encoder(mean), g, mask)

@@ -12,8 +12,9 @@ only to reduce it to the LayerNorm's two vectors. Here, with ``G`` the gradient 
 
 One large product in the backward pass instead of two (a training step at 36 objects spent
 about an eighth of its time on the other). The forward pass is the LayerNorm's and the
-Linear's own kernels, so the outputs are bit for bit those of the plain modules; the gradients
-are the same sums in another order.
+Linear's own kernels, so in eager mode the outputs are bit for bit those of the plain modules
+(under ``torch.compile`` or on other devices' kernels that is not promised); the gradients are
+the same sums in another order.
 
 Example:
     >>> import torch
@@ -41,17 +42,18 @@ class _NormedLinear(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad):
         x, mean, rstd, g, gamma, beta, weight = ctx.saved_tensors
-        width = x.shape[-1]
-        flat = grad.reshape(-1, grad.shape[-1])  # (rows, hidden)
-        x_hat = ((x - mean) * rstd).reshape(-1, width)  # (rows, features)
+        width, dtype = x.shape[-1], weight.dtype  # one dtype for the products: on CUDA a half
+        flat = grad.reshape(-1, grad.shape[-1]).to(dtype)  # input's statistics stay float32
+        x_hat = ((x - mean) * rstd).reshape(-1, width).to(dtype)  # (rows, features)
         p = flat.T @ x_hat  # (hidden, features): the one large product
         column = flat.sum(0)  # Gᵀ1
         w_x = weight[:, :width]
-        grad_gamma = (w_x * p).sum(0) if ctx.needs_input_grad[2] else None
-        grad_beta = column @ w_x if ctx.needs_input_grad[3] else None
+        grad_gamma = (w_x * p).sum(0).to(gamma.dtype) if ctx.needs_input_grad[2] else None
+        grad_beta = (column @ w_x).to(beta.dtype) if ctx.needs_input_grad[3] else None
         grad_weight = grad_bias = None
         if ctx.needs_input_grad[5]:
-            grad_weight = torch.cat([p * gamma + column[:, None] * beta, flat.T @ g.reshape(-1, g.shape[-1])], dim=1)
+            boxes = g.reshape(-1, g.shape[-1]).to(dtype)
+            grad_weight = torch.cat([p * gamma.to(dtype) + column[:, None] * beta.to(dtype), flat.T @ boxes], dim=1)
         if ctx.needs_input_grad[6]:
             grad_bias = column
         return None, None, grad_gamma, grad_beta, None, grad_weight, grad_bias
@@ -60,10 +62,11 @@ class _NormedLinear(torch.autograd.Function):
 def normed_linear(x: torch.Tensor, g: torch.Tensor, norm: nn.LayerNorm, linear: nn.Linear) -> torch.Tensor:
     """``linear(cat([norm(x), g], -1))`` for inputs that need no gradient, with the cheaper
     backward pass above; anything else (an input that needs a gradient, a LayerNorm without
-    weights, a Linear without bias, a norm over more than the last dimension) runs the plain
-    modules."""
+    weights, a Linear without bias, a norm over more than the last dimension, autocast) runs the
+    plain modules."""
     plain = (x.requires_grad or g.requires_grad or norm.weight is None or norm.bias is None
-             or linear.bias is None or tuple(norm.normalized_shape) != (x.shape[-1],))
+             or linear.bias is None or tuple(norm.normalized_shape) != (x.shape[-1],)
+             or torch.is_autocast_enabled(x.device.type))  # autocast: the plain modules' dtype rules
     if plain:
         return linear(torch.cat([norm(x), g], dim=-1))
     return _NormedLinear.apply(x, g, norm.weight, norm.bias, norm.eps, linear.weight, linear.bias)

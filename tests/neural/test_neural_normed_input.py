@@ -1,5 +1,6 @@
 """normed_linear: the oracle's first layer with the cheaper backward pass, against the plain
 LayerNorm + Linear (outputs bit for bit, gradients to rounding) and against finite differences."""
+import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -83,3 +84,62 @@ def test_the_model_encodes_as_before_and_trains_its_first_layer_the_same():
     first = (model.input_norm, model.encoder[0])
     for a, e in zip(_grads(hidden, upstream, first), _grads(plain, upstream, first)):
         assert torch.allclose(a, e, rtol=1e-4, atol=1e-5)
+
+
+def _plain_and_mine_gradients(norm, linear, x, b, params):
+    upstream = torch.randn(x.shape[:-1] + (linear.out_features,), generator=torch.Generator().manual_seed(7),
+                           dtype=x.dtype)
+    mine = torch.autograd.grad(normed_linear(x, b, norm, linear), params, upstream, allow_unused=True)
+    plain = torch.autograd.grad(linear(torch.cat([norm(x), b], dim=-1)), params, upstream, allow_unused=True)
+    return mine, plain
+
+
+def test_each_frozen_parameter_leaves_the_others_their_gradients():
+    for frozen in range(4):
+        norm, linear = _layers(4, 6, 2, 3, torch.float64)
+        params = [norm.weight, norm.bias, linear.weight, linear.bias]
+        params[frozen].requires_grad_(False)
+        trained = [p for p in params if p.requires_grad]
+        x, b = torch.randn(2, 5, 6, dtype=torch.float64), torch.randn(2, 5, 2, dtype=torch.float64)
+        mine, plain = _plain_and_mine_gradients(norm, linear, x, b, trained)
+        assert all(torch.allclose(m, e, rtol=1e-10, atol=1e-10) for m, e in zip(mine, plain)), frozen
+
+
+def test_boxes_that_need_a_gradient_get_it_from_the_plain_modules():
+    norm, linear = _layers(5, 4, 2, 3, torch.float64)
+    x = torch.randn(3, 4, dtype=torch.float64)
+    b = torch.randn(3, 2, dtype=torch.float64, requires_grad=True)
+    mine, plain = _plain_and_mine_gradients(norm, linear, x, b, [b])
+    assert mine[0] is not None and torch.allclose(mine[0], plain[0], rtol=1e-12, atol=1e-12)
+
+
+def test_a_layer_norm_without_weights_or_over_two_dimensions_runs_the_plain_modules():
+    x, b = torch.randn(3, 2, 4, dtype=torch.float64), torch.randn(3, 2, 1, dtype=torch.float64)
+    bare, linear = nn.LayerNorm(4, elementwise_affine=False).double(), nn.Linear(5, 3).double()
+    mine, plain = _plain_and_mine_gradients(bare, linear, x, b, [linear.weight, linear.bias])
+    assert all(torch.allclose(m, e, rtol=1e-12, atol=1e-12) for m, e in zip(mine, plain))
+    wide, linear = nn.LayerNorm((2, 4)).double(), nn.Linear(5, 3).double()  # over objects and features
+    with torch.no_grad():
+        wide.weight.uniform_(0.5, 1.5)
+    assert torch.equal(normed_linear(x, b, wide, linear), linear(torch.cat([wide(x), b], dim=-1)))
+    mine, plain = _plain_and_mine_gradients(wide, linear, x, b, [wide.weight, wide.bias])
+    assert all(torch.allclose(m, e, rtol=1e-12, atol=1e-12) for m, e in zip(mine, plain))
+
+
+def test_under_autocast_the_gradients_are_the_plain_modules():
+    norm, linear = _layers(6, 8, 2, 4, torch.float32)
+    x, b = torch.randn(2, 3, 8), torch.randn(2, 3, 2)
+    params = [norm.weight, norm.bias, linear.weight, linear.bias]
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        mine, plain = _plain_and_mine_gradients(norm, linear, x, b, params)
+    assert all(torch.equal(m, e) for m, e in zip(mine, plain))
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_precision_gradients_keep_their_dtypes(dtype):
+    norm, linear = _layers(7, 8, 2, 4, dtype)
+    x, b = torch.randn(2, 3, 8).to(dtype), torch.randn(2, 3, 2).to(dtype)
+    params = [norm.weight, norm.bias, linear.weight, linear.bias]
+    mine, plain = _plain_and_mine_gradients(norm, linear, x, b, params)
+    for m, e in zip(mine, plain):
+        assert m.dtype == e.dtype == dtype and torch.allclose(m.float(), e.float(), rtol=0.05, atol=0.05)
