@@ -25,11 +25,17 @@ import torch
 
 
 
+#: ``-log 2``, where :func:`log1mexp` switches branches, as a 0-dim tensor: comparing with a Python
+#: float wraps and converts it on every call (two of a small comparison's three microseconds);
+#: a 0-dim tensor takes part as the same scalar (it does not promote the other operand's dtype)
+LOG_HALF = torch.tensor(-0.6931471805599453, dtype=torch.float64)
+
+
 def _log1mexp_forward(x: torch.Tensor) -> torch.Tensor:
     x = x.clamp(max=0.0)  # log-probabilities are <= 0; guard against round-off above 0
     near_zero = torch.log(-torch.expm1(x))  # accurate for x in (-log 2, 0]
     far = torch.log1p(-torch.exp(x))  # accurate for x <= -log 2
-    return torch.where(x > -0.6931471805599453, near_zero, far)
+    return torch.where(x > LOG_HALF, near_zero, far)
 
 
 def _log1mexp_derivative(x: torch.Tensor) -> torch.Tensor:

@@ -25,7 +25,7 @@ import enum
 
 import torch
 
-from .numerics import log1mexp, masked_sum
+from .numerics import LOG_HALF, log1mexp, masked_sum
 
 NEG_INF = float("-inf")
 
@@ -95,7 +95,9 @@ def q_product(
         log_y = log_y.masked_fill(~mask_y, NEG_INF)  # padding attends nothing: its terms vanish
     if quantifier is Quantifier.FORALL:
         log_r = log_r if mask_y is None else log_r.masked_fill(~mask_y[:, None, :], 0.0)
-        return _pad(log_r.sum(-1) + masked_sum(log_y, mask_y)[:, None], mask_x)
+        # summed in one layout: a reversed atom's table is a transposed view, and a sum along
+        # strided memory adds in another order (last bits would depend on the batch's other rows)
+        return _pad(log_r.contiguous().sum(-1) + masked_sum(log_y, mask_y)[:, None], mask_x)
     if block_elements is None:
         none_true = log1mexp(log_r + log_y[:, None, :]).sum(-1)
     elif torch.is_grad_enabled() and (log_r.requires_grad or log_y.requires_grad):
@@ -119,14 +121,15 @@ def q_product_fused(log_r, log_y, mask_x, mask_y, quantifier: Quantifier) -> tor
         log_y = log_y.masked_fill(~mask_y, NEG_INF)
     if quantifier is Quantifier.FORALL:
         return q_product(log_r, log_y, mask_x, mask_y, quantifier, block_elements=None)
-    none_true = _log1m_exp_terms(log_r + log_y[:, None, :]).sum(-1)
-    out = none_true if quantifier is Quantifier.NOT_EXISTS else _log1m_exp_terms(none_true)
+    none_true = _log1m_exp_terms(log_r + log_y[:, None, :], _LOG_HALF).sum(-1)
+    out = none_true if quantifier is Quantifier.NOT_EXISTS else _log1m_exp_terms(none_true, _LOG_HALF)
     return _pad(out, mask_x)
 
 
-def _log1m_exp_terms(t: torch.Tensor) -> torch.Tensor:
-    """``log(1 - e^t)`` for ``t <= 0`` (the two accurate branches, no guard): fused by the compiler."""
-    return torch.where(t > _LOG_HALF, torch.log(-torch.expm1(t)), torch.log1p(-torch.exp(t)))
+def _log1m_exp_terms(t: torch.Tensor, threshold=LOG_HALF) -> torch.Tensor:
+    """``log(1 - e^t)`` for ``t <= 0`` (the two accurate branches, no guard); ``torch.compile`` fuses
+    it, given the threshold as a Python float (a constant in its loop)."""
+    return torch.where(t > threshold, torch.log(-torch.expm1(t)), torch.log1p(-torch.exp(t)))
 
 
 def _block_rows(log_r: torch.Tensor, block_elements: int) -> int:
@@ -150,7 +153,7 @@ def _none_true_blocks(log_r: torch.Tensor, log_y: torch.Tensor, step: int) -> to
             tk = torch.add(log_r[s:s + k], log_y[s:s + k, None, :], out=t[:k])
             ak = torch.expm1(tk, out=a[:k]).neg_().log_()  # log(-expm1(t)): accurate near t = 0
             bk = torch.exp(tk, out=b[:k]).neg_().log1p_()  # log1p(-e^t): accurate below -log 2
-            torch.where(torch.gt(tk, _LOG_HALF, out=near[:k]), ak, bk, out=ak)
+            torch.where(torch.gt(tk, LOG_HALF, out=near[:k]), ak, bk, out=ak)
             torch.sum(ak, dim=-1, out=out[s:s + k])
     return out
 

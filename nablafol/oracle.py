@@ -103,6 +103,9 @@ def _check_probabilities(tables: list) -> None:
                                    f"is not a probability in [0, 1]")
 
 
+_FEW_TABLES = 32  # up to this many tables, their sizes are checked in Python (numpy's calls cost more)
+
+
 class TableOracle(torch.nn.Module):
     """Predicate probabilities given explicitly, one dict per scene.
 
@@ -176,6 +179,8 @@ class TableOracle(torch.nn.Module):
             block = torch.stack(tables)
             return block if size == n else torch.nn.functional.pad(block, [0, n - size] * arity)
 
+        if len(found) <= _FEW_TABLES and all(t.shape[0] == n for t in found):  # one question's few full-size tables
+            return safe_log(torch.stack(found))
         sizes = np.fromiter([t.shape[0] for t in found], dtype=np.int64, count=len(found))  # not len(): Python-level
         kinds = np.unique(sizes).tolist()
         if len(kinds) == 1:  # the requests' order as it is

@@ -43,6 +43,7 @@ from nablafol.oracle import Oracle, Requests
 
 from nablafol.engine.answers import Answers, Tables
 from nablafol.engine.exact import exact_answers, exact_flags, shared_atom_counts
+from nablafol.engine.rowwise import run_rows, steps_of
 from nablafol.engine.planning import (NEG_INF, S_AGG_A, S_AGG_E, S_AGG_N, S_ALLSAME, S_AND, S_NOT, V_CONJOIN, V_FILTER,
                                       V_NEG, V_RELATE_A, V_RELATE_E, V_RELATE_N, V_TOP, BatchPlan, ProgramPlan,
                                       _Group, _Registry, build_batch_plan)
@@ -130,6 +131,47 @@ def _plan_indices(plan: BatchPlan, device) -> Callable[[np.ndarray], torch.Tenso
     return idx
 
 
+def _plan_rows(plan: BatchPlan, idx: Callable[[np.ndarray], torch.Tensor]) -> Callable[[np.ndarray], object]:
+    """What reads the rows a plan's index array names: a ``slice`` where they are a run of consecutive
+    rows (a view, where a gather copies: a single question's rows mostly are), else the index tensor.
+    A 2-D ``(G, 1)`` array becomes ``(slice, None)``. Kept on the plan."""
+    def rows(a: np.ndarray):
+        def make():
+            flat = a[:, 0] if a.ndim == 2 and a.shape[1] == 1 else a
+            if flat.ndim == 1 and flat.size and flat[0] >= 0 and (flat.size == 1 or bool(
+                    (np.diff(flat) == 1).all())):
+                run = slice(int(flat[0]), int(flat[0]) + flat.size)
+                return run if flat is a else (run, None)
+            return None
+        run = _kept_on_plan(plan, "run", a, None, make)
+        return idx(a) if run is None else run
+    return rows
+
+
+def _candidate_run(plan: BatchPlan):
+    """The candidates' scalar rows as a ``slice`` when the plan has one program and they are
+    consecutive rows, else None; kept on the plan."""
+    def make():
+        c = plan.candidates
+        if c.shape[0] != 1 or not c.size or c[0, 0] < 0 or (c.shape[1] > 1 and not bool((np.diff(c[0]) == 1).all())):
+            return None
+        return slice(int(c[0, 0]), int(c[0, 0]) + c.shape[1])
+    return _kept_on_plan(plan, "candidate run", plan.candidates, None, make)
+
+
+def _relate_columns(g: _Group, device) -> list:
+    """A relate group's atoms, column by column: ``(table rows, flip)``, ``flip`` a ``(G, 1, 1)``
+    bool tensor where some atom of the column is reversed, else None. Kept on the group."""
+    kept = g.arrays.get("_columns")
+    if kept is None or kept[0] != device:
+        tables, reverse = g.arrays["tables"], g.arrays["reverse"]
+        columns = [(np.ascontiguousarray(tables[:, k]),
+                    torch.as_tensor(reverse[:, k], device=device)[:, None, None] if reverse[:, k].any() else None)
+                   for k in range(tables.shape[1])]
+        kept = g.arrays["_columns"] = (device, columns)
+    return kept[1]
+
+
 # --- the engine ---------------------------------------------------------------------------
 
 class _CompiledQProduct:
@@ -158,6 +200,13 @@ class _CompiledQProduct:
             warnings.warn(f"torch.compile of the Q-product failed ({self.failed[:200]}); using the eager Q-product",
                           RuntimeWarning, stacklevel=2)
             return ops.q_product(log_r, log_y, mask_x, None, quantifier)
+
+
+def _needs_grad(tables: Tables) -> bool:
+    return any(t is not None and t.requires_grad for t in (tables.unary, tables.binary))
+
+
+_FEW_SCENES = 64  # up to this many scene sizes are read as a list
 
 
 class Engine(torch.nn.Module):
@@ -213,7 +262,7 @@ class Engine(torch.nn.Module):
             return exact_answers(self, programs, plan, tables)
         answers = self.execute(plan, tables)
         if self.calibration is None:  # whether each answer is exact, computed when first asked
-            detached = tables.detached()
+            detached = tables.detached() if _needs_grad(tables) else tables
             answers._exact = lambda: exact_flags(self, programs, plan, detached)
         return answers
 
@@ -231,9 +280,9 @@ class Engine(torch.nn.Module):
         n_scenes = int(num_objects.shape[0])
         if scenes is None:
             if n_scenes == len(programs):
-                scenes = np.arange(len(programs))
+                return np.arange(len(programs), dtype=np.int64)
             elif n_scenes == 1:
-                scenes = np.zeros(len(programs), dtype=np.int64)
+                return np.zeros(len(programs), dtype=np.int64)
             else:
                 raise ShapeError(f"{len(programs)} programs over {n_scenes} scenes: pass scenes= to say which is which")
         scenes = np.asarray(scenes.cpu() if torch.is_tensor(scenes) else scenes, dtype=np.int64).reshape(-1)
@@ -296,9 +345,14 @@ class Engine(torch.nn.Module):
         """What the oracle says about every ``(scene, predicate)`` pair the plan needs."""
         num_objects = oracle.num_objects
         device = num_objects.device
-        n = int(num_objects.max()) if num_objects.numel() else 0
+        if num_objects.shape[0] <= _FEW_SCENES:  # one call to read them, not two reductions and two syncs
+            sizes = num_objects.tolist()
+            n, least = max(sizes, default=0), min(sizes, default=0)
+        else:
+            n = int(num_objects.max())
+            least = int(num_objects.min())
         # one scene, or scenes of one size: nothing to mask (a single question's call is mostly masking)
-        padded = num_objects.shape[0] > 1 and int(num_objects.min()) != n
+        padded = num_objects.shape[0] > 1 and least != n
         if padded:
             object_mask = torch.arange(n, device=device)[None, :] < num_objects[:, None]  # (B, N)
         else:
@@ -314,9 +368,14 @@ class Engine(torch.nn.Module):
 
     def execute(self, plan: BatchPlan, tables: Tables) -> Answers:
         """Run a plan's operators, level by level, over its tables (the fast path)."""
+        if self.calibration is None and not tables.padded:
+            steps = steps_of(plan)
+            if steps is not None:  # one small program: row by row, the same answers without the batch's bookkeeping
+                return run_rows(steps, plan, tables, self._q_product)
         unary, binary, object_mask, dtype = tables.unary, tables.binary, tables.object_mask, tables.dtype
         device, n = object_mask.device, object_mask.shape[1]
         idx = _plan_indices(plan, device)
+        rows_of = _plan_rows(plan, idx)
 
         v_scene = idx(plan.v_scene)
         vec = _Store(torch.zeros((0, n), dtype=dtype, device=device), len(plan.v_scene))
@@ -328,19 +387,22 @@ class Engine(torch.nn.Module):
             for g in vgroups:
                 rows = slice(g.start, g.stop)
                 mask = object_mask[v_scene[rows]] if masked else None
-                out = self._vector_kernel(g, vec.rows, unary, binary, mask, idx)
+                out = self._vector_kernel(g, vec.rows, unary, binary, mask, idx, rows_of)
                 if self.calibration is not None and g.kind != V_TOP:
                     out = self.calibration(out, mask, idx(plan.v_program)[rows], idx(plan.v_step)[rows])
                     out = out.masked_fill(~mask, NEG_INF)
                 outs.append(out)
             vec.extend(outs)
-            sca.extend([self._scalar_kernel(g, vec.rows, sca.rows, object_mask if tables.padded else None, v_scene, idx)
-                        for g in sgroups])
+            sca.extend([self._scalar_kernel(g, vec.rows, sca.rows, object_mask if tables.padded else None, v_scene, idx,
+                                            rows_of) for g in sgroups])
         vec, sca = vec.rows, sca.rows
 
         cand = idx(plan.candidates)
         cand_mask = cand >= 0
-        if _there(plan, plan.candidates) == "all":  # every program has as many candidates as the widest
+        run = _candidate_run(plan)
+        if run is not None:  # one program, its candidates consecutive rows: views, made contiguous
+            log_probs, log_complement = sca[run, 0][None].contiguous(), sca[run, 1][None].contiguous()
+        elif _there(plan, plan.candidates) == "all":  # every program has as many candidates as the widest
             log_probs, log_complement = sca[:, 0][cand], sca[:, 1][cand]  # each its own contiguous tensor
         else:
             picked = sca[cand.clamp(min=0)]
@@ -350,42 +412,41 @@ class Engine(torch.nn.Module):
         if not vec.shape[0] or focused == "none":  # yes/no questions have no focus
             focus = vec.new_full((len(focus_rows), n), NEG_INF)
         elif focused == "all":
-            focus = vec[focus_rows]
+            focus = vec[rows_of(plan.focus)]
         else:
             focus = vec[focus_rows.clamp(min=0)].masked_fill(~(focus_rows >= 0)[:, None], NEG_INF)
-        return Answers(log_probs, cand_mask, plan.labels, focus, object_mask[idx(plan.program_scene)], log_complement)
+        return Answers(log_probs, cand_mask, plan.labels, focus, object_mask[rows_of(plan.program_scene)],
+                       log_complement)
 
-    def _vector_kernel(self, g: _Group, vec, unary, binary, mask, idx) -> torch.Tensor:
+    def _vector_kernel(self, g: _Group, vec, unary, binary, mask, idx, rows_of) -> torch.Tensor:
         if g.kind == V_TOP:
             top = torch.zeros((g.stop - g.start, vec.shape[1]), dtype=vec.dtype, device=vec.device)
             return top if mask is None else top.masked_fill(~mask, NEG_INF)
-        x = vec[idx(g.arrays["in0"])]
+        x = vec[rows_of(g.arrays["in0"])]
         if g.kind == V_FILTER:
-            return ops.filter_(x, unary[idx(g.arrays["table"])], mask)
+            return ops.filter_(x, unary[rows_of(g.arrays["table"])], mask)
         if g.kind == V_NEG:
             return ops.neg(x, mask)
         if g.kind == V_CONJOIN:
-            return ops.conjoin(x, vec[idx(g.arrays["in1"])], mask)
-        tables, reverse = idx(g.arrays["tables"]), g.arrays["reverse"]
+            return ops.conjoin(x, vec[rows_of(g.arrays["in1"])], mask)
         log_r = None
-        for k in range(tables.shape[1]):
-            t = binary[tables[:, k]]
-            if reverse[:, k].any():
-                flip = torch.as_tensor(reverse[:, k], device=t.device)[:, None, None]
+        for column, flip in _relate_columns(g, vec.device):
+            t = binary[rows_of(column)]
+            if flip is not None:
                 t = torch.where(flip, t.transpose(1, 2), t)
             log_r = t if log_r is None else log_r + t
         quantifier = {V_RELATE_E: Quantifier.EXISTS, V_RELATE_A: Quantifier.FORALL,
                       V_RELATE_N: Quantifier.NOT_EXISTS}[g.kind]
         return self._q_product(log_r, x, mask, mask, quantifier)
 
-    def _scalar_kernel(self, g: _Group, vec, sca, object_mask, v_scene, idx) -> torch.Tensor:
+    def _scalar_kernel(self, g: _Group, vec, sca, object_mask, v_scene, idx, rows_of) -> torch.Tensor:
         if g.kind <= S_AGG_N:
-            rows = idx(g.arrays["vin"])
+            rows = rows_of(g.arrays["vin"])
             quantifier = {S_AGG_E: Quantifier.EXISTS, S_AGG_A: Quantifier.FORALL,
                           S_AGG_N: Quantifier.NOT_EXISTS}[g.kind]
             mask = None if object_mask is None else object_mask[v_scene[rows]]
             return torch.stack(ops.aggregate_pair(vec[rows], mask, quantifier), dim=-1)
-        args = sca[idx(g.arrays["args"])]  # (G, K, 2)
+        args = sca[rows_of(g.arrays["args"])]  # (G, K, 2)
         if g.kind == S_NOT:
             return args[:, 0].flip(-1)
         if g.kind == S_AND:

@@ -1,0 +1,170 @@
+"""One program's plan run row by row: each node one operator call on its own ``(1, N)`` row.
+
+A model that embeds the engine asks one question about one scene per call. The batched
+executor (:mod:`~nablafol.engine.execution`) then spends most of the call on bookkeeping
+that pays off only for many rows: a store the rows of each level are copied into, index
+tensors, gathers. Here the plan is turned once into a list of steps (kept on the plan); each
+step calls the same :mod:`nablafol.operators` function as the batched kernel, on the one row,
+its inputs the Python references to the rows it reads. Scalar steps keep their group's
+argument width (its padding rows too), so every sum adds the same terms in the same order as
+the batched kernel: the answers are the batched executor's, bit for bit.
+
+Plans with many rows (an open question asks about hundreds of candidates) stay batched:
+:func:`steps_of` returns None for them.
+
+Example:
+    >>> import torch
+    >>> from nablafol.engine import Engine
+    >>> from nablafol.ir import Aggregate, Filter, Predicate, Program, Quantifier, Relate, Top
+    >>> from nablafol.oracle import TableOracle
+    >>> chair, left = Predicate("Chair"), Predicate("Left", arity=2)
+    >>> program = Program.yes_no(Aggregate(Quantifier.EXISTS,
+    ...                                    Filter(chair, Relate.of(left, Quantifier.FORALL, Top()))))
+    >>> oracle = TableOracle([{chair: [0.9, 0.2], left: [[1.0, 0.8], [0.1, 1.0]]}])
+    >>> engine = Engine()
+    >>> steps_of(engine.plan([program])) is not None  # one program, five rows: run row by row
+    True
+    >>> engine([program], oracle).probs()
+    tensor([[0.7256]])
+"""
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+import numpy as np
+import torch
+
+from nablafol import operators as ops
+from nablafol.operators import Quantifier
+
+from nablafol.engine.answers import Answers, Tables
+from nablafol.engine.planning import (NEG_INF, S_AGG_A, S_AGG_E, S_AGG_N, S_ALLSAME, S_AND, S_NOT, S_OR,
+                                      SCALAR_CONSTANTS, V_CONJOIN, V_FILTER, V_NEG, V_RELATE_A, V_RELATE_E, V_RELATE_N,
+                                      V_TOP, BatchPlan)
+
+__all__ = ["steps_of", "run_rows", "MAX_ROWS"]
+
+#: The most rows (vector and scalar) a plan may have to run row by row; beyond, one call per
+#: operator kind and level costs less than one per row
+MAX_ROWS = 48
+
+_QUANTIFIER = {V_RELATE_E: Quantifier.EXISTS, V_RELATE_A: Quantifier.FORALL, V_RELATE_N: Quantifier.NOT_EXISTS,
+               S_AGG_E: Quantifier.EXISTS, S_AGG_A: Quantifier.FORALL, S_AGG_N: Quantifier.NOT_EXISTS}
+# step codes
+_TOP, _FILTER, _NEG, _CONJOIN, _RELATE, _AGG, _NOT, _AND, _OR, _ALLSAME = range(10)
+
+
+def steps_of(plan: BatchPlan) -> Optional[tuple]:
+    """The plan as steps to run row by row, or None when it is not one program with at most
+    :data:`MAX_ROWS` rows. Kept on the plan."""
+    cached = plan.__dict__.get("_rowwise", False)
+    if cached is False:
+        cached = plan.__dict__["_rowwise"] = _build(plan)
+    return cached
+
+
+def _build(plan: BatchPlan) -> Optional[tuple]:
+    rows = len(plan.v_scene) + plan.n_scalars
+    if plan.n_programs != 1 or rows > MAX_ROWS or plan.candidates.shape[0] != 1:
+        return None
+    neutral = len(plan.binary_keys)  # the relates' padding table: adds log 1, left out here
+    steps = []
+    for vgroups, sgroups in plan.levels:
+        for g in vgroups:
+            a = g.arrays
+            for i in range(g.stop - g.start):
+                out = g.start + i
+                if g.kind == V_TOP:
+                    steps.append((_TOP, out))
+                elif g.kind == V_FILTER:
+                    steps.append((_FILTER, out, int(a["in0"][i]), int(a["table"][i])))
+                elif g.kind == V_NEG:
+                    steps.append((_NEG, out, int(a["in0"][i])))
+                elif g.kind == V_CONJOIN:
+                    steps.append((_CONJOIN, out, int(a["in0"][i]), int(a["in1"][i])))
+                else:
+                    atoms = tuple((int(t), bool(r)) for t, r in zip(a["tables"][i], a["reverse"][i]) if t != neutral)
+                    steps.append((_RELATE, out, int(a["in0"][i]), _QUANTIFIER[g.kind], atoms))
+        for g in sgroups:
+            a = g.arrays
+            for i in range(g.stop - g.start):
+                out = SCALAR_CONSTANTS + g.start + i
+                if g.kind <= S_AGG_N:
+                    steps.append((_AGG, out, int(a["vin"][i]), _QUANTIFIER[g.kind]))
+                    continue
+                args = tuple(int(r) for r in a["args"][i])  # the group's width, its padding rows too
+                if g.kind == S_NOT:
+                    steps.append((_NOT, out, args[0]))
+                elif g.kind in (S_AND, S_OR):
+                    steps.append((_AND if g.kind == S_AND else _OR, out, args))
+                else:
+                    pad = a["pad"][i:i + 1]
+                    steps.append((_ALLSAME, out, args, pad if pad.any() else None))
+    candidates = tuple(int(r) for r in plan.candidates[0])
+    if min(candidates, default=0) < 0:
+        return None  # a program without candidates in its own row: the batched path pads it
+    return (tuple(steps), len(plan.v_scene), SCALAR_CONSTANTS + plan.n_scalars, candidates,
+            int(plan.focus[0]), int(plan.program_scene[0]))
+
+
+_CONSTANTS: dict = {}
+
+
+def _constants(dtype, device) -> tuple:
+    """The scalar rows ``log 1`` and ``log 0`` as ``(1, 2)`` pairs, made once per dtype and device (no
+    step writes into a row it reads, and every output is a new tensor, so sharing them is safe)."""
+    key = (dtype, device)
+    pair = _CONSTANTS.get(key)
+    if pair is None:
+        true = torch.tensor([[0.0, NEG_INF]], dtype=dtype, device=device)
+        pair = _CONSTANTS[key] = (true, true.flip(-1))
+    return pair
+
+
+def run_rows(steps: tuple, plan: BatchPlan, tables: Tables, q_product: Callable) -> Answers:
+    """Run ``steps`` (from :func:`steps_of`) over ``tables``; the batched executor's answers."""
+    program_steps, n_vec, n_sca, candidates, focus_row, scene = steps
+    unary, binary, object_mask, dtype = tables.unary, tables.binary, tables.object_mask, tables.dtype
+    device, n = object_mask.device, object_mask.shape[1]
+    vec: list = [None] * n_vec
+    sca: list = [None] * n_sca
+    # scalars carry (log p, log(1 - p)); rows 0 and 1 are log 1 and log 0 (padding of And / Or)
+    sca[0], sca[1] = _constants(dtype, device)
+    for step in program_steps:
+        code, out = step[0], step[1]
+        if code == _FILTER:
+            vec[out] = ops.filter_(vec[step[2]], unary[step[3]:step[3] + 1])
+        elif code == _RELATE:
+            log_r = None
+            for table, reverse in step[4]:
+                t = binary[table:table + 1]
+                if reverse:
+                    t = t.transpose(1, 2)
+                log_r = t if log_r is None else log_r + t
+            vec[out] = q_product(log_r, vec[step[2]], None, None, step[3])
+        elif code == _AGG:
+            sca[out] = torch.stack(ops.aggregate_pair(vec[step[2]], None, step[3]), dim=-1)
+        elif code == _TOP:
+            vec[out] = torch.zeros((1, n), dtype=dtype, device=device)
+        elif code == _NEG:
+            vec[out] = ops.neg(vec[step[2]])
+        elif code == _CONJOIN:
+            vec[out] = ops.conjoin(vec[step[2]], vec[step[3]])
+        elif code == _NOT:
+            sca[out] = sca[step[2]].flip(-1)
+        else:
+            args = torch.stack([sca[r] for r in step[2]], dim=1)  # (1, K, 2)
+            if code == _AND:
+                log_p = ops.and_(args[..., 0])
+                sca[out] = torch.stack([log_p, ops.not_(log_p)], dim=-1)
+            elif code == _OR:
+                log_q = ops.and_(args[..., 1])  # none of them holds
+                sca[out] = torch.stack([ops.not_(log_q), log_q], dim=-1)
+            else:
+                pad = None if step[3] is None else torch.as_tensor(step[3], device=device)
+                sca[out] = torch.stack(ops.all_same(args[:, 0, 0], args[:, 1:, 0], pad), dim=-1)
+    picked = sca[candidates[0]] if len(candidates) == 1 else torch.cat([sca[r] for r in candidates])
+    log_probs, log_complement = picked[:, 0][None].contiguous(), picked[:, 1][None].contiguous()  # (1, K) each
+    focus = vec[focus_row] if focus_row >= 0 else torch.full((1, n), NEG_INF, dtype=dtype, device=device)
+    cand_mask = torch.ones((1, len(candidates)), dtype=torch.bool, device=device)
+    return Answers(log_probs, cand_mask, plan.labels, focus, object_mask[scene:scene + 1], log_complement)

@@ -1,0 +1,138 @@
+"""One program run row by row (nablafol.engine.rowwise) gives the batched executor's answers, bit for bit."""
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from nablafol.engine import Engine
+from nablafol.engine import execution
+from nablafol.engine.rowwise import MAX_ROWS, steps_of
+from nablafol.ir import Aggregate, AggregateEach, AnyOf, Atom, Filter, Predicate, Program, Quantifier, Relate, Top
+from nablafol.oracle import TableOracle
+from nablafol.testing.strategies import default_vocabulary, programs, scenes_and_programs
+
+FIELDS = ("log_probs", "log_complement", "candidate_mask", "focus", "object_mask")
+
+
+def _oracle(tables_per_scene, dtype, grad=False):
+    leaves = [{p: torch.as_tensor(np.asarray(t), dtype=dtype).requires_grad_(grad) for p, t in tables.items()}
+              for tables in tables_per_scene]
+    return TableOracle(leaves), leaves
+
+
+def _same(a, b, k=0):
+    for name in FIELDS:
+        x, y = getattr(a, name)[k], getattr(b, name)[k]
+        assert x.dtype == y.dtype and torch.equal(x, y), name
+
+
+@settings(max_examples=150, deadline=None)
+@given(scenes_and_programs(max_objects=4), st.sampled_from([torch.float32, torch.float64]), st.integers(0, 2))
+def test_rowwise_equals_batched(case, dtype, scene):
+    """One program on scene ``scene`` of three same-sized scenes (unpadded: row by row), against
+    the same program twice in one batch (batched), every field bit for bit."""
+    scenes = [case.tables] * 3
+    engine = Engine()
+    oracle, _ = _oracle(scenes, dtype)
+    alone = engine([case.program], oracle, scenes=[scene])
+    batched = engine([case.program, case.program], oracle, scenes=[scene, scene])
+    plan = engine.plan([case.program], [scene])
+    if len(plan.v_scene) + plan.n_scalars <= MAX_ROWS:
+        assert steps_of(plan) is not None
+    _same(alone, batched)
+    assert alone.predictions() == batched.predictions()[:1]
+    assert alone.labels == [case.program.labels]
+
+
+@settings(max_examples=40, deadline=None)
+@given(programs(*default_vocabulary()), programs(*default_vocabulary()), st.integers(5, 40), st.integers(0, 2 ** 32 - 1))
+def test_rowwise_equals_batched_on_larger_scenes(program, neighbour, n, seed):
+    """Scenes large enough for vectorized sums (up to 40 objects; some probabilities exactly 0 or 1),
+    the program alone, twice, and beside another program (whose rows share its kernels)."""
+    rng = np.random.default_rng(seed)
+    unary, binary = default_vocabulary()
+
+    def table(shape):
+        t = rng.random(shape)
+        t[rng.random(shape) < 0.1] = 0.0
+        t[rng.random(shape) < 0.1] = 1.0
+        return t
+    tables = {**{p: table((n,)) for p in unary}, **{p: table((n, n)) for p in binary}}
+    oracle, _ = _oracle([tables], torch.float32)
+    engine = Engine()
+    alone = engine([program], oracle)
+    _same(alone, engine([program, program], oracle, scenes=[0, 0]))
+    beside = engine([neighbour, program], oracle, scenes=[0, 0])
+    k = alone.log_probs.shape[1]  # the batch pads to its widest program
+    for name in ("log_probs", "log_complement"):
+        assert torch.equal(getattr(alone, name)[0], getattr(beside, name)[1, :k]), name
+    assert torch.equal(alone.focus[0], beside.focus[1])
+
+
+@settings(max_examples=60, deadline=None)
+@given(scenes_and_programs(max_objects=3))
+def test_rowwise_gradients_equal_batched(case):
+    """Backward through the rows: the same gradients as through the batched kernels."""
+    grads = []
+    for programs in ([case.program], [case.program, case.program]):
+        oracle, leaves = _oracle([case.tables], torch.float64, grad=True)
+        answers = Engine()(programs, oracle, scenes=[0] * len(programs))
+        k = case.program.n_candidates
+        loss = answers.log_probs[0, :k].exp().sum() + answers.focus[0].exp().sum()
+        if loss.requires_grad:  # else the program reads no table
+            loss.backward()
+        grads.append([leaves[0][p].grad for p in case.tables])
+    for one, two in zip(*grads):
+        assert (one is None) == (two is None)
+        if one is not None:
+            assert torch.allclose(one, two, rtol=1e-12, atol=1e-14)
+
+
+def test_the_rows_are_what_runs(monkeypatch):
+    """A one-question call goes row by row, and a batch, a padded batch or a calibrated engine do not."""
+    calls = []
+    real = execution.run_rows
+    monkeypatch.setattr(execution, "run_rows", lambda *a: calls.append(1) or real(*a))
+    man, left = Predicate("man"), Predicate("left", arity=2)
+    program = Program.yes_no(Aggregate(Quantifier.EXISTS, Relate.of(left, Quantifier.EXISTS, Filter(man, Top()))))
+    small = {man: torch.tensor([0.9, 0.2]), left: torch.tensor([[0.0, 1.0], [0.5, 0.0]])}
+    big = {man: torch.tensor([0.9, 0.2, 0.4]), left: torch.full((3, 3), 0.5)}
+    engine = Engine()
+    one = engine([program], TableOracle([small]))
+    assert len(calls) == 1
+    engine([program, program], TableOracle([small]))  # a batch
+    engine([program], TableOracle([small, big]), scenes=[0])  # padded: scenes of two sizes
+    Engine(calibration=lambda log_a, mask, program, step: log_a)([program], TableOracle([small]))
+    assert len(calls) == 1
+    # by hand: ∃X ∃Y left(X, Y) ∧ man(Y); X = 0 reaches Y = 1 (0.2), X = 1 reaches Y = 0 (0.5 · 0.9)
+    p_rel = torch.tensor([1 - (1 - 0.2 * 1.0), 1 - (1 - 0.9 * 0.5)])
+    assert torch.allclose(one.probs()[0, 0], 1 - (1 - p_rel).prod())
+
+
+def test_large_plans_stay_batched():
+    """An open question over many candidates has more rows than are worth running one by one."""
+    values = tuple(Predicate(f"colour{i}") for i in range(MAX_ROWS))
+    program = Program.yes_no(AnyOf(AggregateEach(Quantifier.EXISTS, values, Top())))
+    plan = Engine().plan([program])
+    assert steps_of(plan) is None
+    oracle = TableOracle([{v: torch.tensor([0.5, 0.0]) for v in values}])
+    expected = 1 - 0.5 ** MAX_ROWS
+    assert Engine(validate=False)([program], oracle).probs()[0, 0].item() == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("n", [5, 7, 12, 30])
+def test_reversed_forall_relates_do_not_depend_on_their_neighbours(n):
+    """A ∀-relate over a reversed atom sums a transposed table; beside an unreversed one (one
+    kernel call, their tables stacked) it must still add in the same order as alone."""
+    left, red = Predicate("left", arity=2), Predicate("red")
+    reversed_, plain = (Program.yes_no(Aggregate(Quantifier.EXISTS, Filter(red, Relate(
+        (Atom(left, reverse),), Quantifier.FORALL, Top())))) for reverse in (True, False))
+    g = torch.Generator().manual_seed(n)
+    oracle = TableOracle([{left: torch.rand(n, n, generator=g) ** 0.1, red: torch.rand(n, generator=g)}])
+    engine = Engine()
+    beside = engine([plain, reversed_], oracle, scenes=[0, 0])
+    for k, program in enumerate((plain, reversed_)):
+        alone = engine([program], oracle)
+        assert torch.equal(alone.log_probs[0], beside.log_probs[k])
+        assert torch.equal(alone.log_complement[0], beside.log_complement[k])
