@@ -25,7 +25,7 @@ import enum
 
 import torch
 
-from .numerics import LOG_HALF, log1mexp, masked_sum
+from .numerics import log1mexp, log_half, masked_sum
 
 NEG_INF = float("-inf")
 
@@ -121,15 +121,15 @@ def q_product_fused(log_r, log_y, mask_x, mask_y, quantifier: Quantifier) -> tor
         log_y = log_y.masked_fill(~mask_y, NEG_INF)
     if quantifier is Quantifier.FORALL:
         return q_product(log_r, log_y, mask_x, mask_y, quantifier, block_elements=None)
-    none_true = _log1m_exp_terms(log_r + log_y[:, None, :], _LOG_HALF).sum(-1)
-    out = none_true if quantifier is Quantifier.NOT_EXISTS else _log1m_exp_terms(none_true, _LOG_HALF)
+    none_true = _log1m_exp_terms(log_r + log_y[:, None, :]).sum(-1)
+    out = none_true if quantifier is Quantifier.NOT_EXISTS else _log1m_exp_terms(none_true)
     return _pad(out, mask_x)
 
 
-def _log1m_exp_terms(t: torch.Tensor, threshold=LOG_HALF) -> torch.Tensor:
-    """``log(1 - e^t)`` for ``t <= 0`` (the two accurate branches, no guard); ``torch.compile`` fuses
-    it, given the threshold as a Python float (a constant in its loop)."""
-    return torch.where(t > threshold, torch.log(-torch.expm1(t)), torch.log1p(-torch.exp(t)))
+def _log1m_exp_terms(t: torch.Tensor) -> torch.Tensor:
+    """``log(1 - e^t)`` for ``t <= 0`` (the two accurate branches, no guard): fused by the compiler
+    (out of place, its threshold a Python float: a constant in the fused loop)."""
+    return torch.where(t > _LOG_HALF, torch.log(-torch.expm1(t)), torch.log1p(-torch.exp(t)))
 
 
 def _block_rows(log_r: torch.Tensor, block_elements: int) -> int:
@@ -142,8 +142,11 @@ def _none_true_blocks(log_r: torch.Tensor, log_y: torch.Tensor, step: int) -> to
     reused buffers; all rows in one block: the same operations on fresh tensors (the buffers'
     bookkeeping was most of a small call)."""
     rows, n, m = log_r.shape
-    if 0 < rows <= step:  # into a fresh contiguous tensor as into the buffers: the sums' order is theirs
-        return _log1m_exp_terms(torch.add(log_r, log_y[:, None, :], out=log_r.new_empty(log_r.shape))).sum(-1)
+    if 0 < rows <= step:  # into fresh contiguous tensors as into the buffers: the sums' order is theirs
+        t = torch.add(log_r, log_y[:, None, :], out=log_r.new_empty(log_r.shape))
+        a = torch.expm1(t).neg_().log_()
+        b = torch.exp(t).neg_().log1p_()
+        return torch.where(torch.gt(t, log_half(t.dtype)), a, b, out=a).sum(-1)
     out = log_r.new_empty((rows, n))
     if rows:
         t, a, b = (log_r.new_empty((step, n, m)) for _ in range(3))
@@ -153,7 +156,7 @@ def _none_true_blocks(log_r: torch.Tensor, log_y: torch.Tensor, step: int) -> to
             tk = torch.add(log_r[s:s + k], log_y[s:s + k, None, :], out=t[:k])
             ak = torch.expm1(tk, out=a[:k]).neg_().log_()  # log(-expm1(t)): accurate near t = 0
             bk = torch.exp(tk, out=b[:k]).neg_().log1p_()  # log1p(-e^t): accurate below -log 2
-            torch.where(torch.gt(tk, LOG_HALF, out=near[:k]), ak, bk, out=ak)
+            torch.where(torch.gt(tk, log_half(tk.dtype), out=near[:k]), ak, bk, out=ak)
             torch.sum(ak, dim=-1, out=out[s:s + k])
     return out
 

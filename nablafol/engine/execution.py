@@ -412,7 +412,7 @@ class Engine(torch.nn.Module):
         if not vec.shape[0] or focused == "none":  # yes/no questions have no focus
             focus = vec.new_full((len(focus_rows), n), NEG_INF)
         elif focused == "all":
-            focus = vec[rows_of(plan.focus)]
+            focus = vec[focus_rows]  # a gather, not a view: a view would keep the whole store alive
         else:
             focus = vec[focus_rows.clamp(min=0)].masked_fill(~(focus_rows >= 0)[:, None], NEG_INF)
         return Answers(log_probs, cand_mask, plan.labels, focus, object_mask[rows_of(plan.program_scene)],
