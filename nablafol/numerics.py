@@ -34,7 +34,8 @@ def log_half(dtype: torch.dtype) -> torch.Tensor:
     small comparison's three microseconds. The same scalar the comparison would convert to."""
     value = _LOG_HALF_OF.get(dtype)
     if value is None:
-        value = _LOG_HALF_OF[dtype] = torch.tensor(-0.6931471805599453, dtype=dtype)
+        # on the CPU whatever the default device: a CPU 0-dim tensor is a scalar to any device's operands
+        value = _LOG_HALF_OF[dtype] = torch.tensor(-0.6931471805599453, dtype=dtype, device="cpu")
     return value
 
 

@@ -98,8 +98,8 @@ def q_product(
         # summed in one layout: a reversed atom's table is a transposed view, and a sum along
         # strided memory adds in another order (last bits would depend on the batch's other rows)
         return _pad(log_r.contiguous().sum(-1) + masked_sum(log_y, mask_y)[:, None], mask_x)
-    if block_elements is None:
-        none_true = log1mexp(log_r + log_y[:, None, :]).sum(-1)
+    if block_elements is None:  # contiguous: the sums' order is the blocks' whatever log_r's layout
+        none_true = log1mexp(log_r.contiguous() + log_y[:, None, :]).sum(-1)
     elif torch.is_grad_enabled() and (log_r.requires_grad or log_y.requires_grad):
         none_true = _NoneTrue.apply(log_r, log_y, block_elements)
     else:  # the same blocks without autograd's bookkeeping (a tenth of a one-question call)
@@ -121,7 +121,7 @@ def q_product_fused(log_r, log_y, mask_x, mask_y, quantifier: Quantifier) -> tor
         log_y = log_y.masked_fill(~mask_y, NEG_INF)
     if quantifier is Quantifier.FORALL:
         return q_product(log_r, log_y, mask_x, mask_y, quantifier, block_elements=None)
-    none_true = _log1m_exp_terms(log_r + log_y[:, None, :]).sum(-1)
+    none_true = _log1m_exp_terms(log_r.contiguous() + log_y[:, None, :]).sum(-1)
     out = none_true if quantifier is Quantifier.NOT_EXISTS else _log1m_exp_terms(none_true)
     return _pad(out, mask_x)
 
@@ -183,7 +183,9 @@ class _NoneTrue(torch.autograd.Function):
         grad_y = torch.empty_like(log_y) if ctx.needs_input_grad[1] else None
         for s in range(0, rows, ctx.step):
             e = min(rows, s + ctx.step)
-            t = log_r[s:e] + log_y[s:e, None, :]
+            # into a contiguous tensor: the sum over rows below adds in one order whatever log_r's layout
+            t = torch.add(log_r[s:e], log_y[s:e, None, :], out=log_r.new_empty(
+                (e - s,) + tuple(log_r.shape[1:]), dtype=torch.promote_types(log_r.dtype, log_y.dtype)))
             d = torch.expm1(t.neg()).clamp_(min=torch.finfo(t.dtype).tiny).reciprocal_().neg_()
             d = d.masked_fill_(t == 0, 0.0).mul_(grad[s:e, :, None])
             if grad_r is not None:

@@ -163,13 +163,13 @@ def _relate_columns(g: _Group, device) -> list:
     """A relate group's atoms, column by column: ``(table rows, flip)``, ``flip`` a ``(G, 1, 1)``
     bool tensor where some atom of the column is reversed, else None. Kept on the group."""
     kept = g.arrays.get("_columns")
-    if kept is None or kept[0] != device:
-        tables, reverse = g.arrays["tables"], g.arrays["reverse"]
+    tables, reverse = g.arrays["tables"], g.arrays["reverse"]
+    if kept is None or kept[0] != device or kept[1] is not tables or kept[2] is not reverse:
         columns = [(np.ascontiguousarray(tables[:, k]),
                     torch.as_tensor(reverse[:, k], device=device)[:, None, None] if reverse[:, k].any() else None)
                    for k in range(tables.shape[1])]
-        kept = g.arrays["_columns"] = (device, columns)
-    return kept[1]
+        kept = g.arrays["_columns"] = (device, tables, reverse, columns)
+    return kept[3]
 
 
 # --- the engine ---------------------------------------------------------------------------
@@ -368,7 +368,7 @@ class Engine(torch.nn.Module):
 
     def execute(self, plan: BatchPlan, tables: Tables) -> Answers:
         """Run a plan's operators, level by level, over its tables (the fast path)."""
-        if self.calibration is None and not tables.padded:
+        if self.calibration is None and not tables.padded and not isinstance(self._q_product, _CompiledQProduct):
             steps = steps_of(plan)
             if steps is not None:  # one small program: row by row, the same answers without the batch's bookkeeping
                 return run_rows(steps, plan, tables, self._q_product)
@@ -415,7 +415,7 @@ class Engine(torch.nn.Module):
             focus = vec[focus_rows]  # a gather, not a view: a view would keep the whole store alive
         else:
             focus = vec[focus_rows.clamp(min=0)].masked_fill(~(focus_rows >= 0)[:, None], NEG_INF)
-        return Answers(log_probs, cand_mask, plan.labels, focus, object_mask[rows_of(plan.program_scene)],
+        return Answers(log_probs, cand_mask, plan.labels, focus, object_mask[idx(plan.program_scene)],
                        log_complement)
 
     def _vector_kernel(self, g: _Group, vec, unary, binary, mask, idx, rows_of) -> torch.Tensor:

@@ -586,13 +586,13 @@ def build_batch_plan(programs: Sequence[Program], scenes: np.ndarray, registry: 
     # a program object met again in the batch (a compiler hands out one object per question text)
     # is looked up once: the registry's look-up compares an equal program of another compiler
     # node by node (5-9 µs, most of planning a batch)
-    by_object: dict = {}
+    by_object: dict = {}  # id -> (the program, its pack): holding the program keeps its id its own
     packs = []
     for p in programs:
-        pack = by_object.get(id(p))
-        if pack is None:
-            pack = by_object[id(p)] = registry.packed(p)
-        packs.append(pack)
+        entry = by_object.get(id(p))
+        if entry is None:
+            entry = by_object[id(p)] = (p, registry.packed(p))
+        packs.append(entry[1])
     n_prog = len(packs)
     # one vectorized pass per table for the whole batch (numpy calls per program dominated planning)
     v, nv = _rows_of([p.v for p in packs], 5)

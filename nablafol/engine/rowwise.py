@@ -7,10 +7,13 @@ tensors, gathers. Here the plan is turned once into a list of steps (kept on the
 step calls the same :mod:`nablafol.operators` function as the batched kernel, on the one row,
 its inputs the Python references to the rows it reads. Scalar steps keep their group's
 argument width (its padding rows too), so every sum adds the same terms in the same order as
-the batched kernel: the answers are the batched executor's, bit for bit.
+the batched kernel: the answers are the batched executor's, bit for bit. Gradients are the
+same terms, to rounding: where a row feeds several steps, autograd adds their gradients in
+another order than the batched gather's accumulation.
 
 Plans with many rows (an open question asks about hundreds of candidates) stay batched:
-:func:`steps_of` returns None for them.
+:func:`steps_of` returns None for them. So do calls with a calibrator, scenes of several sizes
+(padded) or ``Engine(compile=True)`` (:meth:`Engine.execute` decides).
 
 Example:
     >>> import torch
@@ -22,7 +25,7 @@ Example:
     ...                                    Filter(chair, Relate.of(left, Quantifier.FORALL, Top()))))
     >>> oracle = TableOracle([{chair: [0.9, 0.2], left: [[1.0, 0.8], [0.1, 1.0]]}])
     >>> engine = Engine()
-    >>> steps_of(engine.plan([program])) is not None  # one program, five rows: run row by row
+    >>> steps_of(engine.plan([program])) is not None  # one program, four rows: run row by row
     True
     >>> engine([program], oracle).probs()
     tensor([[0.7256]])
@@ -165,6 +168,10 @@ def run_rows(steps: tuple, plan: BatchPlan, tables: Tables, q_product: Callable)
                 sca[out] = torch.stack(ops.all_same(args[:, 0, 0], args[:, 1:, 0], pad), dim=-1)
     picked = sca[candidates[0]] if len(candidates) == 1 else torch.cat([sca[r] for r in candidates])
     log_probs, log_complement = picked[:, 0][None].contiguous(), picked[:, 1][None].contiguous()  # (1, K) each
-    focus = vec[focus_row] if focus_row >= 0 else torch.full((1, n), NEG_INF, dtype=dtype, device=device)
+    if focus_row < 0:
+        focus = torch.full((1, n), NEG_INF, dtype=dtype, device=device)
+    else:  # a row a later step may have saved for its backward: the user gets a copy to edit, as batched
+        focus = vec[focus_row].clone() if vec[focus_row].requires_grad else vec[focus_row]
     cand_mask = torch.ones((1, len(candidates)), dtype=torch.bool, device=device)
-    return Answers(log_probs, cand_mask, plan.labels, focus, object_mask[scene:scene + 1], log_complement)
+    # the mask copied, as the batched gather does: the tables (and their mask) stay with `exact`
+    return Answers(log_probs, cand_mask, plan.labels, focus, object_mask[scene:scene + 1].clone(), log_complement)

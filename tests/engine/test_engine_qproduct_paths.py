@@ -44,3 +44,19 @@ def test_a_relate_read_transposed_sums_as_a_contiguous_one():
         buffered = q_product(log_r, log_y, None, None, Quantifier.EXISTS, 36 * 36)  # a row at a time
         for r in (log_r, strided):
             assert torch.equal(buffered, q_product(r, log_y, None, None, Quantifier.EXISTS, 1 << 30))
+
+
+def test_the_plain_form_sums_a_transposed_table_as_a_contiguous_one():
+    """``block_elements=None`` (the form ``torch.compile`` fuses, and the path under autograd with
+    ``Engine(compile=True)``): a reversed relate's transposed table sums in the contiguous order."""
+    for n in (8, 16, 33):
+        g = torch.Generator().manual_seed(n)
+        log_r = torch.rand(3, n, n, generator=g).log()
+        log_y = torch.rand(3, n, generator=g).log()
+        strided = log_r.transpose(1, 2).contiguous().transpose(1, 2)
+        for quantifier in Quantifier:
+            with torch.no_grad():
+                want = q_product(log_r, log_y, None, None, quantifier, None)
+                assert torch.equal(want, q_product(strided, log_y, None, None, quantifier, None)), (n, quantifier)
+            tracked = q_product(strided.clone().requires_grad_(), log_y, None, None, quantifier, None).detach()
+            assert torch.equal(want, tracked), (n, quantifier)
