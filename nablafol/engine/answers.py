@@ -40,6 +40,9 @@ class Tables:
     padded: bool = True
 
     def detached(self) -> "Tables":
+        """The same tables cut from autograd's graph (themselves when no table needs a gradient)."""
+        if not any(t is not None and t.requires_grad for t in (self.unary, self.binary)):
+            return self
         d = lambda t: None if t is None else t.detach()  # noqa: E731
         return Tables(d(self.unary), d(self.binary), self.object_mask, self.dtype, self.padded)
 

@@ -36,17 +36,18 @@ import numpy as np
 import torch
 
 from nablafol import operators as ops
+from nablafol.operators import Quantifier  # noqa: F401 (the module's example uses it)
 from nablafol.errors import ProbabilityError, ProgramStructureError, ShapeError
 from nablafol.ir import Program
-from nablafol.operators import Quantifier
 from nablafol.oracle import Oracle, Requests
 
 from nablafol.engine.answers import Answers, Tables
 from nablafol.engine.exact import exact_answers, exact_flags, shared_atom_counts
 from nablafol.engine.rowwise import run_rows, steps_of
-from nablafol.engine.planning import (NEG_INF, S_AGG_A, S_AGG_E, S_AGG_N, S_ALLSAME, S_AND, S_NOT, V_CONJOIN, V_FILTER,
-                                      V_NEG, V_RELATE_A, V_RELATE_E, V_RELATE_N, V_TOP, BatchPlan, ProgramPlan,
-                                      _Group, _Registry, build_batch_plan)
+from nablafol.engine.truth_kernels import combine_truths
+from nablafol.engine.planning import (AGGREGATE_QUANTIFIER, NEG_INF, RELATE_QUANTIFIER, S_AGG_N, S_ALLSAME, V_CONJOIN,
+                                      V_FILTER, V_NEG, V_TOP, BatchPlan, ProgramPlan, _Group, _Registry,
+                                      build_batch_plan)
 
 __all__ = ["Engine", "Calibration", "EXACT_BUDGET"]
 
@@ -148,17 +149,6 @@ def _plan_rows(plan: BatchPlan, idx: Callable[[np.ndarray], torch.Tensor]) -> Ca
     return rows
 
 
-def _candidate_run(plan: BatchPlan):
-    """The candidates' scalar rows as a ``slice`` when the plan has one program and they are
-    consecutive rows, else None; kept on the plan."""
-    def make():
-        c = plan.candidates
-        if c.shape[0] != 1 or not c.size or c[0, 0] < 0 or (c.shape[1] > 1 and not bool((np.diff(c[0]) == 1).all())):
-            return None
-        return slice(int(c[0, 0]), int(c[0, 0]) + c.shape[1])
-    return _kept_on_plan(plan, "candidate run", plan.candidates, None, make)
-
-
 def _relate_columns(g: _Group, device) -> list:
     """A relate group's atoms, column by column: ``(table rows, flip)``, ``flip`` a ``(G, 1, 1)``
     bool tensor where some atom of the column is reversed, else None. Kept on the group."""
@@ -200,10 +190,6 @@ class _CompiledQProduct:
             warnings.warn(f"torch.compile of the Q-product failed ({self.failed[:200]}); using the eager Q-product",
                           RuntimeWarning, stacklevel=2)
             return ops.q_product(log_r, log_y, mask_x, None, quantifier)
-
-
-def _needs_grad(tables: Tables) -> bool:
-    return any(t is not None and t.requires_grad for t in (tables.unary, tables.binary))
 
 
 _FEW_SCENES = 64  # up to this many scene sizes are read as a list
@@ -262,7 +248,7 @@ class Engine(torch.nn.Module):
             return exact_answers(self, programs, plan, tables)
         answers = self.execute(plan, tables)
         if self.calibration is None:  # whether each answer is exact, computed when first asked
-            detached = tables.detached() if _needs_grad(tables) else tables
+            detached = tables.detached()
             answers._exact = lambda: exact_flags(self, programs, plan, detached)
         return answers
 
@@ -399,10 +385,7 @@ class Engine(torch.nn.Module):
 
         cand = idx(plan.candidates)
         cand_mask = cand >= 0
-        run = _candidate_run(plan)
-        if run is not None:  # one program, its candidates consecutive rows: views, made contiguous
-            log_probs, log_complement = sca[run, 0][None].contiguous(), sca[run, 1][None].contiguous()
-        elif _there(plan, plan.candidates) == "all":  # every program has as many candidates as the widest
+        if _there(plan, plan.candidates) == "all":  # every program has as many candidates as the widest
             log_probs, log_complement = sca[:, 0][cand], sca[:, 1][cand]  # each its own contiguous tensor
         else:
             picked = sca[cand.clamp(min=0)]
@@ -435,25 +418,15 @@ class Engine(torch.nn.Module):
             if flip is not None:
                 t = torch.where(flip, t.transpose(1, 2), t)
             log_r = t if log_r is None else log_r + t
-        quantifier = {V_RELATE_E: Quantifier.EXISTS, V_RELATE_A: Quantifier.FORALL,
-                      V_RELATE_N: Quantifier.NOT_EXISTS}[g.kind]
+        quantifier = RELATE_QUANTIFIER[g.kind]
         return self._q_product(log_r, x, mask, mask, quantifier)
 
     def _scalar_kernel(self, g: _Group, vec, sca, object_mask, v_scene, idx, rows_of) -> torch.Tensor:
         if g.kind <= S_AGG_N:
             rows = rows_of(g.arrays["vin"])
-            quantifier = {S_AGG_E: Quantifier.EXISTS, S_AGG_A: Quantifier.FORALL,
-                          S_AGG_N: Quantifier.NOT_EXISTS}[g.kind]
+            quantifier = AGGREGATE_QUANTIFIER[g.kind]
             mask = None if object_mask is None else object_mask[v_scene[rows]]
             return torch.stack(ops.aggregate_pair(vec[rows], mask, quantifier), dim=-1)
         args = sca[rows_of(g.arrays["args"])]  # (G, K, 2)
-        if g.kind == S_NOT:
-            return args[:, 0].flip(-1)
-        if g.kind == S_AND:
-            log_p = ops.and_(args[..., 0])
-            return torch.stack([log_p, ops.not_(log_p)], dim=-1)
-        if g.kind == S_ALLSAME:
-            pad = torch.as_tensor(g.arrays["pad"], device=args.device)
-            return torch.stack(ops.all_same(args[:, 0, 0], args[:, 1:, 0], pad), dim=-1)
-        log_q = ops.and_(args[..., 1])  # Or: none of them holds
-        return torch.stack([ops.not_(log_q), log_q], dim=-1)
+        pad = torch.as_tensor(g.arrays["pad"], device=args.device) if g.kind == S_ALLSAME else None
+        return combine_truths(g.kind, args, pad)

@@ -28,6 +28,8 @@ V_TOP, V_FILTER, V_NEG, V_CONJOIN, V_RELATE_E, V_RELATE_A, V_RELATE_N = range(7)
 S_AGG_E, S_AGG_A, S_AGG_N, S_NOT, S_AND, S_OR, S_ALLSAME = range(7)
 _V_RELATE = {Quantifier.EXISTS: V_RELATE_E, Quantifier.FORALL: V_RELATE_A, Quantifier.NOT_EXISTS: V_RELATE_N}
 _S_AGG = {Quantifier.EXISTS: S_AGG_E, Quantifier.FORALL: S_AGG_A, Quantifier.NOT_EXISTS: S_AGG_N}
+RELATE_QUANTIFIER = {kind: q for q, kind in _V_RELATE.items()}  # a relate kind's quantifier (executors)
+AGGREGATE_QUANTIFIER = {kind: q for q, kind in _S_AGG.items()}  # an aggregation kind's quantifier
 SCALAR_CONSTANTS = 2  # the scalar store's rows 0 and 1 hold log 1 and log 0 (padding of And / Or)
 
 

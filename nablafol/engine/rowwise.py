@@ -34,16 +34,14 @@ from __future__ import annotations
 
 from typing import Callable, Optional
 
-import numpy as np
 import torch
 
 from nablafol import operators as ops
-from nablafol.operators import Quantifier
 
 from nablafol.engine.answers import Answers, Tables
-from nablafol.engine.planning import (NEG_INF, S_AGG_A, S_AGG_E, S_AGG_N, S_ALLSAME, S_AND, S_NOT, S_OR,
-                                      SCALAR_CONSTANTS, V_CONJOIN, V_FILTER, V_NEG, V_RELATE_A, V_RELATE_E, V_RELATE_N,
-                                      V_TOP, BatchPlan)
+from nablafol.engine.planning import (AGGREGATE_QUANTIFIER, NEG_INF, RELATE_QUANTIFIER, S_AGG_N, S_ALLSAME,
+                                      SCALAR_CONSTANTS, V_CONJOIN, V_FILTER, V_NEG, V_TOP, BatchPlan)
+from nablafol.engine.truth_kernels import combine_truths
 
 __all__ = ["steps_of", "run_rows", "MAX_ROWS"]
 
@@ -51,10 +49,8 @@ __all__ = ["steps_of", "run_rows", "MAX_ROWS"]
 #: operator kind and level costs less than one per row
 MAX_ROWS = 48
 
-_QUANTIFIER = {V_RELATE_E: Quantifier.EXISTS, V_RELATE_A: Quantifier.FORALL, V_RELATE_N: Quantifier.NOT_EXISTS,
-               S_AGG_E: Quantifier.EXISTS, S_AGG_A: Quantifier.FORALL, S_AGG_N: Quantifier.NOT_EXISTS}
 # step codes
-_TOP, _FILTER, _NEG, _CONJOIN, _RELATE, _AGG, _NOT, _AND, _OR, _ALLSAME = range(10)
+_TOP, _FILTER, _NEG, _CONJOIN, _RELATE, _AGG, _TRUTH = range(7)
 
 
 def steps_of(plan: BatchPlan) -> Optional[tuple]:
@@ -68,7 +64,7 @@ def steps_of(plan: BatchPlan) -> Optional[tuple]:
 
 def _build(plan: BatchPlan) -> Optional[tuple]:
     rows = len(plan.v_scene) + plan.n_scalars
-    if plan.n_programs != 1 or rows > MAX_ROWS or plan.candidates.shape[0] != 1:
+    if plan.n_programs != 1 or rows > MAX_ROWS:
         return None
     neutral = len(plan.binary_keys)  # the relates' padding table: adds log 1, left out here
     steps = []
@@ -87,22 +83,17 @@ def _build(plan: BatchPlan) -> Optional[tuple]:
                     steps.append((_CONJOIN, out, int(a["in0"][i]), int(a["in1"][i])))
                 else:
                     atoms = tuple((int(t), bool(r)) for t, r in zip(a["tables"][i], a["reverse"][i]) if t != neutral)
-                    steps.append((_RELATE, out, int(a["in0"][i]), _QUANTIFIER[g.kind], atoms))
+                    steps.append((_RELATE, out, int(a["in0"][i]), RELATE_QUANTIFIER[g.kind], atoms))
         for g in sgroups:
             a = g.arrays
             for i in range(g.stop - g.start):
                 out = SCALAR_CONSTANTS + g.start + i
                 if g.kind <= S_AGG_N:
-                    steps.append((_AGG, out, int(a["vin"][i]), _QUANTIFIER[g.kind]))
+                    steps.append((_AGG, out, int(a["vin"][i]), AGGREGATE_QUANTIFIER[g.kind]))
                     continue
                 args = tuple(int(r) for r in a["args"][i])  # the group's width, its padding rows too
-                if g.kind == S_NOT:
-                    steps.append((_NOT, out, args[0]))
-                elif g.kind in (S_AND, S_OR):
-                    steps.append((_AND if g.kind == S_AND else _OR, out, args))
-                else:
-                    pad = a["pad"][i:i + 1]
-                    steps.append((_ALLSAME, out, args, pad if pad.any() else None))
+                pad = a["pad"][i:i + 1] if g.kind == S_ALLSAME else None
+                steps.append((_TRUTH, out, g.kind, args, pad if pad is not None and pad.any() else None))
     candidates = tuple(int(r) for r in plan.candidates[0])
     if min(candidates, default=0) < 0:
         return None  # a program without candidates in its own row: the batched path pads it
@@ -153,19 +144,10 @@ def run_rows(steps: tuple, plan: BatchPlan, tables: Tables, q_product: Callable)
             vec[out] = ops.neg(vec[step[2]])
         elif code == _CONJOIN:
             vec[out] = ops.conjoin(vec[step[2]], vec[step[3]])
-        elif code == _NOT:
-            sca[out] = sca[step[2]].flip(-1)
-        else:
-            args = torch.stack([sca[r] for r in step[2]], dim=1)  # (1, K, 2)
-            if code == _AND:
-                log_p = ops.and_(args[..., 0])
-                sca[out] = torch.stack([log_p, ops.not_(log_p)], dim=-1)
-            elif code == _OR:
-                log_q = ops.and_(args[..., 1])  # none of them holds
-                sca[out] = torch.stack([ops.not_(log_q), log_q], dim=-1)
-            else:
-                pad = None if step[3] is None else torch.as_tensor(step[3], device=device)
-                sca[out] = torch.stack(ops.all_same(args[:, 0, 0], args[:, 1:, 0], pad), dim=-1)
+        else:  # Not, And, Or, AllSame: the batched kernel's own function, on this row's arguments
+            args = torch.stack([sca[r] for r in step[3]], dim=1)  # (1, K, 2)
+            pad = None if step[4] is None else torch.as_tensor(step[4], device=device)
+            sca[out] = combine_truths(step[2], args, pad)
     picked = sca[candidates[0]] if len(candidates) == 1 else torch.cat([sca[r] for r in candidates])
     log_probs, log_complement = picked[:, 0][None].contiguous(), picked[:, 1][None].contiguous()  # (1, K) each
     if focus_row < 0:
