@@ -50,8 +50,11 @@ EVAL_SECONDS_AIM, EVAL_MEMORY_AIM_MB = 20.0, 1024
 ONE_CALL_AIM_US = 200.0
 BANDWIDTH_AIM = 0.5
 PROBLOG_MARGINAL_AIM = 1000.0
+# GQA's validation size (10,000 images, ~146k questions); relations about as sparse as GQA's own graphs
+# (--spatial-neighbours 2: 3.8 an object; every pair, the generator's default, gave 35 and a file ~10x
+# heavier a scene than GQA's)
 GQA_SCALE_COMMAND = ["generate", "--train", "0", "--val", "10000", "--testdev", "0", "--questions-per-scene", "14",
-                     "--objects", "8", "24", "--large-scenes", "0.1", "--seed", "7"]
+                     "--objects", "8", "24", "--large-scenes", "0.1", "--spatial-neighbours", "2", "--seed", "7"]
 
 SIZES = {
     "tiny": dict(roofline=[(4, 8)], roofline_scenes=8, steps=1, eval=False, calls=50, qproduct=[(64, 16)],
@@ -277,7 +280,7 @@ def roofline_case(objects: int, batch: int, n_scenes: int, steps: int, seed: int
 
 def gqa_scale_folder() -> Path:
     """The GQA-validation-sized set: ``$NABLAFOL_GQA_SCALE``, else generated once into a cache folder."""
-    folder = Path(os.environ.get("NABLAFOL_GQA_SCALE") or Path(tempfile.gettempdir()) / "nablafol-bench" / "gqa-scale")
+    folder = Path(os.environ.get("NABLAFOL_GQA_SCALE") or Path(tempfile.gettempdir()) / "nablafol-bench" / "gqa-scale-k2")
     if not (folder / "val_sceneGraphs.json").exists():
         folder.mkdir(parents=True, exist_ok=True)
         subprocess.run([sys.executable, "-m", "nablafol.cli", *GQA_SCALE_COMMAND[:1], "--out", str(folder),
@@ -295,7 +298,11 @@ with long_run():
     with loading():
         graphs = load_scene_graphs(sys.argv[2])
     questions = sum(1 for _ in iter_questions(sys.argv[1]))
-print(json.dumps({"seconds": time.perf_counter() - start, "questions": questions, "scenes": len(graphs),
+seconds = time.perf_counter() - start
+objects = sum(len(g.objects) for g in graphs.values())  # after the clock: what the set is, for the report
+relations = sum(len(o.relations) for g in graphs.values() for o in g.objects)
+print(json.dumps({"seconds": seconds, "questions": questions, "scenes": len(graphs),
+                  "relations_per_object": relations / max(objects, 1), "objects_per_scene": objects / max(len(graphs), 1),
                   "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
 
@@ -312,6 +319,7 @@ def eval_at_scale() -> dict:
     if run["exit"] != 0:
         raise RuntimeError(f"nablafol eval failed: {run['stderr_tail']}")
     return {"folder": str(folder), "questions": read["questions"], "scenes": read["scenes"],
+            "objects_per_scene": read["objects_per_scene"], "relations_per_object": read["relations_per_object"],
             "eval_s": run["wall_s"], "eval_cpu_s": run["cpu_s"], "eval_peak_rss_mb": run["peak_rss_mb"],
             "eval_peak_pss_mb": run["peak_tree_pss_mb"], "read_s": read["seconds"],
             "read_peak_rss_mb": read["peak_rss_mb"], "eval_over_read": run["wall_s"] / read["seconds"]}
@@ -510,7 +518,9 @@ def report(r: dict) -> list[str]:
         lines.append("    top operators (self CPU ms): " + ", ".join(f"{k} {v:.0f}" for k, v in c["top_ops_ms"]))
     if "eval" in r:
         e = r["eval"]
-        lines.append(f"eval at GQA scale ({e['questions']:,} questions, {e['scenes']:,} scenes): {e['eval_s']:.1f} s "
+        lines.append(f"eval at GQA scale ({e['questions']:,} questions, {e['scenes']:,} scenes, "
+                     f"{e['objects_per_scene']:.1f} objects and {e['relations_per_object']:.1f} relations an object): "
+                     f"{e['eval_s']:.1f} s "
                      f"(CPU {e['eval_cpu_s']} s), peak PSS {e['eval_peak_pss_mb']} MB, RSS {e['eval_peak_rss_mb']} MB; "
                      f"reading + parsing alone {e['read_s']:.1f} s ({e['read_peak_rss_mb']:.0f} MB)")
     c = r["one_call"]

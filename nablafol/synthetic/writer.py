@@ -71,6 +71,7 @@ class SyntheticDataset:
     questions: dict[str, list[Question]]
     width: int
     height: int
+    spatial_neighbours: int | None = None  # see SceneGenerator: None stores every spatial relation
 
 
 @dataclass(frozen=True)
@@ -130,7 +131,8 @@ NOISE_STD = 0.15
 def build_dataset(n_train: int = 1500, n_val: int = 300, n_testdev: int = 300, seed: int = 0, *,
                   questions_per_scene: int = 10, vocabulary: Vocabulary | None = None,
                   progress: Progress | None = None, min_objects: int = MIN_OBJECTS,
-                  max_objects: int = MAX_OBJECTS, large_share: float = 0.0) -> SyntheticDataset:
+                  max_objects: int = MAX_OBJECTS, large_share: float = 0.0,
+                  spatial_neighbours: int | None = None) -> SyntheticDataset:
     """Scenes and questions of every split, in memory (what :func:`generate_dataset` writes)."""
     _check(n_train, n_val, n_testdev, seed, 2, questions_per_scene)
     if not (isinstance(min_objects, int) and isinstance(max_objects, int) and 2 <= min_objects <= max_objects <= 100):
@@ -138,9 +140,13 @@ def build_dataset(n_train: int = 1500, n_val: int = 300, n_testdev: int = 300, s
     if not (isinstance(large_share, (int, float)) and 0 <= large_share <= 1) or (large_share and max_objects == 100):
         raise DatasetError(f"large scenes: the share must be in [0, 1] and the largest ordinary scene below 100 "
                            f"objects, got {large_share!r} with {max_objects!r}")
+    if spatial_neighbours is not None and (not isinstance(spatial_neighbours, int) or isinstance(spatial_neighbours, bool)
+                                           or spatial_neighbours < 1):
+        raise DatasetError(f"spatial neighbours: need a whole number >= 1 (or None for every pair), "
+                           f"got {spatial_neighbours!r}")
     vocabulary = vocabulary if vocabulary is not None else Vocabulary.default()
     scene_generator = SceneGenerator(vocabulary, min_objects=min_objects, max_objects=max_objects,
-                                     large_share=large_share)
+                                     large_share=large_share, spatial_neighbours=spatial_neighbours)
     question_generator = QuestionGenerator(vocabulary, CrispExecutor(vocabulary.ontology()))
     sizes = dict(zip(SPLITS, (n_train, n_val, n_testdev)))
     total, done = sum(sizes.values()), 0
@@ -163,14 +169,16 @@ def build_dataset(n_train: int = 1500, n_val: int = 300, n_testdev: int = 300, s
         questions[split] = to_questions(kept, next_question)
         next_question += len(kept)
         scenes[split] = graphs
-    return SyntheticDataset(seed, vocabulary, scenes, questions, scene_generator.width, scene_generator.height)
+    return SyntheticDataset(seed, vocabulary, scenes, questions, scene_generator.width, scene_generator.height,
+                            spatial_neighbours)
 
 
 def generate_dataset(out_dir, n_train: int = 1500, n_val: int = 300, n_testdev: int = 300, seed: int = 0,
                      feature_dim: int = 64, progress: Progress | None = None, *, questions_per_scene: int = 10,
                      noise_std: float = NOISE_STD, context_scale: float = 0.5,
                      vocabulary: Vocabulary | None = None, min_objects: int = MIN_OBJECTS,
-                     max_objects: int = MAX_OBJECTS, large_share: float = 0.0) -> DatasetSummary:
+                     max_objects: int = MAX_OBJECTS, large_share: float = 0.0,
+                     spatial_neighbours: int | None = None) -> DatasetSummary:
     """Generate the dataset and write it into ``out_dir`` (created; files there are replaced).
 
     ``progress(done, total, stage)`` is called as scenes are made and as their features are
@@ -188,7 +196,8 @@ def generate_dataset(out_dir, n_train: int = 1500, n_val: int = 300, n_testdev: 
     scene_progress = None if progress is None else (lambda done, _total, stage: progress(done, total, stage))
     dataset = build_dataset(n_train, n_val, n_testdev, seed, questions_per_scene=questions_per_scene,
                             vocabulary=vocabulary, progress=scene_progress, min_objects=min_objects,
-                            max_objects=max_objects, large_share=large_share)
+                            max_objects=max_objects, large_share=large_share,
+                            spatial_neighbours=spatial_neighbours)
     written: list[Path] = []
     choices = dataset_choices(dataset)
     for split in SPLITS:
@@ -237,6 +246,7 @@ def _card(dataset: SyntheticDataset, codes: ConceptCodes, feature_dim: int, nois
         "format_version": FORMAT_VERSION,
         "seed": dataset.seed,
         "image_size": {"width": dataset.width, "height": dataset.height},
+        "spatial_neighbours": dataset.spatial_neighbours,
         "splits": splits,
         "features": {
             "file": "features/gqa_objects_0.h5", "info": "features/gqa_objects_info.json",

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from nablafol.synthetic import SceneGenerator, Vocabulary, VocabularyError
-from nablafol.synthetic.scenes import LEFT_RIGHT_MARGIN, NEAR_GAP, ON_BAND, Box, cover, relations_between
+from nablafol.synthetic.scenes import LEFT_RIGHT_MARGIN, NEAR_GAP, ON_BAND, Box, _gap, cover, relations_between
 
 
 @pytest.fixture(scope="module")
@@ -142,3 +142,35 @@ def test_large_scenes_are_a_share_drawn_above_the_ordinary_range():
     for bad in (dict(large_share=1.5), dict(large_share=-0.1), dict(max_objects=100, large_share=0.1)):
         with pytest.raises(ValueError):
             SceneGenerator(vocabulary, min_objects=3, **{"max_objects": 6, **bad})
+
+
+def test_spatial_neighbours_keep_the_physical_relations_and_the_nearest_spatial_ones():
+    vocabulary = Vocabulary.default()
+    spatial = {"to the left of", "to the right of", "above", "below", "near"}
+
+    def scenes(k):
+        rng, ids = np.random.default_rng(3), (str(n) for n in itertools.count(10))
+        generator = SceneGenerator(vocabulary, min_objects=8, max_objects=16, spatial_neighbours=k)
+        return [generator.generate(rng, str(i), ids) for i in range(12)]
+
+    dense, sparse = scenes(None), scenes(2)
+    total = {"dense": 0, "sparse": 0}
+    for d, s in zip(dense, sparse):
+        assert [o.id for o in d.objects] == [o.id for o in s.objects]  # the same scene, fewer relations
+        boxes = {o.id: _box(o) for o in d.objects}
+        for do, so in zip(d.objects, s.objects):
+            kept = {(r.name, r.object_id) for r in so.relations}
+            every = {(r.name, r.object_id) for r in do.relations}
+            assert kept <= every
+            assert {r for r in every if r[0] not in spatial} <= kept  # wearing, holding, on, under stay
+            others = sorted((o.id for o in d.objects if o.id != do.id),
+                            key=lambda o: (_gap(boxes[do.id], boxes[o]), d.object_ids.index(o)))
+            assert {r for r in every if r[0] in spatial and r[1] in others[:2]} <= kept
+            assert all(r[1] in others[:2] for r in kept if r[0] in spatial)
+            total["dense"] += len(every)
+            total["sparse"] += len(kept)
+    objects = sum(len(g.objects) for g in sparse)
+    assert total["sparse"] / objects < 5 < total["dense"] / objects  # GQA's sample: 2.2-3.8 an object
+    for bad in (0, -1, 1.5):
+        with pytest.raises(ValueError, match="spatial_neighbours"):
+            SceneGenerator(vocabulary, spatial_neighbours=bad)

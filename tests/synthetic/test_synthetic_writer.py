@@ -109,6 +109,8 @@ def test_another_seed_gives_another_dataset(written, tmp_path):
     (dict(seed="zero"), "seed"),
     (dict(questions_per_scene=0), "questions_per_scene"),
     (dict(noise_std=float("nan")), "noise_std"),
+    (dict(spatial_neighbours=0), "spatial neighbours"),
+    (dict(spatial_neighbours=True), "spatial neighbours"),
 ])
 def test_bad_arguments_are_one_clear_line(tmp_path, arguments, words):
     with pytest.raises(DatasetError) as caught:
@@ -121,3 +123,19 @@ def test_an_output_path_that_is_a_file_is_refused(tmp_path):
     target.write_text("")
     with pytest.raises(DatasetError, match="not a folder"):
         generate_dataset(target, n_train=1, n_val=0, n_testdev=0)
+
+
+def test_spatial_neighbours_reach_the_files_and_the_card(tmp_path):
+    summary = generate_dataset(tmp_path, n_train=6, n_val=0, n_testdev=0, feature_dim=4, seed=2,
+                               min_objects=8, max_objects=12, spatial_neighbours=1)
+    card = json.loads((tmp_path / "dataset_card.json").read_text())
+    graphs = load_scene_graphs(tmp_path / "train_sceneGraphs.json")
+    dense = build_dataset(6, 0, 0, 2, min_objects=8, max_objects=12)
+    assert card["spatial_neighbours"] == 1 and summary.scenes["train"] == 6
+    sparse_count = sum(len(o.relations) for g in graphs.values() for o in g.objects)
+    dense_count = sum(len(o.relations) for g in dense.scenes["train"] for o in g.objects)
+    assert [g.image_id for g in dense.scenes["train"]] == list(graphs)  # the same scenes, fewer relations
+    assert sparse_count < dense_count / 3
+    executor = CrispExecutor(Ontology.from_folder(tmp_path / "ontology"))  # answers follow the sparse graphs
+    for q in load_questions(tmp_path / "train_balanced_questions.json").values():
+        assert executor.answer(program_from_semantic(list(q.semantic)), graphs[q.image_id]) == q.answer

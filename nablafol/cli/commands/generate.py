@@ -4,7 +4,8 @@ noise differs per concept, and the dataset's vocabulary), so every command runs 
 
     nablafol generate --out data/synthetic                       # 1,500 / 300 / 300 scenes
     nablafol generate --out data/big --train 10000 --val 0 --testdev 0 --seed 1
-    nablafol generate --out data/gqa-scale --train 0 --val 10000 --testdev 0 --objects 8 24 --large-scenes 0.1
+    nablafol generate --out data/gqa-scale --train 0 --val 10000 --testdev 0 --objects 8 24 --large-scenes 0.1 \
+        --spatial-neighbours 2
 """
 from __future__ import annotations
 
@@ -25,6 +26,10 @@ def add_arguments(parser) -> None:
                         help="objects per scene (default 3 8)")
     parser.add_argument("--large-scenes", type=probability, default=0.0, metavar="SHARE",
                         help="this share of scenes has MAX+1 to 100 objects instead (a long tail; default 0)")
+    parser.add_argument("--spatial-neighbours", type=positive_int, default=None, metavar="K",
+                        help="store the spatial relations (left/right, above/below, near) only towards each "
+                             "object's K nearest objects, about as sparse as GQA's graphs at K=2 "
+                             "(default: every pair)")
     parser.add_argument("--seed", type=non_negative_int, default=0)
 
 
@@ -36,7 +41,7 @@ def run(args) -> int:
                                feature_dim=args.feature_dim, progress=lambda d, t, stage: bar(d, t, note=stage),
                                questions_per_scene=args.questions_per_scene, noise_std=args.noise,
                                min_objects=args.objects[0], max_objects=args.objects[1],
-                               large_share=args.large_scenes)
+                               large_share=args.large_scenes, spatial_neighbours=args.spatial_neighbours)
     bar.close()
     counts = ", ".join(f"{split} {summary.scenes[split]:,} scenes / {summary.questions[split]:,} questions"
                        for split in summary.scenes)
