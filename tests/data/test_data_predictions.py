@@ -28,6 +28,17 @@ def test_predictions_round_trip_in_order(tmp_path, predictions):
         {"questionId": q, "prediction": p} for q, p in predictions.items()]
 
 
+@HYPOTHESIS
+@given(pairs=st.lists(st.tuples(st.text(max_size=12), st.text(max_size=12)), max_size=8, unique_by=lambda p: p[0]))
+def test_predictions_are_written_as_json_dumps_writes_each_entry(tmp_path, pairs):
+    # byte for byte what json.dumps of each entry gives (quotes, backslashes, controls, non-ASCII)
+    path = tmp_path / "predictions.json"
+    write_predictions(path, pairs)
+    entries = [json.dumps({"questionId": q, "prediction": p}, ensure_ascii=False) for q, p in pairs]
+    assert path.read_text(encoding="utf-8") == "[" + "".join(("\n" if not i else ",\n") + e
+                                                           for i, e in enumerate(entries)) + "\n]\n"
+
+
 def test_pairs_are_accepted_and_duplicates_or_non_strings_refused(tmp_path):
     path = tmp_path / "p.json"
     write_predictions(path, [("2", "yes"), ("1", "no")])
