@@ -293,7 +293,8 @@ class SceneGenerator:
         if not (0.0 <= large_share <= 1.0) or (large_share and max_objects == 100):
             raise ValueError(f"large_share must be in [0, 1] with max_objects < 100, got {large_share} "
                              f"with max_objects {max_objects}")
-        if spatial_neighbours is not None and not (isinstance(spatial_neighbours, int) and spatial_neighbours >= 1):
+        if spatial_neighbours is not None and (not isinstance(spatial_neighbours, int) or isinstance(spatial_neighbours, bool)
+                                               or spatial_neighbours < 1):
             raise ValueError(f"spatial_neighbours must be None or an integer >= 1, got {spatial_neighbours!r}")
         self.spatial_neighbours = spatial_neighbours
         self.min_objects, self.max_objects = min_objects, max_objects

@@ -171,6 +171,6 @@ def test_spatial_neighbours_keep_the_physical_relations_and_the_nearest_spatial_
             total["sparse"] += len(kept)
     objects = sum(len(g.objects) for g in sparse)
     assert total["sparse"] / objects < 5 < total["dense"] / objects  # GQA's sample: 2.2-3.8 an object
-    for bad in (0, -1, 1.5):
+    for bad in (0, -1, 1.5, True):
         with pytest.raises(ValueError, match="spatial_neighbours"):
             SceneGenerator(vocabulary, spatial_neighbours=bad)
