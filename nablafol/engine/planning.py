@@ -437,7 +437,12 @@ class BatchPlan:
     unary_keys: np.ndarray  # distinct (scene, predicate id) pairs, as scene * P + id
     binary_keys: np.ndarray
     predicates: list  # predicate id -> Predicate
-    candidates: np.ndarray  # (P, K) scalar rows (sorted order), -1 padding
+    # the answers' scalar rows as entries (program, column, row), in program order: an open question
+    # may have 1,232 candidates, and a (P, K) matrix of a batch with a few of them is 99% padding
+    candidate_program: np.ndarray
+    candidate_position: np.ndarray
+    candidate_rows: np.ndarray  # scalar rows (sorted order)
+    candidate_width: int  # K: the most candidates of one program (at least 1)
     focus: np.ndarray  # (P,) vector row or -1
     labels: list
     # a program's local row r is sorted row v_rank[v_offset[p] + r] (scalars: s_rank[...] + 2)
@@ -700,18 +705,18 @@ def build_batch_plan(programs: Sequence[Program], scenes: np.ndarray, registry: 
         levels.append((vgroups, sgroups))
 
     cand_local, n_cand = _rows_of([p.candidates for p in packs], 1)
-    if n_prog:
-        cand_rows = s_rank[_shifted(cand_local, s_off, n_cand)] + CONST
-        candidates = _padded(np.repeat(np.arange(n_prog), n_cand), cand_rows, n_prog, -1)
-    else:
-        candidates = np.full((0, 1), -1, dtype=np.int64)
+    cand_program = np.repeat(np.arange(n_prog), n_cand)
+    cand_first = np.cumsum(n_cand) - n_cand  # each program's first entry
+    cand_rows = s_rank[_shifted(cand_local, s_off, n_cand)] + CONST if n_prog else np.zeros(0, dtype=np.int64)
     focus_local = np.fromiter((p.focus for p in packs), dtype=np.int64, count=n_prog)
     focus = np.where(focus_local >= 0, v_rank[np.maximum(focus_local + v_off, 0)] if v_rank.size else -1, -1)
     return BatchPlan(
         n_programs=n_prog, program_scene=scenes, levels=levels,
         v_scene=v_scene[v_order], v_program=v_program[v_order], v_step=v_step[v_order],
         unary_keys=unary_keys, binary_keys=binary_keys, predicates=predicates,
-        candidates=candidates, focus=focus, labels=[p.labels for p in programs],
+        candidate_program=cand_program, candidate_position=np.arange(len(cand_program)) - cand_first[cand_program],
+        candidate_rows=cand_rows, candidate_width=max(1, int(n_cand.max(initial=0))),
+        focus=focus, labels=[p.labels for p in programs],
         v_rank=v_rank, s_rank=s_rank, v_offset=v_off, s_offset=s_off,
     )
 

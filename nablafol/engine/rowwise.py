@@ -94,9 +94,9 @@ def _build(plan: BatchPlan) -> Optional[tuple]:
                 args = tuple(int(r) for r in a["args"][i])  # the group's width, its padding rows too
                 pad = a["pad"][i:i + 1] if g.kind == S_ALLSAME else None
                 steps.append((_TRUTH, out, g.kind, args, pad if pad is not None and pad.any() else None))
-    candidates = tuple(int(r) for r in plan.candidates[0])
-    if min(candidates, default=0) < 0:
-        return None  # a program without candidates in its own row: the batched path pads it
+    candidates = tuple(plan.candidate_rows.tolist())
+    if not candidates:
+        return None  # a program without candidates: the batched path pads it
     return (tuple(steps), len(plan.v_scene), SCALAR_CONSTANTS + plan.n_scalars, candidates,
             int(plan.focus[0]), int(plan.program_scene[0]))
 

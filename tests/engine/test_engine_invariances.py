@@ -33,6 +33,21 @@ def test_batch_neighbours_do_not_change_results(a, b):
     assert torch.equal(alone.log_probs[0, :k], together.log_probs[1, :k])
 
 
+@given(st.lists(scenes_and_programs(max_objects=3), min_size=1, max_size=4))
+def test_answers_of_a_batch_are_each_programs_own_then_padding(cases):
+    """Programs with different numbers of candidates batched: each row holds its program's own
+    answers (log p and log(1 - p)) bit for bit, then padding (log 0, log 1, masked out)."""
+    both = run_engine([c.program for c in cases], [c.tables for c in cases])
+    width = max(c.program.n_candidates for c in cases)
+    assert both.log_probs.shape == both.log_complement.shape == both.candidate_mask.shape == (len(cases), width)
+    for k, case in enumerate(cases):
+        alone, n = run_engine([case.program], [case.tables]), case.program.n_candidates
+        assert torch.equal(both.log_probs[k, :n], alone.log_probs[0, :n])
+        assert torch.equal(both.log_complement[k, :n], alone.log_complement[0, :n])
+        assert both.candidate_mask[k].tolist() == [True] * n + [False] * (width - n)
+        assert (both.log_probs[k, n:] == float("-inf")).all() and (both.log_complement[k, n:] == 0).all()
+
+
 @given(scenes_and_programs(max_objects=4), st.randoms(use_true_random=False))
 def test_permuting_objects_does_not_change_answers(case, rnd):
     perm = list(range(case.n_objects))
