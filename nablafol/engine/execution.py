@@ -245,11 +245,11 @@ class Engine(torch.nn.Module):
             prepare(programs, device=oracle.num_objects.device)
         tables = self.tables(plan, oracle)
         if self.exact:
-            return exact_answers(self, programs, plan, tables)
+            return exact_answers(self, programs, plan, tables.with_neutral())
         answers = self.execute(plan, tables)
         if self.calibration is None:  # whether each answer is exact, computed when first asked
             detached = tables.detached()
-            answers._exact = lambda: exact_flags(self, programs, plan, detached)
+            answers._exact = lambda: exact_flags(self, programs, plan, detached.with_neutral())
         return answers
 
     def shared_atoms(self, programs: Sequence[Program], oracle: Oracle, scenes=None) -> np.ndarray:
@@ -258,7 +258,7 @@ class Engine(torch.nn.Module):
         programs = list(programs)
         plan = self.plan(programs, self._scenes(programs, oracle, scenes))
         with torch.no_grad():
-            return shared_atom_counts(self, programs, plan, self.tables(plan, oracle))
+            return shared_atom_counts(self, programs, plan, self.tables(plan, oracle).with_neutral())
 
     @staticmethod
     def _scenes(programs: list, oracle: Oracle, scenes) -> np.ndarray:
@@ -348,9 +348,7 @@ class Engine(torch.nn.Module):
         unary = self._ask(oracle, u_req, 1, n, object_mask, padded) if len(u_req) else None
         binary = self._ask(oracle, b_req, 2, n, object_mask, padded) if len(b_req) else None
         dtype = unary.dtype if unary is not None else binary.dtype if binary is not None else torch.get_default_dtype()
-        if binary is not None:  # the neutral all-ones table that pads relates with fewer atoms
-            binary = torch.cat([binary, binary.new_zeros((1, n, n))])
-        return Tables(unary, binary, object_mask, dtype, padded)
+        return Tables(unary, binary, object_mask, dtype, padded, neutral=False)
 
     def execute(self, plan: BatchPlan, tables: Tables) -> Answers:
         """Run a plan's operators, level by level, over its tables (the fast path)."""
@@ -358,6 +356,7 @@ class Engine(torch.nn.Module):
             steps = steps_of(plan)
             if steps is not None:  # one small program: row by row, the same answers without the batch's bookkeeping
                 return run_rows(steps, plan, tables, self._q_product)
+        tables = tables.with_neutral()
         unary, binary, object_mask, dtype = tables.unary, tables.binary, tables.object_mask, tables.dtype
         device, n = object_mask.device, object_mask.shape[1]
         idx = _plan_indices(plan, device)

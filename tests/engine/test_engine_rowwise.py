@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nablafol.engine import Engine
-from nablafol.engine import execution
+from nablafol.engine import execution, rowwise
 from nablafol.engine.rowwise import MAX_ROWS, steps_of
 from nablafol.ir import (Aggregate, AggregateEach, AnyOf, Atom, Conjoin, Filter, Predicate, Program, Quantifier, Relate,
                          Top)
@@ -207,3 +207,17 @@ def test_log_half_stays_on_the_cpu_whatever_the_default_device(monkeypatch):
         assert numerics.log_half(torch.float32).device.type == "cpu"
     x = torch.tensor([-0.1, -2.0])
     assert torch.equal(numerics.log1mexp(x), torch.log1p(-torch.exp(x)).where(x < -0.7, torch.log(-torch.expm1(x))))
+
+
+def test_a_focus_that_is_the_tables_own_row_is_a_copy():
+    """Filter over Top runs as the unary table's row itself; as the focus, the user gets a copy:
+    editing it leaves the tables the call's exactness is computed from (later) as they were."""
+    red = Predicate("red")
+    focus = Filter(red, Top())
+    program = Program((Aggregate(Quantifier.EXISTS, Conjoin(focus, focus)),), ("x",), focus=focus)
+    engine = Engine()
+    answers = engine([program], TableOracle([{red: torch.tensor([0.5, 0.5])}]))
+    assert any(s[0] == rowwise._UNARY for s in steps_of(engine.plan([program]))[0])
+    answers.focus.fill_(0.0)  # red certain everywhere, were it the table: the repeated atom would be exact
+    assert answers.exact.tolist() == [False]
+    assert torch.allclose(answers.probs(), torch.tensor([[1 - 0.75 ** 2]]))  # the fast path: red(X) twice, 0.25
