@@ -40,7 +40,7 @@ def log_half(dtype: torch.dtype) -> torch.Tensor:
 
 
 def _log1mexp_forward(x: torch.Tensor, guard: bool = True) -> torch.Tensor:
-    if x.numel() == 1 and x.device.type == "cpu":
+    if x.is_cpu and x.numel() == 1:
         return _log1mexp_one(x, guard)
     # each branch in place on its own new tensor: the same operations as log(-expm1(x)) and
     # log1p(-exp(x)), with two allocations where there were six (a fifth of a small call's

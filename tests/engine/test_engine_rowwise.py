@@ -221,3 +221,19 @@ def test_a_focus_that_is_the_tables_own_row_is_a_copy():
     answers.focus.fill_(0.0)  # red certain everywhere, were it the table: the repeated atom would be exact
     assert answers.exact.tolist() == [False]
     assert torch.allclose(answers.probs(), torch.tensor([[1 - 0.75 ** 2]]))  # the fast path: red(X) twice, 0.25
+
+
+def test_editing_the_answers_leaves_the_next_call_alone():
+    """One scene's mask is made once per size and shared by calls; the answers' masks and rows are
+    the user's to edit (one program row by row, two batched, and exact mode)."""
+    red = Predicate("red")
+    program = Program.yes_no(Aggregate(Quantifier.EXISTS, Filter(red, Top())))
+    oracle = TableOracle([{red: torch.tensor([0.5, 0.25])}])
+    for engine, programs in ((Engine(), [program]), (Engine(), [program, program]), (Engine(exact=True), [program])):
+        first = engine(programs, oracle)
+        for t in (first.object_mask, first.candidate_mask):
+            t.fill_(False)
+        first.log_probs.fill_(0.0)
+        again = engine(programs, oracle)
+        assert again.object_mask.all() and again.candidate_mask.all()
+        assert torch.allclose(again.probs(), torch.full((len(programs), 1), 1 - 0.5 * 0.75))
