@@ -180,6 +180,8 @@ class TableOracle(torch.nn.Module):
             block = torch.stack(tables)
             return block if size == n else torch.nn.functional.pad(block, [0, n - size] * arity)
 
+        if len(found) == 1 and found[0].shape[0] == n and found[0].is_contiguous():
+            return safe_log(found[0][None])  # a view, not stack's copy: the log makes the new table
         if len(found) <= _FEW_TABLES and all(t.shape[0] == n for t in found):  # one question's few full-size tables
             return safe_log(torch.stack(found))
         sizes = np.fromiter([t.shape[0] for t in found], dtype=np.int64, count=len(found))  # not len(): Python-level

@@ -248,7 +248,10 @@ class Engine(torch.nn.Module):
         and to all zeros when it holds a single scene.
         """
         programs = list(programs)
-        plan = self.plan(programs, self._scenes(programs, oracle, scenes))
+        if scenes is None and len(programs) == 1 and oracle.num_objects.shape[0] == 1:  # one question: no arrays
+            plan = self._registry.single(programs[0], 0)
+        else:
+            plan = self.plan(programs, self._scenes(programs, oracle, scenes))
         prepare = getattr(self.calibration, "prepare", None)
         if prepare is not None:  # a calibrator that reads the programs first (e.g. their predicate sequences)
             prepare(programs, device=oracle.num_objects.device)
@@ -305,10 +308,10 @@ class Engine(torch.nn.Module):
 
     def _ask(self, oracle, requests: Requests, arity: int, n: int, object_mask: torch.Tensor,
              padded: bool) -> torch.Tensor:
-        name = "unary" if arity == 1 else "binary"
         table = oracle.unary(requests) if arity == 1 else oracle.binary(requests)
         expected = (len(requests),) + (n,) * arity
-        if not torch.is_tensor(table) or tuple(table.shape) != expected:
+        if not isinstance(table, torch.Tensor) or table.shape != expected:
+            name = "unary" if arity == 1 else "binary"
             shape = tuple(table.shape) if torch.is_tensor(table) else type(table).__name__
             raise ShapeError(f"{type(oracle).__name__}.{name} returned {shape}, expected {expected} "
                              f"(requests x objects{' x objects' if arity == 2 else ''})")
