@@ -108,7 +108,8 @@ def _build(plan: BatchPlan) -> Optional[tuple]:
 
 def _unary_rows(steps: list, focus: int) -> tuple:
     """Filter over a Top that no other step reads (nor the focus): the unary table's row itself
-    (``0 + x`` is x), two operations fewer."""
+    (``0 + x`` is x, two operations fewer; only a ``-0.0`` in the table keeps its sign, which the
+    batched sum makes ``+0.0``: the same value)."""
     readers: dict = {}
     for s in steps:
         if s[0] in (_FILTER, _NEG, _CONJOIN, _RELATE, _AGG):
