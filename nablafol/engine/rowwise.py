@@ -182,7 +182,10 @@ def run_rows(steps: tuple, plan: BatchPlan, tables: Tables, q_product: Callable)
             sca[out] = combine_truths(step[2], args, pad)
     if len(candidates) == 1:
         picked = sca[candidates[0]]
-        log_probs, log_complement = picked if type(picked) is tuple else (picked[:, :1], picked[:, 1:])
+        if type(picked) is not tuple:
+            log_probs, log_complement = picked[:, :1], picked[:, 1:]
+        else:  # the answer's own aggregate: copies where autograd may have saved them, as the focus
+            log_probs, log_complement = (t.clone() for t in picked) if picked[0].requires_grad else picked
     else:
         picked = torch.stack([sca[r] for r in candidates], dim=2)  # (1, 2, K)
         log_probs, log_complement = picked[:, 0], picked[:, 1]

@@ -237,3 +237,17 @@ def test_editing_the_answers_leaves_the_next_call_alone():
         again = engine(programs, oracle)
         assert again.object_mask.all() and again.candidate_mask.all()
         assert torch.allclose(again.probs(), torch.full((len(programs), 1), 1 - 0.5 * 0.75))
+
+
+@pytest.mark.parametrize("quantifier", list(Quantifier))
+def test_the_answers_can_be_edited_before_backward(quantifier):
+    """The answer's own aggregate hands its pair to the answers; autograd saved one of them for
+    log1mexp's backward, so the user gets copies to edit in place."""
+    red = Predicate("red")
+    program = Program.yes_no(Aggregate(quantifier, Filter(red, Top())))
+    leaves = {red: torch.tensor([0.2, 0.9], requires_grad=True)}
+    answers = Engine()([program], TableOracle([leaves]))
+    answers.log_probs.clamp_(min=-30.0)
+    answers.log_complement.clamp_(min=-30.0)
+    (answers.log_probs + answers.log_complement).sum().backward()
+    assert torch.isfinite(leaves[red].grad).all()
