@@ -39,14 +39,40 @@ def log_half(dtype: torch.dtype) -> torch.Tensor:
     return value
 
 
-def _log1mexp_forward(x: torch.Tensor) -> torch.Tensor:
+def _log1mexp_forward(x: torch.Tensor, guard: bool = True) -> torch.Tensor:
+    if x.is_cpu and x.numel() == 1:
+        return _log1mexp_one(x, guard)
     # each branch in place on its own new tensor: the same operations as log(-expm1(x)) and
     # log1p(-exp(x)), with two allocations where there were six (a fifth of a small call's
     # time, half of a large one's)
-    x = x.clamp(max=0.0)  # log-probabilities are <= 0; guard against round-off above 0
+    if guard:
+        x = x.clamp(max=0.0)  # log-probabilities are <= 0; guard against round-off above 0
     near_zero = torch.expm1(x).neg_().log_()  # accurate for x in (-log 2, 0]
     far = torch.exp(x).neg_().log1p_()  # accurate for x <= -log 2
     return torch.where(x > log_half(x.dtype), near_zero, far, out=near_zero)
+
+
+def _log1mexp_one(x: torch.Tensor, guard: bool) -> torch.Tensor:
+    """One number on the CPU (an aggregate's, a scalar step's): reading it costs less than an
+    operation, so only the branch :func:`_log1mexp_forward`'s ``where`` would pick is computed, by
+    the same operations on the same tensor (bit for bit), and the clamp only where it changes x."""
+    value = float(x)
+    if guard and value > 0.0:
+        x, value = x.clamp(max=0.0), 0.0
+    if value > _log_half_value(x.dtype):  # NaN: False, the far branch, as where's comparison
+        return torch.expm1(x).neg_().log_()
+    return torch.exp(x).neg_().log1p_()
+
+
+_LOG_HALF_VALUE: dict = {}
+
+
+def _log_half_value(dtype: torch.dtype) -> float:
+    """:func:`log_half` as a Python float: the dtype's rounding of -log 2, compared exactly."""
+    value = _LOG_HALF_VALUE.get(dtype)
+    if value is None:
+        value = _LOG_HALF_VALUE[dtype] = float(log_half(dtype))
+    return value
 
 
 def _log1mexp_derivative(x: torch.Tensor) -> torch.Tensor:
@@ -58,14 +84,14 @@ def _log1mexp_derivative(x: torch.Tensor) -> torch.Tensor:
 
 class _Log1mExp(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, x):
+    def forward(ctx, x, guard):
         ctx.save_for_backward(x)
-        return _log1mexp_forward(x)
+        return _log1mexp_forward(x, guard)
 
     @staticmethod
     def backward(ctx, grad):
         (x,) = ctx.saved_tensors
-        return grad * _log1mexp_derivative(x)
+        return grad * _log1mexp_derivative(x), None
 
 
 def log1mexp(x: torch.Tensor) -> torch.Tensor:
@@ -79,8 +105,17 @@ def log1mexp(x: torch.Tensor) -> torch.Tensor:
     -20.723...
     """
     if torch.is_grad_enabled() and x.requires_grad:
-        return _Log1mExp.apply(x)
+        return _Log1mExp.apply(x, True)
     return _log1mexp_forward(x)
+
+
+def log1mexp_nonpositive(x: torch.Tensor) -> torch.Tensor:
+    """:func:`log1mexp` of an ``x`` that cannot be above 0 (a sum of :func:`log1mexp`'s outputs,
+    which are ``log`` of numbers in ``[0, 1]``): without the guard against round-off above 0, one
+    operation fewer, bit for bit the same (the guard leaves such an x as it is)."""
+    if torch.is_grad_enabled() and x.requires_grad:
+        return _Log1mExp.apply(x, False)
+    return _log1mexp_forward(x, guard=False)
 
 
 class _SafeLog(torch.autograd.Function):
@@ -190,8 +225,8 @@ def log_sum_exp(x: torch.Tensor, dim: int) -> torch.Tensor:
     return torch.logsumexp(x, dim)
 
 
-def masked_sum(x: torch.Tensor, mask: torch.Tensor | None, dim: int = -1) -> torch.Tensor:
+def masked_sum(x: torch.Tensor, mask: torch.Tensor | None, dim: int = -1, keepdim: bool = False) -> torch.Tensor:
     """Sum of log-space terms over ``dim`` where ``mask`` holds: padding adds log 1 = 0."""
     if mask is not None:
         x = x.masked_fill(~mask, 0.0)
-    return x.sum(dim)
+    return x.sum(dim, keepdim=keepdim)

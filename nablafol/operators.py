@@ -25,7 +25,7 @@ import enum
 
 import torch
 
-from .numerics import log1mexp, log_half, masked_sum
+from .numerics import log1mexp, log1mexp_nonpositive, log_half, masked_sum
 
 NEG_INF = float("-inf")
 
@@ -104,7 +104,7 @@ def q_product(
         none_true = _NoneTrue.apply(log_r, log_y, block_elements)
     else:  # the same blocks without autograd's bookkeeping (a tenth of a one-question call)
         none_true = _none_true_blocks(log_r, log_y, _block_rows(log_r, block_elements))
-    out = none_true if quantifier is Quantifier.NOT_EXISTS else log1mexp(none_true)
+    out = none_true if quantifier is Quantifier.NOT_EXISTS else log1mexp_nonpositive(none_true)
     return _pad(out, mask_x)
 
 
@@ -143,7 +143,10 @@ def _none_true_blocks(log_r: torch.Tensor, log_y: torch.Tensor, step: int) -> to
     bookkeeping was most of a small call)."""
     rows, n, m = log_r.shape
     if 0 < rows <= step:  # into fresh contiguous tensors as into the buffers: the sums' order is theirs
-        t = torch.add(log_r, log_y[:, None, :], out=log_r.new_empty(log_r.shape))
+        if log_r.is_contiguous() and log_r.dtype == log_y.dtype:  # the sum is laid out as log_r: contiguous
+            t = log_r + (log_y if rows == 1 else log_y[:, None, :])  # one row: (1, M) broadcasts as (1, 1, M)
+        else:
+            t = torch.add(log_r, log_y[:, None, :], out=log_r.new_empty(log_r.shape))
         a = torch.expm1(t).neg_().log_()
         b = torch.exp(t).neg_().log1p_()
         return torch.where(torch.gt(t, log_half(t.dtype)), a, b, out=a).sum(-1)
@@ -203,23 +206,24 @@ def aggregate(log_a: torch.Tensor, mask: torch.Tensor | None, quantifier: Quanti
     if quantifier is Quantifier.FORALL:
         return masked_sum(log_a, mask)
     none_true = masked_sum(log1mexp(log_a), mask)
-    return none_true if quantifier is Quantifier.NOT_EXISTS else log1mexp(none_true)
+    return none_true if quantifier is Quantifier.NOT_EXISTS else log1mexp_nonpositive(none_true)
 
 
-def aggregate_pair(log_a: torch.Tensor, mask: torch.Tensor | None,
-                   quantifier: Quantifier) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(log A_q(α), log(1 - A_q(α)))``, each from the side where it is accurate.
+def aggregate_pair(log_a: torch.Tensor, mask: torch.Tensor | None, quantifier: Quantifier,
+                   keepdim: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(log A_q(α), log(1 - A_q(α)))``, each from the side where it is accurate (``(R,)`` each,
+    ``(R, 1)`` with ``keepdim``).
 
     ``A_∃`` is ``1 - Π(1 - a_i)``: its complement ``Π(1 - a_i)`` is a plain sum of logs, kept
     exactly (a confidently wrong "yes" still has a finite, informative ``log P(no)``).
     """
     if quantifier is Quantifier.FORALL:
-        log_p = masked_sum(log_a, mask)
+        log_p = masked_sum(log_a, mask, keepdim=keepdim)
         return log_p, log1mexp(log_p)
-    none_true = masked_sum(log1mexp(log_a), mask)
+    none_true = masked_sum(log1mexp(log_a), mask, keepdim=keepdim)  # log1mexp's outputs' sum: never above 0
     if quantifier is Quantifier.NOT_EXISTS:
-        return none_true, log1mexp(none_true)
-    return log1mexp(none_true), none_true
+        return none_true, log1mexp_nonpositive(none_true)
+    return log1mexp_nonpositive(none_true), none_true
 
 
 def all_same(log_nonempty: torch.Tensor, log_lacks: torch.Tensor,
@@ -258,4 +262,4 @@ def and_(log_s: torch.Tensor) -> torch.Tensor:
 
 def or_(log_s: torch.Tensor) -> torch.Tensor:
     """Disjunction of independent scalars over the last dimension: ``1 - Π (1 - s_k)``."""
-    return log1mexp(log1mexp(log_s).sum(-1))
+    return log1mexp_nonpositive(log1mexp(log_s).sum(-1))

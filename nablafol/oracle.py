@@ -31,6 +31,7 @@ from typing import Mapping, Protocol, Sequence, runtime_checkable
 import numpy as np
 import torch
 
+from .caching import memo
 from .errors import ProbabilityError, ShapeError, UnknownPredicateError
 from .ir import Predicate
 from .numerics import safe_log
@@ -45,7 +46,7 @@ class Requests:
     predicates: tuple[Predicate, ...]  # distinct predicates of one arity
 
     def __len__(self) -> int:
-        return int(self.scene.shape[0])
+        return self.scene.shape[0]
 
     @classmethod
     def build(cls, scenes: Sequence[int], predicates: Sequence[Predicate], device=None) -> "Requests":
@@ -58,10 +59,11 @@ class Requests:
             distinct,
         )
 
-    def pairs(self):
-        """``(scene, predicate)`` per request, as Python values (for oracles that loop)."""
-        for s, p in zip(self.scene.tolist(), self.predicate.tolist()):
-            yield s, self.predicates[p]
+    def pairs(self) -> tuple:
+        """``(scene, predicate)`` per request, as Python values (for oracles that loop); read once (an
+        engine asks a plan's requests again at every call of it)."""
+        return memo(self, "_pairs", lambda: tuple((s, self.predicates[p])
+                                                   for s, p in zip(self.scene.tolist(), self.predicate.tolist())))
 
 
 @runtime_checkable
@@ -164,13 +166,12 @@ class TableOracle(torch.nn.Module):
 
     def _gather(self, requests: Requests, store, arity: int) -> torch.Tensor:
         n = self._max_objects
-        found = []
-        for scene, pred in requests.pairs():
-            table = store[scene].get(pred)
-            if table is None:
-                raise UnknownPredicateError(f"TableOracle: scene {scene} has no table for predicate {pred.name!r} "
-                                            f"(arity {pred.arity})")
-            found.append(table)
+        try:
+            found = [store[scene][pred] for scene, pred in requests.pairs()]
+        except KeyError:
+            scene, pred = next((s, p) for s, p in requests.pairs() if p not in store[s])
+            raise UnknownPredicateError(f"TableOracle: scene {scene} has no table for predicate {pred.name!r} "
+                                        f"(arity {pred.arity})") from None
         if not found:
             return safe_log(torch.zeros((0,) + (n,) * arity, device=self._num_objects.device))
         # one stack and one pad per scene size, not one per request (the tables of a batch of
@@ -179,6 +180,8 @@ class TableOracle(torch.nn.Module):
             block = torch.stack(tables)
             return block if size == n else torch.nn.functional.pad(block, [0, n - size] * arity)
 
+        if len(found) == 1 and found[0].shape[0] == n and found[0].is_contiguous():
+            return safe_log(found[0][None])  # a view, not stack's copy: the log makes the new table
         if len(found) <= _FEW_TABLES and all(t.shape[0] == n for t in found):  # one question's few full-size tables
             return safe_log(torch.stack(found))
         sizes = np.fromiter([t.shape[0] for t in found], dtype=np.int64, count=len(found))  # not len(): Python-level

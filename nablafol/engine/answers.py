@@ -27,7 +27,8 @@ NEG_INF = float("-inf")
 @dataclass
 class Tables:
     """The log-probability tables of a plan's requests: ``unary`` ``(R, N)``, ``binary``
-    ``(R' + 1, N, N)`` (the relates' neutral all-ones table last), ``object_mask`` ``(B, N)``.
+    ``(R', N, N)``, then the relates' neutral all-ones table where ``neutral`` (``(R' + 1, N, N)``,
+    :meth:`with_neutral`), ``object_mask`` ``(B, N)``.
 
     ``padded`` is False when every scene has all ``N`` objects (one scene, or scenes of one
     size): the mask is then all True and the executor leaves it out of every operator (a
@@ -38,13 +39,23 @@ class Tables:
     object_mask: torch.Tensor
     dtype: torch.dtype
     padded: bool = True
+    neutral: bool = True
+
+    def with_neutral(self) -> "Tables":
+        """The tables with the neutral table last in ``binary``: a relate of fewer atoms than its
+        group's widest reads it (batched executor, exact mode); the row-by-row executor skips it."""
+        if self.neutral or self.binary is None:
+            return self
+        n = self.binary.shape[-1]
+        binary = torch.cat([self.binary, self.binary.new_zeros((1, n, n))])
+        return Tables(self.unary, binary, self.object_mask, self.dtype, self.padded)
 
     def detached(self) -> "Tables":
         """The same tables cut from autograd's graph (themselves when no table needs a gradient)."""
         if not any(t is not None and t.requires_grad for t in (self.unary, self.binary)):
             return self
         d = lambda t: None if t is None else t.detach()  # noqa: E731
-        return Tables(d(self.unary), d(self.binary), self.object_mask, self.dtype, self.padded)
+        return Tables(d(self.unary), d(self.binary), self.object_mask, self.dtype, self.padded, self.neutral)
 
 
 @dataclass

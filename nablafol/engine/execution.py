@@ -36,6 +36,7 @@ import numpy as np
 import torch
 
 from nablafol import operators as ops
+from nablafol.caching import bounded_cache
 from nablafol.operators import Quantifier  # noqa: F401 (the module's example uses it)
 from nablafol.errors import ProbabilityError, ProgramStructureError, ShapeError
 from nablafol.ir import Program
@@ -194,6 +195,14 @@ class _CompiledQProduct:
 
 _FEW_SCENES = 64  # up to this many scene sizes are read as a list
 
+def _all_true(n: int, device) -> torch.Tensor:
+    return torch.ones((1, n), dtype=torch.bool, device=device)
+
+
+# one scene's (1, n) mask, made once per size and device: nothing writes into a tables' mask
+# (its readers index copies of it; the answers get a new one)
+_one_scene_mask = bounded_cache(_all_true, size=256)
+
 
 class Engine(torch.nn.Module):
     """Evaluates batches of DFOL programs over an oracle; a parameter-free ``nn.Module``.
@@ -239,17 +248,20 @@ class Engine(torch.nn.Module):
         and to all zeros when it holds a single scene.
         """
         programs = list(programs)
-        plan = self.plan(programs, self._scenes(programs, oracle, scenes))
+        if scenes is None and len(programs) == 1 and oracle.num_objects.shape[0] == 1:  # one question: no arrays
+            plan = self._registry.single(programs[0], 0)
+        else:
+            plan = self.plan(programs, self._scenes(programs, oracle, scenes))
         prepare = getattr(self.calibration, "prepare", None)
         if prepare is not None:  # a calibrator that reads the programs first (e.g. their predicate sequences)
             prepare(programs, device=oracle.num_objects.device)
         tables = self.tables(plan, oracle)
         if self.exact:
-            return exact_answers(self, programs, plan, tables)
+            return exact_answers(self, programs, plan, tables.with_neutral())
         answers = self.execute(plan, tables)
         if self.calibration is None:  # whether each answer is exact, computed when first asked
             detached = tables.detached()
-            answers._exact = lambda: exact_flags(self, programs, plan, detached)
+            answers._exact = lambda: exact_flags(self, programs, plan, detached.with_neutral())
         return answers
 
     def shared_atoms(self, programs: Sequence[Program], oracle: Oracle, scenes=None) -> np.ndarray:
@@ -258,7 +270,7 @@ class Engine(torch.nn.Module):
         programs = list(programs)
         plan = self.plan(programs, self._scenes(programs, oracle, scenes))
         with torch.no_grad():
-            return shared_atom_counts(self, programs, plan, self.tables(plan, oracle))
+            return shared_atom_counts(self, programs, plan, self.tables(plan, oracle).with_neutral())
 
     @staticmethod
     def _scenes(programs: list, oracle: Oracle, scenes) -> np.ndarray:
@@ -296,10 +308,10 @@ class Engine(torch.nn.Module):
 
     def _ask(self, oracle, requests: Requests, arity: int, n: int, object_mask: torch.Tensor,
              padded: bool) -> torch.Tensor:
-        name = "unary" if arity == 1 else "binary"
         table = oracle.unary(requests) if arity == 1 else oracle.binary(requests)
         expected = (len(requests),) + (n,) * arity
-        if not torch.is_tensor(table) or tuple(table.shape) != expected:
+        if not isinstance(table, torch.Tensor) or table.shape != expected:
+            name = "unary" if arity == 1 else "binary"
             shape = tuple(table.shape) if torch.is_tensor(table) else type(table).__name__
             raise ShapeError(f"{type(oracle).__name__}.{name} returned {shape}, expected {expected} "
                              f"(requests x objects{' x objects' if arity == 2 else ''})")
@@ -341,6 +353,8 @@ class Engine(torch.nn.Module):
         padded = num_objects.shape[0] > 1 and least != n
         if padded:
             object_mask = torch.arange(n, device=device)[None, :] < num_objects[:, None]  # (B, N)
+        elif num_objects.shape[0] == 1:
+            object_mask = _one_scene_mask(n, device)
         else:
             object_mask = torch.ones((num_objects.shape[0], n), dtype=torch.bool, device=device)
         u_req = self._requests(plan.unary_keys, plan, device)
@@ -348,9 +362,7 @@ class Engine(torch.nn.Module):
         unary = self._ask(oracle, u_req, 1, n, object_mask, padded) if len(u_req) else None
         binary = self._ask(oracle, b_req, 2, n, object_mask, padded) if len(b_req) else None
         dtype = unary.dtype if unary is not None else binary.dtype if binary is not None else torch.get_default_dtype()
-        if binary is not None:  # the neutral all-ones table that pads relates with fewer atoms
-            binary = torch.cat([binary, binary.new_zeros((1, n, n))])
-        return Tables(unary, binary, object_mask, dtype, padded)
+        return Tables(unary, binary, object_mask, dtype, padded, neutral=False)
 
     def execute(self, plan: BatchPlan, tables: Tables) -> Answers:
         """Run a plan's operators, level by level, over its tables (the fast path)."""
@@ -358,6 +370,7 @@ class Engine(torch.nn.Module):
             steps = steps_of(plan)
             if steps is not None:  # one small program: row by row, the same answers without the batch's bookkeeping
                 return run_rows(steps, plan, tables, self._q_product)
+        tables = tables.with_neutral()
         unary, binary, object_mask, dtype = tables.unary, tables.binary, tables.object_mask, tables.dtype
         device, n = object_mask.device, object_mask.shape[1]
         idx = _plan_indices(plan, device)

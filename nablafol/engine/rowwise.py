@@ -50,7 +50,7 @@ __all__ = ["steps_of", "run_rows", "MAX_ROWS"]
 MAX_ROWS = 48
 
 # step codes
-_TOP, _FILTER, _NEG, _CONJOIN, _RELATE, _AGG, _TRUTH = range(7)
+_TOP, _FILTER, _NEG, _CONJOIN, _RELATE, _AGG, _TRUTH, _UNARY, _ANSWER = range(9)
 
 
 def steps_of(plan: BatchPlan) -> Optional[tuple]:
@@ -97,8 +97,36 @@ def _build(plan: BatchPlan) -> Optional[tuple]:
     candidates = tuple(plan.candidate_rows.tolist())
     if not candidates:
         return None  # a program without candidates: the batched path pads it
-    return (tuple(steps), len(plan.v_scene), SCALAR_CONSTANTS + plan.n_scalars, candidates,
-            int(plan.focus[0]), int(plan.program_scene[0]))
+    focus = int(plan.focus[0])
+    steps = _unary_rows(steps, focus)
+    if len(candidates) == 1 and not any(s[0] == _TRUTH and candidates[0] in s[3] for s in steps):
+        # the answer's own aggregate: its pair as the answer's two (1, 1) fields, not stacked and split
+        steps = tuple((_ANSWER,) + s[1:] if s[0] == _AGG and s[1] == candidates[0] else s for s in steps)
+    table_focus = any(s[0] == _UNARY and s[1] == focus for s in steps)
+    return (steps, len(plan.v_scene), SCALAR_CONSTANTS + plan.n_scalars, candidates, focus, table_focus)
+
+
+def _unary_rows(steps: list, focus: int) -> tuple:
+    """Filter over a Top that no other step reads (nor the focus): the unary table's row itself
+    (``0 + x`` is x, two operations fewer; only a ``-0.0`` in the table keeps its sign, which the
+    batched sum makes ``+0.0``: the same value)."""
+    readers: dict = {}
+    for s in steps:
+        if s[0] in (_FILTER, _NEG, _CONJOIN, _RELATE, _AGG):
+            for r in _vector_inputs(s):
+                readers.setdefault(r, []).append(s[0])
+    alone = {s[1] for s in steps if s[0] == _TOP and s[1] != focus and readers.get(s[1]) == [_FILTER]}
+    folded = ((_UNARY, s[1], s[3]) if s[0] == _FILTER and s[2] in alone else s for s in steps)
+    return tuple(s for s in folded if not (s[0] == _TOP and s[1] in alone))
+
+
+def _vector_inputs(step: tuple) -> tuple:
+    return (step[2], step[3]) if step[0] == _CONJOIN else (step[2],)
+
+
+def _row(table: torch.Tensor, i: int) -> torch.Tensor:
+    """Row ``i`` of ``table`` as a ``(1, ...)`` view: the table itself when it has one row (no slice)."""
+    return table if table.shape[0] == 1 else table[i:i + 1]
 
 
 _CONSTANTS: dict = {}
@@ -117,7 +145,7 @@ def _constants(dtype, device) -> tuple:
 
 def run_rows(steps: tuple, plan: BatchPlan, tables: Tables, q_product: Callable) -> Answers:
     """Run ``steps`` (from :func:`steps_of`) over ``tables``; the batched executor's answers."""
-    program_steps, n_vec, n_sca, candidates, focus_row, scene = steps
+    program_steps, n_vec, n_sca, candidates, focus_row, table_focus = steps
     unary, binary, object_mask, dtype = tables.unary, tables.binary, tables.object_mask, tables.dtype
     device, n = object_mask.device, object_mask.shape[1]
     vec: list = [None] * n_vec
@@ -127,17 +155,21 @@ def run_rows(steps: tuple, plan: BatchPlan, tables: Tables, q_product: Callable)
     for step in program_steps:
         code, out = step[0], step[1]
         if code == _FILTER:
-            vec[out] = ops.filter_(vec[step[2]], unary[step[3]:step[3] + 1])
+            vec[out] = ops.filter_(vec[step[2]], _row(unary, step[3]))
+        elif code == _UNARY:  # the table's own row: the focus hands out a copy (below)
+            vec[out] = _row(unary, step[2])
         elif code == _RELATE:
             log_r = None
             for table, reverse in step[4]:
-                t = binary[table:table + 1]
+                t = _row(binary, table)
                 if reverse:
                     t = t.transpose(1, 2)
                 log_r = t if log_r is None else log_r + t
             vec[out] = q_product(log_r, vec[step[2]], None, None, step[3])
         elif code == _AGG:
-            sca[out] = torch.stack(ops.aggregate_pair(vec[step[2]], None, step[3]), dim=-1)
+            sca[out] = torch.cat(ops.aggregate_pair(vec[step[2]], None, step[3], keepdim=True), dim=-1)
+        elif code == _ANSWER:  # (1, 1) each: the answer's log_probs and log_complement
+            sca[out] = ops.aggregate_pair(vec[step[2]], None, step[3], keepdim=True)
         elif code == _TOP:
             vec[out] = torch.zeros((1, n), dtype=dtype, device=device)
         elif code == _NEG:
@@ -148,12 +180,21 @@ def run_rows(steps: tuple, plan: BatchPlan, tables: Tables, q_product: Callable)
             args = torch.stack([sca[r] for r in step[3]], dim=1)  # (1, K, 2)
             pad = None if step[4] is None else torch.as_tensor(step[4], device=device)
             sca[out] = combine_truths(step[2], args, pad)
-    picked = sca[candidates[0]] if len(candidates) == 1 else torch.cat([sca[r] for r in candidates])
-    log_probs, log_complement = picked[:, 0][None].contiguous(), picked[:, 1][None].contiguous()  # (1, K) each
+    if len(candidates) == 1:
+        picked = sca[candidates[0]]
+        if type(picked) is not tuple:
+            log_probs, log_complement = picked[:, :1], picked[:, 1:]
+        else:  # the answer's own aggregate: copies where autograd may have saved them, as the focus
+            log_probs, log_complement = (t.clone() for t in picked) if picked[0].requires_grad else picked
+    else:
+        picked = torch.stack([sca[r] for r in candidates], dim=2)  # (1, 2, K)
+        log_probs, log_complement = picked[:, 0], picked[:, 1]
     if focus_row < 0:
         focus = torch.full((1, n), NEG_INF, dtype=dtype, device=device)
-    else:  # a row a later step may have saved for its backward: the user gets a copy to edit, as batched
-        focus = vec[focus_row].clone() if vec[focus_row].requires_grad else vec[focus_row]
+    else:  # the user gets a row to edit: a copy where autograd may have saved it or it is the table's
+        focus = vec[focus_row]
+        focus = focus.clone() if table_focus or focus.requires_grad else focus
     cand_mask = torch.ones((1, len(candidates)), dtype=torch.bool, device=device)
-    # the mask copied, as the batched gather does: the tables (and their mask) stay with `exact`
-    return Answers(log_probs, cand_mask, plan.labels, focus, object_mask[scene:scene + 1].clone(), log_complement)
+    # a new mask (the tables' stays with `exact`); unpadded (checked by the caller): all True
+    object_mask = torch.ones((1, n), dtype=torch.bool, device=device)
+    return Answers(log_probs, cand_mask, plan.labels, focus, object_mask, log_complement)

@@ -7,7 +7,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nablafol.numerics import log1mexp, log_half
+from nablafol.numerics import log1mexp, log1mexp_nonpositive, log_half
 
 SWITCH = -0.6931471805599453
 DTYPES = [torch.float16, torch.bfloat16, torch.float32, torch.float64]
@@ -51,3 +51,46 @@ def test_log1mexp_gradient_path_gives_the_same_values():
     x[0], x[1] = 0.0, float("-inf")
     tracked = log1mexp(x.clone().requires_grad_())
     assert torch.equal(tracked.detach(), log1mexp(x))
+
+
+def _probe(dtype):
+    """Around the switch, the exact ends, above 0, NaN and a spread of log-probabilities."""
+    near = torch.tensor(np.linspace(SWITCH - 2e-3, SWITCH + 2e-3, 801), dtype=dtype)
+    ends = torch.tensor([SWITCH, 0.0, -0.0, float("-inf"), 1e-7, 3.0, float("inf"), float("nan"), -1e-30, -80.0],
+                        dtype=dtype)
+    return torch.cat([near, ends, torch.rand(300, dtype=torch.float64).log().mul(7).to(dtype)])
+
+
+def _same_bits(a, b):
+    return torch.equal(a.isnan(), b.isnan()) and torch.equal(a.nan_to_num(0.5), b.nan_to_num(0.5)) and \
+        torch.equal(a.signbit(), b.signbit())
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_log1mexp_of_one_number_is_the_two_branch_formula_bit_for_bit(dtype):
+    """One number on the CPU takes only the branch the comparison picks: the formula's value on the
+    same one-element tensor, bit for bit (sign of zero and NaN included), and on the gradient path."""
+    with torch.no_grad():
+        for x in _probe(dtype):
+            one = x.reshape(1)
+            assert _same_bits(log1mexp(one), _plain(one)), x
+    one = torch.tensor([-0.3], dtype=torch.float64, requires_grad=True)
+    out = log1mexp(one)
+    out.backward()
+    assert torch.equal(out.detach(), _plain(one.detach())) and torch.allclose(one.grad, -1 / torch.expm1(-one.detach()))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_log1mexp_nonpositive_is_log1mexp_where_x_is_not_above_0(dtype):
+    """Without the guard: the same bits on every input not above 0 (a vector and each number alone)."""
+    x = _probe(dtype)
+    x = x[~(x > 0)]
+    with torch.no_grad():
+        assert _same_bits(log1mexp_nonpositive(x), log1mexp(x))
+        for v in x[::7]:
+            assert _same_bits(log1mexp_nonpositive(v.reshape(1)), log1mexp(v.reshape(1))), v
+    tracked = x.to(torch.float64).clone().requires_grad_()
+    log1mexp_nonpositive(tracked).nan_to_num(0.0).sum().backward()
+    want = x.to(torch.float64).clone().requires_grad_()
+    log1mexp(want).nan_to_num(0.0).sum().backward()
+    assert _same_bits(tracked.grad, want.grad)

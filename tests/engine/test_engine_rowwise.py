@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nablafol.engine import Engine
-from nablafol.engine import execution
+from nablafol.engine import execution, rowwise
 from nablafol.engine.rowwise import MAX_ROWS, steps_of
 from nablafol.ir import (Aggregate, AggregateEach, AnyOf, Atom, Conjoin, Filter, Predicate, Program, Quantifier, Relate,
                          Top)
@@ -207,3 +207,47 @@ def test_log_half_stays_on_the_cpu_whatever_the_default_device(monkeypatch):
         assert numerics.log_half(torch.float32).device.type == "cpu"
     x = torch.tensor([-0.1, -2.0])
     assert torch.equal(numerics.log1mexp(x), torch.log1p(-torch.exp(x)).where(x < -0.7, torch.log(-torch.expm1(x))))
+
+
+def test_a_focus_that_is_the_tables_own_row_is_a_copy():
+    """Filter over Top runs as the unary table's row itself; as the focus, the user gets a copy:
+    editing it leaves the tables the call's exactness is computed from (later) as they were."""
+    red = Predicate("red")
+    focus = Filter(red, Top())
+    program = Program((Aggregate(Quantifier.EXISTS, Conjoin(focus, focus)),), ("x",), focus=focus)
+    engine = Engine()
+    answers = engine([program], TableOracle([{red: torch.tensor([0.5, 0.5])}]))
+    assert any(s[0] == rowwise._UNARY for s in steps_of(engine.plan([program]))[0])
+    answers.focus.fill_(0.0)  # red certain everywhere, were it the table: the repeated atom would be exact
+    assert answers.exact.tolist() == [False]
+    assert torch.allclose(answers.probs(), torch.tensor([[1 - 0.75 ** 2]]))  # the fast path: red(X) twice, 0.25
+
+
+def test_editing_the_answers_leaves_the_next_call_alone():
+    """One scene's mask is made once per size and shared by calls; the answers' masks and rows are
+    the user's to edit (one program row by row, two batched, and exact mode)."""
+    red = Predicate("red")
+    program = Program.yes_no(Aggregate(Quantifier.EXISTS, Filter(red, Top())))
+    oracle = TableOracle([{red: torch.tensor([0.5, 0.25])}])
+    for engine, programs in ((Engine(), [program]), (Engine(), [program, program]), (Engine(exact=True), [program])):
+        first = engine(programs, oracle)
+        for t in (first.object_mask, first.candidate_mask):
+            t.fill_(False)
+        first.log_probs.fill_(0.0)
+        again = engine(programs, oracle)
+        assert again.object_mask.all() and again.candidate_mask.all()
+        assert torch.allclose(again.probs(), torch.full((len(programs), 1), 1 - 0.5 * 0.75))
+
+
+@pytest.mark.parametrize("quantifier", list(Quantifier))
+def test_the_answers_can_be_edited_before_backward(quantifier):
+    """The answer's own aggregate hands its pair to the answers; autograd saved one of them for
+    log1mexp's backward, so the user gets copies to edit in place."""
+    red = Predicate("red")
+    program = Program.yes_no(Aggregate(quantifier, Filter(red, Top())))
+    leaves = {red: torch.tensor([0.2, 0.9], requires_grad=True)}
+    answers = Engine()([program], TableOracle([leaves]))
+    answers.log_probs.clamp_(min=-30.0)
+    answers.log_complement.clamp_(min=-30.0)
+    (answers.log_probs + answers.log_complement).sum().backward()
+    assert torch.isfinite(leaves[red].grad).all()
