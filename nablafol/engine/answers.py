@@ -39,7 +39,7 @@ class Tables:
     object_mask: torch.Tensor
     dtype: torch.dtype
     padded: bool = True
-    neutral: bool = True
+    neutral: bool = field(kw_only=True)  # whether ``binary`` ends with the neutral table: said, never assumed
 
     def with_neutral(self) -> "Tables":
         """The tables with the neutral table last in ``binary``: a relate of fewer atoms than its
@@ -48,14 +48,14 @@ class Tables:
             return self
         n = self.binary.shape[-1]
         binary = torch.cat([self.binary, self.binary.new_zeros((1, n, n))])
-        return Tables(self.unary, binary, self.object_mask, self.dtype, self.padded)
+        return Tables(self.unary, binary, self.object_mask, self.dtype, self.padded, neutral=True)
 
     def detached(self) -> "Tables":
         """The same tables cut from autograd's graph (themselves when no table needs a gradient)."""
         if not any(t is not None and t.requires_grad for t in (self.unary, self.binary)):
             return self
         d = lambda t: None if t is None else t.detach()  # noqa: E731
-        return Tables(d(self.unary), d(self.binary), self.object_mask, self.dtype, self.padded, self.neutral)
+        return Tables(d(self.unary), d(self.binary), self.object_mask, self.dtype, self.padded, neutral=self.neutral)
 
 
 @dataclass

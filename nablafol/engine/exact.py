@@ -129,7 +129,7 @@ def _gather(tables, u_rows: np.ndarray, b_rows: np.ndarray):
     if tables.binary is not None and len(b_rows):
         neutral = tables.binary.shape[0] - 1
         binary = tables.binary[torch.as_tensor(np.append(b_rows, neutral), device=device)]
-    return Tables(unary, binary, tables.object_mask, tables.dtype, tables.padded)
+    return Tables(unary, binary, tables.object_mask, tables.dtype, tables.padded, neutral=True)
 
 
 def exact_answers(engine, programs: Sequence[Program], plan: BatchPlan, tables) -> Answers:
@@ -220,7 +220,7 @@ def _worlds(engine, programs, plan: BatchPlan, tables, atoms: RepeatedAtoms, run
             elif g.kind in (V_RELATE_E, V_RELATE_A, V_RELATE_N):
                 g.arrays["tables"] = b_remap[g.arrays["tables"]]
     result = engine.execute(world_plan, Tables(unary, binary, tables.object_mask[torch.as_tensor(base_scene, device=device)],
-                                            tables.dtype, tables.padded))
+                                            tables.dtype, tables.padded, neutral=True))
     grid = np.full((len(chunk), int(n_worlds.max())), owner.size, dtype=np.int64)  # past the last world: padding
     grid[owner, world - run[owner, 1]] = np.arange(owner.size)
     grid = torch.as_tensor(grid, device=device)

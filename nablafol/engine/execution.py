@@ -36,7 +36,6 @@ import numpy as np
 import torch
 
 from nablafol import operators as ops
-from nablafol.caching import bounded_cache
 from nablafol.operators import Quantifier  # noqa: F401 (the module's example uses it)
 from nablafol.errors import ProbabilityError, ProgramStructureError, ShapeError
 from nablafol.ir import Program
@@ -195,14 +194,6 @@ class _CompiledQProduct:
 
 _FEW_SCENES = 64  # up to this many scene sizes are read as a list
 
-def _all_true(n: int, device) -> torch.Tensor:
-    return torch.ones((1, n), dtype=torch.bool, device=device)
-
-
-# one scene's (1, n) mask, made once per size and device: nothing writes into a tables' mask
-# (its readers index copies of it; the answers get a new one)
-_one_scene_mask = bounded_cache(_all_true, size=256)
-
 
 class Engine(torch.nn.Module):
     """Evaluates batches of DFOL programs over an oracle; a parameter-free ``nn.Module``.
@@ -353,8 +344,6 @@ class Engine(torch.nn.Module):
         padded = num_objects.shape[0] > 1 and least != n
         if padded:
             object_mask = torch.arange(n, device=device)[None, :] < num_objects[:, None]  # (B, N)
-        elif num_objects.shape[0] == 1:
-            object_mask = _one_scene_mask(n, device)
         else:
             object_mask = torch.ones((num_objects.shape[0], n), dtype=torch.bool, device=device)
         u_req = self._requests(plan.unary_keys, plan, device)

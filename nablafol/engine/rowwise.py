@@ -4,8 +4,9 @@ A model that embeds the engine asks one question about one scene per call. The b
 executor (:mod:`~nablafol.engine.execution`) then spends most of the call on bookkeeping
 that pays off only for many rows: a store the rows of each level are copied into, index
 tensors, gathers. Here the plan is turned once into a list of steps (kept on the plan); each
-step calls the same :mod:`nablafol.operators` function as the batched kernel, on the one row,
-its inputs the Python references to the rows it reads. Scalar steps keep their group's
+step is the batched kernel's arithmetic (the same :mod:`nablafol.operators` function, or the
+same operations in fewer calls) on the one row, its inputs the Python references to the rows
+it reads. Scalar steps keep their group's
 argument width (its padding rows too), so every sum adds the same terms in the same order as
 the batched kernel: the answers are the batched executor's, bit for bit. Gradients are the
 same terms, to rounding: where a row feeds several steps, autograd adds their gradients in
@@ -94,22 +95,20 @@ def _build(plan: BatchPlan) -> Optional[tuple]:
                 args = tuple(int(r) for r in a["args"][i])  # the group's width, its padding rows too
                 pad = a["pad"][i:i + 1] if g.kind == S_ALLSAME else None
                 steps.append((_TRUTH, out, g.kind, args, pad if pad is not None and pad.any() else None))
-    candidates = tuple(plan.candidate_rows.tolist())
-    if not candidates:
-        return None  # a program without candidates: the batched path pads it
+    candidates = tuple(plan.candidate_rows.tolist())  # a program has at least one
     focus = int(plan.focus[0])
     steps = _unary_rows(steps, focus)
     if len(candidates) == 1 and not any(s[0] == _TRUTH and candidates[0] in s[3] for s in steps):
         # the answer's own aggregate: its pair as the answer's two (1, 1) fields, not stacked and split
         steps = tuple((_ANSWER,) + s[1:] if s[0] == _AGG and s[1] == candidates[0] else s for s in steps)
-    table_focus = any(s[0] == _UNARY and s[1] == focus for s in steps)
-    return (steps, len(plan.v_scene), SCALAR_CONSTANTS + plan.n_scalars, candidates, focus, table_focus)
+    return (steps, len(plan.v_scene), SCALAR_CONSTANTS + plan.n_scalars, candidates, focus)
 
 
 def _unary_rows(steps: list, focus: int) -> tuple:
-    """Filter over a Top that no other step reads (nor the focus): the unary table's row itself
-    (``0 + x`` is x, two operations fewer; only a ``-0.0`` in the table keeps its sign, which the
-    batched sum makes ``+0.0``: the same value)."""
+    """Filter over a Top that no other step reads (nor the focus): the unary table's row plus
+    ``0.0``, one operation where the Top's zeros and the sum were two; bit for bit the batched
+    ``0 + x`` (a ``-0.0`` in the table becomes ``+0.0`` in both: a logsigmoid oracle gives ``-0.0``
+    for large logits), and a new tensor, so the table itself is never handed out."""
     readers: dict = {}
     for s in steps:
         if s[0] in (_FILTER, _NEG, _CONJOIN, _RELATE, _AGG):
@@ -145,7 +144,7 @@ def _constants(dtype, device) -> tuple:
 
 def run_rows(steps: tuple, plan: BatchPlan, tables: Tables, q_product: Callable) -> Answers:
     """Run ``steps`` (from :func:`steps_of`) over ``tables``; the batched executor's answers."""
-    program_steps, n_vec, n_sca, candidates, focus_row, table_focus = steps
+    program_steps, n_vec, n_sca, candidates, focus_row = steps
     unary, binary, object_mask, dtype = tables.unary, tables.binary, tables.object_mask, tables.dtype
     device, n = object_mask.device, object_mask.shape[1]
     vec: list = [None] * n_vec
@@ -156,8 +155,8 @@ def run_rows(steps: tuple, plan: BatchPlan, tables: Tables, q_product: Callable)
         code, out = step[0], step[1]
         if code == _FILTER:
             vec[out] = ops.filter_(vec[step[2]], _row(unary, step[3]))
-        elif code == _UNARY:  # the table's own row: the focus hands out a copy (below)
-            vec[out] = _row(unary, step[2])
+        elif code == _UNARY:  # Filter over Top: the row plus 0.0 (_unary_rows)
+            vec[out] = _row(unary, step[2]) + 0.0
         elif code == _RELATE:
             log_r = None
             for table, reverse in step[4]:
@@ -191,9 +190,9 @@ def run_rows(steps: tuple, plan: BatchPlan, tables: Tables, q_product: Callable)
         log_probs, log_complement = picked[:, 0], picked[:, 1]
     if focus_row < 0:
         focus = torch.full((1, n), NEG_INF, dtype=dtype, device=device)
-    else:  # the user gets a row to edit: a copy where autograd may have saved it or it is the table's
+    else:  # the user gets a row to edit: a copy where autograd may have saved it
         focus = vec[focus_row]
-        focus = focus.clone() if table_focus or focus.requires_grad else focus
+        focus = focus.clone() if focus.requires_grad else focus
     cand_mask = torch.ones((1, len(candidates)), dtype=torch.bool, device=device)
     # a new mask (the tables' stays with `exact`); unpadded (checked by the caller): all True
     object_mask = torch.ones((1, n), dtype=torch.bool, device=device)

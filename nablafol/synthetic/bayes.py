@@ -164,10 +164,13 @@ def write_bayes_scene_graphs(data, split: str, path) -> int:
         raise InputFileError(card_path, "no dataset card: not a folder `nablafol generate` wrote")
     card = json.loads(card_path.read_text())
     sizes = {f"n_{s}": card["splits"][s]["scenes"] for s in SPLITS}
-    dataset = build_dataset(seed=card["seed"], **sizes)
+    dataset = build_dataset(seed=card["seed"], spatial_neighbours=card.get("spatial_neighbours"), **sizes)
     written = load_scene_graphs(data / "train_sceneGraphs.json")
+
+    def counts(graph) -> list:
+        return [len(o.relations) for o in graph.objects]
     if [g.image_id for g in dataset.scenes["train"]] != list(written) or any(
-            len(g.objects) != len(written[g.image_id].objects) for g in dataset.scenes["train"]):
+            counts(g) != counts(written[g.image_id]) for g in dataset.scenes["train"]):
         raise InputFileError(data, "the scenes rebuilt from the card differ from the written ones (generated "
                                    "with other scene settings than the defaults?)")
     codes = ConceptCodes.draw(dataset.vocabulary, card["features"]["dim"], _rng(card["seed"], "codes"))

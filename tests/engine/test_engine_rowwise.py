@@ -210,8 +210,8 @@ def test_log_half_stays_on_the_cpu_whatever_the_default_device(monkeypatch):
 
 
 def test_a_focus_that_is_the_tables_own_row_is_a_copy():
-    """Filter over Top runs as the unary table's row itself; as the focus, the user gets a copy:
-    editing it leaves the tables the call's exactness is computed from (later) as they were."""
+    """Filter over Top runs as the unary table's row plus 0; as the focus, the user gets a new
+    tensor: editing it leaves the tables the call's exactness is computed from (later) as they were."""
     red = Predicate("red")
     focus = Filter(red, Top())
     program = Program((Aggregate(Quantifier.EXISTS, Conjoin(focus, focus)),), ("x",), focus=focus)
@@ -224,8 +224,8 @@ def test_a_focus_that_is_the_tables_own_row_is_a_copy():
 
 
 def test_editing_the_answers_leaves_the_next_call_alone():
-    """One scene's mask is made once per size and shared by calls; the answers' masks and rows are
-    the user's to edit (one program row by row, two batched, and exact mode)."""
+    """The answers' masks and rows, and the tables' mask, are the user's to edit (one program row
+    by row, two batched, and exact mode): nothing is shared between calls."""
     red = Predicate("red")
     program = Program.yes_no(Aggregate(Quantifier.EXISTS, Filter(red, Top())))
     oracle = TableOracle([{red: torch.tensor([0.5, 0.25])}])
@@ -234,6 +234,7 @@ def test_editing_the_answers_leaves_the_next_call_alone():
         for t in (first.object_mask, first.candidate_mask):
             t.fill_(False)
         first.log_probs.fill_(0.0)
+        engine.tables(engine.plan(programs), oracle).object_mask.fill_(False)
         again = engine(programs, oracle)
         assert again.object_mask.all() and again.candidate_mask.all()
         assert torch.allclose(again.probs(), torch.full((len(programs), 1), 1 - 0.5 * 0.75))
@@ -251,3 +252,23 @@ def test_the_answers_can_be_edited_before_backward(quantifier):
     answers.log_complement.clamp_(min=-30.0)
     (answers.log_probs + answers.log_complement).sum().backward()
     assert torch.isfinite(leaves[red].grad).all()
+
+
+def test_a_signed_zero_in_a_table_comes_out_as_batched():
+    """A logsigmoid oracle gives -0.0 for large logits; Filter over Top is ``0 + x`` batched
+    (+0.0), and row by row too, through the focus and a conjunction after it."""
+    red, blue = Predicate("red"), Predicate("blue")
+
+    class SignedZeros(TableOracle):
+        def unary(self, requests):
+            table = super().unary(requests)
+            return torch.where(table == 0, torch.tensor(-0.0, dtype=table.dtype), table)
+
+    r = Filter(red, Top())
+    focus = Conjoin(r, Filter(blue, r))
+    program = Program.yes_no(Aggregate(Quantifier.EXISTS, focus), focus=focus)
+    oracle = SignedZeros([{red: torch.tensor([1.0, 0.5, 1.0]), blue: torch.tensor([1.0, 1.0, 0.25])}])
+    engine = Engine()
+    assert any(s[0] == rowwise._UNARY for s in steps_of(engine.plan([program]))[0])
+    alone, batched = engine([program], oracle).focus, engine([program, program], oracle).focus[:1]
+    assert torch.equal(alone.signbit(), batched.signbit()) and torch.equal(alone, batched)

@@ -81,3 +81,20 @@ def test_test_dev_is_rebuilt_and_a_folder_not_generated_is_one_line(data, tmp_pa
     assert "no dataset card" in capsys.readouterr().out
     assert main([str(data), "test", str(tmp_path / "x.json")]) == 1
     assert "split must be one of train, val, testdev" in capsys.readouterr().out
+
+
+def test_sparse_relations_are_rebuilt_as_written_and_other_settings_refused(tmp_path, capsys):
+    """A set written with --spatial-neighbours gets Bayes graphs with its own (sparse) relations;
+    one whose card no longer says how its relations were made is refused in one line."""
+    folder = tmp_path / "sparse"
+    generate_dataset(folder, n_train=4, n_val=3, n_testdev=0, feature_dim=8, seed=1, spatial_neighbours=1)
+    write_bayes_scene_graphs(folder, "val", tmp_path / "b.json")
+    bayes, written = load_scene_graphs(tmp_path / "b.json"), load_scene_graphs(folder / "val_sceneGraphs.json")
+    assert {k: [sorted((r.name, r.object_id) for r in o.relations) for o in g.objects] for k, g in bayes.items()} == {
+        k: [sorted((r.name, r.object_id) for r in o.relations) for o in g.objects] for k, g in written.items()}
+    card = json.loads((folder / "dataset_card.json").read_text())
+    del card["spatial_neighbours"]  # read as every pair: the rebuilt scenes hold more relations
+    (folder / "dataset_card.json").write_text(json.dumps(card))
+    assert main([str(folder), "val", str(tmp_path / "x.json")]) == 1
+    out = capsys.readouterr().out
+    assert "differ from the written ones" in out and out.count("\n") == 1
