@@ -132,14 +132,15 @@ _CONSTANTS: dict = {}
 
 
 def _constants(dtype, device) -> tuple:
-    """The scalar rows ``log 1`` and ``log 0`` as ``(1, 2)`` pairs, made once per dtype and device (no
-    step writes into a row it reads, and every output is a new tensor, so sharing them is safe)."""
+    """The scalar rows ``log 1`` and ``log 0`` as ``(1, 2)`` pairs, and a 0-dim ``+0.0``, made once
+    per dtype and device (no step writes into what it reads, and every output is a new tensor, so
+    sharing them is safe; adding a Python ``0.0`` cost four more operations than this tensor)."""
     key = (dtype, device)
-    pair = _CONSTANTS.get(key)
-    if pair is None:
+    made = _CONSTANTS.get(key)
+    if made is None:
         true = torch.tensor([[0.0, NEG_INF]], dtype=dtype, device=device)
-        pair = _CONSTANTS[key] = (true, true.flip(-1))
-    return pair
+        made = _CONSTANTS[key] = (true, true.flip(-1), torch.zeros((), dtype=dtype, device=device))
+    return made
 
 
 def run_rows(steps: tuple, plan: BatchPlan, tables: Tables, q_product: Callable) -> Answers:
@@ -150,13 +151,13 @@ def run_rows(steps: tuple, plan: BatchPlan, tables: Tables, q_product: Callable)
     vec: list = [None] * n_vec
     sca: list = [None] * n_sca
     # scalars carry (log p, log(1 - p)); rows 0 and 1 are log 1 and log 0 (padding of And / Or)
-    sca[0], sca[1] = _constants(dtype, device)
+    sca[0], sca[1], zero = _constants(dtype, device)
     for step in program_steps:
         code, out = step[0], step[1]
         if code == _FILTER:
             vec[out] = ops.filter_(vec[step[2]], _row(unary, step[3]))
         elif code == _UNARY:  # Filter over Top: the row plus 0.0 (_unary_rows)
-            vec[out] = _row(unary, step[2]) + 0.0
+            vec[out] = _row(unary, step[2]) + zero
         elif code == _RELATE:
             log_r = None
             for table, reverse in step[4]:
