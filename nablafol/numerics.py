@@ -25,18 +25,33 @@ import torch
 
 
 
-_LOG_HALF_OF: dict = {}
+_LOG_HALF_OF: dict = {}  # dtype -> (the 0-dim tensor, the same value as a Python float)
 
 
 def log_half(dtype: torch.dtype) -> torch.Tensor:
     """``-log 2``, where :func:`log1mexp` switches branches, as a 0-dim tensor of ``dtype``: comparing
     with a Python float (or a 0-dim tensor of another dtype) converts it on every call, two of a
     small comparison's three microseconds. The same scalar the comparison would convert to."""
-    value = _LOG_HALF_OF.get(dtype)
-    if value is None:
+    return _log_half_of(dtype)[0]
+
+
+def _log_half_of(dtype: torch.dtype) -> tuple:
+    made = _LOG_HALF_OF.get(dtype)
+    if made is None:
         # on the CPU whatever the default device: a CPU 0-dim tensor is a scalar to any device's operands
-        value = _LOG_HALF_OF[dtype] = torch.tensor(-0.6931471805599453, dtype=dtype, device="cpu")
-    return value
+        value = torch.tensor(-0.6931471805599453, dtype=dtype, device="cpu")
+        made = _LOG_HALF_OF[dtype] = (value, float(value))  # the float: the dtype's rounding, compared exactly
+    return made
+
+
+def _near_zero(x: torch.Tensor) -> torch.Tensor:
+    """``log(-expm1(x))`` in place on the new tensor: accurate for x in (-log 2, 0]."""
+    return torch.expm1(x).neg_().log_()
+
+
+def _far(x: torch.Tensor) -> torch.Tensor:
+    """``log1p(-exp(x))`` in place on the new tensor: accurate for x <= -log 2."""
+    return torch.exp(x).neg_().log1p_()
 
 
 def _log1mexp_forward(x: torch.Tensor, guard: bool = True) -> torch.Tensor:
@@ -47,9 +62,8 @@ def _log1mexp_forward(x: torch.Tensor, guard: bool = True) -> torch.Tensor:
     # time, half of a large one's)
     if guard:
         x = x.clamp(max=0.0)  # log-probabilities are <= 0; guard against round-off above 0
-    near_zero = torch.expm1(x).neg_().log_()  # accurate for x in (-log 2, 0]
-    far = torch.exp(x).neg_().log1p_()  # accurate for x <= -log 2
-    return torch.where(x > log_half(x.dtype), near_zero, far, out=near_zero)
+    near_zero = _near_zero(x)
+    return torch.where(x > log_half(x.dtype), near_zero, _far(x), out=near_zero)
 
 
 def _log1mexp_one(x: torch.Tensor, guard: bool) -> torch.Tensor:
@@ -59,20 +73,8 @@ def _log1mexp_one(x: torch.Tensor, guard: bool) -> torch.Tensor:
     value = float(x)
     if guard and value > 0.0:
         x, value = x.clamp(max=0.0), 0.0
-    if value > _log_half_value(x.dtype):  # NaN: False, the far branch, as where's comparison
-        return torch.expm1(x).neg_().log_()
-    return torch.exp(x).neg_().log1p_()
-
-
-_LOG_HALF_VALUE: dict = {}
-
-
-def _log_half_value(dtype: torch.dtype) -> float:
-    """:func:`log_half` as a Python float: the dtype's rounding of -log 2, compared exactly."""
-    value = _LOG_HALF_VALUE.get(dtype)
-    if value is None:
-        value = _LOG_HALF_VALUE[dtype] = float(log_half(dtype))
-    return value
+    # NaN compares False: the far branch, as where's comparison
+    return _near_zero(x) if value > _log_half_of(x.dtype)[1] else _far(x)
 
 
 def _log1mexp_derivative(x: torch.Tensor) -> torch.Tensor:

@@ -227,6 +227,8 @@ class Engine(torch.nn.Module):
         self._q_product = _CompiledQProduct() if compile else ops.q_product
 
     def plan(self, programs: Sequence[Program], scenes=None) -> BatchPlan:
+        if scenes is None and len(programs) == 1:  # one question: no arrays
+            return self._registry.single(programs[0], 0)
         scenes = np.zeros(len(programs), dtype=np.int64) if scenes is None else np.asarray(scenes, dtype=np.int64)
         if len(programs) == 1 and scenes.shape == (1,):
             return self._registry.single(programs[0], int(scenes[0]))
@@ -239,10 +241,8 @@ class Engine(torch.nn.Module):
         and to all zeros when it holds a single scene.
         """
         programs = list(programs)
-        if scenes is None and len(programs) == 1 and oracle.num_objects.shape[0] == 1:  # one question: no arrays
-            plan = self._registry.single(programs[0], 0)
-        else:
-            plan = self.plan(programs, self._scenes(programs, oracle, scenes))
+        one_question = scenes is None and len(programs) == 1 and oracle.num_objects.shape[0] == 1
+        plan = self.plan(programs, None if one_question else self._scenes(programs, oracle, scenes))
         prepare = getattr(self.calibration, "prepare", None)
         if prepare is not None:  # a calibrator that reads the programs first (e.g. their predicate sequences)
             prepare(programs, device=oracle.num_objects.device)
