@@ -49,6 +49,14 @@ def _scene_size(tables: dict[Predicate, np.ndarray], n_objects: int | None) -> i
     return sizes.pop()
 
 
+def uncertain_atoms(program: Program, tables: Mapping) -> int:
+    """How many ground atoms of ``program``'s predicates are uncertain (strictly between 0 and 1) in
+    ``tables``: :func:`brute_force` enumerates ``2 ** that`` worlds, refused above
+    ``MAX_UNCERTAIN_ATOMS``."""
+    tables = _tables(tables)
+    return sum(int(((tables[p] > 0) & (tables[p] < 1)).sum()) for p in program.predicates() if p in tables)
+
+
 def brute_force(program: Program, tables: Mapping, n_objects: int | None = None) -> list[float]:
     """Exact probability of each candidate of ``program`` over one scene's ``tables``."""
     tables = _tables(tables)

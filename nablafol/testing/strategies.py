@@ -18,13 +18,14 @@ from dataclasses import dataclass
 import numpy as np
 
 try:
+    from hypothesis import assume
     from hypothesis import strategies as st
 except ImportError as e:  # pragma: no cover - hypothesis is a test dependency
     raise ImportError("nablafol.testing.strategies needs hypothesis: pip install hypothesis") from e
 
 from ..ir import (AllOf, AllSame, Aggregate, AggregateEach, And, AnyOf, AnyOfGroups, Atom, Attention, Conjoin, Filter,
                   Neg, Not, Or, Pairwise, Predicate, Program, Quantifier, Relate, Top, Truth, Truths)
-from .reference import repeated_predicates
+from .reference import MAX_UNCERTAIN_ATOMS, repeated_predicates, uncertain_atoms
 
 quantifiers = st.sampled_from(list(Quantifier))
 
@@ -134,16 +135,19 @@ def default_vocabulary(n_unary: int = 3, n_binary: int = 2):
 
 @st.composite
 def scenes_and_programs(draw, max_objects: int = 3, max_depth: int = 4, crisp: bool = False,
-                        read_once: bool = False, vocabulary=None):
+                        read_once: bool = False, vocabulary=None, enumerable: bool = False):
     """A random program with tables for one scene of 1..``max_objects`` objects.
 
     ``read_once=True`` makes certain (0/1) every predicate whose atoms could repeat in the
     grounding (:func:`repeated_predicates`), so the exact probability is what the engine
-    must return.
+    must return. ``enumerable=True`` keeps only draws :func:`brute_force` can enumerate (at most
+    ``MAX_UNCERTAIN_ATOMS`` uncertain atoms: three objects and the default vocabulary can hold 27).
     """
     unary, binary = vocabulary or default_vocabulary()
     program = draw(programs(unary, binary, max_depth))
     n = draw(st.integers(1, max_objects))
     certain = repeated_predicates(program) if read_once else ()
     tables = draw(tables_for(list(unary) + list(binary), n, crisp=crisp, certain=certain))
+    if enumerable:
+        assume(uncertain_atoms(program, tables) <= MAX_UNCERTAIN_ATOMS)
     return Case(program, tables, n)

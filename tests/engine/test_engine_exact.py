@@ -30,7 +30,7 @@ def _candidates(answers, i, program, complement=False):
     return values[i, : program.n_candidates].exp().tolist()
 
 
-@given(scenes_and_programs(max_objects=3))
+@given(scenes_and_programs(max_objects=3, enumerable=True))
 def test_exact_mode_equals_brute_force_on_any_program(case):
     answers = run_engine([case.program], [case.tables], dtype=torch.float64, engine=Engine(exact=True, exact_budget=22))
     want = brute_force(case.program, case.tables)
@@ -40,7 +40,7 @@ def test_exact_mode_equals_brute_force_on_any_program(case):
                        rtol=0)
 
 
-@given(scenes_and_programs(max_objects=3))
+@given(scenes_and_programs(max_objects=3, enumerable=True))
 def test_the_flag_is_never_true_on_an_answer_that_differs_from_brute_force(case):
     answers = run_engine([case.program], [case.tables], dtype=torch.float64)
     if bool(answers.exact[0]):
@@ -53,7 +53,7 @@ def test_every_answer_over_crisp_tables_is_exact(case):
     assert bool(run_engine([case.program], [case.tables]).exact[0])
 
 
-@given(scenes_and_programs(max_objects=3))
+@given(scenes_and_programs(max_objects=3, enumerable=True))
 def test_read_once_programs_are_exact_over_any_tables(case):
     answers = run_engine([case.program], [case.tables], dtype=torch.float64)
     if case.program.read_once:
@@ -63,7 +63,7 @@ def test_read_once_programs_are_exact_over_any_tables(case):
 
 
 @settings(max_examples=30)
-@given(st.lists(scenes_and_programs(max_objects=3), min_size=2, max_size=5), st.integers(0, 5))
+@given(st.lists(scenes_and_programs(max_objects=3, enumerable=True), min_size=2, max_size=5), st.integers(0, 5))
 def test_a_batch_is_exact_within_the_budget_and_the_fast_path_beyond(cases, budget):
     programs_, tables = [c.program for c in cases], [c.tables for c in cases]
     exact = run_engine(programs_, tables, dtype=torch.float64, engine=Engine(exact=True, exact_budget=budget))

@@ -33,7 +33,7 @@ def test_read_once_programs_equal_problog(case):
 
 
 @settings(max_examples=15)
-@given(scenes_and_programs(max_objects=2, max_depth=3))
+@given(scenes_and_programs(max_objects=2, max_depth=3, enumerable=True))
 def test_problog_translation_equals_brute_force_on_any_program(case):
     """No read-once condition here: ProbLog is exact everywhere, as enumeration is."""
     want = brute_force(case.program, case.tables)

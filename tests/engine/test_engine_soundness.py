@@ -21,7 +21,7 @@ def test_crisp_tables_give_classical_truth(case):
     assert got == want  # exactly 0 or 1, no rounding
 
 
-@given(scenes_and_programs(read_once=True, max_objects=3))
+@given(scenes_and_programs(read_once=True, max_objects=3, enumerable=True))
 def test_read_once_formulas_equal_brute_force(case):
     answers = run_engine([case.program], [case.tables])
     got = answers.probs()[0, : case.program.n_candidates].tolist()
@@ -29,7 +29,7 @@ def test_read_once_formulas_equal_brute_force(case):
     assert np.allclose(got, want, atol=1e-6, rtol=0), (case.program.formula(), got, want)
 
 
-@given(scenes_and_programs(read_once=True, max_objects=3))
+@given(scenes_and_programs(read_once=True, max_objects=3, enumerable=True))
 def test_read_once_formulas_equal_brute_force_in_float64(case):
     answers = run_engine([case.program], [case.tables], dtype=torch.float64)
     got = answers.probs()[0, : case.program.n_candidates].tolist()

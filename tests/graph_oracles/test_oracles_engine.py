@@ -19,7 +19,7 @@ from nablafol.ir import Aggregate, Filter, Predicate, Program, Quantifier, Relat
 from nablafol.oracle import Requests
 from nablafol.graph_oracles import CompositeOracle, KnowledgeBase, KnowledgeOracle, SceneGraphOracle
 from nablafol.testing import brute_force, repeated_predicates
-from nablafol.testing.reference import MAX_UNCERTAIN_ATOMS
+from nablafol.testing.reference import MAX_UNCERTAIN_ATOMS, uncertain_atoms
 from nablafol.testing.strategies import probabilities, programs
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "gqa"
@@ -166,10 +166,6 @@ def oracle_tables(oracle, program):
     return tables
 
 
-def uncertain_atoms(tables) -> int:
-    return sum(int(((t > 0) & (t < 1)).sum()) for t in tables.values())
-
-
 @given(graph_and_program())
 def test_engine_equals_brute_force_on_probabilistic_scene_graphs(case):
     program, graph = case
@@ -177,7 +173,7 @@ def test_engine_equals_brute_force_on_probabilistic_scene_graphs(case):
     tables = oracle_tables(oracle, program)
     for p in repeated_predicates(program):  # the generator made them certain
         assert set(np.unique(tables[p])) <= {0.0, 1.0}, p
-    uncertain = uncertain_atoms(tables)
+    uncertain = uncertain_atoms(program, tables)
     assume(uncertain <= MAX_UNCERTAIN_ATOMS)
     target(float(uncertain))  # steer the search towards scenes with many uncertain facts
     n = int(oracle.num_objects[0])
