@@ -22,7 +22,7 @@
    ``clone()`` mostly times page faults; reported beside it), best of 5 each.
 5. **End to end against ProbLog.** Marginal cost per question of GQA program text -> compiled
    program -> plan -> oracle tables -> engine -> predicted answer (what ``nablafol eval`` does per
-   question besides reading and scoring; the compiler's caches cold), from the time of 4k
+   question besides reading and scoring; the compiler's and the engine's caches cold), from the time of 4k
    questions minus that of k, against ProbLog's median on the same read-once programs over
    probabilistic scenes of 3-8 objects.
 """
@@ -419,19 +419,19 @@ def end_to_end(small: int, large: int, problog_sizes, per_size: int, seed: int =
     for text, n in zip(texts, objects):
         program = shapes.compile_text(text).program
         scenes.append({p: torch.as_tensor(v) for p, v in probabilistic_scene(rng, program, int(n)).items()})
-    engine = Engine(validate=False)
-
-    def answer(count: int, compiler=None) -> None:
-        compiler = compiler or Compiler()  # a new one: cold caches, every question compiled
+    def answer(count: int, compiler=None, engine=None) -> None:
+        # new ones by default: cold caches, every distinct program compiled and planned (as in a
+        # `nablafol eval` run; until 2026-11-27 the engine was shared, its plans warm after the first call)
+        compiler, engine = compiler or Compiler(), engine or Engine(validate=False)
         programs = [compiler.compile_text(t).program for t in texts[:count]]
         with torch.no_grad():
             engine(programs, TableOracle(scenes[:count])).predictions()
 
     answer(small)
     marginal = _marginal(lambda: answer(small), lambda: answer(large), large - small)
-    seen = Compiler()  # programs asked before (GQA's programs repeat): compiled once, then cached
-    answer(large, seen)
-    cached = _marginal(lambda: answer(small, seen), lambda: answer(large, seen), large - small)
+    seen, warm_engine = Compiler(), Engine(validate=False)  # programs asked before (GQA's repeat): compiled, planned once
+    answer(large, seen, warm_engine)
+    cached = _marginal(lambda: answer(small, seen, warm_engine), lambda: answer(large, seen, warm_engine), large - small)
     warm = gqa_programs(rng, 1)[0]
     problog_probabilities(warm, probabilistic_scene(rng, warm, 2), 2)  # ProbLog's imports, not in a child
     times = []

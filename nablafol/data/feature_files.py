@@ -22,7 +22,6 @@ import os
 from pathlib import Path
 from typing import Iterable, NamedTuple
 
-import h5py
 import numpy as np
 
 from nablafol.data.fields import RecordChecker
@@ -128,6 +127,7 @@ class FeatureStore:
 
     def _file(self, number: int, image_id: str) -> h5py.File:
         if number not in self._files:
+            import h5py  # here, not at the top: every command imports this module, few read features
             path = self.folder / FILE_PATTERN.format(number)
             if not path.is_file():
                 raise InputFileError(path, "no such file (the features index points to it)",

@@ -6,7 +6,6 @@ registry's predicate ids, so the registry keeps it (``_Registry.packed``).
 """
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -325,10 +324,21 @@ def _block(k: int, *columns) -> np.ndarray:
 
 def _local_ids(index: dict, predicates: tuple) -> np.ndarray:
     """The local ids of ``predicates`` in ``index``, adding the new ones (dense numbering)."""
+    base, k = len(index), len(predicates)
+    if k > _FEW_PREDICATES and index.keys().isdisjoint(predicates):
+        # an open question's candidates (up to 1,232), none met before: numbered in C
+        index.update(zip(predicates, range(base, base + k)))
+        if len(index) == base + k:
+            return np.arange(base, base + k, dtype=np.int64)
+        for p in predicates:  # one of them repeats: undo, and number them one by one
+            index.pop(p, None)
     for p in predicates:
         if p not in index:
             index[p] = len(index)
     return np.fromiter(map(index.__getitem__, predicates), dtype=np.int64, count=len(predicates))
+
+
+_FEW_PREDICATES = 8  # up to this many, a Python loop costs less than the set check and the update
 
 
 def _stack_pairs(edges: list) -> np.ndarray:
@@ -345,6 +355,33 @@ def _stack_pairs(edges: list) -> np.ndarray:
     if pending:
         parts.append(np.array(pending, dtype=np.int64).reshape(-1, 2))
     return np.concatenate(parts) if parts else np.zeros((0, 2), dtype=np.int64)
+
+
+class _Positions:
+    """node -> its position in a program's node order, by identity; an equal but distinct node (a
+    child that ``Program.nodes()`` merged with an equal one) is found by structural equality, in
+    a table made on the first such miss (most programs have none: no node is hashed for them)."""
+
+    __slots__ = ("by_id", "order", "by_node")
+
+    def __init__(self):
+        self.by_id: dict[int, int] = {}
+        self.order: list = []  # holding the nodes keeps their ids their own
+        self.by_node: dict | None = None
+
+    def add(self, node, position: int) -> None:
+        self.by_id[id(node)] = position
+        self.order.append(node)
+        if self.by_node is not None:
+            self.by_node[node] = position
+
+    def __getitem__(self, node) -> int:
+        found = self.by_id.get(id(node))
+        if found is not None:
+            return found
+        if self.by_node is None:
+            self.by_node = {n: k for k, n in enumerate(self.order)}
+        return self.by_node[node]
 
 
 class _Shape:
@@ -372,7 +409,7 @@ class _Shape:
     def of(cls, program: Program) -> "_Shape | None":
         # every field _build reads, node by node; children by their position in the node order
         # (by identity, else by equality: nodes() merged equal subterms, as _build does)
-        position = _NodeIndex()
+        position = _Positions()
         unary: dict = {}
         binary: dict = {}
         key = []
@@ -407,7 +444,7 @@ class _Shape:
                          tuple(position[c] for c in node.children()))
             else:  # a subclass or an unknown node: no shape, the program is planned alone
                 return None
-            position[node] = len(key)
+            position.add(node, len(key))
             key.append(entry)
         key.append((tuple(position[c] for c in program.candidates),
                     position[program.focus] if program.focus is not None else -1))
@@ -528,14 +565,16 @@ class _Registry:
         return _Packed.of(plan, self._ids(plan.unary), self._ids(plan.binary))
 
     def _ids(self, preds) -> np.ndarray:
-        out = np.empty(len(preds), dtype=np.int64)
-        for i, p in enumerate(preds):
-            j = self.ids.get(p)
-            if j is None:
-                j = self.ids[p] = len(self.predicates)
-                self.predicates.append(p)
-            out[i] = j
-        return out
+        found = list(map(self.ids.get, preds))  # in C: an open question has up to 1,232
+        if None in found:
+            for i, p in enumerate(preds):
+                if found[i] is None:
+                    j = self.ids.get(p)  # a repeat within `preds` was added just before
+                    if j is None:
+                        j = self.ids[p] = len(self.predicates)
+                        self.predicates.append(p)
+                    found[i] = j
+        return np.fromiter(found, dtype=np.int64, count=len(found))
 
 
 @dataclass(frozen=True)
@@ -571,7 +610,8 @@ class _Packed:
 def _weight(tables, candidates: np.ndarray, grounding: _GroundingRows) -> int:
     """What keeping a plan or a pack costs, in rows: its tables', its candidates', its grounding
     rows', and a fixed part for its arrays and objects (what the engine's caches are bounded by)."""
-    grounding_rows = sum(len(getattr(grounding, f.name)) for f in dataclasses.fields(grounding))
+    grounding_rows = (len(grounding.roots) + len(grounding.merges) + len(grounding.allsame)
+                      + len(grounding.allsame_values))
     return sum(map(len, tables)) + len(candidates) + grounding_rows + _PACK_OVERHEAD_ROWS
 
 

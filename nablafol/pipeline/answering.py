@@ -146,9 +146,9 @@ class Answerer:
     def _first_unknown(self, program) -> Predicate | None:
         predicates = program.predicates()
         # set operations in C: an open question lists up to 1,232 predicates, nearly all known
-        new = set(predicates).difference(self._known)
-        if not new:
+        if self._known.issuperset(predicates):  # the usual case, without making a set
             return None
+        new = set(predicates).difference(self._known)
         for p in new.difference(self._unknown):
             (self._known if self.perception.knows(p) else self._unknown).add(p)
         if new.isdisjoint(self._unknown):

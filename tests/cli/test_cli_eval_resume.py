@@ -270,22 +270,27 @@ def _error_lines(err: str) -> list[str]:
 
 # --- the garbage collector (nablafol.pipeline.collector) -------------------------------------------------
 
-def test_eval_loads_with_the_collector_off_and_restores_it_after(data, reference, tmp_path, monkeypatch, capsys):
+def test_eval_runs_with_the_collector_off_and_restores_it_after(data, reference, tmp_path, monkeypatch, capsys):
     import gc
     import nablafol.pipeline.evaluation as evaluation
-    from nablafol.pipeline.collector import LONG_RUN_THRESHOLDS
+    from nablafol.pipeline.answering import Answerer
     seen = {}
-    original = evaluation._answerer
+    original, answer = evaluation._answerer, Answerer._answer
 
     def watched(job, *rest):
-        seen["loading"] = (gc.isenabled(), gc.get_threshold())
+        seen["loading"] = gc.isenabled()
         return original(job, *rest)
 
+    def answering(self, batch):
+        seen.setdefault("answering", set()).add(gc.isenabled())
+        return answer(self, batch)
+
     monkeypatch.setattr(evaluation, "_answerer", watched)
+    monkeypatch.setattr(Answerer, "_answer", answering)
     before = gc.get_threshold()
-    assert gc.isenabled() and before != LONG_RUN_THRESHOLDS
+    assert gc.isenabled()
     assert main(_argv(data, tmp_path)) == 0
-    assert seen["loading"] == (False, LONG_RUN_THRESHOLDS)
+    assert seen == {"loading": False, "answering": {False}}
     assert (gc.isenabled(), gc.get_threshold(), gc.get_freeze_count()) == (True, before, 0)
     assert _outputs(tmp_path) == reference[:2]
     # and after a run that fails while loading

@@ -86,3 +86,26 @@ def test_groups_of_truths_equal_the_disjunctions_they_stand_for(data):
     one_node = run_engine([Program((grouped,), labels)], [tables], dtype=torch.float64)
     expanded = run_engine([Program(grouped.truths(), labels)], [tables], dtype=torch.float64)
     assert torch.allclose(one_node.log_probs[0, :len(sizes)], expanded.log_probs[0, :len(sizes)], atol=1e-12, rtol=0)
+
+
+@settings(max_examples=60)
+@given(st.data())
+def test_long_candidate_lists_equal_their_expansion(data):
+    """An open question's ``AggregateEach`` over many predicates (planning numbers more than a few
+    at once: ``planning._local_ids``), some of them used before in the program or repeated in the
+    list, against the same truths written one ``Aggregate`` each, in one batch of both."""
+    unary, binary = default_vocabulary(n_unary=24)
+    values = tuple(data.draw(st.permutations(unary))[:data.draw(st.integers(9, 24))])
+    if data.draw(st.booleans()):  # a repeat
+        values += (data.draw(st.sampled_from(values)),)
+    k = len(values)
+    q, negate = data.draw(st.sampled_from(list(Quantifier))), data.draw(st.booleans())
+    x = data.draw(attentions(unary[:6], binary, 2))  # its predicates may be among the values, or not
+    each = AggregateEach(q, values, x, negate)
+    n, rnd = data.draw(st.integers(1, 3)), data.draw(st.randoms(use_true_random=False))
+    tables = {p: np.array([rnd.uniform(0.05, 0.95) for _ in range(n ** p.arity)]).reshape((n,) * p.arity)
+              for p in list(unary) + list(binary)}
+    labels = tuple(f"v{j}" for j in range(k))
+    got = run_engine([Program((each,), labels), Program(each.truths(), labels)], [tables, tables],
+                     scenes=np.array([0, 1]), dtype=torch.float64)
+    assert torch.equal(got.log_probs[0, :k], got.log_probs[1, :k])
