@@ -244,58 +244,7 @@ class Scorer:
         its image's scene graph (for the gold regions). The question is checked whole before
         any state changes.
         """
-        answer = question.answer
-        if not isinstance(answer, str):
-            raise ScoringError(f"question {question.id!r}: gold answer must be a string, got {answer!r}")
-        if prediction is not None and not isinstance(prediction, str):
-            raise ScoringError(f"prediction for question {question.id!r} must be a string, "
-                               f"got {type(prediction).__name__}")
-        if choices is not None and not self.with_validity:
-            raise ScoringError("choices given to a Scorer made without validity=True")
-        if attention is not None and not self.with_grounding:
-            raise ScoringError("attention given to a Scorer made without grounding=True")
-        entailed = check_entailed(question)
-        form = self.match.cached_form
-        answer_form = form(answer)
-        predicted_form = None if prediction is None else form(prediction)
-        correct = prediction is not None and predicted_form == answer_form  # AnswerMatch's rule, forms kept
-        balanced = is_balanced(question)
-        grounding = None
-        if balanced and attention is not None:
-            if scene is None:
-                raise ScoringError(f"question {question.id!r}: grounding needs the scene graph of its image")
-            grounding = grounding_score(question, scene, attention)
-
-        self._keys.append(id_key(question.id))
-        self._correct.append(correct)
-        if prediction is None:
-            self._missing.append(question.id)
-        if not balanced:
-            self._unbalanced += 1
-            return
-        structural, semantic, detailed = question_types(question)
-        group = answer_group(question, self.is_binary, structural=structural)
-        _add(self._tallies, (group, structural, semantic, steps_number(question), words_number(question)), 1, correct)
-        if correct and entailed:
-            qid = question.id
-            links = [id_key(e) for e in entailed if e != qid]
-            if links:
-                self._links.extend(links)
-                self._link_ends.append(len(self._links))
-                self._anchor_group.append(_GROUP_CODE[group])
-        if choices is not None:
-            common = "Common" in (detailed or "")
-            self._choices[0] += 1
-            self._choices[1] += self.match.member(prediction, _COMMON_ANSWERS if common else choices.valid)
-            self._choices[2] += self.match.member(prediction, _COMMON_ANSWERS if common else choices.plausible)
-        if grounding is not None:
-            self._attended += 1
-            self._grounding += Fraction(grounding)
-        distribution_group = global_group(question)
-        if distribution_group is not None:
-            _count(self._gold, distribution_group, answer_form)
-            if prediction is not None:  # no prediction matches no gold answer: it adds to no count read
-                _count(self._predicted, distribution_group, predicted_form)
+        update_together((self,), question, prediction, choices, attention, scene)
 
     def merge(self, other: Scorer) -> Scorer:
         """Add ``other``'s state to this one's (the two must not share questions); returns self."""
@@ -391,6 +340,76 @@ class Scorer:
                 total += Fraction(int(n_agree[chosen & (n_present == denominator)].sum()), denominator)
             consistency[name] = _fraction(total, anchors[name])
         return consistency, anchors
+
+
+def update_together(scorers: tuple[Scorer, ...], question: ScorableQuestion, prediction: str | None,
+                    choices=None, attention=None, scene=None) -> None:
+    """:meth:`Scorer.update` of every one of ``scorers``, made alike (the same match, override and
+    metrics), the question read once: the whole set's scorer and its subset's (a split)."""
+    first = scorers[0]
+    answer = question.answer
+    if not isinstance(answer, str):
+        raise ScoringError(f"question {question.id!r}: gold answer must be a string, got {answer!r}")
+    if prediction is not None and not isinstance(prediction, str):
+        raise ScoringError(f"prediction for question {question.id!r} must be a string, "
+                           f"got {type(prediction).__name__}")
+    if choices is not None and not first.with_validity:
+        raise ScoringError("choices given to a Scorer made without validity=True")
+    if attention is not None and not first.with_grounding:
+        raise ScoringError("attention given to a Scorer made without grounding=True")
+    entailed = check_entailed(question)
+    match = first.match
+    form = match.cached_form
+    answer_form = form(answer)
+    predicted_form = None if prediction is None else form(prediction)
+    correct = prediction is not None and predicted_form == answer_form  # AnswerMatch's rule, forms kept
+    balanced = is_balanced(question)
+    grounding = None
+    if balanced and attention is not None:
+        if scene is None:
+            raise ScoringError(f"question {question.id!r}: grounding needs the scene graph of its image")
+        grounding = grounding_score(question, scene, attention)
+
+    qid = question.id
+    key = id_key(qid)
+    if not balanced:
+        for scorer in scorers:
+            scorer._keys.append(key)
+            scorer._correct.append(correct)
+            if prediction is None:
+                scorer._missing.append(qid)
+            scorer._unbalanced += 1
+        return
+    structural, semantic, detailed = question_types(question)
+    group = answer_group(question, first.is_binary, structural=structural)
+    tally = (group, structural, semantic, steps_number(question), words_number(question))
+    links = [id_key(e) for e in entailed if e != qid] if correct and entailed else None
+    if choices is not None:
+        common = "Common" in (detailed or "")
+        valid = match.member(prediction, _COMMON_ANSWERS if common else choices.valid)
+        plausible = match.member(prediction, _COMMON_ANSWERS if common else choices.plausible)
+    distribution_group = global_group(question)
+    for scorer in scorers:
+        scorer._keys.append(key)
+        scorer._correct.append(correct)
+        if prediction is None:
+            scorer._missing.append(qid)
+        _add(scorer._tallies, tally, 1, correct)
+        if links:
+            scorer._links.extend(links)
+            scorer._link_ends.append(len(scorer._links))
+            scorer._anchor_group.append(_GROUP_CODE[group])
+        if choices is not None:
+            scorer._choices[0] += 1
+            scorer._choices[1] += valid
+            scorer._choices[2] += plausible
+        if grounding is not None:
+            scorer._attended += 1
+            scorer._grounding += Fraction(grounding)
+        if distribution_group is not None:
+            _count(scorer._gold, distribution_group, answer_form)
+            if prediction is not None:  # no prediction matches no gold answer: it adds to no count read
+                _count(scorer._predicted, distribution_group, predicted_form)
 
 
 def _count(table: dict[str, dict[str, int]], group: str, answer: str, n: int = 1) -> None:

@@ -134,3 +134,26 @@ def test_merged_tallies_are_one_scorers_in_every_breakdown_and_order(rows, cut):
         assert list(merged.breakdowns[name]) == list(table)
         assert all(type(n) is int for tally in table.values() for n in tally)
         assert sum(tally.count for tally in table.values()) == len(rows)
+
+
+def test_a_split_is_scored_in_one_pass_as_three_scorers_would():
+    from nablafol.scoring import ScoringError, Split, score
+    questions = [SimpleNamespace(id=str(i), answer=a, entailed=(str((i + 1) % 6),), types={"structural": s},
+                                 question="a b " * (i % 3)) for i, (a, s) in
+                 enumerate(zip(["yes", "red", "no", "cup", "yes", "blue"], ["verify", "query"] * 3))]
+    predictions = {"0": "yes", "1": "red", "2": "yes", "3": "cups", "5": "blue"}
+    split = Split(easy=("0", "2", "4"), hard=("1", "3", "5"))
+    result = score(questions, predictions, split, match=vocabulary_match)
+
+    def alone(ids):
+        scorer = Scorer(vocabulary_match)
+        for question in questions:
+            if question.id in ids:
+                scorer.update(question, predictions.get(question.id))
+        return scorer.compute()
+
+    assert (result.overall, result.hard, result.easy) == (alone("012345"), alone(split.hard), alone(split.easy))
+    with pytest.raises(ScoringError, match="must be a string"):  # the question's error before the split's
+        score(questions, {**predictions, "4": 4}, "not a split")
+    with pytest.raises(ScoringError, match="split must be a Split"):
+        score(questions, predictions, "not a split")
