@@ -34,27 +34,27 @@ class AnswerMatch:
 
     Calling it compares one prediction (``None``: no prediction, never a match) with one gold
     answer. ``form`` must be a function of the string alone: a match keeps the forms of the
-    answers it has seen (:data:`FORMS_KEPT`, most recent first) in ``cached_form``, which every
+    answers it has seen (:data:`FORMS_KEPT`, most recent first) in ``kept_form``, which every
     comparison goes through. It pickles by reference to its module-level form function, so
     scorers that carry one can travel between processes.
     """
 
-    __slots__ = ("name", "form", "cached_form")
+    __slots__ = ("name", "form", "kept_form")
 
     def __init__(self, name: str, form: Callable[[str], str]):
         self.name, self.form = name, form
         # the string itself needs no look-up; any other form is computed once per answer
-        self.cached_form = form if form is same_string else bounded_cache(form, FORMS_KEPT)
+        self.kept_form = form if form is same_string else bounded_cache(form, FORMS_KEPT)
 
     def __call__(self, prediction: str | None, answer: str) -> bool:
-        form = self.cached_form
+        form = self.kept_form
         return prediction is not None and form(prediction) == form(answer)
 
     def member(self, prediction: str | None, answers: Iterable[str]) -> bool:
         """Whether the prediction matches one of ``answers`` (validity, plausibility)."""
         if prediction is None:
             return False
-        form = self.cached_form
+        form = self.kept_form
         predicted = form(prediction)
         return any(form(answer) == predicted for answer in answers)
 

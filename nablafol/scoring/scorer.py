@@ -359,7 +359,7 @@ def update_together(scorers: tuple[Scorer, ...], question: ScorableQuestion, pre
         raise ScoringError("attention given to a Scorer made without grounding=True")
     entailed = check_entailed(question)
     match = first.match
-    form = match.cached_form
+    form = match.kept_form
     answer_form = form(answer)
     predicted_form = None if prediction is None else form(prediction)
     correct = prediction is not None and predicted_form == answer_form  # AnswerMatch's rule, forms kept

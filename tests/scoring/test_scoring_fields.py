@@ -91,13 +91,13 @@ def test_steps_of_steps_that_are_not_records_and_of_no_program():
 def test_a_match_keeps_the_forms_it_computes_and_pickles_without_them():
     answers = ["skis", "ski", "people", "reds", " tennis ", "Skis"]
     match = AnswerMatch("vocabulary", vocabulary_form)
-    assert [match.cached_form(a) for a in answers * 2] == [vocabulary_form(a) for a in answers * 2]
-    info = match.cached_form.cache_info()
+    assert [match.kept_form(a) for a in answers * 2] == [vocabulary_form(a) for a in answers * 2]
+    info = match.kept_form.cache_info()
     assert (info.maxsize, info.currsize, info.hits) == (FORMS_KEPT, len(answers), len(answers))
     copy = pickle.loads(pickle.dumps(match))
-    assert copy.form is vocabulary_form and copy.cached_form.cache_info().currsize == 0
+    assert copy.form is vocabulary_form and copy.kept_form.cache_info().currsize == 0
     assert copy("skis", "ski") and not copy("reds", "red") and copy.member("people", ["cup", "person"])
-    assert exact_match.cached_form is exact_match.form  # the string is its own form: nothing kept
+    assert exact_match.kept_form is exact_match.form  # the string is its own form: nothing kept
 
 
 def test_a_match_with_its_own_form_decides_the_scorers_counts():
