@@ -20,33 +20,43 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
+from nablafol.caching import bounded_cache
+
 __all__ = ["AnswerMatch", "exact_match", "vocabulary_match", "vocabulary_form", "same_string"]
 
 _POSITION_TYPES = ("hposition", "vposition")
+# distinct answers a match keeps the forms of (GQA's answers are about 2,000, a model's a few more)
+FORMS_KEPT = 1 << 14
 
 
 class AnswerMatch:
     """A rule for comparing answers: ``form(answer)``; a prediction matches when forms are equal.
 
     Calling it compares one prediction (``None``: no prediction, never a match) with one gold
-    answer. It pickles by reference to its module-level form function, so scorers that carry
-    one can travel between processes.
+    answer. ``form`` must be a function of the string alone: a match keeps the forms of the
+    answers it has seen (:data:`FORMS_KEPT`, most recent first) in ``kept_form``, which every
+    comparison goes through. It pickles by reference to its module-level form function, so
+    scorers that carry one can travel between processes.
     """
 
-    __slots__ = ("name", "form")
+    __slots__ = ("name", "form", "kept_form")
 
     def __init__(self, name: str, form: Callable[[str], str]):
         self.name, self.form = name, form
+        # the string itself needs no look-up; any other form is computed once per answer
+        self.kept_form = form if form is same_string else bounded_cache(form, FORMS_KEPT)
 
     def __call__(self, prediction: str | None, answer: str) -> bool:
-        return prediction is not None and self.form(prediction) == self.form(answer)
+        form = self.kept_form
+        return prediction is not None and form(prediction) == form(answer)
 
     def member(self, prediction: str | None, answers: Iterable[str]) -> bool:
         """Whether the prediction matches one of ``answers`` (validity, plausibility)."""
         if prediction is None:
             return False
-        form = self.form(prediction)
-        return any(self.form(answer) == form for answer in answers)
+        form = self.kept_form
+        predicted = form(prediction)
+        return any(form(answer) == predicted for answer in answers)
 
     def __repr__(self) -> str:
         return f"AnswerMatch({self.name!r})"
@@ -76,7 +86,8 @@ def vocabulary_form(answer: str) -> str:
     >>> vocabulary_form("reds"), vocabulary_form("smalls"), vocabulary_form("red")
     ('reds', 'smalls', 'red')
 
-    Not cached here: the vocabulary caches its ``normalize``; the rest are set look-ups.
+    Not cached here (:class:`AnswerMatch` keeps the forms it computes): the vocabulary
+    caches its ``normalize``; the rest are set look-ups.
     """
     from nablafol.dsl import Ontology  # the vocabulary is loaded on first use only
     ontology = Ontology.gqa()

@@ -21,10 +21,13 @@ directly or in ``extra``). Where a field is missing (this module's decisions):
 """
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Iterable, Mapping
+from itertools import repeat
 from typing import Any, Protocol, Union
 
+from nablafol.data.questions import Question
 from nablafol.errors import NablafolError
 
 __all__ = [
@@ -45,6 +48,8 @@ _BINARY_ANSWERS = frozenset({"yes", "no"})
 # GQA's eval.py: steps whose "operation: argument" text holds one of these do not add reasoning
 _NOT_A_STEP = ("exist", "query: name", "choose name")
 _DEPENDENCIES = re.compile(r"\s*\[[\d,\s]*\]\s*$")
+_SCAN = json.JSONDecoder().scan_once  # json.loads's decoder: one value from a position
+_UNREAD = object()  # _last_member: not read without decoding the whole text
 
 
 class ScoringError(NablafolError, ValueError):
@@ -85,8 +90,11 @@ def question_types(question: ScorableQuestion) -> tuple[str | None, str | None, 
     types = getattr(question, "types", None)
     if not types or not hasattr(types, "get"):
         return None, None, None
-    values = (types.get("structural"), types.get("semantic"), types.get("detailed"))
-    return tuple(v if type(v) is str and v else None for v in values)  # type: ignore[return-value]
+    structural, semantic, detailed = types.get("structural"), types.get("semantic"), types.get("detailed")
+    # a type is a non-empty string (written out: this runs once per scored question)
+    return (structural if type(structural) is str and structural else None,
+            semantic if type(semantic) is str and semantic else None,
+            detailed if type(detailed) is str and detailed else None)
 
 
 def structural_type(question: ScorableQuestion) -> str | None:
@@ -143,31 +151,39 @@ def words_number(question: ScorableQuestion) -> int | None:
     return len(text.split()) if isinstance(text, str) else None
 
 
-def _step_texts(question: ScorableQuestion) -> Iterable[str] | None:
-    semantic = getattr(question, "semantic", None)
-    if semantic:
-        return (f"{step.get('operation', '')}: {step.get('argument', '')}" if hasattr(step, "get") else ""
-                for step in semantic)
-    line = getattr(question, "semantic_str", None)
-    if isinstance(line, str) and line.strip():
-        return (_DEPENDENCIES.sub("", part).strip() for part in line.split("->"))
-    return None
-
-
 def steps_number(question: ScorableQuestion) -> int | None:
     """GQA's reasoning steps: the program's steps less those whose ``operation: argument``
     text contains ``exist``, ``query: name`` or ``choose name`` (eval.py's rule, substrings
-    and all); None without a program."""
-    texts = _step_texts(question)
-    if texts is None:
-        return None
+    and all); None without a program (``semantic``, else each ``->`` part of ``semanticStr``
+    without its ``[dependencies]``)."""
+    parts = getattr(question, "semantic", None)
+    from_steps = bool(parts)
+    if not from_steps:
+        line = getattr(question, "semantic_str", None)
+        if not (isinstance(line, str) and line.strip()):
+            return None
+        parts = line.split("->")
     exist, query_name, choose_name = _NOT_A_STEP
-    return sum(1 for text in texts if not (exist in text or query_name in text or choose_name in text))
+    steps = 0
+    for part in parts:  # one loop, no generator: this runs once per scored question
+        if from_steps:
+            text = f"{part.get('operation', '')}: {part.get('argument', '')}" if hasattr(part, "get") else ""
+        else:
+            text = _DEPENDENCIES.sub("", part).strip()
+        if not (exist in text or query_name in text or choose_name in text):
+            steps += 1
+    return steps
 
 
 def _field(question: ScorableQuestion, name: str) -> Any:
     """A GQA field kept as an attribute or in ``extra`` (``nablafol.data.Question``)."""
-    value = getattr(question, name, None)
+    if type(question) is Question:  # no such attribute: its extra fields are its JSON text's
+        value = None
+        found = _last_member(question.extra_json, name)
+        if found is not _UNREAD:
+            return found
+    else:
+        value = getattr(question, name, None)
     if value is None:
         extra_json = getattr(question, "extra_json", None)
         if isinstance(extra_json, str) and f'"{name}"' not in extra_json:
@@ -176,6 +192,36 @@ def _field(question: ScorableQuestion, name: str) -> Any:
         if isinstance(extra, Mapping):
             value = extra.get(name)
     return value
+
+
+def _last_member(text: str, name: str) -> Any:
+    """``json.loads(text).get(name)`` where that is quick to read without decoding the rest:
+    None when ``text`` (JSON text of an object, as ``Question.extra_json``) does not hold
+    ``"name"``; the value when ``"name":`` is the object's last member (``groups`` in GQA's
+    records, sorted last); else ``_UNREAD``.
+
+    Why the value is the object's: an unescaped quote (one after ``,`` or ``{``) cannot be
+    inside a string, so ``"name":`` there is a key, and the value after it is the one any
+    decoder reads; when that value ends one character before the text does, that character
+    closes the key's object and the whole text, so the key is the top object's, and its last
+    (the one ``json.loads`` keeps when a key repeats).
+
+        >>> _last_member('{"a":{"groups":1},"groups":{"global":"x"}}', "groups")
+        {'global': 'x'}
+        >>> _last_member('{"groups":{"groups":2}}', "groups") is _UNREAD  # the inner one: decode it all
+        True
+    """
+    key = f'"{name}":'
+    at = text.rfind(key)
+    if at < 0:
+        return None if f'"{name}"' not in text else _UNREAD
+    if at == 0 or text[at - 1] not in ",{":
+        return _UNREAD
+    try:
+        value, end = _SCAN(text, at + len(key))  # JSONDecoder.raw_decode's own step
+    except (StopIteration, ValueError):
+        return _UNREAD
+    return value if end == len(text) - 1 and text[end] == "}" else _UNREAD
 
 
 def global_group(question: ScorableQuestion) -> str | None:
@@ -240,7 +286,7 @@ def check_questions(questions: Iterable[ScorableQuestion]) -> list[ScorableQuest
 def check_entailed(question: ScorableQuestion) -> tuple[str, ...]:
     """The question's entailed ids; a malformed list is refused."""
     entailed = getattr(question, "entailed", None) or ()
-    if isinstance(entailed, str) or not all(isinstance(e, str) for e in entailed):
+    if isinstance(entailed, str) or not all(map(isinstance, entailed, repeat(str))):
         raise ScoringError(f"question {question.id!r}: entailed must be a sequence of question ids")
     return tuple(entailed)
 

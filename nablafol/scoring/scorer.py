@@ -187,12 +187,12 @@ class SubsetScore:
         return result
 
 
-def _add(table: dict, key, correct: bool) -> None:
+def _add(table: dict, key, count: int, correct: int) -> None:
     tally = table.get(key)
     if tally is None:
-        table[key] = [1, int(correct)]
+        table[key] = [count, int(correct)]  # a number, not a question's bool
     else:
-        tally[0] += 1
+        tally[0] += count
         tally[1] += correct
 
 
@@ -220,8 +220,9 @@ class Scorer:
         self._anchor_group = bytearray()  # per balanced correct question with entailed ids: its group code
         self._link_ends = array("q")  # per such anchor: end of its links in _links
         self._links = array("q")  # id_keys of the anchors' entailed ids, concatenated
-        self._groups: dict[str, list[int]] = {g: [0, 0] for g in ANSWER_GROUPS}
-        self._breakdowns: dict[str, dict] = {name: {} for name in BREAKDOWNS}
+        # (group, structural, semantic, steps, length) -> [count, correct] of the balanced questions
+        # (one count per question; the groups' and breakdowns' tallies are its sums)
+        self._tallies: dict[tuple, list[int]] = {}
         self._missing: list[str] = []
         self._unbalanced = 0
         self._choices = [0, 0, 0]  # questions with choices, valid predictions, plausible predictions
@@ -243,59 +244,7 @@ class Scorer:
         its image's scene graph (for the gold regions). The question is checked whole before
         any state changes.
         """
-        answer = question.answer
-        if not isinstance(answer, str):
-            raise ScoringError(f"question {question.id!r}: gold answer must be a string, got {answer!r}")
-        if prediction is not None and not isinstance(prediction, str):
-            raise ScoringError(f"prediction for question {question.id!r} must be a string, "
-                               f"got {type(prediction).__name__}")
-        if choices is not None and not self.with_validity:
-            raise ScoringError("choices given to a Scorer made without validity=True")
-        if attention is not None and not self.with_grounding:
-            raise ScoringError("attention given to a Scorer made without grounding=True")
-        entailed = check_entailed(question)
-        correct = self.match(prediction, answer)
-        balanced = is_balanced(question)
-        grounding = None
-        if balanced and attention is not None:
-            if scene is None:
-                raise ScoringError(f"question {question.id!r}: grounding needs the scene graph of its image")
-            grounding = grounding_score(question, scene, attention)
-
-        self._keys.append(id_key(question.id))
-        self._correct.append(correct)
-        if prediction is None:
-            self._missing.append(question.id)
-        if not balanced:
-            self._unbalanced += 1
-            return
-        structural, semantic, detailed = question_types(question)
-        group = answer_group(question, self.is_binary, structural=structural)
-        for key in ("all", group):
-            self._groups[key][0] += 1
-            self._groups[key][1] += correct
-        for name, key in (("structural", structural), ("semantic", semantic), ("steps", steps_number(question)),
-                          ("length", words_number(question))):
-            _add(self._breakdowns[name], UNKNOWN if key is None else key, correct)
-        if correct:
-            links = [id_key(e) for e in entailed if e != question.id]
-            if links:
-                self._links.extend(links)
-                self._link_ends.append(len(self._links))
-                self._anchor_group.append(_GROUP_CODE[group])
-        if choices is not None:
-            common = "Common" in (detailed or "")
-            self._choices[0] += 1
-            self._choices[1] += self.match.member(prediction, _COMMON_ANSWERS if common else choices.valid)
-            self._choices[2] += self.match.member(prediction, _COMMON_ANSWERS if common else choices.plausible)
-        if grounding is not None:
-            self._attended += 1
-            self._grounding += Fraction(grounding)
-        distribution_group = global_group(question)
-        if distribution_group is not None:
-            _count(self._gold, distribution_group, self.match.form(answer))
-            if prediction is not None:  # no prediction matches no gold answer: it adds to no count read
-                _count(self._predicted, distribution_group, self.match.form(prediction))
+        update_together((self,), question, prediction, choices, attention, scene)
 
     def merge(self, other: Scorer) -> Scorer:
         """Add ``other``'s state to this one's (the two must not share questions); returns self."""
@@ -309,15 +258,8 @@ class Scorer:
         self._anchor_group.extend(other._anchor_group)
         self._keys.extend(other._keys)
         self._correct.extend(other._correct)
-        for key in ANSWER_GROUPS:
-            self._groups[key][0] += other._groups[key][0]
-            self._groups[key][1] += other._groups[key][1]
-        for name, table in other._breakdowns.items():
-            mine = self._breakdowns[name]
-            for key, (count, correct) in table.items():
-                tally = mine.setdefault(key, [0, 0])
-                tally[0] += count
-                tally[1] += correct
+        for key, (count, correct) in other._tallies.items():
+            _add(self._tallies, key, count, correct)
         self._missing += other._missing
         self._unbalanced += other._unbalanced
         self._choices = [a + b for a, b in zip(self._choices, other._choices)]
@@ -339,12 +281,13 @@ class Scorer:
             raise ScoringError(f"{repeated} question id(s) were scored twice (each question must be updated once)")
         correct = np.frombuffer(bytes(self._correct), dtype=np.uint8)[order].astype(np.int64)
         consistency, anchors = self._consistency(sorted_keys, correct)
-        balanced = self._groups["all"][0]
+        groups, breakdowns = self._sums()
+        balanced = groups["all"][0]
         seen, valid, plausible = self._choices
         return SubsetScore(
-            groups={g: Tally(*self._groups[g]) for g in ANSWER_GROUPS},
+            groups={g: Tally(*groups[g]) for g in ANSWER_GROUPS},
             breakdowns={name: {key: Tally(*tally) for key, tally in table.items()}
-                        for name, table in self._breakdowns.items()},
+                        for name, table in breakdowns.items()},
             consistency=consistency, anchors=anchors,
             validity=_fraction(valid, balanced) if self.with_validity else None,
             plausibility=_fraction(plausible, balanced) if self.with_validity else None,
@@ -354,6 +297,20 @@ class Scorer:
             without_choices=balanced - seen if self.with_validity else 0,
             without_attention=balanced - self._attended if self.with_grounding else 0,
         )
+
+    def _sums(self) -> tuple[dict, dict]:
+        """The tallies per group (all, open, binary) and per key of each breakdown, the keys in
+        the order the questions first had them (``unknown`` for a question without one)."""
+        groups: dict[str, list[int]] = {g: [0, 0] for g in ANSWER_GROUPS}
+        breakdowns: dict[str, dict] = {name: {} for name in BREAKDOWNS}
+        tables = tuple(breakdowns.values())
+        for (group, *keys), (count, correct) in self._tallies.items():
+            for tally in (groups["all"], groups[group]):
+                tally[0] += count
+                tally[1] += correct
+            for table, key in zip(tables, keys):
+                _add(table, UNKNOWN if key is None else key, count, correct)
+        return groups, breakdowns
 
     def _consistency(self, sorted_keys: np.ndarray, correct: np.ndarray) -> tuple[dict, dict]:
         """Per group: the mean over anchors of the share of their entailed questions (those in
@@ -383,6 +340,76 @@ class Scorer:
                 total += Fraction(int(n_agree[chosen & (n_present == denominator)].sum()), denominator)
             consistency[name] = _fraction(total, anchors[name])
         return consistency, anchors
+
+
+def update_together(scorers: tuple[Scorer, ...], question: ScorableQuestion, prediction: str | None,
+                    choices=None, attention=None, scene=None) -> None:
+    """:meth:`Scorer.update` of every one of ``scorers``, made alike (the same match, override and
+    metrics), the question read once: the whole set's scorer and its subset's (a split)."""
+    first = scorers[0]
+    answer = question.answer
+    if not isinstance(answer, str):
+        raise ScoringError(f"question {question.id!r}: gold answer must be a string, got {answer!r}")
+    if prediction is not None and not isinstance(prediction, str):
+        raise ScoringError(f"prediction for question {question.id!r} must be a string, "
+                           f"got {type(prediction).__name__}")
+    if choices is not None and not first.with_validity:
+        raise ScoringError("choices given to a Scorer made without validity=True")
+    if attention is not None and not first.with_grounding:
+        raise ScoringError("attention given to a Scorer made without grounding=True")
+    entailed = check_entailed(question)
+    match = first.match
+    form = match.kept_form
+    answer_form = form(answer)
+    predicted_form = None if prediction is None else form(prediction)
+    correct = prediction is not None and predicted_form == answer_form  # AnswerMatch's rule, forms kept
+    balanced = is_balanced(question)
+    grounding = None
+    if balanced and attention is not None:
+        if scene is None:
+            raise ScoringError(f"question {question.id!r}: grounding needs the scene graph of its image")
+        grounding = grounding_score(question, scene, attention)
+
+    qid = question.id
+    key = id_key(qid)
+    if not balanced:
+        for scorer in scorers:
+            scorer._keys.append(key)
+            scorer._correct.append(correct)
+            if prediction is None:
+                scorer._missing.append(qid)
+            scorer._unbalanced += 1
+        return
+    structural, semantic, detailed = question_types(question)
+    group = answer_group(question, first.is_binary, structural=structural)
+    tally = (group, structural, semantic, steps_number(question), words_number(question))
+    links = [id_key(e) for e in entailed if e != qid] if correct and entailed else None
+    if choices is not None:
+        common = "Common" in (detailed or "")
+        valid = match.member(prediction, _COMMON_ANSWERS if common else choices.valid)
+        plausible = match.member(prediction, _COMMON_ANSWERS if common else choices.plausible)
+    distribution_group = global_group(question)
+    for scorer in scorers:
+        scorer._keys.append(key)
+        scorer._correct.append(correct)
+        if prediction is None:
+            scorer._missing.append(qid)
+        _add(scorer._tallies, tally, 1, correct)
+        if links:
+            scorer._links.extend(links)
+            scorer._link_ends.append(len(scorer._links))
+            scorer._anchor_group.append(_GROUP_CODE[group])
+        if choices is not None:
+            scorer._choices[0] += 1
+            scorer._choices[1] += valid
+            scorer._choices[2] += plausible
+        if grounding is not None:
+            scorer._attended += 1
+            scorer._grounding += Fraction(grounding)
+        if distribution_group is not None:
+            _count(scorer._gold, distribution_group, answer_form)
+            if prediction is not None:  # no prediction matches no gold answer: it adds to no count read
+                _count(scorer._predicted, distribution_group, predicted_form)
 
 
 def _count(table: dict[str, dict[str, int]], group: str, answer: str, n: int = 1) -> None:

@@ -49,7 +49,7 @@ from os import PathLike
 from nablafol.scoring.answers import AnswerMatch, exact_match
 from nablafol.scoring.questions import (ANSWER_GROUPS, BinaryOverride, ScorableQuestion, ScoringError,
                                         check_predictions, check_questions, prediction_of)
-from nablafol.scoring.scorer import Scorer, SubsetScore
+from nablafol.scoring.scorer import Scorer, SubsetScore, update_together
 
 __all__ = ["Scores", "Split", "make_split", "score"]
 
@@ -255,24 +255,33 @@ def score(questions: Iterable[ScorableQuestion], predictions: Mapping[str, str],
     ids = {q.id for q in checked}
     unknown = tuple(sorted(str(k) for k in predictions if k not in ids))
 
-    def scored(subset: Iterable[ScorableQuestion]) -> SubsetScore:
-        scorer = Scorer(match, is_binary=is_binary, validity=choices is not None, grounding=attentions is not None)
-        for question in subset:
-            attention = None if attentions is None else attentions.get(question.id)
-            scorer.update(question, prediction_of(predictions, question.id),
-                          choices=None if choices is None else choices.get(question.id), attention=attention,
-                          scene=None if attention is None else _scene_of(question, scene_graphs))
-        return scorer.compute()
+    def scorer() -> Scorer:
+        return Scorer(match, is_binary=is_binary, validity=choices is not None, grounding=attentions is not None)
 
-    overall = scored(checked)
+    def update(scorers: tuple[Scorer, ...], question: ScorableQuestion) -> None:
+        attention = None if attentions is None else attentions.get(question.id)
+        update_together(scorers, question, prediction_of(predictions, question.id),
+                        choices=None if choices is None else choices.get(question.id), attention=attention,
+                        scene=None if attention is None else _scene_of(question, scene_graphs))
+
+    overall = scorer()
     if split is None:
-        return Scores(overall=overall, unknown_predictions=unknown)
-    if not isinstance(split, Split):
-        raise ScoringError(f"split must be a Split, got {type(split).__name__}")
-    _check_split_covers(split, checked)
+        for question in checked:
+            update((overall,), question)
+        return Scores(overall=overall.compute(), unknown_predictions=unknown)
+    try:
+        if not isinstance(split, Split):
+            raise ScoringError(f"split must be a Split, got {type(split).__name__}")
+        _check_split_covers(split, checked)
+    except ScoringError:
+        for question in checked:  # a question that cannot be scored is told first, as ever
+            update((overall,), question)
+        raise
     hard_ids = set(split.hard)
-    return Scores(overall=overall, hard=scored(q for q in checked if q.id in hard_ids),
-                  easy=scored(q for q in checked if q.id not in hard_ids), unknown_predictions=unknown)
+    hard, easy = scorer(), scorer()
+    for question in checked:  # each question read once for the whole set and its part
+        update((overall, hard if question.id in hard_ids else easy), question)
+    return Scores(overall=overall.compute(), hard=hard.compute(), easy=easy.compute(), unknown_predictions=unknown)
 
 
 def _scene_of(question: ScorableQuestion, scene_graphs: Mapping):
