@@ -27,7 +27,7 @@ import json
 import operator
 import os
 import sys
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from json.encoder import c_make_encoder, encode_basestring
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, NamedTuple
@@ -109,8 +109,11 @@ class Question:
         return record
 
 
-# Question's slot setters in field order: GQA's records are built by setting them directly
-_SETTERS = tuple(getattr(Question, f.name).__set__ for f in fields(Question))
+# Question's slot setters: GQA's records are built by setting them directly
+(_set_id, _set_image_id, _set_question, _set_answer, _set_semantic, _set_semantic_str, _set_entailed, _set_equivalent,
+ _set_types, _set_is_balanced, _set_extra_json) = (getattr(Question, name).__set__ for name in (
+    "id", "image_id", "question", "answer", "semantic", "semantic_str", "entailed", "equivalent", "types",
+    "is_balanced", "extra_json"))
 
 
 def encode_extra(extra: Mapping[str, Any]) -> str:
@@ -155,14 +158,19 @@ def _gqa_question(question_id: str, record: dict) -> Question | None:
     except TypeError:
         return None
     extra = {key: value for key, value in record.items() if key not in _KNOWN}
-    # the slots in field order (_SETTERS), as Question(...) would set them, without its keyword handling
+    # the slots set directly, as Question(...) sets them, without its keyword handling
     question = _new(Question)
-    for setter, value in zip(_SETTERS, (
-            question_id, _intern(image_id), text, answer,
-            tuple(map(_compact_step, semantic)), semantic_str, tuple(entailed), tuple(equivalent),
-            dict(zip(map(_intern, types), map(_intern, types.values()))), is_balanced,
-            encode_extra(extra) if extra else "{}")):
-        setter(question, value)
+    _set_id(question, question_id)
+    _set_image_id(question, _intern(image_id))
+    _set_question(question, text)
+    _set_answer(question, answer)
+    _set_semantic(question, tuple(map(_compact_step, semantic)))
+    _set_semantic_str(question, semantic_str)
+    _set_entailed(question, tuple(entailed))
+    _set_equivalent(question, tuple(equivalent))
+    _set_types(question, dict(zip(map(_intern, types), map(_intern, types.values()))))
+    _set_is_balanced(question, is_balanced)
+    _set_extra_json(question, encode_extra(extra) if extra else "{}")
     return question
 
 
