@@ -27,6 +27,9 @@ CHUNK_CHARS = 1 << 20
 _CUT_MARGIN = 16
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
 _DECODER = json.JSONDecoder()
+_SCAN = _DECODER.scan_once  # (text, index) -> (value, end), as raw_decode calls it
+_PLAIN_KEY = re.compile(r'[ \t\n\r]*"([^"\\\x00-\x1f]*)"[ \t\n\r]*:[ \t\n\r]*').match  # a key without escapes
+_SEPARATOR = re.compile(r"[ \t\n\r]*([,}])").match
 
 
 class _ObjectReader:
@@ -40,8 +43,7 @@ class _ObjectReader:
         self.pos = 0
         self.eof = False
         self.start = 0  # where the last decoded value began
-        self.lines_before = 0  # newlines in text already dropped from the buffer
-        self.column_before = 0  # characters since the last dropped newline
+        self.dropped = 0  # characters already dropped from the buffer (read again only to say where an error is)
 
     # -- buffer --------------------------------------------------------------------------
     def _fill(self) -> None:
@@ -60,24 +62,34 @@ class _ObjectReader:
         self.buffer += text
 
     def _drop_consumed(self) -> None:
-        consumed = self.buffer[: self.pos]
-        newlines = consumed.count("\n")
-        if newlines:
-            self.lines_before += newlines
-            self.column_before = len(consumed) - consumed.rfind("\n") - 1
-        else:
-            self.column_before += len(consumed)
+        self.dropped += self.pos
         self.buffer = self.buffer[self.pos:]
         self.pos = 0
 
     def _location(self, index: int) -> str:
+        lines_before, column_before = self._dropped_lines()
         newlines = self.buffer.count("\n", 0, index)
-        line = self.lines_before + newlines + 1
+        line = lines_before + newlines + 1
         if newlines:
             column = index - self.buffer.rfind("\n", 0, index)
         else:
-            column = self.column_before + index + 1
+            column = column_before + index + 1
         return f"line {line}, column {column}"
+
+    def _dropped_lines(self) -> tuple[int, int]:
+        """Newlines in the text dropped from the buffer, and characters after the last of them
+        (counted only for an error's message: the file is read again up to the buffer)."""
+        lines, column, left = 0, 0, self.dropped
+        with open_text(self.path) as stream:
+            while left:
+                text = stream.read(min(left, self.chunk_chars))
+                if not text:
+                    break
+                left -= len(text)
+                newlines = text.count("\n")
+                lines += newlines
+                column = len(text) - text.rfind("\n") - 1 if newlines else column + len(text)
+        return lines, column
 
     def error(self, message: str, index: int | None = None) -> InputFileError:
         where = self._location(self.pos if index is None else index)
@@ -195,6 +207,25 @@ def _members(path: Path, expected: str, chunk_chars: int, texts: bool) -> Iterat
             reader.pos += 1
         else:
             while True:
+                # a member whose key has no escapes, followed by its separator in the buffer (so no part
+                # of it was cut by the chunk's end): read with two regular expressions and one call of
+                # the C scanner; anything else (cut, escaped, malformed) is read again below, token by token
+                buffer = reader.buffer
+                key_match = _PLAIN_KEY(buffer, reader.pos)
+                if key_match is not None:
+                    start = key_match.end()
+                    try:
+                        value, end = _SCAN(buffer, start)
+                        separator = _SEPARATOR(buffer, end)
+                    except (StopIteration, ValueError, RecursionError):
+                        separator = None
+                    if separator is not None:
+                        reader.start, reader.pos = start, separator.end()
+                        yield key_match.group(1), value, (buffer[start:end] if texts else None)
+                        if separator.group(1) == "}":
+                            break
+                        reader.compact()
+                        continue
                 if reader.peek() != '"':
                     raise reader.error("expected a string key")
                 key = reader.value()

@@ -166,6 +166,16 @@ class SceneGraph:
         return record
 
 
+_new = object.__new__
+# the slot setters of SceneObject's fields and SceneRelation's: the plain records are built by setting them
+# directly
+(_set_obj_id, _set_obj_names, _set_obj_x, _set_obj_y, _set_obj_w, _set_obj_h, _set_obj_attributes, _set_obj_relations,
+ _set_obj_name, _set_obj_extra) = (getattr(SceneObject, name).__set__ for name in (
+    "id", "names", "x", "y", "w", "h", "attributes", "relations", "name", "extra"))
+_set_rel_name, _set_rel_object_id, _set_rel_p, _set_rel_extra = (getattr(SceneRelation, name).__set__
+                                                  for name in ("name", "object_id", "p", "extra"))
+
+
 def scene_graph_from_record(image_id: str, record: Any, *,
                             path: Path | str = "<record>") -> SceneGraph:
     """Build and check a :class:`SceneGraph` from one decoded ``{imageId: graph}`` value."""
@@ -175,16 +185,20 @@ def scene_graph_from_record(image_id: str, record: Any, *,
         if required not in record:
             raise check.fail(f"{required} is missing")
     objects_record = check.object(record["objects"], "objects")
-    plain: dict = {}  # (name, object id) -> its SceneRelation, shared by the scene's subjects
+    plain = _SceneRelations()  # (name, object id) -> its SceneRelation, shared by the scene's subjects
     objects = tuple(_object_from_record(image_id, object_id, value, path, plain)
                     for object_id, value in objects_record.items())
+    targets = set()
     for obj in objects:
-        for relation in obj.relations:
-            if relation.object_id not in objects_record:
-                raise InputFileError(
-                    path, f"relation {relation.name!r} points to object {relation.object_id}, "
-                          f"which is not an object of this image",
-                    f"image {image_id}, object {obj.id}")
+        targets.update(map(_TARGET, obj.relations))
+    if not targets <= objects_record.keys():  # say which relation points outside, the first in file order
+        for obj in objects:
+            for relation in obj.relations:
+                if relation.object_id not in objects_record:
+                    raise InputFileError(
+                        path, f"relation {relation.name!r} points to object {relation.object_id}, "
+                              f"which is not an object of this image",
+                        f"image {image_id}, object {obj.id}")
     extra = {k: v for k, v in record.items() if k not in _GRAPH_FIELDS}
     return SceneGraph(
         image_id=image_id,
@@ -197,26 +211,54 @@ def scene_graph_from_record(image_id: str, record: Any, *,
     )
 
 
+class _SceneRelations(dict):
+    """``(name, object id)`` -> the scene's one plain :class:`SceneRelation` of that pair, its strings
+    interned, made on first look-up (``[]``; a name or object id not a string: KeyError)."""
+
+    __slots__ = ()
+
+    def __missing__(self, key: tuple) -> SceneRelation:
+        name, object_id = key
+        if type(name) is not str or type(object_id) is not str:
+            raise KeyError(key)
+        # the slots set directly (as SceneRelation(name, object_id) sets them, less its keyword handling)
+        relation = self[key] = _new(SceneRelation)
+        _set_rel_name(relation, _intern(name))
+        _set_rel_object_id(relation, _intern(object_id))
+        _set_rel_p(relation, 1.0)
+        _set_rel_extra(relation, _NO_EXTRA)
+        return relation
+
+
 _PLAIN_KEYS = frozenset(("name", "x", "y", "w", "h", "attributes", "relations"))
 
 
 def _object_from_record(image_id: str, object_id: str, record: Any, path: Path | str,
-                        plain: dict) -> SceneObject:
+                        plain: _SceneRelations) -> SceneObject:
     # GQA's own objects (a name, an integer box, a list of attribute strings, relations; nothing
     # else): 200,000 at the validation split's size, so they are checked in a few C-level passes
     # and built directly; anything else goes through the field-by-field check below
     if type(record) is dict and record.keys() == _PLAIN_KEYS:
-        name, x, y, w, h, attributes, relations = (record["name"], record["x"], record["y"], record["w"],
-                                                   record["h"], record["attributes"], record["relations"])
+        name, x, y, w, h, attributes, relations = _GET_PLAIN(record)
         if (type(name) is str and type(x) is int and type(y) is int and type(w) is int and type(h) is int
                 and w >= 0 and h >= 0 and abs(x) <= _LARGEST_INT and abs(y) <= _LARGEST_INT
                 and w <= _LARGEST_INT and h <= _LARGEST_INT
                 and type(attributes) is list and type(relations) is list
                 and all(type(a) is str for a in attributes)):
-            check = RecordChecker(path, f"image {image_id}, object {object_id}")
-            return SceneObject(id=object_id, names={name: 1.0}, attributes=dict.fromkeys(attributes, 1.0),
-                               relations=_relations_from_records(check, relations, plain), name=name,
-                               extra=_NO_EXTRA, x=x, y=y, w=w, h=h)
+            # the slots, as SceneObject(...) sets them: its __post_init__ has nothing to check (names
+            # holds name) or to fill in (name is given)
+            obj = _new(SceneObject)
+            _set_obj_id(obj, object_id)
+            _set_obj_names(obj, {name: 1.0})
+            _set_obj_x(obj, x)
+            _set_obj_y(obj, y)
+            _set_obj_w(obj, w)
+            _set_obj_h(obj, h)
+            _set_obj_attributes(obj, dict.fromkeys(attributes, 1.0))
+            _set_obj_relations(obj, _relations_from_records(None, relations, plain, path, image_id, object_id))
+            _set_obj_name(obj, name)
+            _set_obj_extra(obj, _NO_EXTRA)
+            return obj
     check = RecordChecker(path, f"image {image_id}, object {object_id}")
     check.object(record, "the object")
     name = check.optional_string(record.get("name"), "name")
@@ -248,52 +290,45 @@ def _object_from_record(image_id: str, object_id: str, record: Any, path: Path |
     relations_record = record.get("relations", [])
     if not isinstance(relations_record, list):
         raise check.fail("relations must be a list of {\"name\", \"object\"} objects")
-    relations = _relations_from_records(check, relations_record, plain)
+    relations = _relations_from_records(check, relations_record, plain, path, image_id, object_id)
     extra = {k: v for k, v in record.items() if k not in _OBJECT_FIELDS}
     return SceneObject(id=object_id, names=names, attributes=attributes, relations=relations,
                        name=name, extra=extra or _NO_EXTRA, **box)
 
 
 _NAME_AND_OBJECT = operator.itemgetter("name", "object")
+_GET_PLAIN = operator.itemgetter("name", "x", "y", "w", "h", "attributes", "relations")
+_TARGET = operator.attrgetter("object_id")
 
 
-def _relations_from_records(check: RecordChecker, records: list, plain: dict) -> tuple[SceneRelation, ...]:
-    # hundreds per scene, nearly all a {"name", "object"} pair the scene has listed before:
-    # those are found in C (lengths, keys, look-ups); the rest go through the full check
-    try:
-        found = list(map(plain.get, map(_NAME_AND_OBJECT, records))) if set(map(len, records)) == {2} else None
-    except (KeyError, TypeError):  # not all {"name", "object"} objects
-        found = None
-    if found is None:
-        return tuple(_relation_from_record(check, index, value, plain) for index, value in enumerate(records))
-    for index in [index for index, relation in enumerate(found) if relation is None]:
-        # a pair new to the scene (a tenth of them): made here once; an odd type goes on to the check
-        record = records[index]
-        name, object_id = record["name"], record["object"]
-        if type(record) is dict and type(name) is str and type(object_id) is str:
-            found[index] = _plain_relation(plain, name, object_id)  # an earlier subject may have made it
-        else:
-            found[index] = _relation_from_record(check, index, record, plain)
-    return tuple(found)
+def _relations_from_records(check: RecordChecker | None, records: list, plain: _SceneRelations, path: Path | str,
+                            image_id: str, object_id: str) -> tuple[SceneRelation, ...]:
+    # hundreds per scene, nearly all a {"name", "object"} pair of strings: all looked up in C (types,
+    # lengths, keys, the scene's relations, which make a new pair's on first look-up); anything else
+    # goes through the full check, record by record (``check``: None until one is needed)
+    if not records:
+        return ()
+    if set(map(type, records)) == _ONLY_DICT and set(map(len, records)) == _ONLY_TWO:
+        try:
+            return tuple(map(plain.__getitem__, map(_NAME_AND_OBJECT, records)))
+        except (KeyError, TypeError):  # not all {"name", "object"}, or not strings (unhashable ones included)
+            pass
+    if check is None:
+        check = RecordChecker(path, f"image {image_id}, object {object_id}")
+    return tuple(_relation_from_record(check, index, value, plain) for index, value in enumerate(records))
 
 
-def _plain_relation(plain: dict, name: str, object_id: str) -> SceneRelation:
-    """The scene's one SceneRelation of ``(name, object_id)``, its strings interned, made on first use."""
-    key = (name, object_id)
-    relation = plain.get(key)
-    if relation is None:
-        relation = plain[key] = SceneRelation(_intern(name), _intern(object_id))
-    return relation
+_ONLY_DICT, _ONLY_TWO = {dict}, {2}
 
 
-def _relation_from_record(check: RecordChecker, index: int, record: Any, plain: dict) -> SceneRelation:
+def _relation_from_record(check: RecordChecker, index: int, record: Any, plain: _SceneRelations) -> SceneRelation:
     # GQA's relations are {"name", "object"} strings, hundreds per scene: the common case goes
     # straight through, one frozen SceneRelation per distinct (name, object) of the scene
     # (many subjects are "to the left of" the same object), its strings interned
     if type(record) is dict and len(record) == 2:
         name, object_id = record.get("name"), record.get("object")
         if type(name) is str and type(object_id) is str:
-            return _plain_relation(plain, name, object_id)
+            return plain[name, object_id]
     what = f"relations[{index}]"
     check.object(record, what)
     for required in ("name", "object"):

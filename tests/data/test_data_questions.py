@@ -2,10 +2,11 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from nablafol.data import (ProgramSource, Question, iter_questions, load_questions,
@@ -173,3 +174,62 @@ def test_writer_refuses_duplicate_ids(tmp_path):
     with pytest.raises(ValueError, match="question 1 given twice"):
         write_questions(tmp_path / "q.json", [question, question])
     assert not (tmp_path / "q.json").exists()  # nothing half-written
+
+
+class _NotPlainDict(dict):
+    """A record the fast path of GQA's records does not take (it reads only exact dicts)."""
+
+
+_GQA_RECORD = raw(VAL)["20968244"]
+_WILD = st.one_of(st.integers(-2, 9), st.floats(allow_nan=False), st.text(max_size=2), st.booleans(), st.none(),
+                  st.lists(st.one_of(st.text(max_size=2), st.integers(), st.none()), max_size=2),
+                  st.dictionaries(st.sampled_from(["structural", "operation", "argument"]),
+                                  st.one_of(st.text(max_size=2), st.integers(), st.none()), max_size=2))
+_STEP = st.one_of(st.fixed_dictionaries({"operation": st.sampled_from(["select", "exist"]) | _WILD,
+                                         "dependencies": st.lists(st.integers(0, 3), max_size=2),
+                                         "argument": st.text(max_size=3)}), _WILD)
+
+
+def _fields(question):  # everything a Question holds, with the order of each dict's keys
+    if isinstance(question, str):
+        return question
+    steps = [[(k, v, _interned(k), _interned(v)) for k, v in s.items()] if isinstance(s, dict) else s
+             for s in question.semantic or ()]
+    types = [(k, v, _interned(k), _interned(v)) for k, v in question.types.items()]
+    return (repr(question), steps, types, question.extra_json, type(question.types), _interned(question.image_id))
+
+
+def _interned(value) -> bool | None:
+    return sys.intern(value) is value if type(value) is str else None
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([*_GQA_RECORD, "other"]), _WILD | st.lists(_STEP, max_size=3)), max_size=2),
+       st.lists(st.sampled_from(list(_GQA_RECORD)), max_size=2),
+       st.permutations(["operation", "dependencies", "argument"]))
+@example([], [], ["operation", "dependencies", "argument"])
+@example([("answer", None)], [], ["operation", "dependencies", "argument"])
+@example([("entailed", ["1", 2])], [], ["operation", "dependencies", "argument"])
+@example([("types", {"structural": 1})], [], ["operation", "dependencies", "argument"])
+@example([("semantic", [{"operation": 5, "dependencies": [], "argument": ""}])], [], ["operation", "dependencies", "argument"])
+@example([], ["isBalanced"], ["argument", "operation", "dependencies"])
+def test_gqa_records_read_on_the_fast_path_as_the_full_check_reads_them(spoilt, removed, step_order):
+    # GQA's record, with fields changed (or added) to anything, removed, and its steps' keys reordered:
+    # whatever either reading gives (a question, or the same one-line refusal), the other gives too
+    record = {k: v for k, v in _GQA_RECORD.items() if k not in removed}
+    if "semantic" in record:
+        record["semantic"] = [{k: step[k] for k in step_order} for step in record["semantic"]]
+    record.update(spoilt)
+
+    def read(value):
+        try:
+            return _fields(question_from_record("20968244", value, path="q.json"))
+        except InputFileError as error:
+            return str(error)
+    full = _NotPlainDict(record)  # and each of its steps: they take the full reading too
+    if isinstance(full.get("semantic"), list):
+        full["semantic"] = [_NotPlainDict(step) if type(step) is dict else step for step in full["semantic"]]
+    fast = read(dict(record))
+    assert fast == read(full)
+    if not removed and not spoilt and step_order == ["operation", "dependencies", "argument"]:
+        assert not isinstance(fast, str) and fast[0] == repr(load_questions(VAL)["20968244"])

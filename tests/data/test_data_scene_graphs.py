@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import copy
+import sys
 import json
 from pathlib import Path
 
@@ -280,3 +281,18 @@ def test_a_plain_gqa_object_takes_the_fast_path_and_keeps_every_fact():
     full = scene_graph_from_record("7", {"width": 9, "height": 9, "objects": {"1": _NotPlainDict(record),
                                                                             "2": dict(record, relations=[])}})
     assert fast == full and fast.objects[0].attributes == {"tall": 1.0, "old": 1.0}
+
+
+def test_a_scene_holds_one_relation_per_plain_pair_its_strings_interned():
+    # memory at GQA's size: subjects listing the same (name, object) share one SceneRelation
+    near = "".join(["ne", "ar"])  # built at run time: not the compiler's interned constant
+    objects = {"1": {"name": "man", "x": 1, "y": 2, "w": 3, "h": 4, "attributes": [],
+                     "relations": [{"name": near, "object": "3"}, {"name": "on", "object": "3"}]},
+               "2": {"name": "cup", "x": 1, "y": 2, "w": 3, "h": 4, "attributes": [],
+                     "relations": [{"name": near, "object": "3"}, {"name": "near", "object": "1"}]},
+               "3": {"name": "table", "x": 0, "y": 0, "w": 9, "h": 9, "attributes": [], "relations": []}}
+    graph = scene_graph_from_record("7", {"width": 9, "height": 9, "objects": objects})
+    first, second = graph.objects[0].relations, graph.objects[1].relations
+    assert first[0] is second[0] and first[0] == SceneRelation("near", "3")
+    assert len({id(r) for obj in graph.objects for r in obj.relations}) == 3
+    assert all(sys.intern(r.name) is r.name and sys.intern(r.object_id) is r.object_id for r in first + second)
