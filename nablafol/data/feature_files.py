@@ -20,13 +20,16 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Iterable, NamedTuple
+from typing import TYPE_CHECKING, Iterable, NamedTuple
 
 import numpy as np
 
 from nablafol.data.fields import RecordChecker
 from nablafol.data.json_stream import iter_object_members
 from nablafol.errors import InputFileError
+
+if TYPE_CHECKING:  # imported where files are opened: every command imports this module, few read features
+    import h5py
 
 INFO_NAME = "gqa_objects_info.json"
 FILE_PATTERN = "gqa_objects_{}.h5"
@@ -127,7 +130,7 @@ class FeatureStore:
 
     def _file(self, number: int, image_id: str) -> h5py.File:
         if number not in self._files:
-            import h5py  # here, not at the top: every command imports this module, few read features
+            import h5py
             path = self.folder / FILE_PATTERN.format(number)
             if not path.is_file():
                 raise InputFileError(path, "no such file (the features index points to it)",

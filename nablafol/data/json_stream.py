@@ -43,7 +43,8 @@ class _ObjectReader:
         self.pos = 0
         self.eof = False
         self.start = 0  # where the last decoded value began
-        self.dropped = 0  # characters already dropped from the buffer (read again only to say where an error is)
+        self.lines_before = 0  # newlines in text already dropped from the buffer
+        self.column_before = 0  # characters since the last dropped newline
 
     # -- buffer --------------------------------------------------------------------------
     def _fill(self) -> None:
@@ -62,34 +63,25 @@ class _ObjectReader:
         self.buffer += text
 
     def _drop_consumed(self) -> None:
-        self.dropped += self.pos
+        # lines counted as text is dropped (counted in C, no copy): a path may be a pipe, which
+        # cannot be read again to say where an error is
+        newlines = self.buffer.count("\n", 0, self.pos)
+        if newlines:
+            self.lines_before += newlines
+            self.column_before = self.pos - self.buffer.rfind("\n", 0, self.pos) - 1
+        else:
+            self.column_before += self.pos
         self.buffer = self.buffer[self.pos:]
         self.pos = 0
 
     def _location(self, index: int) -> str:
-        lines_before, column_before = self._dropped_lines()
         newlines = self.buffer.count("\n", 0, index)
-        line = lines_before + newlines + 1
+        line = self.lines_before + newlines + 1
         if newlines:
             column = index - self.buffer.rfind("\n", 0, index)
         else:
-            column = column_before + index + 1
+            column = self.column_before + index + 1
         return f"line {line}, column {column}"
-
-    def _dropped_lines(self) -> tuple[int, int]:
-        """Newlines in the text dropped from the buffer, and characters after the last of them
-        (counted only for an error's message: the file is read again up to the buffer)."""
-        lines, column, left = 0, 0, self.dropped
-        with open_text(self.path) as stream:
-            while left:
-                text = stream.read(min(left, self.chunk_chars))
-                if not text:
-                    break
-                left -= len(text)
-                newlines = text.count("\n")
-                lines += newlines
-                column = len(text) - text.rfind("\n") - 1 if newlines else column + len(text)
-        return lines, column
 
     def error(self, message: str, index: int | None = None) -> InputFileError:
         where = self._location(self.pos if index is None else index)

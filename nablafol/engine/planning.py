@@ -6,7 +6,7 @@ registry's predicate ids, so the registry keeps it (``_Registry.packed``).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Sequence
 
 import numpy as np
@@ -607,11 +607,13 @@ class _Packed:
         return _weight((self.v, self.a, self.s, self.e), self.candidates, self.grounding)
 
 
+_GROUNDING_ARRAYS = tuple(f.name for f in fields(_GroundingRows))  # once: dataclasses.fields is slow
+
+
 def _weight(tables, candidates: np.ndarray, grounding: _GroundingRows) -> int:
     """What keeping a plan or a pack costs, in rows: its tables', its candidates', its grounding
     rows', and a fixed part for its arrays and objects (what the engine's caches are bounded by)."""
-    grounding_rows = (len(grounding.roots) + len(grounding.merges) + len(grounding.allsame)
-                      + len(grounding.allsame_values))
+    grounding_rows = sum(len(getattr(grounding, name)) for name in _GROUNDING_ARRAYS)
     return sum(map(len, tables)) + len(candidates) + grounding_rows + _PACK_OVERHEAD_ROWS
 
 

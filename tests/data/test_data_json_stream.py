@@ -66,6 +66,31 @@ def test_syntax_error_reports_the_line_and_column_json_reports(tmp_path, chunk):
     assert "Expecting value" in message and message.startswith(str(path))
 
 
+def test_an_error_in_a_pipe_says_its_line_and_column():
+    """A path that cannot be read twice (``<(zcat ...)``, ``/dev/stdin``): where the error is
+    must be counted as the text goes by, not by reading the file again."""
+    import os
+    import threading
+    text = "{\n" + ",\n".join(f' "k{i}": {i}' for i in range(200)) + ',\n "bad": tru\n}'
+    with pytest.raises(json.JSONDecodeError) as expected:
+        json.loads(text)
+    read_end, write_end = os.pipe()
+
+    def write() -> None:
+        with os.fdopen(write_end, "w", encoding="utf-8") as stream:
+            stream.write(text)
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    try:
+        with pytest.raises(InputFileError) as caught:
+            members(Path(f"/dev/fd/{read_end}"), 64)
+    finally:
+        writer.join()
+        os.close(read_end)
+    assert f"line {expected.value.lineno}, column {expected.value.colno}" in str(caught.value)
+
+
 def test_members_before_an_error_are_yielded_first(tmp_path):
     """Streaming: the reader does not parse the whole file before yielding."""
     path = write(tmp_path, '{"a": 1, "b": 2, "c": ]')
