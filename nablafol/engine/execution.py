@@ -294,7 +294,7 @@ class Engine(torch.nn.Module):
         return Requests(
             torch.as_tensor(scene, device=device),
             torch.as_tensor(local.reshape(-1), device=device),
-            tuple(plan.predicates[i] for i in distinct),
+            tuple(map(plan.predicates.__getitem__, distinct.tolist())),
         )
 
     def _ask(self, oracle, requests: Requests, arity: int, n: int, object_mask: torch.Tensor,

@@ -147,8 +147,10 @@ class PredicateColumns:
         # the same, for an oracle's batch pass: raw string -> columns, and the strings outside the ontology
         self.label_cache: dict[str, tuple[int, ...]] = {}
         self.value_cache: dict[str, tuple[int, ...]] = {}
+        self.relation_cache: dict[str, int] = {}
         self.outside_names: set[str] = set()
         self.outside_values: set[str] = set()
+        self.outside_relations: set[str] = set()
         # predicate -> what every oracle over this vocabulary resolves it to, where that cannot
         # change as the vocabulary grows: (kind, column) found under the predicate's own name (a
         # key is never renumbered, and it is tried first), (kind, name) of compare and same
@@ -239,6 +241,9 @@ class PredicateColumns:
         if col is None:
             col = self.relations[self.ontology.normalize(raw)] = len(self.relations)
         found = self._relation_cache[raw] = (col, outside)
+        self.relation_cache[raw] = col
+        if outside:
+            self.outside_relations.add(raw)
         return found
 
     def find(self, kind: str, name: str) -> int | None:
@@ -306,7 +311,8 @@ class SceneGraphOracle:
         pseudo = np.arange(n_scenes, dtype=np.int64) * n + counts  # each scene's pseudo-object, as (scene * n + row)
         boxes = np.zeros((n_scenes * n, 4))
         if objects:
-            boxes[where] = np.array(list(map(_box, objects)), dtype=np.float64)
+            boxes[where] = np.fromiter(chain.from_iterable(map(_box, objects)), dtype=np.float64,
+                                       count=4 * len(objects)).reshape(-1, 4)
         images = np.array([(g.width, g.height) for g in graphs], dtype=np.float64).reshape(n_scenes, 2)
         real = np.zeros(n_scenes * n, dtype=bool)
         real[where] = True
@@ -413,24 +419,25 @@ class SceneGraphOracle:
             targets.extend(map(index.__getitem__, map(_relation_object, relations[start:stop])))
             start = stop
         return self._combined_relations(np.repeat(where, counts), list(map(_relation_name, relations)), targets,
-                                        list(map(_relation_p, relations)))
+                                        np.fromiter(map(_relation_p, relations), dtype=np.float64, count=len(relations)))
 
     def _combined_relations(self, owner, names, targets, probs) -> BinaryFacts:
         """One fact per (scene, subject, object, column): a relation listed twice combines by
         noisy-or, ``1 − Π (1 − p)`` in the order listed; names outside the ontology are counted."""
         cols = self.columns
-        column_of = {}
-        for name in set(names):
-            column_of[name] = cols.relation_column(name)
+        try:
+            column = np.fromiter(map(cols.relation_cache.__getitem__, names), dtype=np.int64, count=len(names))
+        except KeyError:  # names new to the vocabulary: numbered as met in the batch's set of names
+            for name in set(names):
+                cols.relation_column(name)
+            column = np.fromiter(map(cols.relation_cache.__getitem__, names), dtype=np.int64, count=len(names))
         n_columns = max(1, len(self.columns.relations))
-        column = np.fromiter(map(column_of.__getitem__, names), dtype=np.int64, count=len(names))
         owner = np.asarray(owner, dtype=np.int64)
         target = np.asarray(targets, dtype=np.int64)
         not_held = 1.0 - np.asarray(probs, dtype=np.float64)
-        outside = {name for name in column_of if cols.relation_is_open(name)}
-        if outside:  # counting millions of names only when some lie outside the ontology
+        if not cols.outside_relations.isdisjoint(names):  # counting millions of names only when some lie outside
             for name, times in Counter(names).items():
-                if name in outside:
+                if name in cols.outside_relations:
                     self.unknown_concepts[("rel", name)] += times
         key = (owner * self._n + target) * n_columns + column
         order = np.argsort(key, kind="stable")  # a repeated fact's listings stay in file order
@@ -502,10 +509,10 @@ class SceneGraphOracle:
             if kind == "rel":
                 cols = np.array([c if k == "rel" else 0 for k, c in resolved], dtype=np.int64)
                 wanted = cols[pred[rows]]
-                absent = wanted == ABSENT
-                table = self._relation_facts.gather(scene[rows], np.where(absent, 0, wanted), self._n, dtype=dtype,
-                                                    log=True)
-                table[torch.from_numpy(absent)] = float("-inf")
+                present = wanted != ABSENT  # an absent relation's rows stay -inf
+                self._relation_facts.gather(scene[rows[present]], wanted[present], self._n, log=True, out=out,
+                                            at=rows[present])
+                continue
             elif kind == "compare" and target in geometry.RULES:
                 table = torch.where(self._geometric(target, scene[rows]), 0.0, float("-inf")).to(dtype)
             else:
