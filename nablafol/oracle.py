@@ -9,8 +9,9 @@ the batch's largest scene:
 * ``unary(requests) -> (R, N)``: ``log α(π | x_i)``;
 * ``binary(requests) -> (R, N, N)``: ``log α(π | x_i, y_j)`` (row = first argument).
 
-Values at padded objects are ignored. Oracles don't know programs; the engine doesn't
-know where probabilities come from.
+Values at padded objects are ignored (the engine writes ``-inf`` there); an oracle whose
+``pads_with_zeros`` is true promises ``-inf`` there already, and is not masked again. Oracles
+don't know programs; the engine doesn't know where probabilities come from.
 
 Example:
     >>> import torch

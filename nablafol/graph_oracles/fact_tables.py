@@ -95,11 +95,16 @@ class BinaryFacts(_Keyed):
                                                     "prob": np.asarray(prob, dtype=np.float64)})
 
     def gather(self, scene: np.ndarray, column: np.ndarray, n: int, dtype=torch.float64,
-               log: bool = False) -> torch.Tensor:
-        """``(R, n, n)`` probabilities (or their logs) of ``column[r](subject, object)`` in ``scene[r]``."""
+               log: bool = False, out: torch.Tensor | None = None, at: np.ndarray | None = None) -> torch.Tensor:
+        """``(R, n, n)`` probabilities (or their logs) of ``column[r](subject, object)`` in ``scene[r]``;
+        with ``out`` (a table of 0s, or of ``-inf`` with ``log``), row ``r`` is written into its row
+        ``at[r]`` instead, and ``out`` returned."""
         rows, idx = self._match(scene, column)
-        out = self._empty((len(scene), n, n), log, dtype)
+        if out is None:
+            out = self._empty((len(scene), n, n), log, dtype)
+        elif len(rows):
+            rows = at[rows]
         if len(rows):
             out[torch.from_numpy(rows), torch.from_numpy(self.subj[idx]),
-                torch.from_numpy(self.obj[idx])] = self._values(idx, log, dtype)
+                torch.from_numpy(self.obj[idx])] = self._values(idx, log, out.dtype)
         return out

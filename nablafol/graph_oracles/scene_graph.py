@@ -40,9 +40,12 @@ object (a scene graph is the whole truth of its image). GQA's own words (``dsl.w
 
 A plain graph is the case where every listed fact has p = 1, so every answer is 0/1.
 
-Speed: per object the graph's facts are stored once as sparse arrays (see
+Speed: a batch's facts are read in a few passes over all its objects at once (names, values
+and relations gathered in C, mapped to columns through the vocabulary's caches, combined with
+numpy in the order the rules above name them) and stored as sparse arrays (see
 :mod:`~nablafol.graph_oracles.fact_tables`); a call maps the distinct predicates to vocabulary
-columns (one dict look-up each) and answers all rows with a few gathers.
+columns (one dict look-up each, shared by every oracle over the vocabulary) and answers all
+rows with a few gathers.
 
     >>> from nablafol.data import load_scene_graphs
     >>> from nablafol.oracle import Requests
@@ -60,8 +63,9 @@ from __future__ import annotations
 
 import weakref
 from collections import Counter
-from operator import attrgetter
-from typing import Any, Iterable, Mapping, Sequence
+from itertools import chain
+from operator import attrgetter, methodcaller
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import torch
@@ -91,6 +95,10 @@ EVERY_OBJECT = -2  # the column of `this`, `it`, `they`, ...: true of every real
 
 
 _relation_name, _relation_object, _relation_p = (attrgetter(a) for a in ("name", "object_id", "p"))
+_objects, _names, _attributes, _relations_of, _object_id = (attrgetter(a) for a in (
+    "objects", "names", "attributes", "relations", "id"))
+_box = attrgetter("x", "y", "w", "h")
+_values_of = methodcaller("values")
 
 
 def _default_ontology():
@@ -136,6 +144,18 @@ class PredicateColumns:
         self._person = ontology.classes_under("person") if ontology.is_name("person") else frozenset()
         self._label_cache: dict[str, tuple[tuple[int, ...], bool]] = {}
         self._value_cache: dict[str, tuple[tuple[int, ...], bool]] = {}
+        # the same, for an oracle's batch pass: raw string -> columns, and the strings outside the ontology
+        self.label_cache: dict[str, tuple[int, ...]] = {}
+        self.value_cache: dict[str, tuple[int, ...]] = {}
+        self.relation_cache: dict[str, int] = {}
+        self.outside_names: set[str] = set()
+        self.outside_values: set[str] = set()
+        self.outside_relations: set[str] = set()
+        # predicate -> what every oracle over this vocabulary resolves it to, where that cannot
+        # change as the vocabulary grows: (kind, column) found under the predicate's own name (a
+        # key is never renumbered, and it is tried first), (kind, name) of compare and same
+        self.resolved: dict[Predicate, tuple[str, int | str]] = {}
+        self.unary_columns: dict[Predicate, int] = {}  # the unary ones' columns alone
         self._relation_cache: dict[str, tuple[int, bool]] = {}
 
     def _column(self, kind: str, key: str) -> int:
@@ -174,6 +194,9 @@ class PredicateColumns:
         if gender is not None and group:  # a group's name tells its members' gender
             keys.append(("attr", gender))
         found = self._label_cache[raw] = (tuple(self._column(*k) for k in keys), outside)
+        self.label_cache[raw] = found[0]
+        if outside:
+            self.outside_names.add(raw)
         return found
 
     def value_columns(self, raw: str) -> tuple[int, ...]:
@@ -194,6 +217,9 @@ class PredicateColumns:
         outside = not self.ontology.is_attribute_value(value)
         keys = [("attr", value)] + [("trait", t) for t, vals in traits.TRAIT_ATTRIBUTES.items() if value in vals]
         found = self._value_cache[raw] = (tuple(self._column(*k) for k in keys), outside)
+        self.value_cache[raw] = found[0]
+        if outside:
+            self.outside_values.add(raw)
         return found
 
     def relation_column(self, raw: str) -> int:
@@ -215,6 +241,9 @@ class PredicateColumns:
         if col is None:
             col = self.relations[self.ontology.normalize(raw)] = len(self.relations)
         found = self._relation_cache[raw] = (col, outside)
+        self.relation_cache[raw] = col
+        if outside:
+            self.outside_relations.add(raw)
         return found
 
     def find(self, kind: str, name: str) -> int | None:
@@ -250,6 +279,10 @@ class SceneGraphOracle:
     Answers are returned on ``device`` in the default float dtype.
     """
 
+    #: every answer is ``-inf`` (an exact 0) at the objects past a scene's own (the batch's padding):
+    #: facts are stored of real objects only, and every binary kind is masked by real pairs
+    pads_with_zeros = True
+
     def __init__(self, graphs: Sequence, ontology=None, device=None):
         self.ontology = ontology if ontology is not None else _default_ontology()
         self.columns = PredicateColumns.of(self.ontology)
@@ -260,76 +293,151 @@ class SceneGraphOracle:
         self._num_objects = torch.as_tensor(sizes, device=self.device)
         self._n = int(sizes.max()) if len(sizes) else 0
         self._predicate_cache: dict[Predicate, tuple[str, int | str] | None] = {}
+        self._distinct: torch.Tensor | None = None  # (N, N): off the diagonal, made when first needed
         self._build(sizes)
 
     # ------------------------------------------------------------------ construction
     def _build(self, sizes: np.ndarray) -> None:
-        cols = self.columns
+        """The batch's facts as arrays, in a few passes over all its objects at once: names,
+        attribute values and relations are read in C (``map``, ``chain``), mapped to columns
+        through the vocabulary's caches and combined with numpy, in the order the formulas of
+        the module docstring name them (so sums and products are the same floating-point ones)."""
+        cols, graphs, n = self.columns, self.graphs, self._n
+        n_scenes = len(sizes)
+        counts = sizes - 1  # real objects of each scene
+        objects = list(chain.from_iterable(map(_objects, graphs)))  # every real object, scene by scene
+        scene_of = np.repeat(np.arange(n_scenes), counts)
+        where = scene_of * n + (np.arange(len(objects)) - np.repeat(np.cumsum(counts) - counts, counts))
+        pseudo = np.arange(n_scenes, dtype=np.int64) * n + counts  # each scene's pseudo-object, as (scene * n + row)
+        boxes = np.zeros((n_scenes * n, 4))
+        if objects:
+            boxes[where] = np.fromiter(chain.from_iterable(map(_box, objects)), dtype=np.float64,
+                                       count=4 * len(objects)).reshape(-1, 4)
+        images = np.array([(g.width, g.height) for g in graphs], dtype=np.float64).reshape(n_scenes, 2)
+        real = np.zeros(n_scenes * n, dtype=bool)
+        real[where] = True
+
+        names, values = list(map(_names, objects)), list(map(_attributes, objects))
+        scene_pairs = self._all_scene_pairs(names, values)
+        name_raws, name_p, name_owner = _entries(names, where)
+        value_raws, value_p, value_owner = _entries(values, where)
+        scene_raws = [raw for pairs in scene_pairs for raw, _ in pairs]
+        value_raws += scene_raws
+        value_p = np.concatenate([value_p, np.fromiter((p for pairs in scene_pairs for _, p in pairs), dtype=np.float64,
+                                                       count=len(scene_raws))])
+        value_owner = np.concatenate([value_owner, np.repeat(pseudo, list(map(len, scene_pairs)))]).astype(np.int64)
+        # column sets of each raw string; strings new to the vocabulary first go through it in file order
+        try:
+            label_cols = list(map(cols.label_cache.__getitem__, name_raws))
+            value_cols = list(map(cols.value_cache.__getitem__, value_raws))
+        except KeyError:
+            self._in_file_order(names, values, scene_pairs, len(graphs), count=False)
+            label_cols = list(map(cols.label_cache.__getitem__, name_raws))
+            value_cols = list(map(cols.value_cache.__getitem__, value_raws))
+        if not (cols.outside_names.isdisjoint(name_raws) and cols.outside_values.isdisjoint(value_raws)):
+            self._in_file_order(names, values, scene_pairs, len(graphs), count=True)
+        n_columns = cols.n_unary
+        # names add up (capped at 1); attribute values combine by noisy-or and replace a name's
+        # value for the same column (a group name's gender); the scene column holds of the pseudo-object
+        name_key, name_sum = _per_column(name_owner, label_cols, name_p, n_columns, np.add, 0.0)
+        value_key, not_held = _per_column(value_owner, value_cols, 1.0 - value_p, n_columns, np.multiply, 1.0)
+        kept = ~np.isin(name_key, value_key)
+        key = np.concatenate([name_key[kept], value_key, pseudo * n_columns + cols.unary[("scene", "scene")]])
+        prob = np.concatenate([np.minimum(name_sum[kept], 1.0), 1.0 - not_held, np.ones(n_scenes)])
+        held = prob > 0
+        key, prob = key[held], prob[held]
+        at, col = key // n_columns, key % n_columns
         n_traits = len(traits.TRAITS)
-        trait_index = {int(c): t for t, c in enumerate(cols.trait_columns)}
-        boxes = np.zeros((len(sizes), self._n, 4))
-        images = np.ones((len(sizes), 2))
-        real = np.zeros((len(sizes), self._n), dtype=bool)
-        self._traits = np.zeros((len(sizes), self._n, n_traits))
-        u_scene, u_obj, u_col, u_p = [], [], [], []
-        # relations, flattened: every listed one in file order, with its subject's (scene, row)
-        owners, counts, names, targets, probs = [], [], [], [], []
-
-        def emit(b: int, i: int, probs: Mapping[int, float]) -> None:
-            for col, p in probs.items():
-                if p > 0:
-                    u_scene.append(b), u_obj.append(i), u_col.append(col), u_p.append(p)
-                    t = trait_index.get(col)
-                    if t is not None:
-                        self._traits[b, i, t] = p
-
-        for b, graph in enumerate(self.graphs):
-            images[b] = graph.width, graph.height
-            index = {obj.id: i for i, obj in enumerate(graph.objects)}
-            for i, obj in enumerate(graph.objects):
-                boxes[b, i] = obj.x, obj.y, obj.w, obj.h
-                real[b, i] = True
-                emit(b, i, self._object_facts(obj))
-                relations = obj.relations
-                if relations:  # hundreds per scene: mapped in C, combined below with numpy
-                    owners.append(b * self._n + i), counts.append(len(relations))
-                    names.extend(map(_relation_name, relations))
-                    targets.extend(map(index.__getitem__, map(_relation_object, relations)))
-                    probs.extend(map(_relation_p, relations))
-            emit(b, len(graph.objects), self._scene_facts(graph))
+        trait_of = np.full(n_columns, -1)
+        trait_of[cols.trait_columns] = np.arange(n_traits)
+        self._traits = np.zeros((n_scenes * n, n_traits))
+        is_trait = trait_of[col] >= 0
+        self._traits[at[is_trait], trait_of[col[is_trait]]] = prob[is_trait]
+        self._traits = self._traits.reshape(n_scenes, n, n_traits)
+        u_at, u_col, u_p = [at], [col], [prob]
 
         # positions: one vectorized pass over every real object's box
-        flat_b, flat_i = np.nonzero(real)
-        if len(flat_b):
-            box_t, image_t = torch.from_numpy(boxes[flat_b, flat_i]), torch.from_numpy(images[flat_b])
+        if len(where):
+            box_t, image_t = torch.from_numpy(boxes[where]), torch.from_numpy(images[scene_of])
             for kind, rule in (("hposition", geometry.hposition), ("vposition", geometry.vposition)):
                 which = rule(box_t, image_t).numpy()
                 first = cols.unary[(kind, geometry.POSITIONS[kind][0])]  # the 3 columns are consecutive
-                u_scene.extend(flat_b), u_obj.extend(flat_i), u_col.extend(first + which), u_p.extend([1.0] * len(flat_b))
+                u_at.append(where), u_col.append(first + which), u_p.append(np.ones(len(where)))
+        at = np.concatenate(u_at)
         self._n_unary = cols.n_unary  # columns added later (by other batches) hold here of nothing
-        self._unary_facts = UnaryFacts(u_scene, u_obj, u_col, u_p, self._n_unary)
-        self._relation_facts = self._combined_relations(owners, counts, names, targets, probs)
+        self._unary_facts = UnaryFacts(at // max(1, n), at % max(1, n), np.concatenate(u_col), np.concatenate(u_p),
+                                       self._n_unary)
+        self._relation_facts = self._relations(graphs, objects, where)
         self._n_relations = self._relation_facts.n_columns
-        self._boxes = torch.from_numpy(boxes)
+        self._boxes = torch.from_numpy(boxes.reshape(n_scenes, n, 4))
         self._images = torch.from_numpy(images)
-        self._real = torch.from_numpy(real)
+        self._real = torch.from_numpy(real.reshape(n_scenes, n))
 
-    def _combined_relations(self, owners, counts, names, targets, probs) -> BinaryFacts:
+    def _all_scene_pairs(self, names: list, values: list) -> list:
+        """Each scene's ``(value, p)`` pairs; a malformed field is refused after the strings of the
+        scenes before it (and of its objects) have reached the vocabulary, as when scenes were
+        read one by one."""
+        pairs = []
+        for b, graph in enumerate(self.graphs):
+            try:
+                pairs.append(_scene_pairs(graph))
+            except OracleError:
+                self._in_file_order(names, values, pairs, b + 1, count=False)
+                raise
+        return pairs
+
+    def _in_file_order(self, names: list, values: list, scene_pairs: list, n_scenes: int, count: bool) -> None:
+        """The strings of the first ``n_scenes`` scenes through the vocabulary one by one, in file
+        order (object by object, names before attribute values, each scene's own values after its
+        objects): columns new to the vocabulary are numbered in that order, and ``count`` counts
+        the strings outside the ontology in :attr:`unknown_concepts` in it."""
+        label, value, unknown = self.columns.label, self.columns.value, self.unknown_concepts
+        k = 0
+        for b, graph in enumerate(self.graphs[:n_scenes]):
+            for _ in graph.objects:
+                for raw in names[k]:
+                    if label(raw)[1] and count:
+                        unknown[("name", raw)] += 1
+                for raw in values[k]:
+                    if value(raw)[1] and count:
+                        unknown[("attr", raw)] += 1
+                k += 1
+            for raw, _ in scene_pairs[b] if b < len(scene_pairs) else ():
+                if value(raw)[1] and count:
+                    unknown[("attr", raw)] += 1
+
+    def _relations(self, graphs: tuple, objects: list, where: np.ndarray) -> BinaryFacts:
+        """Every listed relation in file order, with its subject's and object's rows."""
+        listed = list(map(_relations_of, objects))
+        counts = np.fromiter(map(len, listed), dtype=np.int64, count=len(listed))
+        relations = list(chain.from_iterable(listed))
+        ends = np.concatenate([[0], np.cumsum(counts)])[np.cumsum([len(g.objects) for g in graphs], dtype=np.int64)]
+        targets: list[int] = []
+        start = 0
+        for graph, stop in zip(graphs, ends.tolist()):  # hundreds per scene: mapped in C
+            index = dict(zip(map(_object_id, graph.objects), range(len(graph.objects))))
+            targets.extend(map(index.__getitem__, map(_relation_object, relations[start:stop])))
+            start = stop
+        return self._combined_relations(np.repeat(where, counts), list(map(_relation_name, relations)), targets,
+                                        np.fromiter(map(_relation_p, relations), dtype=np.float64, count=len(relations)))
+
+    def _combined_relations(self, owner, names, targets, probs) -> BinaryFacts:
         """One fact per (scene, subject, object, column): a relation listed twice combines by
         noisy-or, ``1 − Π (1 − p)`` in the order listed; names outside the ontology are counted."""
         cols = self.columns
-        column_of = {}
-        for name in set(names):
-            column_of[name] = cols.relation_column(name)
+        try:
+            column = np.fromiter(map(cols.relation_cache.__getitem__, names), dtype=np.int64, count=len(names))
+        except KeyError:  # names new to the vocabulary: numbered as met in the batch's set of names
+            for name in set(names):
+                cols.relation_column(name)
+            column = np.fromiter(map(cols.relation_cache.__getitem__, names), dtype=np.int64, count=len(names))
         n_columns = max(1, len(self.columns.relations))
-        column = np.fromiter(map(column_of.__getitem__, names), dtype=np.int64, count=len(names))
-        owner = np.repeat(np.asarray(owners, dtype=np.int64), np.asarray(counts, dtype=np.int64))
+        owner = np.asarray(owner, dtype=np.int64)
         target = np.asarray(targets, dtype=np.int64)
         not_held = 1.0 - np.asarray(probs, dtype=np.float64)
-        outside = {name for name in column_of if cols.relation_is_open(name)}
-        if outside:  # counting millions of names only when some lie outside the ontology
+        if not cols.outside_relations.isdisjoint(names):  # counting millions of names only when some lie outside
             for name, times in Counter(names).items():
-                if name in outside:
+                if name in cols.outside_relations:
                     self.unknown_concepts[("rel", name)] += times
         key = (owner * self._n + target) * n_columns + column
         order = np.argsort(key, kind="stable")  # a repeated fact's listings stay in file order
@@ -348,51 +456,6 @@ class SceneGraphOracle:
         return BinaryFacts(subject_of // self._n, subject_of % self._n, target[row], column[row], 1 - q[held],
                            n_columns)
 
-    def _object_facts(self, obj) -> dict[int, float]:
-        """Column -> probability for one object: names add up (exclusive classes, capped at 1),
-        attribute values combine by noisy-or (independent facts)."""
-        sums: dict[int, float] = {}
-        label = self.columns.label
-        for raw, p in obj.names.items():
-            label_cols, outside = label(raw)
-            if outside:
-                self.unknown_concepts[("name", raw)] += 1
-            for col in label_cols:
-                sums[col] = sums.get(col, 0.0) + p
-        facts = {col: min(1.0, s) for col, s in sums.items()}
-        facts.update(self._values(obj.attributes.items()))
-        return facts
-
-    def _values(self, pairs: Iterable[tuple[str, float]]) -> dict[int, float]:
-        not_held: dict[int, float] = {}  # column -> Π (1 - p)
-        value = self.columns.value
-        for raw, p in pairs:
-            value_cols, outside = value(raw)
-            if outside:
-                self.unknown_concepts[("attr", raw)] += 1
-            for col in value_cols:
-                not_held[col] = not_held.get(col, 1.0) * (1.0 - p)
-        return {col: 1.0 - q for col, q in not_held.items()}
-
-    def _scene_facts(self, graph) -> dict[int, float]:
-        pairs: list[tuple[str, float]] = []
-        for field in SCENE_FIELDS:
-            value = getattr(graph, field, None) if field in ("location", "weather") else None
-            if value is None:
-                value = graph.extra.get(field)
-            if value is None:
-                continue
-            if isinstance(value, str):
-                pairs.append((value, 1.0))
-            elif isinstance(value, Mapping) and all(isinstance(k, str) and _is_probability(v) for k, v in value.items()):
-                pairs.extend((k, float(v)) for k, v in value.items())
-            else:
-                raise OracleError(f"scene graph of image {graph.image_id}: {field!r} must be a string or "
-                                  f"{{value: probability}}, got {value!r:.60}")
-        facts = self._values(pairs)
-        facts[self.columns.unary[("scene", "scene")]] = 1.0
-        return facts
-
     # ------------------------------------------------------------------ the oracle protocol
     @property
     def num_objects(self) -> torch.Tensor:
@@ -408,7 +471,12 @@ class SceneGraphOracle:
 
     def unary(self, requests: Requests) -> torch.Tensor:
         """``(R, N)`` log-probabilities (see the module docstring)."""
-        cols = np.array([self._require(p, 1)[1] for p in requests.predicates], dtype=np.int64)
+        # columns as every oracle over the vocabulary finds them, bounded to this batch's
+        cols = list(map(self.columns.unary_columns.get, requests.predicates))
+        if None in cols:
+            cols = [self._require(p, 1)[1] if c is None else c for c, p in zip(cols, requests.predicates)]
+        cols = np.array(cols, dtype=np.int64)
+        cols[cols >= self._n_unary] = ABSENT
         scene, pred = _scenes(requests, len(self.graphs), "SceneGraphOracle"), _numpy(requests.predicate)
         wanted = cols[pred] if len(pred) else pred
         absent, every = wanted == ABSENT, wanted == EVERY_OBJECT
@@ -428,24 +496,25 @@ class SceneGraphOracle:
         scene, pred = _scenes(requests, len(self.graphs), "SceneGraphOracle"), _numpy(requests.predicate)
         dtype = torch.get_default_dtype()
         out = torch.full((len(scene), self._n, self._n), float("-inf"), dtype=dtype)
-        groups: dict[tuple[str, Any], list[int]] = {}
-        for k, (kind, target) in enumerate(resolved):
-            groups.setdefault((kind, target if kind != "rel" else None), []).append(k)
-        for (kind, target), preds in groups.items():
-            rows = np.nonzero(np.isin(pred, preds))[0]
+        groups: dict[tuple[str, Any], int] = {}  # one computation per group: every relation, each rule
+        group_of = np.array([groups.setdefault((kind, target if kind != "rel" else None), len(groups))
+                             for kind, target in resolved], dtype=np.int64)
+        group = group_of[pred] if len(pred) else pred
+        by_group = np.argsort(group, kind="stable")  # each group's rows in ascending order
+        bounds = np.searchsorted(group[by_group], np.arange(len(groups) + 1))
+        for (kind, target), g in groups.items():
+            rows = by_group[bounds[g]:bounds[g + 1]]
             if not len(rows):
                 continue
             if kind == "rel":
-                cols = np.zeros(len(resolved), dtype=np.int64)
-                cols[preds] = [resolved[k][1] for k in preds]
+                cols = np.array([c if k == "rel" else 0 for k, c in resolved], dtype=np.int64)
                 wanted = cols[pred[rows]]
-                absent = wanted == ABSENT
-                table = self._relation_facts.gather(scene[rows], np.where(absent, 0, wanted), self._n, dtype=dtype,
-                                                    log=True)
-                table[torch.from_numpy(absent)] = float("-inf")
+                present = wanted != ABSENT  # an absent relation's rows stay -inf
+                self._relation_facts.gather(scene[rows[present]], wanted[present], self._n, log=True, out=out,
+                                            at=rows[present])
+                continue
             elif kind == "compare" and target in geometry.RULES:
-                holds = self._geometric(target, scene[rows])
-                table = torch.zeros(holds.shape, dtype=dtype).masked_fill_(~holds, float("-inf"))
+                table = torch.where(self._geometric(target, scene[rows]), 0.0, float("-inf")).to(dtype)
             else:
                 probs = self._same(target, scene[rows]) if kind == "same" else self._by_traits(target, scene[rows])
                 table = safe_log(probs.to(dtype))
@@ -455,8 +524,9 @@ class SceneGraphOracle:
     # ------------------------------------------------------------------ binary kinds
     def _pair_mask(self, scene: np.ndarray) -> torch.Tensor:
         real = self._real[torch.from_numpy(scene)]
-        eye = torch.eye(self._n, dtype=torch.bool)
-        return real[:, :, None] & real[:, None, :] & ~eye
+        if self._distinct is None:
+            self._distinct = ~torch.eye(self._n, dtype=torch.bool)
+        return real[:, :, None] & real[:, None, :] & self._distinct
 
     def _geometric(self, name: str, scene: np.ndarray) -> torch.Tensor:
         """``(R, N, N)`` bool: the box rule between the real objects of each scene."""
@@ -493,24 +563,47 @@ class SceneGraphOracle:
             return self._predicate_cache[predicate]
         except KeyError:
             pass
-        kind, name, found = predicate.kind, predicate.name, None
-        if predicate.arity == 1 and kind == "name" and name in OBJECT_PRONOUNS:
-            found = (kind, EVERY_OBJECT)
-        elif predicate.arity == 1 and kind in _OPEN_KINDS:  # any name or value: absent from the batch is false
-            col = self.columns.find(kind, _PRONOUN_COLUMN.get(name, name) if kind == "name" else name)
-            found = (kind, ABSENT if col is None or col >= self._n_unary else col)
-        elif predicate.arity == 1 and kind in UNARY_KINDS:
-            col = self.columns.find(kind, name)
-            found = None if col is None else (kind, col)
-        elif predicate.arity == 2 and kind == "rel":
-            col = self.columns.find_relation(name)
-            found = (kind, ABSENT if col is None or col >= self._n_relations else col)
-        elif predicate.arity == 2 and kind == "compare" and name in COMPARATIVES:
-            found = (kind, name)
-        elif predicate.arity == 2 and kind == "same" and (name in _GEOMETRY_TYPES or self.ontology.has_type(name)):
-            found = (kind, name if name in _GEOMETRY_TYPES else self.ontology.type_name(name))
+        found = self.columns.resolved.get(predicate)
+        if found is None:
+            found, lasting = self._look_up(predicate)
+            if lasting:
+                self.columns.resolved[predicate] = found
+                if predicate.arity == 1:
+                    self.columns.unary_columns[predicate] = found[1]
+        if found is not None and found[0] in ("rel",) + _OPEN_KINDS and found[1] >= self._n_columns(found[0]):
+            found = (found[0], ABSENT)  # a column added after this batch was read: none of its graphs holds it
         self._predicate_cache[predicate] = found
         return found
+
+    def _n_columns(self, kind: str) -> int:
+        return self._n_relations if kind == "rel" else self._n_unary
+
+    def _look_up(self, predicate: Predicate) -> tuple[tuple[str, int | str] | None, bool]:
+        """``(found, lasting)``: the predicate in the vocabulary as it is now (before the batch's
+        bound is applied), and whether every later look-up finds the same."""
+        kind, name, columns = predicate.kind, predicate.name, self.columns
+        if predicate.arity == 1 and kind == "name" and name in OBJECT_PRONOUNS:
+            return (kind, EVERY_OBJECT), True
+        if predicate.arity == 1 and kind in UNARY_KINDS:  # an open kind's name absent from the batch is false
+            key = _PRONOUN_COLUMN.get(name, name) if kind == "name" else name
+            col = columns.unary.get((kind, key))
+            if col is not None:
+                return (kind, col), True
+            col = columns.find(kind, key)
+            if col is None:
+                return ((kind, ABSENT) if kind in _OPEN_KINDS else None), False
+            return (kind, col), False
+        if predicate.arity == 2 and kind == "rel":
+            col = columns.relations.get(name.strip())
+            if col is not None:
+                return (kind, col), True
+            col = columns.find_relation(name)
+            return (kind, ABSENT if col is None else col), False
+        if predicate.arity == 2 and kind == "compare" and name in COMPARATIVES:
+            return (kind, name), True
+        if predicate.arity == 2 and kind == "same" and (name in _GEOMETRY_TYPES or self.ontology.has_type(name)):
+            return (kind, name if name in _GEOMETRY_TYPES else self.ontology.type_name(name)), True
+        return None, False
 
     def _require(self, predicate: Predicate, arity: int):
         found = self._resolve(predicate) if predicate.arity == arity else None
@@ -537,6 +630,46 @@ def _scenes(requests: Requests, n_scenes: int, who: str) -> np.ndarray:
         bad = int(scene.min() if scene.min() < 0 else scene.max())
         raise ShapeError(f"{who}: scene index {bad} out of range for a batch of {n_scenes} scenes")
     return scene
+
+
+def _scene_pairs(graph) -> list[tuple[str, float]]:
+    """The ``(value, p)`` pairs the scene pseudo-object carries, field by field (a string: p = 1)."""
+    pairs: list[tuple[str, float]] = []
+    for field in SCENE_FIELDS:
+        value = getattr(graph, field, None) if field in ("location", "weather") else None
+        if value is None:
+            value = graph.extra.get(field)
+        if value is None:
+            continue
+        if isinstance(value, str):
+            pairs.append((value, 1.0))
+        elif isinstance(value, Mapping) and all(isinstance(k, str) and _is_probability(v) for k, v in value.items()):
+            pairs.extend((k, float(v)) for k, v in value.items())
+        else:
+            raise OracleError(f"scene graph of image {graph.image_id}: {field!r} must be a string or "
+                              f"{{value: probability}}, got {value!r:.60}")
+    return pairs
+
+
+def _entries(maps: list, owners: np.ndarray) -> tuple[list, np.ndarray, np.ndarray]:
+    """``{raw: p}`` of each owner, flattened: ``(raws, probabilities, owner of each)`` in order."""
+    raws = list(chain.from_iterable(maps))
+    probs = np.fromiter(chain.from_iterable(map(_values_of, maps)), dtype=np.float64, count=len(raws))
+    return raws, probs, np.repeat(owners, np.fromiter(map(len, maps), dtype=np.int64, count=len(maps)))
+
+
+def _per_column(owner: np.ndarray, columns: list, factor: np.ndarray, n_columns: int, combine, start: float):
+    """``(keys, values)``: for every distinct ``owner * n_columns + column``, ``start`` combined
+    (``combine``: ``np.add`` or ``np.multiply``) with the ``factor`` of each entry whose
+    columns hold it, one entry after the other in the order given (``ufunc.at`` is unbuffered
+    and goes in index order: the same floating-point sums and products as a loop)."""
+    lengths = np.fromiter(map(len, columns), dtype=np.int64, count=len(columns))
+    column = np.fromiter(chain.from_iterable(columns), dtype=np.int64, count=int(lengths.sum()))
+    key = np.repeat(owner * n_columns, lengths) + column
+    keys, which = np.unique(key, return_inverse=True)
+    values = np.full(len(keys), start)
+    combine.at(values, which.reshape(-1), np.repeat(factor, lengths))
+    return keys, values
 
 
 def _is_probability(v) -> bool:

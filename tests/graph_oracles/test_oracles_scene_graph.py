@@ -1,6 +1,7 @@
 """SceneGraphOracle on the hand-written GQA fixtures: every predicate kind, hand-computed."""
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -354,3 +355,98 @@ def test_relation_tables_equal_the_plain_loop_bit_for_bit(graphs):
         assert np.allclose(answered.exp().double().numpy(), expected, atol=1e-6)
     unknown = sum(1 for g in graphs for o in g.objects for r in o.relations if r.name == _RELATIONS[-1])
     assert oracle.unknown_concepts[("rel", _RELATIONS[-1])] == unknown
+
+
+# ---------------------------------------------------------------- names and values, against a plain loop
+
+_NAMES = ["man", "person", "boy", "girls", "horse", "unicorn", "Shirts ", "woman"]  # unicorn: outside the ontology
+_VALUES = ["white", "young", "old", "female", "sparkly", "red"]  # sparkly: outside the ontology
+
+
+@st.composite
+def _probabilistic_scenes(draw):
+    """Batches of 1-3 scenes of 0-4 objects with name and attribute distributions and scene fields."""
+    graphs = []
+    for s in range(draw(st.integers(1, 3))):
+        objects = {}
+        for k in range(draw(st.integers(0, 4))):
+            names = draw(st.dictionaries(st.sampled_from(_NAMES), _PROBABILITIES, min_size=1, max_size=3))
+            values = draw(st.dictionaries(st.sampled_from(_VALUES), _PROBABILITIES, max_size=3))
+            objects[f"{s}{k}"] = {"names": names, "attributes": values, "x": k * 20, "w": 5 + k}
+        scene = draw(st.fixed_dictionaries({}, optional={
+            "location": st.sampled_from(["indoors", "outdoors", "sparkly"]),
+            "place": st.dictionaries(st.sampled_from(["beach", "young", "sparkly"]), _PROBABILITIES, max_size=2)}))
+        graphs.append(_graph(objects, **scene))
+    return graphs
+
+
+def _facts_one_by_one(oracle, graphs) -> tuple[np.ndarray, list]:
+    """The documented rules, object by object: ``(B, columns, N)`` probabilities (names summed in
+    order and capped at 1, then values by noisy-or, which replace a name's value for the same
+    column; the pseudo-object's scene fields and ``scene``) and the strings outside the ontology
+    in the order met."""
+    cols, n = oracle.columns, int(oracle.num_objects.max())
+    out, unknown = np.zeros((len(graphs), cols.n_unary, n)), []
+
+    def noisy_or(pairs, facts):
+        not_held: dict = {}
+        for raw, p in pairs:
+            columns, outside = cols.value(raw)
+            unknown.extend([("attr", raw)] if outside else [])
+            for c in columns:
+                not_held[c] = not_held.get(c, 1.0) * (1.0 - p)
+        facts.update({c: 1.0 - q for c, q in not_held.items()})
+
+    for b, graph in enumerate(graphs):
+        for i, obj in enumerate(graph.objects):
+            sums: dict = {}
+            for raw, p in obj.names.items():
+                columns, outside = cols.label(raw)
+                unknown.extend([("name", raw)] if outside else [])
+                for c in columns:
+                    sums[c] = sums.get(c, 0.0) + p
+            facts = {c: min(1.0, s) for c, s in sums.items()}
+            noisy_or(obj.attributes.items(), facts)
+            for c, p in facts.items():
+                out[b, c, i] = p
+        facts = {}
+        pairs = [(v, 1.0) for v in (graph.location,) if v is not None]
+        pairs += list(graph.extra.get("place", {}).items())
+        noisy_or(pairs, facts)
+        facts[cols.unary[("scene", "scene")]] = 1.0
+        for c, p in facts.items():
+            out[b, c, len(graph.objects)] = p
+    return out, unknown
+
+
+@given(_probabilistic_scenes())
+def test_name_and_value_facts_equal_the_plain_loop_bit_for_bit(graphs):
+    oracle = SceneGraphOracle(graphs)
+    expected, unknown = _facts_one_by_one(oracle, graphs)
+    n_columns, n = expected.shape[1:]
+    positions = [c for (kind, _), c in oracle.columns.unary.items() if kind in ("hposition", "vposition")]
+    scenes = np.repeat(np.arange(len(graphs)), n_columns)
+    facts = oracle._unary_facts.gather(scenes, np.tile(np.arange(n_columns), len(graphs)), n).numpy()
+    facts = facts.reshape(len(graphs), n_columns, n)
+    facts[:, positions] = 0  # positions: from the boxes (test_positions_in_thirds)
+    assert np.array_equal(facts, expected)
+    assert list(oracle.unknown_concepts.items()) == list(Counter(unknown).items())  # counts, in order met
+
+
+@given(_probabilistic_scenes())
+def test_padding_is_an_exact_zero_of_every_kind(graphs):
+    oracle = SceneGraphOracle(graphs + [_graph({str(k): {"name": "man"} for k in range(6)})])
+    assert oracle.pads_with_zeros  # the engine trusts this and does not mask the padding again
+    sizes = oracle.num_objects.tolist()
+    unary = [Predicate(w, kind=k) for k in ("name", "class", "attr") for w in _NAMES + _VALUES + ["it", "he"]]
+    unary += [Predicate(w, kind=k) for k, ws in (("hposition", ("left", "middle")), ("vposition", ("top",)),
+                                                  ("scene", ("scene",))) for w in ws]
+    binary = [Predicate(c, 2, "compare") for c in COMPARATIVES]
+    binary += [Predicate(t, 2, "same") for t in ("color", "age", "hposition")] + [Predicate("holding", 2, "rel")]
+    for predicates, ask in ((unary, oracle.unary), (binary, oracle.binary)):
+        scenes = [b for b in range(len(sizes)) for _ in predicates]
+        table = ask(Requests.build(scenes, predicates * len(sizes)))
+        for r, b in enumerate(scenes):
+            assert torch.all(table[r, sizes[b]:] == float("-inf"))
+            if table.dim() == 3:
+                assert torch.all(table[r, :, sizes[b]:] == float("-inf"))
