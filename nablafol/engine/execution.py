@@ -308,10 +308,11 @@ class Engine(torch.nn.Module):
                              f"(requests x objects{' x objects' if arity == 2 else ''})")
         if not len(requests):
             return table
-        # an oracle that already holds exact zeros (-inf) at padded objects is not masked again
-        masking = padded and not getattr(oracle, "pads_with_zeros", False)
         # one pass finds a table with no NaN and nothing above 0 (log 1): nothing to name
         suspect = self.validate and table.numel() and not bool(table.detach().max() <= 0)
+        # an oracle that already holds exact zeros (-inf) at padded objects is not masked again,
+        # unless its table is suspect (then what it holds at padding is not trusted either)
+        masking = padded and (suspect or not getattr(oracle, "pads_with_zeros", False))
         if not (masking or suspect):
             return table
         valid = None

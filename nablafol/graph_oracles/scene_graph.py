@@ -279,9 +279,12 @@ class SceneGraphOracle:
     Answers are returned on ``device`` in the default float dtype.
     """
 
-    #: every answer is ``-inf`` (an exact 0) at the objects past a scene's own (the batch's padding):
-    #: facts are stored of real objects only, and every binary kind is masked by real pairs
-    pads_with_zeros = True
+    @property
+    def pads_with_zeros(self) -> bool:
+        """Every answer is ``-inf`` (an exact 0) at the objects past a scene's own (the batch's
+        padding): facts are stored of real objects only, and every binary kind is masked by real
+        pairs. Not promised for a subclass, which may change the tables."""
+        return type(self) is SceneGraphOracle
 
     def __init__(self, graphs: Sequence, ontology=None, device=None):
         self.ontology = ontology if ontology is not None else _default_ontology()
@@ -323,8 +326,8 @@ class SceneGraphOracle:
         value_raws, value_p, value_owner = _entries(values, where)
         scene_raws = [raw for pairs in scene_pairs for raw, _ in pairs]
         value_raws += scene_raws
-        value_p = np.concatenate([value_p, np.fromiter((p for pairs in scene_pairs for _, p in pairs), dtype=np.float64,
-                                                       count=len(scene_raws))])
+        value_p = np.concatenate([value_p, _probabilities(np.fromiter((p for pairs in scene_pairs for _, p in pairs),
+                                                                      dtype=np.float64, count=len(scene_raws)), scene_raws)])
         value_owner = np.concatenate([value_owner, np.repeat(pseudo, list(map(len, scene_pairs)))]).astype(np.int64)
         # column sets of each raw string; strings new to the vocabulary first go through it in file order
         try:
@@ -418,8 +421,9 @@ class SceneGraphOracle:
             index = dict(zip(map(_object_id, graph.objects), range(len(graph.objects))))
             targets.extend(map(index.__getitem__, map(_relation_object, relations[start:stop])))
             start = stop
-        return self._combined_relations(np.repeat(where, counts), list(map(_relation_name, relations)), targets,
-                                        np.fromiter(map(_relation_p, relations), dtype=np.float64, count=len(relations)))
+        names = list(map(_relation_name, relations))
+        probs = _probabilities(np.fromiter(map(_relation_p, relations), dtype=np.float64, count=len(relations)), names)
+        return self._combined_relations(np.repeat(where, counts), names, targets, probs)
 
     def _combined_relations(self, owner, names, targets, probs) -> BinaryFacts:
         """One fact per (scene, subject, object, column): a relation listed twice combines by
@@ -654,8 +658,20 @@ def _scene_pairs(graph) -> list[tuple[str, float]]:
 def _entries(maps: list, owners: np.ndarray) -> tuple[list, np.ndarray, np.ndarray]:
     """``{raw: p}`` of each owner, flattened: ``(raws, probabilities, owner of each)`` in order."""
     raws = list(chain.from_iterable(maps))
-    probs = np.fromiter(chain.from_iterable(map(_values_of, maps)), dtype=np.float64, count=len(raws))
+    probs = _probabilities(np.fromiter(chain.from_iterable(map(_values_of, maps)), dtype=np.float64, count=len(raws)),
+                           raws)
     return raws, probs, np.repeat(owners, np.fromiter(map(len, maps), dtype=np.int64, count=len(maps)))
+
+
+def _probabilities(probs: np.ndarray, raws) -> np.ndarray:
+    """``probs``, once every one is a probability; else the first that is not is named. The file
+    reader refuses such values; a graph built in memory reaches the oracle unchecked (a NaN name
+    read as certain, or dropped, would be a silent wrong answer)."""
+    bad = ~((probs >= 0.0) & (probs <= 1.0))  # NaN fails both
+    if bad.any():
+        k = int(np.argmax(bad))
+        raise OracleError(f"scene graph oracle: {raws[k]!r} has probability {float(probs[k])!r}, not in [0, 1]")
+    return probs
 
 
 def _per_column(owner: np.ndarray, columns: list, factor: np.ndarray, n_columns: int, combine, start: float):

@@ -119,6 +119,33 @@ def test_oracle_answers_are_validated():
         Engine()([EXISTS_RED_ON], BadOracle(torch.tensor([[0.3, -0.1]])))  # log p > 0: p > 1
 
 
+def test_garbage_at_padding_is_masked_even_from_an_oracle_that_promises_zeros_there():
+    """``pads_with_zeros``: an oracle says its padded entries are -inf, and the engine skips
+    masking them; when its table is suspect (NaN or log p > 0 somewhere), the promise is not
+    trusted: the padding is masked as for any oracle, and the answers are the clean ones."""
+    class Padded(TableOracle):
+        pads_with_zeros = True
+
+        def __init__(self, scenes, garbage):
+            super().__init__(scenes)
+            self.garbage = garbage
+
+        def unary(self, requests):
+            table = super().unary(requests).clone()
+            table[requests.scene == 0, 2:] = self.garbage  # scene 0 has 2 objects, the batch 3
+            return table
+
+    rng = np.random.default_rng(0)
+    scenes = [{RED: rng.random(n), ON: rng.random((n, n))} for n in (2, 3)]
+    engine = Engine()
+    plan = engine.plan([EXISTS_RED_ON] * 2, [0, 1])
+    clean = engine.tables(plan, TableOracle(scenes)).unary
+    assert torch.isinf(clean[0, 2]) and clean[0, 2] < 0  # scene 0's padded object: an exact 0
+    for garbage in (float("nan"), 0.5, float("inf")):
+        assert torch.equal(engine.tables(plan, Padded(scenes, garbage)).unary, clean), garbage
+        assert torch.equal(engine.run(plan, Padded(scenes, garbage)).log_probs, engine.run(plan, TableOracle(scenes)).log_probs)
+
+
 def test_scene_indices_are_checked():
     oracle = TableOracle([_scene(2, 0), _scene(2, 1)])
     with pytest.raises(ShapeError, match="scenes="):

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from nablafol.data import load_scene_graphs, scene_graph_from_record
@@ -420,6 +420,7 @@ def _facts_one_by_one(oracle, graphs) -> tuple[np.ndarray, list]:
 
 
 @given(_probabilistic_scenes())
+@example([_graph({"0": {"names": {"girls": 0.5}, "attributes": {"female": 0.0}}})])  # a value replaces a name's
 def test_name_and_value_facts_equal_the_plain_loop_bit_for_bit(graphs):
     oracle = SceneGraphOracle(graphs)
     expected, unknown = _facts_one_by_one(oracle, graphs)
@@ -450,3 +451,30 @@ def test_padding_is_an_exact_zero_of_every_kind(graphs):
             assert torch.all(table[r, sizes[b]:] == float("-inf"))
             if table.dim() == 3:
                 assert torch.all(table[r, :, sizes[b]:] == float("-inf"))
+
+
+@pytest.mark.parametrize("where, bad", [("names", float("nan")), ("names", 1.5), ("attributes", -0.1),
+                                        ("relations", float("nan"))])
+def test_a_graph_built_in_memory_with_a_bad_probability_is_refused_in_one_line(where, bad):
+    """The file reader refuses such values; a graph built (or changed) in memory reaches the oracle
+    unchecked, and a NaN name was read as certain or dropped: a silent wrong answer."""
+    graph = _graph({"1": {"names": {"man": 0.5, "boy": 0.2}, "attributes": {"red": 0.3},
+                          "relations": [{"name": "near", "object": "2", "p": 0.5}]},
+                    "2": {"name": "horse"}})
+    first = graph.objects[0]
+    if where == "relations":
+        object.__setattr__(first.relations[0], "p", bad)
+    else:
+        getattr(first, where)[next(iter(getattr(first, where)))] = bad
+    with pytest.raises(OracleError) as caught:
+        SceneGraphOracle([graph])
+    message = str(caught.value)
+    assert "\n" not in message and "not in [0, 1]" in message and repr(bad) in message
+
+
+def test_only_the_scene_graph_oracle_itself_promises_zeros_at_padding():
+    class Noisy(SceneGraphOracle):  # a subclass may change the tables
+        pass
+
+    graphs = [_graph({"1": {"name": "man"}})]
+    assert SceneGraphOracle(graphs).pads_with_zeros and not Noisy(graphs).pads_with_zeros
