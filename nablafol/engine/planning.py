@@ -38,22 +38,29 @@ _TOP = Top()
 
 
 class _NodeIndex:
-    """node -> value, looked up by identity first (no hashing), then by structural equality."""
+    """node -> value, looked up by identity; an equal but distinct node (a child that
+    ``Program.nodes()`` merged with an equal one) is found by structural equality, in a table made
+    on the first such miss (most programs have none: no node is hashed for them)."""
 
-    __slots__ = ("by_id", "by_node")
+    __slots__ = ("by_id", "items", "by_node")
 
     def __init__(self):
         self.by_id: dict[int, object] = {}
-        self.by_node: dict = {}
+        self.items: list = []  # (node, value) in order; holding the nodes keeps their ids their own
+        self.by_node: dict | None = None
 
     def __setitem__(self, node, value):
         self.by_id[id(node)] = value
-        self.by_node[node] = value
+        self.items.append((node, value))
+        if self.by_node is not None:
+            self.by_node[node] = value
 
     def __getitem__(self, node):
         try:
             return self.by_id[id(node)]
         except KeyError:
+            if self.by_node is None:
+                self.by_node = dict(self.items)
             value = self.by_node[node]
             self.by_id[id(node)] = value
             return value
@@ -65,7 +72,10 @@ class _NodeIndex:
             return default
 
     def __contains__(self, node):
-        return id(node) in self.by_id or node in self.by_node
+        return self.get(node, _MISSING) is not _MISSING
+
+
+_MISSING = object()
 
 @dataclass(frozen=True)
 class ProgramPlan:
@@ -357,33 +367,6 @@ def _stack_pairs(edges: list) -> np.ndarray:
     return np.concatenate(parts) if parts else np.zeros((0, 2), dtype=np.int64)
 
 
-class _Positions:
-    """node -> its position in a program's node order, by identity; an equal but distinct node (a
-    child that ``Program.nodes()`` merged with an equal one) is found by structural equality, in
-    a table made on the first such miss (most programs have none: no node is hashed for them)."""
-
-    __slots__ = ("by_id", "order", "by_node")
-
-    def __init__(self):
-        self.by_id: dict[int, int] = {}
-        self.order: list = []  # holding the nodes keeps their ids their own
-        self.by_node: dict | None = None
-
-    def add(self, node, position: int) -> None:
-        self.by_id[id(node)] = position
-        self.order.append(node)
-        if self.by_node is not None:
-            self.by_node[node] = position
-
-    def __getitem__(self, node) -> int:
-        found = self.by_id.get(id(node))
-        if found is not None:
-            return found
-        if self.by_node is None:
-            self.by_node = {n: k for k, n in enumerate(self.order)}
-        return self.by_node[node]
-
-
 class _Shape:
     """A program with its predicates written as local ids, numbered as :meth:`ProgramPlan._build`
     numbers them (unary and binary, in node order): programs of one shape have one plan up to
@@ -409,7 +392,7 @@ class _Shape:
     def of(cls, program: Program) -> "_Shape | None":
         # every field _build reads, node by node; children by their position in the node order
         # (by identity, else by equality: nodes() merged equal subterms, as _build does)
-        position = _Positions()
+        position = _NodeIndex()
         unary: dict = {}
         binary: dict = {}
         key = []
@@ -444,7 +427,7 @@ class _Shape:
                          tuple(position[c] for c in node.children()))
             else:  # a subclass or an unknown node: no shape, the program is planned alone
                 return None
-            position.add(node, len(key))
+            position[node] = len(key)
             key.append(entry)
         key.append((tuple(position[c] for c in program.candidates),
                     position[program.focus] if program.focus is not None else -1))
