@@ -49,30 +49,36 @@ __all__ = ["loading", "long_run", "frozen_for_fork"]
 
 
 @contextmanager
-def loading() -> Iterator[None]:
-    """The collector is off inside; what exists on leaving is frozen (out of later scans)."""
+def _collector_off() -> Iterator[None]:
+    """The collector off inside, and on again after if it was."""
     enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
-        gc.freeze()
         if enabled:
             gc.enable()
+
+
+@contextmanager
+def loading() -> Iterator[None]:
+    """The collector is off inside; what exists on leaving is frozen (out of later scans)."""
+    with _collector_off():
+        try:
+            yield
+        finally:
+            gc.freeze()
 
 
 @contextmanager
 def long_run() -> Iterator[None]:
     """The collector is off inside; on leaving, it is on again if it was, and frozen objects are
     returned to it (the run's cyclic garbage goes at the next collection)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.unfreeze()
-        if enabled:
-            gc.enable()
+    with _collector_off():
+        try:
+            yield
+        finally:
+            gc.unfreeze()
 
 
 @contextmanager
