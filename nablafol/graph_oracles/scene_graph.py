@@ -70,7 +70,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import torch
 
-from ..errors import OracleError, ShapeError, UnknownPredicateError
+from ..errors import OracleError, ProbabilityError, ShapeError, UnknownPredicateError
 from ..ir import Predicate
 from ..numerics import safe_log
 from ..oracle import Requests
@@ -670,7 +670,7 @@ def _probabilities(probs: np.ndarray, raws) -> np.ndarray:
     bad = ~((probs >= 0.0) & (probs <= 1.0))  # NaN fails both
     if bad.any():
         k = int(np.argmax(bad))
-        raise OracleError(f"scene graph oracle: {raws[k]!r} has probability {float(probs[k])!r}, not in [0, 1]")
+        raise ProbabilityError(f"scene graph oracle: {raws[k]!r} has probability {float(probs[k])!r}, not in [0, 1]")
     return probs
 
 
