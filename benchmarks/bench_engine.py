@@ -30,6 +30,8 @@ from nablafol.engine import Engine
 from nablafol.engine.execution import _CompiledQProduct
 from nablafol.ir import Aggregate, Atom, Conjoin, Filter, Neg, Predicate, Program, Quantifier, Relate, Top
 
+from .timing import synchronizer, timed
+
 UNARY = [Predicate(f"u{i}") for i in range(16)]
 BINARY = [Predicate(f"b{i}", arity=2) for i in range(8)]
 
@@ -124,14 +126,15 @@ def bench_engine(n_programs, batch, compile_, seed=0):
     return n_programs / warm, n_programs / cold
 
 
-def bench_qproduct(rows, n, compile_, repeats=5):
+def bench_qproduct(rows, n, compile_, repeats=5, device=None):
     """Best times of the ∃ Q-product and of copying the same bytes into a tensor written before
     (the machine's bandwidth), and of a clone into a new tensor (mostly the page faults of fresh
-    memory: 5-8x the warm copy here); returns ``(q_product, copy, gigabytes, fresh_copy)``."""
-    g = torch.Generator().manual_seed(0)
-    log_r = torch.nn.functional.logsigmoid(torch.randn(rows, n, n, generator=g) * 3)
-    log_y = torch.nn.functional.logsigmoid(torch.randn(rows, n, generator=g) * 3)
-    mask = torch.ones(rows, n, dtype=torch.bool)
+    memory: 5-8x the warm copy here), on ``device`` (the CPU by default); returns
+    ``(q_product, copy, gigabytes, fresh_copy)``."""
+    g, sync = torch.Generator().manual_seed(0), synchronizer(device)
+    log_r = torch.nn.functional.logsigmoid(torch.randn(rows, n, n, generator=g) * 3).to(device)
+    log_y = torch.nn.functional.logsigmoid(torch.randn(rows, n, generator=g) * 3).to(device)
+    mask = torch.ones(rows, n, dtype=torch.bool, device=device)
     fn = _CompiledQProduct() if compile_ else ops.q_product
     destination = torch.empty_like(log_r)
     with torch.no_grad():
@@ -139,15 +142,9 @@ def bench_qproduct(rows, n, compile_, repeats=5):
         destination.copy_(log_r)
         best_q = best_c = best_fresh = float("inf")
         for _ in range(repeats):
-            t = time.perf_counter()
-            fn(log_r, log_y, mask, mask, Quantifier.EXISTS)
-            best_q = min(best_q, time.perf_counter() - t)
-            t = time.perf_counter()
-            destination.copy_(log_r)
-            best_c = min(best_c, time.perf_counter() - t)
-            t = time.perf_counter()
-            log_r.clone()
-            best_fresh = min(best_fresh, time.perf_counter() - t)
+            best_q = min(best_q, timed(lambda: fn(log_r, log_y, mask, mask, Quantifier.EXISTS), sync))
+            best_c = min(best_c, timed(lambda: destination.copy_(log_r), sync))
+            best_fresh = min(best_fresh, timed(log_r.clone, sync))
     gbytes = log_r.numel() * 4 / 1e9
     return best_q, best_c, gbytes, best_fresh
 

@@ -42,6 +42,7 @@ import numpy as np
 import torch
 
 from .suite_cli import suite_main
+from .timing import best_time, synchronizer
 
 FEATURE_DIM = 2048
 ROOFLINE_AIM = 0.60  # of the measured matmul rate
@@ -65,15 +66,6 @@ SIZES = {
                  calls=2000, qproduct=[(4096, 100), (16384, 50), (65536, 25)], e2e=(1024, 4096),
                  problog_per_size=10, problog_sizes=[3, 4, 5, 6, 8]),
 }
-
-
-def _best(fn, repeats: int) -> float:
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 # --- 1. training roofline ------------------------------------------------------------------
@@ -105,22 +97,23 @@ def oracle_flops(config, scenes: int, objects: int, unary: int, binary: int) -> 
             "per_pair_per_binary_concept": per_pair_concept, "step": total}
 
 
-def mm_rate(config, rows: int, repeats: int = 3) -> dict:
+def mm_rate(config, rows: int, repeats: int = 3, device=None) -> dict:
     """This machine's ``torch.mm`` rate (FLOP/s) on the oracle's shapes: for each of its large linear
     layers over ``rows`` rows, the forward product and the backward ones the step makes (the
-    features' layer: no input gradient), timed best of ``repeats``."""
+    features' layer: no input gradient), timed best of ``repeats``, on ``device`` (the CPU by default)."""
     from nablafol.neural.model import BOX_FEATURES
     h, p, e, q = config.hidden_dim, config.projection_dim, config.embedding_dim, config.pair_hidden_dim
     shapes = [(config.feature_dim + BOX_FEATURES, h)] + [(h, h)] * (config.hidden_layers - 1) + [(h, e), (h, p), (h, p),
                                                                                                   (p, q), (p, q)]
-    g = torch.Generator().manual_seed(0)
+    g, sync = torch.Generator().manual_seed(0), synchronizer(device)
     flops = seconds = 0.0
     for k, (inputs, outputs) in enumerate(shapes):
-        x, w, dy = (torch.randn(a, b, generator=g) for a, b in ((rows, inputs), (outputs, inputs), (rows, outputs)))
+        x, w, dy = (torch.randn(a, b, generator=g).to(device) for a, b in ((rows, inputs), (outputs, inputs),
+                                                                           (rows, outputs)))
         products = [(x, w.t()), (dy.t(), x)] + ([(dy, w)] if k else [])
         for a, b in products:
             torch.mm(a, b)  # warm
-            seconds += _best(lambda: torch.mm(a, b), repeats)
+            seconds += best_time(lambda: torch.mm(a, b), repeats, sync)
             flops += 2 * a.shape[0] * a.shape[1] * b.shape[1]
     return {"flops": flops, "seconds": seconds, "flops_per_s": flops / seconds}
 
@@ -188,7 +181,9 @@ class _Replay:
         return self._binary[0]
 
 
-def roofline_case(objects: int, batch: int, n_scenes: int, steps: int, seed: int = 0) -> dict:
+def roofline_case(objects: int, batch: int, n_scenes: int, steps: int, seed: int = 0, device=None) -> dict:
+    """One training step's achieved fraction of the machine's mm rate and where the rest goes, on
+    ``device`` (the CPU by default; on an accelerator the profile's shares are of its busy time)."""
     from torch.utils.flop_counter import FlopCounterMode
 
     from nablafol.neural.feature_batch import FeatureBatch
@@ -198,7 +193,9 @@ def roofline_case(objects: int, batch: int, n_scenes: int, steps: int, seed: int
     with tempfile.TemporaryDirectory() as scratch:
         model, trainer, examples = trainer_on_generated_data(Path(scratch), batch, seed, FEATURE_DIM, n_train=n_scenes,
                                                              n_val=1, n_testdev=1, min_objects=objects,
-                                                             max_objects=objects, questions_per_scene=2)
+                                                             max_objects=objects, questions_per_scene=2,
+                                                             device=device)
+        sync = synchronizer(device)
         rng = np.random.default_rng(seed)
         model.train()
         batches = [[examples[i] for i in rng.choice(len(examples), size=min(batch, len(examples)), replace=False)]
@@ -237,32 +234,37 @@ def roofline_case(objects: int, batch: int, n_scenes: int, steps: int, seed: int
         index = {image: k for k, image in enumerate(images)}
         scenes = np.array([index[e.image_id] for e in b], dtype=np.int64)
         programs = [e.compiled.program for e in b]
-        targets = torch.tensor([e.target for e in b])
-        binary = torch.tensor([e.compiled.is_binary for e in b])
+        targets = torch.tensor([e.target for e in b], device=device)
+        binary = torch.tensor([e.compiled.is_binary for e in b], device=device)
         replay = _Replay(recorder)
 
         def reasoning():
             loss = answer_loss(trainer.engine(programs, replay, scenes), targets, binary)
             loss.backward()
         reasoning()
-        reasoning_s = statistics.median(_best(reasoning, 1) for _ in range(3))
+        reasoning_s = statistics.median(best_time(reasoning, 1, sync) for _ in range(3))
 
-        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        on_cpu = torch.device(device or "cpu").type == "cpu"
+        activities = [torch.profiler.ProfilerActivity.CPU] + ([] if on_cpu else [torch.profiler.ProfilerActivity.CUDA])
+        with torch.profiler.profile(activities=activities) as prof:
             trainer._step(b)
         ops = prof.key_averages()
-        top = [(e.key, e.self_cpu_time_total / 1e3) for e in sorted(ops, key=lambda e: -e.self_cpu_time_total)[:6]]
-        profiled = sum(e.self_cpu_time_total for e in ops)  # all torch operators of the step
+        spent_in = (lambda e: e.self_cpu_time_total) if on_cpu else (lambda e: e.self_device_time_total)
+        top = [(e.key, spent_in(e) / 1e3) for e in sorted(ops, key=lambda e: -spent_in(e))[:6]]
+        profiled = sum(spent_in(e) for e in ops)  # all torch operators of the step
+        if not on_cpu:  # the accelerator's busy time over the step's (the rest: the host's work and launches)
+            shares["accelerator busy"] = profiled / 1e6 / step_s
         for label, names in (("matmul", MATMUL_OPS), ("dropout masks", DROPOUT_OPS)):
             # a share of the operators' time, scaled to the step: the profiler's overhead cancels
-            shares[label] = sum(e.self_cpu_time_total for e in ops if e.key in names) / profiled * (
-                1 - shares["read features"])
+            shares[label] = sum(spent_in(e) for e in ops if e.key in names) / profiled * (
+                (1 - shares["read features"]) if on_cpu else shares["accelerator busy"])
 
         unary = sum(t.shape[0] for t in recorder.unary_tables)
         binary_asked = sum(t.shape[0] for t in recorder.binary_tables)
         distinct_unary = len({p for e in b for p in e.compiled.program.predicates() if p.arity == 1})
         distinct_binary = len({p for e in b for p in e.compiled.program.predicates() if p.arity == 2})
         flops = oracle_flops(model.config, len(images), objects, distinct_unary, distinct_binary)
-        rate = mm_rate(model.config, len(images) * objects)
+        rate = mm_rate(model.config, len(images) * objects, device=device)
     per_question = counted / len(b)
     return {"objects": objects, "batch": len(b), "scenes_in_batch": len(images), "step_s": step_s,
             "flops_counted": counted, "flops_model": flops, "flops_per_question": per_question,
@@ -327,8 +329,9 @@ def eval_at_scale() -> dict:
 
 # --- 3. one engine call -----------------------------------------------------------------------
 
-def one_call(calls: int) -> dict:
-    """Median time of one engine call: a 4-step program (select, relate, filter, exist) on 10 objects."""
+def one_call(calls: int, device=None) -> dict:
+    """Median time of one engine call: a 4-step program (select, relate, filter, exist) on 10 objects,
+    its tables on ``device`` (the CPU by default; on an accelerator each call waits for its work)."""
     from nablafol.engine import Engine
     from nablafol.ir import Aggregate, Filter, Predicate, Program, Quantifier, Relate, Top
     from nablafol.oracle import TableOracle
@@ -338,15 +341,17 @@ def one_call(calls: int) -> dict:
     g = torch.Generator().manual_seed(0)
     tables = {man: torch.rand(10, generator=g), red: torch.rand(10, generator=g),
               left: torch.rand(10, 10, generator=g)}
-    oracle = TableOracle([tables])
-    engine = Engine(validate=False)
+    oracle = TableOracle([{p: t.to(device) for p, t in tables.items()}])
+    engine, sync = Engine(validate=False), synchronizer(device)
     times = []
     with torch.no_grad():
         for _ in range(20):
             engine([program], oracle)
         for _ in range(calls):
+            sync()
             start = time.perf_counter()
             engine([program], oracle)
+            sync()
             times.append(time.perf_counter() - start)
         # the two executors on the same plan, alternating (oracle asked, then run): row by row, and
         # batched (the same plan with its row-by-row steps taken away)
@@ -358,6 +363,7 @@ def one_call(calls: int) -> dict:
             for name, plan in (("rowwise", rowwise), ("batched", batched)):
                 start = time.perf_counter()
                 engine.run(plan, oracle)
+                sync()
                 spent[name].append(time.perf_counter() - start)
     return {"calls": calls, "median_us": statistics.median(times) * 1e6, "best_us": min(times) * 1e6,
             **{f"{name}_run_median_us": statistics.median(t) * 1e6 for name, t in spent.items()}}
@@ -365,16 +371,17 @@ def one_call(calls: int) -> dict:
 
 # --- 4. eager Q-product against a copy ----------------------------------------------------------
 
-def qproduct_vs_copy(sizes) -> list[dict]:
+def qproduct_vs_copy(sizes, device=None) -> list[dict]:
     from .bench_engine import bench_qproduct
     out = []
     for rows, n in sizes:
-        tq, tc, _, fresh = bench_qproduct(rows, n, compile_=False)  # the copy: into a tensor written before
+        # the copy: into a tensor written before
+        tq, tc, _, fresh = bench_qproduct(rows, n, compile_=False, device=device)
         # for scale: exact log(1 - e^t) takes four transcendental passes (expm1, log; exp, log1p)
         # besides the add, the branch test, the select and the sum
-        terms = torch.rand(rows, n, n).log_()
+        terms = torch.rand(rows, n, n).log_().to(device)
         scratch = torch.empty_like(terms)
-        te = _best(lambda: torch.exp(terms, out=scratch), 5)
+        te = best_time(lambda: torch.exp(terms, out=scratch), 5, synchronizer(device))
         out.append({"rows": rows, "objects": n, "qproduct_ms": tq * 1e3, "copy_ms": tc * 1e3, "copy_over_qproduct": tc / tq,
                     "fresh_copy_ms": fresh * 1e3, "one_exp_pass_ms": te * 1e3})
         del terms, scratch
@@ -399,7 +406,7 @@ def _marginal(small, large, extra: int, repeats: int = 5) -> float:
     swung 29-85 µs between runs of the suite; with 4,096 against 1,024 it holds within ±10%."""
     best_small = best_large = float("inf")
     for _ in range(repeats):
-        best_small, best_large = min(best_small, _best(small, 1)), min(best_large, _best(large, 1))
+        best_small, best_large = min(best_small, best_time(small, 1)), min(best_large, best_time(large, 1))
     return (best_large - best_small) / extra
 
 

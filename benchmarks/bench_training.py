@@ -25,9 +25,11 @@ FEATURE_DIM = 64
 SIZES = {"tiny": dict(scenes=20, steps=3), "quick": dict(scenes=60, steps=20), "full": dict(scenes=300, steps=200)}
 
 
-def trainer_on_generated_data(scratch: Path, batch: int, seed: int, feature_dim: int = FEATURE_DIM, **generate):
-    """A :class:`Trainer` (default oracle sizes) on a dataset generated into ``scratch``:
-    ``(model, trainer, examples)``; ``generate`` goes to ``generate_dataset``."""
+def trainer_on_generated_data(scratch: Path, batch: int, seed: int, feature_dim: int = FEATURE_DIM, device=None,
+                              **generate):
+    """A :class:`Trainer` (default oracle sizes) on a dataset generated into ``scratch``, the model
+    on ``device`` (the CPU by default): ``(model, trainer, examples)``; ``generate`` goes to
+    ``generate_dataset``."""
     from nablafol.compiler import Compiler
     from nablafol.dsl import Ontology
     from nablafol.data import FeatureStore, load_questions
@@ -41,8 +43,9 @@ def trainer_on_generated_data(scratch: Path, batch: int, seed: int, feature_dim:
     generate_dataset(data, seed=seed, feature_dim=feature_dim, **generate)
     onto = Ontology.from_folder(data / "ontology")
     torch.manual_seed(seed)
-    model = NeuralOracleModel.for_vocabulary(ConceptVocabulary.from_ontology(onto), feature_dim=feature_dim)
-    perception = FeaturePerception(FeatureMemory(FeatureStore(data / "features")), model, onto)  # as `nablafol train`
+    model = NeuralOracleModel.for_vocabulary(ConceptVocabulary.from_ontology(onto), feature_dim=feature_dim).to(device)
+    perception = FeaturePerception(FeatureMemory(FeatureStore(data / "features")), model, onto,  # as `nablafol train`
+                                   device=device)
     compiler = Compiler(onto)
     examples, _ = prepare_examples(load_questions(data / "train_balanced_questions.json").values(), compiler,
                                    perception.has_image)

@@ -94,8 +94,17 @@ def _check_probabilities(tables: list) -> None:
         return
     with torch.no_grad():
         # vectors as they are, matrices by view where they can be (reshape's dispatch cost 3x the cat)
-        values = torch.cat([t if t.dim() == 1 else t.view(-1) if t.is_contiguous() else t.reshape(-1)
-                            for _, _, t in tables])
+        try:
+            values = torch.cat([t if t.dim() == 1 else t.view(-1) if t.is_contiguous() else t.reshape(-1)
+                                for _, _, t in tables])
+        except RuntimeError:  # tables on several devices (checked only when cat refuses: it costs nothing else)
+            first = tables[0][2].device
+            elsewhere = next((entry for entry in tables if entry[2].device != first), None)
+            if elsewhere is None:
+                raise
+            b, pred, t = elsewhere
+            raise ShapeError(f"scene {b}, predicate {pred.name!r}: table on {t.device}, the first table on {first}: "
+                             f"give every table on one device, or TableOracle(..., device=...) to move them") from None
         if bool(inside(values).all()):
             return
     for b, pred, t in tables:
@@ -153,6 +162,8 @@ class TableOracle(torch.nn.Module):
             self._unary.append(unary)
             self._binary.append(binary)
             sizes.append(n)
+        if device is None and checked:  # the tables' own device (all on one: else named below)
+            device = checked[0][2].device
         _check_probabilities(checked)
         self.register_buffer("_num_objects", torch.tensor(sizes, dtype=torch.long, device=device), persistent=False)
         self._max_objects = max(sizes, default=0)  # a plain int: no device sync per request

@@ -306,6 +306,10 @@ class Engine(torch.nn.Module):
             shape = tuple(table.shape) if torch.is_tensor(table) else type(table).__name__
             raise ShapeError(f"{type(oracle).__name__}.{name} returned {shape}, expected {expected} "
                              f"(requests x objects{' x objects' if arity == 2 else ''})")
+        if table.device != object_mask.device:  # else a torch error deep in an operator
+            raise ShapeError(f"{type(oracle).__name__}.{'unary' if arity == 1 else 'binary'} returned a table on "
+                             f"{table.device}, its num_objects is on {object_mask.device}: an oracle gives both on "
+                             f"one device")
         if not len(requests):
             return table
         # one pass finds a table with no NaN and nothing above 0 (log 1): nothing to name

@@ -82,3 +82,22 @@ def test_compile_failure_falls_back_to_the_eager_q_product():
     assert torch.equal(got, expected)
     assert "no C compiler here" in engine._q_product.failed
     assert torch.equal(engine([program] * 4, TableOracle(tables)).probs(), expected)  # eager from then on
+
+
+def test_the_gpu_script_runs_every_section_on_the_cpu_too(tmp_path, capsys):
+    """bench_gpu's sections, tiny, on the CPU: each keeps its figures (none fails), the same answers
+    hold, and a machine without CUDA asked for it is told so in one line."""
+    from benchmarks import bench_gpu
+    out = tmp_path / "gpu.json"
+    assert bench_gpu.main(["--size", "tiny", "--device", "cpu", "--json", str(out)]) == 0
+    result = json.loads(out.read_text())
+    sections = [k for k in result if k.endswith(" seconds")]
+    assert len(sections) == 5 and not [k for k, v in result.items() if isinstance(v, dict) and "error" in v]
+    same = result["same_answers"]
+    assert same["fast_float64_cpu_max_abs_diff"] == 0.0 and same["exact_float32_cpu_max_abs_diff"] < 1e-5
+    assert all(v == same["programs"] for k, v in same.items() if k.endswith("same_predictions"))
+    assert result["roofline N=4 batch 8"]["step_s"] > 0
+    if not torch.cuda.is_available():
+        capsys.readouterr()
+        assert bench_gpu.main(["--device", "cuda"]) == 0
+        assert capsys.readouterr().out.startswith("bench_gpu: no CUDA device here")

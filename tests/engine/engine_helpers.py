@@ -47,8 +47,9 @@ def classical(node, tables, n, i=None):
     raise TypeError(node)
 
 
-def run_engine(programs, tables_per_scene, scenes=None, dtype=torch.float32, engine=None):
-    """Evaluate programs with a TableOracle; returns the Answers."""
-    oracle = TableOracle([{k: torch.as_tensor(np.asarray(v), dtype=dtype) for k, v in t.items()}
+def run_engine(programs, tables_per_scene, scenes=None, dtype=torch.float32, engine=None, device=None):
+    """Evaluate programs with a TableOracle whose tables are on ``device`` (the CPU by default);
+    returns the Answers."""
+    oracle = TableOracle([{k: torch.as_tensor(np.asarray(v), dtype=dtype, device=device) for k, v in t.items()}
                           for t in tables_per_scene])
     return (engine or Engine())(programs, oracle, scenes)

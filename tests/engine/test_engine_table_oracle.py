@@ -4,7 +4,7 @@ import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 
-from nablafol.errors import ProbabilityError
+from nablafol.errors import ProbabilityError, ShapeError
 from nablafol.ir import Predicate
 from nablafol.oracle import Requests, TableOracle
 
@@ -60,3 +60,26 @@ def test_every_layout_of_a_table_is_checked(bad):
             TableOracle([{RED: torch.tensor([0.5, 0.5]), LEFT: table}])
     with pytest.raises(ProbabilityError, match=r"scene 0, predicate 'red'"):
         TableOracle([{RED: torch.tensor([0.5, bad]), LEFT: base}])
+
+
+def test_tables_on_several_devices_are_named_in_one_line():
+    red = Predicate("red")
+    with pytest.raises(ShapeError, match=r"scene 1, predicate 'red': table on meta, the first table on cpu"):
+        TableOracle([{red: torch.rand(3)}, {red: torch.empty(3, device="meta")}])
+
+
+def test_an_oracle_whose_tables_are_not_where_its_sizes_are_is_named():
+    """num_objects on the CPU, tables elsewhere: one line, not a torch error deep in an operator."""
+    from nablafol.engine import Engine
+    from nablafol.ir import Aggregate, Filter, Program, Quantifier, Top
+
+    red = Predicate("red")
+
+    class Elsewhere:
+        num_objects = torch.tensor([3])
+
+        def unary(self, requests):
+            return torch.empty(len(requests), 3, device="meta")
+
+    with pytest.raises(ShapeError, match="returned a table on meta, its num_objects is on cpu"):
+        Engine()([Program.yes_no(Aggregate(Quantifier.EXISTS, Filter(red, Top())))], Elsewhere())

@@ -15,6 +15,7 @@ from nablafol.ir import Aggregate, Filter, Program, Quantifier, Top
 from nablafol.neural import FeatureBatch, NeuralOracle
 from nablafol.neural.model import pair_geometry
 from nablafol.oracle import Oracle, Requests
+from nablafol.testing import devices
 from neural_helpers import (CHAIR, FOOD_NAME, LARGER, ON, RED, SAME_COLOR, SCENE, SUNNY, P, random_batch,
                             random_image, small_model)
 
@@ -161,11 +162,7 @@ def test_dropout_is_active_in_training_only():
     assert not torch.equal(first, ask_red())
 
 
-DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else []) + (
-    ["mps"] if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available() else [])
-
-
-@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("device", devices())
 def test_the_oracle_answers_on_the_models_device_and_dtype(device):
     model = small_model().to(device)
     batch = random_batch([2, 3])  # on CPU: bind moves it

@@ -1,0 +1,33 @@
+"""Wall-clock timing that is right on any device: wait for an accelerator's queued work before
+reading the clock (a clock read right after a launch times the launch), best of some repeats."""
+from __future__ import annotations
+
+import time
+
+import torch
+
+
+def synchronizer(device=None):
+    """What waits for ``device``'s queued work; nothing to wait for on the CPU.
+
+    >>> synchronizer("cpu")() is None
+    True
+    """
+    device = torch.device(device or "cpu")
+    if device.type == "cuda":
+        return lambda: torch.cuda.synchronize(device)
+    return lambda: None
+
+
+def timed(work, sync=lambda: None) -> float:
+    """Seconds ``work()`` takes, its device work included."""
+    sync()
+    start = time.perf_counter()
+    work()
+    sync()
+    return time.perf_counter() - start
+
+
+def best_time(work, repeats: int, sync=lambda: None) -> float:
+    """The best of ``repeats`` timings of ``work()``."""
+    return min(timed(work, sync) for _ in range(repeats))
