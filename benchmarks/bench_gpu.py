@@ -148,9 +148,10 @@ def eval_here_and_there(device, folder: Path) -> dict:
     return out
 
 
-def run(size: str, device, eval_folder: Path | None = None, compiled: bool = False, save=None) -> dict:
-    """Every section on ``device``, cheapest and surest first; ``save(result)`` after each (a
-    failed one keeps its error and the next one runs)."""
+def run(size: str, device, eval_folder: Path | None = None, compiled: bool = False, save=None,
+        only: list[str] | None = None) -> dict:
+    """Every section on ``device`` (or those whose names start with one of ``only``), cheapest and
+    surest first; ``save(result, name)`` after each (a failed one keeps its error and the next one runs)."""
     from .bench_limits import roofline_case
     cfg = SIZES[size]
     sections = [
@@ -167,6 +168,8 @@ def run(size: str, device, eval_folder: Path | None = None, compiled: bool = Fal
                                                         device=device)))
     if compiled:  # last: compiling takes the longest and may fail where the rest works
         sections.append(("qproduct_compiled", lambda: qproducts(device, cfg["qproduct"], compiled=True)))
+    if only:
+        sections = [(name, section) for name, section in sections if name.startswith(tuple(only))]
     result = {"device": str(device), "torch": torch.__version__, "size": size}
     if torch.device(device).type == "cuda":
         result["device_name"] = torch.cuda.get_device_name(device)
@@ -232,11 +235,15 @@ def main(argv=None) -> int:
     ap.add_argument("--compile", action="store_true", help="the Q-product through torch.compile too")
     ap.add_argument("--json", type=Path, default=None, help="write the figures here (after every section)")
     ap.add_argument("--threads", type=int, default=1, help="torch intra-op threads on the CPU (0: torch's default)")
+    ap.add_argument("--only", nargs="+", default=None, metavar="SECTION",
+                    help="only the sections whose names start so (ceilings, same_answers, one_call, qproduct, eval, "
+                         "roofline, 'roofline N=36')")
     args = ap.parse_args(argv)
     device = torch.device(args.device)
     if device.type == "cuda" and not torch.cuda.is_available():
         print(f"bench_gpu: no CUDA device here (torch {torch.__version__}); nothing measured")
         return 0
+    threads = torch.get_num_threads()
     if args.threads:
         torch.set_num_threads(args.threads)
 
@@ -245,7 +252,11 @@ def main(argv=None) -> int:
             args.json.parent.mkdir(parents=True, exist_ok=True)
             args.json.write_text(json.dumps(result, indent=1, default=str))
         print("\n".join(_section_lines(name, result[name])), flush=True)  # progress: each section as it ends
-    result = run(args.size or ("quick" if args.quick else "full"), device, args.eval_folder, args.compile, save)
+    try:
+        result = run(args.size or ("quick" if args.quick else "full"), device, args.eval_folder, args.compile, save,
+                     args.only)
+    finally:
+        torch.set_num_threads(threads)
     print("\n".join(report(result)))
     return 0
 

@@ -125,16 +125,19 @@ DROPOUT_OPS = {"aten::bernoulli_", "aten::random_", "aten::ge"}
 
 
 @contextlib.contextmanager
-def _timing(owner, name: str, spent: dict, label: str):
-    """Adds the wall time of every call of ``owner.name`` to ``spent[label]`` while inside."""
+def _timing(owner, name: str, spent: dict, label: str, sync=lambda: None):
+    """Adds the wall time of every call of ``owner.name`` to ``spent[label]`` while inside (its
+    device work included: ``sync`` waits for the device before and after)."""
     original = getattr(owner, name)
     kept = owner.__dict__.get(name, None) if isinstance(owner, type) else None  # a classmethod stays one
 
     def timed(*args, **kwargs):
+        sync()
         start = time.perf_counter()
         try:
             return original(*args, **kwargs)
         finally:
+            sync()
             spent[label] += time.perf_counter() - start
     setattr(owner, name, timed)
     try:
@@ -144,6 +147,34 @@ def _timing(owner, name: str, spent: dict, label: str):
             setattr(owner, name, kept)
         else:
             delattr(owner, name)
+
+
+def _device_work(events) -> list:
+    """The accelerator's own rows of a profile (kernels, copies), not the host's operators that
+    launched them (which carry the same device time again) nor the profiler's own buffers."""
+    from torch.autograd import DeviceType
+    return [e for e in events if e.device_type != DeviceType.CPU and e.key != "Activity Buffer Request"]
+
+
+def _device_shares(prof, ops, step_s: float) -> dict:
+    """Shares of a profiled step on an accelerator: its busy time (the union of its kernels' and
+    copies' intervals) and the matrix products' and dropout's device time, over the step's wall time."""
+    intervals = sorted((e.time_range.start, e.time_range.end) for e in _device_work(prof.events()))
+    busy, reach = 0.0, float("-inf")
+    for start, end in intervals:
+        busy += max(0.0, end - max(start, reach))
+        reach = max(reach, end)
+    shares = {"accelerator busy": busy / 1e6 / step_s}
+    for label, names in (("matmul", MATMUL_OPS), ("dropout masks", DROPOUT_OPS)):
+        # a host operator's self device time: the kernels it launched itself
+        shares[label] = sum(e.self_device_time_total for e in ops if e.key in names) / 1e6 / step_s
+    return shares
+
+
+def _top_device_work(ops) -> list:
+    """The six kernels or copies that took the most device time (ms)."""
+    work = sorted(_device_work(ops), key=lambda e: -e.self_device_time_total)[:6]
+    return [(e.key, e.self_device_time_total / 1e3) for e in work]
 
 
 class _Recorder:
@@ -204,8 +235,8 @@ def roofline_case(objects: int, batch: int, n_scenes: int, steps: int, seed: int
         store = trainer.train_perception.store  # a FeatureMemory, as in `nablafol train`: after the first
         store.get_many(sorted({e.image_id for e in examples}))  # epoch every image is in memory
         times, spent = [], {"read features": 0.0, "optimizer": 0.0}
-        with _timing(FeatureBatch, "from_store", spent, "read features"), \
-                _timing(trainer.optimizer, "step", spent, "optimizer"):
+        with _timing(FeatureBatch, "from_store", spent, "read features", sync), \
+                _timing(trainer.optimizer, "step", spent, "optimizer", sync):
             for b in batches[1:]:
                 start = time.perf_counter()
                 trainer._step(b)
@@ -249,15 +280,16 @@ def roofline_case(objects: int, batch: int, n_scenes: int, steps: int, seed: int
         with torch.profiler.profile(activities=activities) as prof:
             trainer._step(b)
         ops = prof.key_averages()
-        spent_in = (lambda e: e.self_cpu_time_total) if on_cpu else (lambda e: e.self_device_time_total)
-        top = [(e.key, spent_in(e) / 1e3) for e in sorted(ops, key=lambda e: -spent_in(e))[:6]]
-        profiled = sum(spent_in(e) for e in ops)  # all torch operators of the step
-        if not on_cpu:  # the accelerator's busy time over the step's (the rest: the host's work and launches)
-            shares["accelerator busy"] = profiled / 1e6 / step_s
-        for label, names in (("matmul", MATMUL_OPS), ("dropout masks", DROPOUT_OPS)):
-            # a share of the operators' time, scaled to the step: the profiler's overhead cancels
-            shares[label] = sum(spent_in(e) for e in ops if e.key in names) / profiled * (
-                (1 - shares["read features"]) if on_cpu else shares["accelerator busy"])
+        if on_cpu:
+            top = [(e.key, e.self_cpu_time_total / 1e3) for e in sorted(ops, key=lambda e: -e.self_cpu_time_total)[:6]]
+            profiled = sum(e.self_cpu_time_total for e in ops)  # all torch operators of the step
+            for label, names in (("matmul", MATMUL_OPS), ("dropout masks", DROPOUT_OPS)):
+                # a share of the operators' time, scaled to the step: the profiler's overhead cancels
+                shares[label] = sum(e.self_cpu_time_total for e in ops if e.key in names) / profiled * (
+                    1 - shares["read features"])
+        else:
+            shares.update(_device_shares(prof, ops, step_s))
+            top = _top_device_work(ops)
 
         unary = sum(t.shape[0] for t in recorder.unary_tables)
         binary_asked = sum(t.shape[0] for t in recorder.binary_tables)

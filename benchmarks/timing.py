@@ -16,6 +16,11 @@ def synchronizer(device=None):
     device = torch.device(device or "cpu")
     if device.type == "cuda":
         return lambda: torch.cuda.synchronize(device)
+    backend = getattr(torch, device.type, None)  # torch.mps, torch.xpu: each has its synchronize()
+    if device.type != "cpu":
+        if not hasattr(backend, "synchronize"):
+            raise ValueError(f"no way to wait for {device}'s work: its timings would be of launches only")
+        return backend.synchronize
     return lambda: None
 
 

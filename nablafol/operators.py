@@ -66,9 +66,10 @@ def conjoin(log_a: torch.Tensor, log_b: torch.Tensor, mask: torch.Tensor | None 
 
 BLOCK_ELEMENTS = 1 << 18  # terms per block of the ∃/∄ Q-product on the CPU: its passes stay in cache
 # On an accelerator each pass is a kernel launch and there is no cache to stay in: blocks of 2^18
-# terms made 156 blocks of seven launches for 41M terms, 11.8 ms on an H100 where a copy of the
-# same bytes took 0.12 ms. Blocks of up to 2^26 terms (each of the three buffers 256 MiB in float32).
-ACCELERATOR_BLOCK_ELEMENTS = 1 << 26
+# terms made 156 blocks of about ten launches for 41M terms, 11.8 ms on an H100 where a copy of
+# the same bytes took 0.12 ms (one block: 1.34 ms). Blocks of up to 256 MiB a buffer there (2^26
+# float32 terms; three buffers, and as many again under autograd's backward).
+ACCELERATOR_BLOCK_BYTES = 1 << 28
 _LOG_HALF = -0.6931471805599453
 
 
@@ -93,11 +94,11 @@ def q_product(
     ∃ and ∄ take ``R·N·M`` evaluations of ``log(1 - e^t)``, the engine's only quadratic
     work. :class:`_NoneTrue` does it over blocks of ``block_elements`` terms in reused
     buffers, so its passes stay in cache and nothing quadratic is kept for the backward
-    pass (``"auto"``: :data:`BLOCK_ELEMENTS` on the CPU, :data:`ACCELERATOR_BLOCK_ELEMENTS`
+    pass (``"auto"``: :data:`BLOCK_ELEMENTS` on the CPU, :data:`ACCELERATOR_BLOCK_BYTES` a buffer
     elsewhere; ``None``: plain tensor operations in one block, the form ``torch.compile`` fuses).
     """
     if block_elements == "auto":
-        block_elements = BLOCK_ELEMENTS if log_r.is_cpu else ACCELERATOR_BLOCK_ELEMENTS
+        block_elements = BLOCK_ELEMENTS if log_r.is_cpu else ACCELERATOR_BLOCK_BYTES // log_r.element_size()
     if mask_y is not None:
         log_y = log_y.masked_fill(~mask_y, NEG_INF)  # padding attends nothing: its terms vanish
     if quantifier is Quantifier.FORALL:

@@ -172,6 +172,15 @@ class TableOracle(torch.nn.Module):
     def num_objects(self) -> torch.Tensor:
         return self._num_objects
 
+    def _apply(self, fn, recurse=True):
+        """``.to(device)``, ``.double()``...: the tables go where the sizes go (they are plain dicts,
+        not buffers torch would move)."""
+        for store in (self._unary, self._binary):
+            for tables in store:
+                for predicate, table in tables.items():
+                    tables[predicate] = fn(table)
+        return super()._apply(fn, recurse)
+
     def knows(self, predicate: Predicate) -> bool:
         store = self._unary if predicate.arity == 1 else self._binary
         return any(predicate in tables for tables in store)

@@ -88,7 +88,8 @@ class Answers:
         the fast path's approximation. True when the program is read-once, when the atoms it
         repeats are all certain in its scene, or when exact mode conditioned on them
         (:mod:`nablafol.engine.exact`); always False with a calibrator (its answers are not
-        probabilities of the formula). Computed on first use."""
+        probabilities of the formula). Computed on first use, on the CPU wherever the answers are
+        (a flag for reports, read on the host)."""
         if callable(self._exact):
             self._exact = self._exact()
         if self._exact is None:

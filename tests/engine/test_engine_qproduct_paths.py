@@ -1,24 +1,28 @@
 """The ∃/∄ Q-product's eager paths — under autograd or not, a row at a time in reused buffers
-or all rows in one block — give the same bits and the same dtype (``log_r``'s)."""
+or all rows in one block, on every device this machine has (the default block size differs on an
+accelerator) — give the same bits and the same dtype (``log_r``'s)."""
+import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nablafol.operators import Quantifier, q_product
+from nablafol.testing import devices
 
 DTYPES = [(torch.float32, torch.float32), (torch.float64, torch.float64), (torch.float32, torch.float64),
           (torch.float64, torch.float32)]
 
 
+@pytest.mark.parametrize("device", devices())
 @settings(max_examples=60, deadline=None)
 @given(rows=st.integers(0, 6), n=st.integers(1, 5), m=st.integers(1, 5), seed=st.integers(0, 2**31 - 1),
        dtypes=st.sampled_from(DTYPES), quantifier=st.sampled_from([Quantifier.EXISTS, Quantifier.NOT_EXISTS]),
-       block_elements=st.sampled_from([1, 7, 1 << 18]))
-def test_the_eager_paths_agree_bit_for_bit(rows, n, m, seed, dtypes, quantifier, block_elements):
+       block_elements=st.sampled_from([1, 7, 1 << 18, "auto"]))
+def test_the_eager_paths_agree_bit_for_bit(device, rows, n, m, seed, dtypes, quantifier, block_elements):
     g = torch.Generator().manual_seed(seed)
     r_dtype, y_dtype = dtypes
-    log_r = torch.rand(rows, n, m, generator=g, dtype=torch.float64).log().to(r_dtype)
-    log_y = torch.rand(rows, m, generator=g, dtype=torch.float64).log().to(y_dtype)
+    log_r = torch.rand(rows, n, m, generator=g, dtype=torch.float64).log().to(device, r_dtype)
+    log_y = torch.rand(rows, m, generator=g, dtype=torch.float64).log().to(device, y_dtype)
     if rows:  # the exact ends: a certain pair and an impossible one
         log_r[0, 0, 0], log_y[0, 0] = 0.0, 0.0
         log_r[-1, -1, -1] = float("-inf")

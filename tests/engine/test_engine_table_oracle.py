@@ -83,3 +83,17 @@ def test_an_oracle_whose_tables_are_not_where_its_sizes_are_is_named():
 
     with pytest.raises(ShapeError, match="returned a table on meta, its num_objects is on cpu"):
         Engine()([Program.yes_no(Aggregate(Quantifier.EXISTS, Filter(red, Top())))], Elsewhere())
+
+
+def test_a_table_oracle_moved_or_cast_takes_its_tables_along():
+    from nablafol.engine import Engine
+    from nablafol.ir import Aggregate, Filter, Program, Quantifier, Top
+
+    red = Predicate("red")
+    oracle = TableOracle([{red: [0.5, 0.25]}, {red: [0.75]}]).double()
+    program = Program.yes_no(Aggregate(Quantifier.EXISTS, Filter(red, Top())))
+    answers = Engine()([program, program], oracle)
+    assert answers.log_probs.dtype == torch.float64 and oracle.num_objects.dtype == torch.long
+    assert answers.probs()[:, 0].tolist() == pytest.approx([1 - 0.5 * 0.75, 0.75], abs=1e-12)  # float64 all through
+    moved = TableOracle([{red: [0.5, 0.25]}]).to("meta")
+    assert moved.num_objects.device.type == "meta" and moved._unary[0][red].device.type == "meta"
