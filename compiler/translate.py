@@ -194,8 +194,8 @@ class Translator:
                 raise CompileError("a compared object set has no name to answer with", reason="unsupported")
             score_a = Aggregate.unchecked(EXISTS, Conjoin.unchecked(a.attention, _relate_exists(comp, b.attention)))
             score_b = Aggregate.unchecked(EXISTS, Conjoin.unchecked(b.attention, _relate_exists(comp, a.attention)))
-            if labels[0] == labels[1]:
-                return Program((score_a,), (labels[0],))
+            if labels[0] == labels[1]:  # one answer, whichever wins: its truth is either's
+                return Program((Or.unchecked((score_a, score_b)),), (labels[0],))
             return Program((score_a, score_b), tuple(labels))
         (x,) = self._objects(step, inputs)
         options: dict[str, Truth] = {}
