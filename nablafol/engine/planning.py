@@ -7,14 +7,14 @@ registry's predicate ids, so the registry keeps it (``_Registry.packed``).
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 import numpy as np
 
 from nablafol.caching import bounded_cache, memo, weighted_cache
 from nablafol.errors import ProgramStructureError
 from nablafol.ir import (Aggregate, AggregateEach, AllOf, AllSame, And, AnyOf, AnyOfGroups, Attention, Conjoin, Filter,
-                         Neg, Not, Or, Pairwise, Predicate, Program, Relate, Top, Truths)
+                         Neg, Not, Or, Pairwise, Predicate, Program, Relate, Top, Truths, number_predicates)
 from nablafol.operators import Quantifier
 
 __all__ = ["ProgramPlan", "BatchPlan", "build_batch_plan"]
@@ -232,8 +232,18 @@ class ProgramPlan:
         )
 
     def weight(self) -> int:
-        """What keeping it costs, in rows (:func:`_weight`)."""
-        return _weight(self._tables, self.candidates, self.grounding)
+        """What keeping it costs, in rows (:func:`_weight`; computed once)."""
+        return memo(self, "_weight", lambda: _weight(self._tables, self.candidates, self.grounding))
+
+    @property
+    def predicate_slots(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """What packing rewrites (computed once): the vector rows with a unary predicate, their
+        predicates' local ids, and the atoms' local binary ids counted after the unary ones."""
+        def slots():
+            v, a = self._tables[0], self._tables[1]
+            rows = np.flatnonzero(v[:, 4] >= 0)
+            return rows, v[rows, 4], a[:, 1] + len(self.unary)
+        return memo(self, "_predicate_slots", slots)
 
     @property
     def attention_steps(self) -> tuple:
@@ -334,21 +344,7 @@ def _block(k: int, *columns) -> np.ndarray:
 
 def _local_ids(index: dict, predicates: tuple) -> np.ndarray:
     """The local ids of ``predicates`` in ``index``, adding the new ones (dense numbering)."""
-    base, k = len(index), len(predicates)
-    if k > _FEW_PREDICATES and index.keys().isdisjoint(predicates):
-        # an open question's candidates (up to 1,232), none met before: numbered in C
-        index.update(zip(predicates, range(base, base + k)))
-        if len(index) == base + k:
-            return np.arange(base, base + k, dtype=np.int64)
-        for p in predicates:  # one of them repeats: undo, and number them one by one
-            index.pop(p, None)
-    for p in predicates:
-        if p not in index:
-            index[p] = len(index)
-    return np.fromiter(map(index.__getitem__, predicates), dtype=np.int64, count=len(predicates))
-
-
-_FEW_PREDICATES = 8  # up to this many, a Python loop costs less than the set check and the update
+    return np.frombuffer(number_predicates(index, predicates), dtype=np.int64)
 
 
 def _stack_pairs(edges: list) -> np.ndarray:
@@ -390,48 +386,12 @@ class _Shape:
 
     @classmethod
     def of(cls, program: Program) -> "_Shape | None":
-        # every field _build reads, node by node; children by their position in the node order
-        # (by identity, else by equality: nodes() merged equal subterms, as _build does)
-        position = _NodeIndex()
-        unary: dict = {}
-        binary: dict = {}
-        key = []
-        for node in program.nodes():
-            kind = type(node)
-            if kind is Filter:
-                entry = (1, unary.setdefault(node.predicate, len(unary)), position[node.input])
-            elif kind is Top:
-                entry = (0,)
-            elif kind is Aggregate:
-                entry = (2, node.quantifier, position[node.input])
-            elif kind is Relate:
-                atoms = tuple((binary.setdefault(a.predicate, len(binary)), a.reverse) for a in node.atoms)
-                entry = (3, node.quantifier, position[node.input], atoms)
-            elif kind is Neg:
-                entry = (4, position[node.input])
-            elif kind is Conjoin:
-                entry = (5, position[node.left], position[node.right])
-            elif kind is AggregateEach:
-                entry = (6, node.quantifier, node.negate, position[node.input],
-                         _local_ids(unary, node.predicates).tobytes())
-            elif kind is Pairwise:
-                entry = (7, position[node.left], position[node.right])
-            elif kind is AnyOfGroups:
-                entry = (8, position[node.each], node.sizes)
-            elif kind is AnyOf or kind is AllOf:
-                entry = (9 if kind is AnyOf else 10, position[node.each])
-            elif kind is AllSame:
-                entry = (11, position[node.nonempty], position[node.each], position[node.input])
-            elif kind is Not or kind is And or kind is Or:
-                entry = (12 if kind is Not else 13 if kind is And else 14,
-                         tuple(position[c] for c in node.children()))
-            else:  # a subclass or an unknown node: no shape, the program is planned alone
-                return None
-            position[node] = len(key)
-            key.append(entry)
-        key.append((tuple(position[c] for c in program.candidates),
-                    position[program.focus] if program.focus is not None else -1))
-        return cls(tuple(key), program, tuple(unary), tuple(binary))
+        # every field _build reads, node by node (Program.shape: children by position in the
+        # node order, predicates by local number, numbered as _build numbers them)
+        shape = program.shape()
+        if shape is None:  # a subclass or an unknown node: no shape, the program is planned alone
+            return None
+        return cls(shape.key, program, shape.unary, shape.binary)
 
 
 # --- a batch of programs, as sorted index arrays ----------------------------------------
@@ -543,9 +503,9 @@ class _Registry:
         plan = program.__dict__.get("_plan")
         shape = _Shape.of(program) if plan is None else None
         if shape is not None:
-            return _Packed.of(self._shaped(shape), self._ids(shape.unary), self._ids(shape.binary))
+            return _Packed.of(self._shaped(shape), self._ids(shape.unary + shape.binary))
         plan = plan or ProgramPlan._build(program)
-        return _Packed.of(plan, self._ids(plan.unary), self._ids(plan.binary))
+        return _Packed.of(plan, self._ids(plan.unary + plan.binary))
 
     def _ids(self, preds) -> np.ndarray:
         found = list(map(self.ids.get, preds))  # in C: an open question has up to 1,232
@@ -560,10 +520,10 @@ class _Registry:
         return np.fromiter(found, dtype=np.int64, count=len(found))
 
 
-@dataclass(frozen=True)
-class _Packed:
+class _Packed(NamedTuple):
     """One program's plan as four row matrices (local row indices, engine-wide predicate ids):
-    a batch concatenates four arrays per program instead of a dozen (planning is per-program work)."""
+    a batch concatenates four arrays per program instead of a dozen (planning is per-program work).
+    A named tuple: one is made per distinct program, and a frozen dataclass cost more to make."""
 
     v: np.ndarray  # (nv, 5): kind, level, in0, in1, unary predicate id (-1: none)
     a: np.ndarray  # (na, 3): node, binary predicate id, reversed
@@ -572,22 +532,23 @@ class _Packed:
     candidates: np.ndarray
     focus: int
     grounding: _GroundingRows
+    rows: int  # its weight (_weight), its plan's
 
     @classmethod
-    def of(cls, plan: ProgramPlan, unary_ids: np.ndarray, binary_ids: np.ndarray) -> "_Packed":
+    def of(cls, plan: ProgramPlan, ids: np.ndarray) -> "_Packed":
+        """``plan`` with engine-wide ids: ``ids`` of its unary predicates, then of its binary ones."""
         v, a, s, e = plan._tables
+        rows, unary, binary = plan.predicate_slots
         v = v.copy()
-        pred = v[:, 4]
-        has = pred >= 0
-        pred[has] = unary_ids[pred[has]]
+        v[rows, 4] = ids[unary]
         if a.size:
             a = a.copy()
-            a[:, 1] = binary_ids[a[:, 1]]
-        return cls(v=v, a=a, s=s, e=e, candidates=plan.candidates, focus=plan.focus, grounding=plan.grounding)
+            a[:, 1] = ids[binary]
+        return cls(v, a, s, e, plan.candidates, plan.focus, plan.grounding, plan.weight())
 
     def weight(self) -> int:
-        """What keeping it costs, in rows (:func:`_weight`)."""
-        return _weight((self.v, self.a, self.s, self.e), self.candidates, self.grounding)
+        """What keeping it costs, in rows (:func:`_weight`: its plan's)."""
+        return self.rows
 
 
 _GROUNDING_ARRAYS = tuple(f.name for f in fields(_GroundingRows))  # once: dataclasses.fields is slow
