@@ -235,15 +235,6 @@ class ProgramPlan:
         """What keeping it costs, in rows (:func:`_weight`; computed once)."""
         return memo(self, "_weight", lambda: _weight(self._tables, self.candidates, self.grounding))
 
-    @property
-    def predicate_slots(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """What packing rewrites (computed once): the vector rows with a unary predicate, their
-        predicates' local ids, and the atoms' local binary ids counted after the unary ones."""
-        def slots():
-            v, a = self._tables[0], self._tables[1]
-            rows = np.flatnonzero(v[:, 4] >= 0)
-            return rows, v[rows, 4], a[:, 1] + len(self.unary)
-        return memo(self, "_predicate_slots", slots)
 
     @property
     def attention_steps(self) -> tuple:
@@ -521,34 +512,40 @@ class _Registry:
 
 
 class _Packed(NamedTuple):
-    """One program's plan as four row matrices (local row indices, engine-wide predicate ids):
-    a batch concatenates four arrays per program instead of a dozen (planning is per-program work).
-    A named tuple: one is made per distinct program, and a frozen dataclass cost more to make."""
+    """One program's plan as four row matrices (local row indices, local predicate ids) and its
+    predicates' engine-wide ids (``ids``: the unary ones, then the binary ones): a batch
+    concatenates four arrays per program instead of a dozen, and relabels every program's
+    predicates in one pass (planning is per-program work). A named tuple: one is made per
+    distinct program, and a frozen dataclass cost more to make."""
 
-    v: np.ndarray  # (nv, 5): kind, level, in0, in1, unary predicate id (-1: none)
-    a: np.ndarray  # (na, 3): node, binary predicate id, reversed
+    v: np.ndarray  # (nv, 5): kind, level, in0, in1, local unary predicate (-1: none); the plan's own
+    a: np.ndarray  # (na, 3): node, local binary predicate, reversed
     s: np.ndarray  # (ns, 3): kind, level, vector input
     e: np.ndarray  # (ne, 2): node, scalar argument
     candidates: np.ndarray
     focus: int
     grounding: _GroundingRows
     rows: int  # its weight (_weight), its plan's
+    ids: np.ndarray  # engine-wide id of each local predicate, unary then binary
+    n_unary: int
 
     @classmethod
     def of(cls, plan: ProgramPlan, ids: np.ndarray) -> "_Packed":
-        """``plan`` with engine-wide ids: ``ids`` of its unary predicates, then of its binary ones."""
+        """``plan`` with the engine-wide ``ids`` of its unary predicates, then of its binary ones."""
         v, a, s, e = plan._tables
-        rows, unary, binary = plan.predicate_slots
-        v = v.copy()
-        v[rows, 4] = ids[unary]
-        if a.size:
-            a = a.copy()
-            a[:, 1] = ids[binary]
-        return cls(v, a, s, e, plan.candidates, plan.focus, plan.grounding, plan.weight())
+        return cls(v, a, s, e, plan.candidates, plan.focus, plan.grounding, plan.weight(), ids, len(plan.unary))
 
     def weight(self) -> int:
         """What keeping it costs, in rows (:func:`_weight`: its plan's)."""
         return self.rows
+
+    def relabeled(self) -> tuple[np.ndarray, np.ndarray]:
+        """``v`` and ``a`` with engine-wide predicate ids (what a batch makes of them)."""
+        v, a = self.v.copy(), self.a.copy()
+        has = v[:, 4] >= 0
+        v[has, 4] = self.ids[v[has, 4]]
+        a[:, 1] = self.ids[a[:, 1] + self.n_unary]
+        return v, a
 
 
 _GROUNDING_ARRAYS = tuple(f.name for f in fields(_GroundingRows))  # once: dataclasses.fields is slow
@@ -562,9 +559,9 @@ def _weight(tables, candidates: np.ndarray, grounding: _GroundingRows) -> int:
 
 
 def _rows_of(parts: list[np.ndarray], width: int) -> tuple[np.ndarray, np.ndarray]:
-    """The row matrices of a batch stacked, and each program's row count."""
+    """The row matrices of a batch stacked, and each program's row count (``width`` 0: vectors)."""
     counts = np.fromiter(map(len, parts), dtype=np.int64, count=len(parts))
-    rows = np.concatenate(parts) if parts else np.zeros((0, width), dtype=np.int64)
+    rows = np.concatenate(parts) if parts else np.zeros((0, width) if width else 0, dtype=np.int64)
     return rows, counts
 
 
@@ -601,11 +598,16 @@ def build_batch_plan(programs: Sequence[Program], scenes: np.ndarray, registry: 
     v_program = np.repeat(np.arange(n_prog), nv)
     v_scene = scenes[v_program] if n_prog else v_program
     v_step = np.arange(len(v_kind)) - np.repeat(v_off, nv)
-    v_pred = v[:, 4]
+    # predicates: each program's local ids made engine-wide, in one pass for the batch
+    ids, n_ids = _rows_of([p.ids for p in packs], 0)
+    ids_off = np.cumsum(n_ids) - n_ids
+    v_pred = v[:, 4].copy()
     has = v_pred >= 0
+    v_pred[has] = ids[v_pred[has] + np.repeat(ids_off, nv)[has]]
     # relate atoms
     a_node = _shifted(a[:, 0], v_off, na)
-    a_pred = a[:, 1]
+    binary_off = ids_off + np.fromiter((p.n_unary for p in packs), dtype=np.int64, count=n_prog)
+    a_pred = ids[a[:, 1] + np.repeat(binary_off, na)] if a.size else a[:, 1]
     a_rev = a[:, 2].astype(bool)
     # scalar nodes
     s_kind, s_level = s[:, 0], s[:, 1]
