@@ -27,7 +27,6 @@ are evaluated once per program.
 from __future__ import annotations
 
 import operator
-from array import array
 from dataclasses import dataclass, fields
 from itertools import filterfalse
 from typing import Callable, Iterator, NamedTuple, Union
@@ -883,19 +882,24 @@ def _keys_of(predicates: tuple) -> dict:
     return keys
 
 
-def number_predicates(index: dict, predicates: tuple) -> array:
+def number_predicates(index: dict, predicates: tuple) -> range | tuple[int, ...]:
     """The local numbers of ``predicates`` in ``index`` (predicate -> number), the new ones
     numbered after the others in order of first use; in C, since an open question lists up to
-    1,232 predicates."""
+    1,232 predicates. Written one way only (what a shape's key compares): a run of consecutive
+    numbers as a ``range``, any other sequence as a tuple."""
     keys = _keys_of(predicates)
     base, k = len(index), len(predicates)
     if len(keys) == k and keys.keys().isdisjoint(index.keys()):  # all new (the usual case)
-        index.update(zip(predicates, range(base, base + k)))
-        return array("q", range(base, base + k))
+        index.update(zip(keys, range(base, base + k)))
+        return range(base, base + k)
     new = list(filterfalse(index.__contains__, keys))  # distinct, in order
     if new:
         index.update(zip(new, range(base, base + len(new))))
-    return array("q", map(index.__getitem__, predicates))
+    numbers = list(map(index.__getitem__, predicates))
+    first = numbers[0]
+    if numbers == list(range(first, first + k)):
+        return range(first, first + k)
+    return tuple(numbers)
 
 
 def _walk(program: "Program") -> _Walk:
@@ -959,7 +963,7 @@ def _walk(program: "Program") -> _Walk:
                 if kind is AggregateEach:
                     used.update(_keys_of(node.predicates))
                     entry = (6, node.quantifier, node.negate, position[id(node.input)],
-                             number_predicates(unary, node.predicates).tobytes())
+                             number_predicates(unary, node.predicates))
                 elif kind is Conjoin:
                     entry = (5, position[id(node.left)], position[id(node.right)])
                 elif kind is Pairwise:

@@ -335,7 +335,8 @@ def _block(k: int, *columns) -> np.ndarray:
 
 def _local_ids(index: dict, predicates: tuple) -> np.ndarray:
     """The local ids of ``predicates`` in ``index``, adding the new ones (dense numbering)."""
-    return np.frombuffer(number_predicates(index, predicates), dtype=np.int64)
+    numbers = number_predicates(index, predicates)
+    return np.fromiter(numbers, dtype=np.int64, count=len(numbers))
 
 
 def _stack_pairs(edges: list) -> np.ndarray:
