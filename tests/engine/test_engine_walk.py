@@ -136,3 +136,13 @@ def test_equal_programs_hash_equal_whichever_walk_made_the_hash(program, picks, 
     if nodes_first:
         tuple(again.nodes())
     assert again == program and hash(again) == hash(program) and {program: 1}[again] == 1
+
+
+def test_the_shape_is_kept_only_until_planning_takes_it():
+    from nablafol.engine.planning import _Registry
+    program = Program.yes_no(Aggregate(E, Filter(UNARY[0], Relate.of(BINARY[0], E, Top()))))
+    program.predicates()  # the walk made the shape too
+    assert program.__dict__.get("_shape") is not None
+    _Registry().packed(program)
+    assert "_shape" not in program.__dict__  # taken: a shape weighs as much as the predicates
+    assert program.shape() == program.shape() and "_shape" not in program.__dict__
