@@ -912,7 +912,7 @@ def _walk(program: "Program") -> _Walk:
     binary: dict = {}
     used: dict = {}  # every predicate, in order of first use
     known = True
-    roots = program.candidates + ((program.focus,) if program.focus is not None else ())
+    roots = tuple(program.candidates) + ((program.focus,) if program.focus is not None else ())
     for root in roots:
         # depth first, inputs in order, each node after its inputs; a node met again (by identity)
         # is not walked again. A node is read when its inputs are walked; until then, it pushes
