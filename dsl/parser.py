@@ -30,7 +30,7 @@ import functools
 import re
 from dataclasses import dataclass
 from importlib import resources
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, NamedTuple, Sequence
 
 from lark import Lark, Token, Transformer
 from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedInput, UnexpectedToken
@@ -333,9 +333,18 @@ class _Recipe:
     bare: Program
 
 
-def _step_recipe_uncached(piece: str) -> Step:
+class _StepRecipe(NamedTuple):
+    """A step template parsed: the step (placeholder ids), and the step without ids (itself
+    when it has none)."""
+
+    step: Step
+    bare: Step
+
+
+def _step_recipe_uncached(piece: str) -> _StepRecipe:
     """A step template (ids written ' (-)'), parsed and built; cached."""
-    return _build_step(_lark().parse(piece, start="step"), 0, piece)
+    step = _build_step(_lark().parse(piece, start="step"), 0, piece)
+    return _StepRecipe(step, Program((step,)).without_ids().steps[0])
 
 
 _step_recipe = bounded_cache(_step_recipe_uncached, 1 << 16)
@@ -349,17 +358,18 @@ _SKELETONS_KEPT = 1 << 12
 
 
 def _line_recipe_uncached(template: str) -> _Recipe:
-    """A line template, parsed step by step (cached) and validated; cached."""
-    steps = tuple(_step_recipe(piece) for piece in template.split(_ARROW))
+    """A line template, parsed step by step (cached) and validated; cached. The steps without
+    ids come from the step cache too (a line's steps are shared with thousands of lines)."""
+    recipes = tuple(map(_step_recipe, template.split(_ARROW)))
+    steps = tuple([r.step for r in recipes])
     skeleton = tuple((s.operation, s.type, s.argument.__class__, s.dependencies) for s in steps)
     if skeleton not in _VALID_SKELETONS:
         check_structure(steps)
         if len(_VALID_SKELETONS) >= _SKELETONS_KEPT:
             _VALID_SKELETONS.clear()
         _VALID_SKELETONS.add(skeleton)
-    slots = tuple(i for i, step in enumerate(steps) if getattr(step.argument, "ids", None) is not None)
-    program = Program(steps)
-    return _Recipe(program, slots, program.without_ids())
+    slots = tuple([i for i, r in enumerate(recipes) if r.bare is not r.step])
+    return _Recipe(Program(steps), slots, Program(tuple([r.bare for r in recipes])))
 
 
 _line_recipe = bounded_cache(_line_recipe_uncached, 1 << 15)
@@ -473,11 +483,15 @@ def semantic_line(steps: Any) -> str | None:
             return None
         if (type(operation) is not str or type(argument) is not str
                 or type(dependencies) is not list or "[" in argument
-                or _ARROW in argument or _ARROW in operation
-                or not all(type(d) is int for d in dependencies)):
+                or _ARROW in argument or _ARROW in operation):
             return None
-        parts.append(f"{operation}: {argument} [{', '.join(map(str, dependencies))}]"
-                     if dependencies else f"{operation}: {argument}")
+        if dependencies:
+            for d in dependencies:  # a loop, not all(...): this runs for every question read
+                if type(d) is not int:
+                    return None
+            parts.append(f"{operation}: {argument} [{', '.join(map(str, dependencies))}]")
+        else:
+            parts.append(f"{operation}: {argument}")
     return _ARROW.join(parts)
 
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import operator
 from dataclasses import dataclass, fields
+from itertools import filterfalse
 from typing import Callable, Iterator, NamedTuple, Union
 
 from .caching import memo
@@ -37,7 +38,7 @@ from .operators import Quantifier
 __all__ = [
     "Predicate", "Quantifier", "Node", "Attention", "Truth", "Top", "Filter", "Neg", "Relate",
     "Atom", "Conjoin", "Aggregate", "Truths", "AggregateEach", "Pairwise", "AnyOfGroups", "Shorthand", "AnyOf",
-    "AllOf", "AllSame", "Not", "And", "Or", "Program",
+    "AllOf", "AllSame", "Not", "And", "Or", "Program", "Shape",
 ]
 
 
@@ -707,47 +708,47 @@ class Program(_Hashed):
 
     def nodes(self) -> Iterator[Node]:
         """Every distinct node, each after its inputs (a topological order; computed once)."""
-        return iter(memo(self, "_nodes", self._topological))
-
-    def _topological(self) -> tuple:
-        # shared subterms are usually the same object: an id() check first spares most hashing;
-        # equal but distinct subterms are still merged by the structural check
-        seen_ids: set[int] = set()
-        seen: set = set()
-        order: list[Node] = []
-        roots: list[Node] = list(self.candidates) + ([self.focus] if self.focus is not None else [])
-        for root in roots:
-            stack = [(root, False)]
-            while stack:
-                node, expanded = stack.pop()
-                if id(node) in seen_ids:
-                    continue
-                if expanded:
-                    seen_ids.add(id(node))
-                    if node in seen:
-                        continue
-                    seen.add(node)
-                    order.append(node)
-                else:
-                    stack.append((node, True))
-                    stack.extend((c, False) for c in reversed(node.children()) if id(c) not in seen_ids)
-        return tuple(order)
+        values = self.__dict__
+        nodes = values.get("_nodes")
+        if nodes is None:
+            nodes = self._walked().nodes
+        return iter(nodes)
 
     def predicates(self) -> tuple[Predicate, ...]:
         """The distinct predicates, in order of first use (computed once: programs are immutable)."""
-        return memo(self, "_predicates", self._distinct_predicates)
+        values = self.__dict__
+        predicates = values.get("_predicates")
+        if predicates is None:
+            predicates = self._walked().predicates
+        return predicates
 
-    def _distinct_predicates(self) -> tuple[Predicate, ...]:
-        out: dict[Predicate, None] = {}
-        for node in self.nodes():
-            if isinstance(node, Filter):
-                out.setdefault(node.predicate)
-            elif isinstance(node, AggregateEach):
-                out.update(dict.fromkeys(node.predicates))  # in C: open questions list many
-            elif isinstance(node, Relate):
-                for a in node.atoms:
-                    out.setdefault(a.predicate)
-        return tuple(out)
+    def shape(self) -> "Shape | None":
+        """The program up to its predicates (:class:`Shape`); ``None`` when a node is of a class
+        the shape does not know (a subclass of a node class). The walk that makes :meth:`nodes`
+        and :meth:`predicates` makes it too, and it is kept only until first asked for (the
+        engine asks once per program, and a shape can weigh as much as the predicates).
+
+            >>> red, blue = Predicate("red"), Predicate("blue")
+            >>> one = Program.yes_no(Aggregate(Quantifier.EXISTS, Filter(red, Filter(blue, Top()))))
+            >>> two = Program.yes_no(Aggregate(Quantifier.EXISTS, Filter(blue, Filter(red, Top()))))
+            >>> same = Program.yes_no(Aggregate(Quantifier.EXISTS, Filter(red, Filter(red, Top()))))
+            >>> one.shape().key == two.shape().key != same.shape().key, one.shape().unary
+            (True, (Predicate(name='blue', arity=1, kind=''), Predicate(name='red', arity=1, kind='')))
+        """
+        values = self.__dict__
+        if "_shape" in values:
+            return values.pop("_shape")
+        return self._walked(keep_shape=False).shape
+
+    def _walked(self, keep_shape: bool = True) -> "_Walk":
+        walk = _walk(self)
+        values = self.__dict__  # what one walk makes, kept (memo, by hand: it makes three values)
+        values.setdefault("_nodes", walk.nodes)
+        values.setdefault("_predicates", walk.predicates)
+        values.setdefault("_hash", walk.hash)
+        if keep_shape:
+            values["_shape"] = walk.shape
+        return walk
 
     def repeated_predicates(self) -> frozenset[Predicate]:
         """The predicates whose ground atoms can occur twice in the grounding of one candidate
@@ -799,7 +800,12 @@ class Program(_Hashed):
     def __str__(self) -> str:
         return self.term()
 
-    __hash__ = _Hashed.__hash__
+    def __hash__(self) -> int:
+        # structural, made by the walk (see _walk)
+        value = self.__dict__.get("_hash")
+        if value is None:
+            value = self._walked().hash
+        return value
 
 
 # --- nodes from checked parts -----------------------------------------------------------
@@ -827,6 +833,175 @@ for _node_class in (Filter, Neg, Atom, Relate, Conjoin, Aggregate, AggregateEach
     _node_class.unchecked = _unchecked_constructor(_node_class)
 
 _PI = Predicate("π")  # stands for each predicate of an AggregateEach when printed
+
+# --- one walk: the node order, the predicates and the shape ------------------------------
+# Equal but distinct subterms are merged by the entry of each node: its kind, its other fields,
+# its inputs by position in the order (equal inputs share one) and its predicates by local
+# number, which is equal exactly when the nodes are (structural equality) and costs no
+# structural hash. A node of a class the walk does not know (a subclass) is merged by its own
+# equality, and the program then has no shape.
+
+
+class Shape(NamedTuple):
+    """A program up to its predicates: programs of one shape differ only in which predicates
+    they name (the engine plans a shape once; ``nablafol.engine.planning``).
+
+    ``key`` has one entry per node of :meth:`Program.nodes`, in that order: the node's kind,
+    its other fields, its inputs by their position in the order, and its predicates by local
+    number (unary and binary numbered apart, in order of first use), then the positions of the
+    candidates and of the focus (-1: none). ``unary`` and ``binary`` are the predicates by
+    local number.
+    """
+
+    key: tuple
+    unary: tuple[Predicate, ...]
+    binary: tuple[Predicate, ...]
+
+
+class _Walk(NamedTuple):
+    nodes: tuple
+    predicates: tuple
+    shape: "Shape | None"
+    hash: int
+
+
+_TUPLE_KEYS: dict = {}  # id -> (tuple of predicates, dict.fromkeys of it); bounded as _KNOWN_TUPLES
+
+
+def _keys_of(predicates: tuple) -> dict:
+    """``dict.fromkeys(predicates)``, kept by the tuple's identity: the compiler hands the same
+    candidate tuples to thousands of programs, and a dict's keys go into another dict without
+    being hashed again."""
+    known = _TUPLE_KEYS.get(id(predicates))
+    if known is not None and known[0] is predicates:
+        return known[1]
+    if len(_TUPLE_KEYS) >= _KNOWN_TUPLES_MAX:
+        _TUPLE_KEYS.clear()
+    keys = dict.fromkeys(predicates)
+    _TUPLE_KEYS[id(predicates)] = (predicates, keys)
+    return keys
+
+
+def number_predicates(index: dict, predicates: tuple) -> range | tuple[int, ...]:
+    """The local numbers of ``predicates`` in ``index`` (predicate -> number), the new ones
+    numbered after the others in order of first use; in C, since an open question lists up to
+    1,232 predicates. Written one way only (what a shape's key compares): a run of consecutive
+    numbers as a ``range``, any other sequence as a tuple."""
+    keys = _keys_of(predicates)
+    base, k = len(index), len(predicates)
+    if len(keys) == k and keys.keys().isdisjoint(index.keys()):  # all new (the usual case)
+        index.update(zip(keys, range(base, base + k)))
+        return range(base, base + k)
+    new = list(filterfalse(index.__contains__, keys))  # distinct, in order
+    if new:
+        index.update(zip(new, range(base, base + len(new))))
+    numbers = list(map(index.__getitem__, predicates))
+    first = numbers[0]
+    if numbers == list(range(first, first + k)):
+        return range(first, first + k)
+    return tuple(numbers)
+
+
+def _walk(program: "Program") -> _Walk:
+    position: dict[int, int] = {}  # id(node) -> position in the order of it, or of the equal node there
+    at_position = position.get
+    merged: dict = {}  # entry -> position
+    order: list[Node] = []
+    key: list = []
+    unary: dict = {}
+    binary: dict = {}
+    used: dict = {}  # every predicate, in order of first use
+    known = True
+    roots = tuple(program.candidates) + ((program.focus,) if program.focus is not None else ())
+    for root in roots:
+        # depth first, inputs in order, each node after its inputs; a node met again (by identity)
+        # is not walked again. A node is read when its inputs are walked; until then, it pushes
+        # them (a chain of one-input nodes, GQA's usual program, in one go)
+        stack = [root]
+        while stack:
+            node = stack[-1]
+            if id(node) in position:
+                stack.pop()
+                continue
+            kind = type(node)
+            entry = None
+            if kind is Filter or kind is Aggregate or kind is Relate or kind is Neg:
+                x = at_position(id(node.input))
+                if x is None:
+                    child = node.input
+                    while True:
+                        stack.append(child)
+                        kind = type(child)
+                        if not (kind is Filter or kind is Aggregate or kind is Relate or kind is Neg):
+                            break
+                        child = child.input
+                        if id(child) in position:
+                            break
+                    continue
+                if kind is Filter:
+                    p = node.predicate
+                    used[p] = None
+                    entry = (1, unary.setdefault(p, len(unary)), x)
+                elif kind is Aggregate:
+                    entry = (2, node.quantifier, x)
+                elif kind is Neg:
+                    entry = (4, x)
+                elif all(type(a) is Atom for a in node.atoms):  # a Relate
+                    atoms = []
+                    for a in node.atoms:
+                        p = a.predicate
+                        used[p] = None
+                        atoms.append((binary.setdefault(p, len(binary)), a.reverse))
+                    entry = (3, node.quantifier, x, tuple(atoms))
+            elif kind is Top:
+                entry = (0,)
+            else:
+                pending = [c for c in node.children() if id(c) not in position]
+                if pending:
+                    stack.extend(reversed(pending))
+                    continue
+                if kind is AggregateEach:
+                    used.update(_keys_of(node.predicates))
+                    entry = (6, node.quantifier, node.negate, position[id(node.input)],
+                             number_predicates(unary, node.predicates))
+                elif kind is Conjoin:
+                    entry = (5, position[id(node.left)], position[id(node.right)])
+                elif kind is Pairwise:
+                    entry = (7, position[id(node.left)], position[id(node.right)])
+                elif kind is AnyOfGroups:
+                    entry = (8, position[id(node.each)], node.sizes)
+                elif kind is AnyOf or kind is AllOf:
+                    entry = (9 if kind is AnyOf else 10, position[id(node.each)])
+                elif kind is AllSame:
+                    entry = (11, position[id(node.nonempty)], position[id(node.each)], position[id(node.input)])
+                elif kind is Not or kind is And or kind is Or:
+                    entry = (12 if kind is Not else 13 if kind is And else 14,
+                             tuple([position[id(c)] for c in node.children()]))
+            if entry is None:  # a class the walk does not know: merged by its own equality
+                known = False
+                entry = (-1, node)
+                if isinstance(node, Filter):
+                    used[node.predicate] = None
+                elif isinstance(node, AggregateEach):
+                    used.update(dict.fromkeys(node.predicates))
+                elif isinstance(node, Relate):
+                    used.update(dict.fromkeys(a.predicate for a in node.atoms))
+            stack.pop()
+            at = merged.get(entry)
+            if at is None:
+                at = merged[entry] = len(order)
+                order.append(node)
+                key.append(entry)
+            position[id(node)] = at
+    if not known:
+        return _Walk(tuple(order), tuple(used), None, _Hashed._structural_hash(program))
+    key.append((tuple([position[id(c)] for c in program.candidates]),
+                position[id(program.focus)] if program.focus is not None else -1))
+    shape = Shape(tuple(key), tuple(unary), tuple(binary))
+    # equal programs have equal shapes and predicates: a hash of these is a structural hash,
+    # made in C (hashing node by node, in Python, cost more than the walk)
+    return _Walk(tuple(order), tuple(used), shape, hash((shape, program.labels)))
+
 
 # --- structural read-once analysis ------------------------------------------------------
 # How often each predicate is used in the grounding of one candidate, capped at 2 (all that

@@ -7,14 +7,14 @@ registry's predicate ids, so the registry keeps it (``_Registry.packed``).
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 import numpy as np
 
 from nablafol.caching import bounded_cache, memo, weighted_cache
 from nablafol.errors import ProgramStructureError
 from nablafol.ir import (Aggregate, AggregateEach, AllOf, AllSame, And, AnyOf, AnyOfGroups, Attention, Conjoin, Filter,
-                         Neg, Not, Or, Pairwise, Predicate, Program, Relate, Top, Truths)
+                         Neg, Not, Or, Pairwise, Predicate, Program, Relate, Top, Truths, number_predicates)
 from nablafol.operators import Quantifier
 
 __all__ = ["ProgramPlan", "BatchPlan", "build_batch_plan"]
@@ -232,8 +232,9 @@ class ProgramPlan:
         )
 
     def weight(self) -> int:
-        """What keeping it costs, in rows (:func:`_weight`)."""
-        return _weight(self._tables, self.candidates, self.grounding)
+        """What keeping it costs, in rows (:func:`_weight`; computed once)."""
+        return memo(self, "_weight", lambda: _weight(self._tables, self.candidates, self.grounding))
+
 
     @property
     def attention_steps(self) -> tuple:
@@ -334,21 +335,8 @@ def _block(k: int, *columns) -> np.ndarray:
 
 def _local_ids(index: dict, predicates: tuple) -> np.ndarray:
     """The local ids of ``predicates`` in ``index``, adding the new ones (dense numbering)."""
-    base, k = len(index), len(predicates)
-    if k > _FEW_PREDICATES and index.keys().isdisjoint(predicates):
-        # an open question's candidates (up to 1,232), none met before: numbered in C
-        index.update(zip(predicates, range(base, base + k)))
-        if len(index) == base + k:
-            return np.arange(base, base + k, dtype=np.int64)
-        for p in predicates:  # one of them repeats: undo, and number them one by one
-            index.pop(p, None)
-    for p in predicates:
-        if p not in index:
-            index[p] = len(index)
-    return np.fromiter(map(index.__getitem__, predicates), dtype=np.int64, count=len(predicates))
-
-
-_FEW_PREDICATES = 8  # up to this many, a Python loop costs less than the set check and the update
+    numbers = number_predicates(index, predicates)
+    return np.fromiter(numbers, dtype=np.int64, count=len(numbers))
 
 
 def _stack_pairs(edges: list) -> np.ndarray:
@@ -390,48 +378,12 @@ class _Shape:
 
     @classmethod
     def of(cls, program: Program) -> "_Shape | None":
-        # every field _build reads, node by node; children by their position in the node order
-        # (by identity, else by equality: nodes() merged equal subterms, as _build does)
-        position = _NodeIndex()
-        unary: dict = {}
-        binary: dict = {}
-        key = []
-        for node in program.nodes():
-            kind = type(node)
-            if kind is Filter:
-                entry = (1, unary.setdefault(node.predicate, len(unary)), position[node.input])
-            elif kind is Top:
-                entry = (0,)
-            elif kind is Aggregate:
-                entry = (2, node.quantifier, position[node.input])
-            elif kind is Relate:
-                atoms = tuple((binary.setdefault(a.predicate, len(binary)), a.reverse) for a in node.atoms)
-                entry = (3, node.quantifier, position[node.input], atoms)
-            elif kind is Neg:
-                entry = (4, position[node.input])
-            elif kind is Conjoin:
-                entry = (5, position[node.left], position[node.right])
-            elif kind is AggregateEach:
-                entry = (6, node.quantifier, node.negate, position[node.input],
-                         _local_ids(unary, node.predicates).tobytes())
-            elif kind is Pairwise:
-                entry = (7, position[node.left], position[node.right])
-            elif kind is AnyOfGroups:
-                entry = (8, position[node.each], node.sizes)
-            elif kind is AnyOf or kind is AllOf:
-                entry = (9 if kind is AnyOf else 10, position[node.each])
-            elif kind is AllSame:
-                entry = (11, position[node.nonempty], position[node.each], position[node.input])
-            elif kind is Not or kind is And or kind is Or:
-                entry = (12 if kind is Not else 13 if kind is And else 14,
-                         tuple(position[c] for c in node.children()))
-            else:  # a subclass or an unknown node: no shape, the program is planned alone
-                return None
-            position[node] = len(key)
-            key.append(entry)
-        key.append((tuple(position[c] for c in program.candidates),
-                    position[program.focus] if program.focus is not None else -1))
-        return cls(tuple(key), program, tuple(unary), tuple(binary))
+        # every field _build reads, node by node (Program.shape: children by position in the
+        # node order, predicates by local number, numbered as _build numbers them)
+        shape = program.shape()
+        if shape is None:  # a subclass or an unknown node: no shape, the program is planned alone
+            return None
+        return cls(shape.key, program, shape.unary, shape.binary)
 
 
 # --- a batch of programs, as sorted index arrays ----------------------------------------
@@ -543,9 +495,9 @@ class _Registry:
         plan = program.__dict__.get("_plan")
         shape = _Shape.of(program) if plan is None else None
         if shape is not None:
-            return _Packed.of(self._shaped(shape), self._ids(shape.unary), self._ids(shape.binary))
+            return _Packed.of(self._shaped(shape), self._ids(shape.unary + shape.binary))
         plan = plan or ProgramPlan._build(program)
-        return _Packed.of(plan, self._ids(plan.unary), self._ids(plan.binary))
+        return _Packed.of(plan, self._ids(plan.unary + plan.binary))
 
     def _ids(self, preds) -> np.ndarray:
         found = list(map(self.ids.get, preds))  # in C: an open question has up to 1,232
@@ -560,34 +512,41 @@ class _Registry:
         return np.fromiter(found, dtype=np.int64, count=len(found))
 
 
-@dataclass(frozen=True)
-class _Packed:
-    """One program's plan as four row matrices (local row indices, engine-wide predicate ids):
-    a batch concatenates four arrays per program instead of a dozen (planning is per-program work)."""
+class _Packed(NamedTuple):
+    """One program's plan as four row matrices (local row indices, local predicate ids) and its
+    predicates' engine-wide ids (``ids``: the unary ones, then the binary ones): a batch
+    concatenates four arrays per program instead of a dozen, and relabels every program's
+    predicates in one pass (planning is per-program work). A named tuple: one is made per
+    distinct program, and a frozen dataclass cost more to make."""
 
-    v: np.ndarray  # (nv, 5): kind, level, in0, in1, unary predicate id (-1: none)
-    a: np.ndarray  # (na, 3): node, binary predicate id, reversed
+    v: np.ndarray  # (nv, 5): kind, level, in0, in1, local unary predicate (-1: none); the plan's own
+    a: np.ndarray  # (na, 3): node, local binary predicate, reversed
     s: np.ndarray  # (ns, 3): kind, level, vector input
     e: np.ndarray  # (ne, 2): node, scalar argument
     candidates: np.ndarray
     focus: int
     grounding: _GroundingRows
+    rows: int  # its weight (_weight), its plan's
+    ids: np.ndarray  # engine-wide id of each local predicate, unary then binary
+    n_unary: int
 
     @classmethod
-    def of(cls, plan: ProgramPlan, unary_ids: np.ndarray, binary_ids: np.ndarray) -> "_Packed":
+    def of(cls, plan: ProgramPlan, ids: np.ndarray) -> "_Packed":
+        """``plan`` with the engine-wide ``ids`` of its unary predicates, then of its binary ones."""
         v, a, s, e = plan._tables
-        v = v.copy()
-        pred = v[:, 4]
-        has = pred >= 0
-        pred[has] = unary_ids[pred[has]]
-        if a.size:
-            a = a.copy()
-            a[:, 1] = binary_ids[a[:, 1]]
-        return cls(v=v, a=a, s=s, e=e, candidates=plan.candidates, focus=plan.focus, grounding=plan.grounding)
+        return cls(v, a, s, e, plan.candidates, plan.focus, plan.grounding, plan.weight(), ids, len(plan.unary))
 
     def weight(self) -> int:
-        """What keeping it costs, in rows (:func:`_weight`)."""
-        return _weight((self.v, self.a, self.s, self.e), self.candidates, self.grounding)
+        """What keeping it costs, in rows (:func:`_weight`: its plan's)."""
+        return self.rows
+
+    def relabeled(self) -> tuple[np.ndarray, np.ndarray]:
+        """``v`` and ``a`` with engine-wide predicate ids (what a batch makes of them)."""
+        v, a = self.v.copy(), self.a.copy()
+        has = v[:, 4] >= 0
+        v[has, 4] = self.ids[v[has, 4]]
+        a[:, 1] = self.ids[a[:, 1] + self.n_unary]
+        return v, a
 
 
 _GROUNDING_ARRAYS = tuple(f.name for f in fields(_GroundingRows))  # once: dataclasses.fields is slow
@@ -601,9 +560,9 @@ def _weight(tables, candidates: np.ndarray, grounding: _GroundingRows) -> int:
 
 
 def _rows_of(parts: list[np.ndarray], width: int) -> tuple[np.ndarray, np.ndarray]:
-    """The row matrices of a batch stacked, and each program's row count."""
+    """The row matrices of a batch stacked, and each program's row count (``width`` 0: vectors)."""
     counts = np.fromiter(map(len, parts), dtype=np.int64, count=len(parts))
-    rows = np.concatenate(parts) if parts else np.zeros((0, width), dtype=np.int64)
+    rows = np.concatenate(parts) if parts else np.zeros((0, width) if width else 0, dtype=np.int64)
     return rows, counts
 
 
@@ -640,11 +599,16 @@ def build_batch_plan(programs: Sequence[Program], scenes: np.ndarray, registry: 
     v_program = np.repeat(np.arange(n_prog), nv)
     v_scene = scenes[v_program] if n_prog else v_program
     v_step = np.arange(len(v_kind)) - np.repeat(v_off, nv)
-    v_pred = v[:, 4]
+    # predicates: each program's local ids made engine-wide, in one pass for the batch
+    ids, n_ids = _rows_of([p.ids for p in packs], 0)
+    ids_off = np.cumsum(n_ids) - n_ids
+    v_pred = v[:, 4].copy()
     has = v_pred >= 0
+    v_pred[has] = ids[v_pred[has] + np.repeat(ids_off, nv)[has]]
     # relate atoms
     a_node = _shifted(a[:, 0], v_off, na)
-    a_pred = a[:, 1]
+    binary_off = ids_off + np.fromiter((p.n_unary for p in packs), dtype=np.int64, count=n_prog)
+    a_pred = ids[a[:, 1] + np.repeat(binary_off, na)] if a.size else a[:, 1]
     a_rev = a[:, 2].astype(bool)
     # scalar nodes
     s_kind, s_level = s[:, 0], s[:, 1]

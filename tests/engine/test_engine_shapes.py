@@ -94,8 +94,9 @@ def renamings():
 def packed_with_predicates(registry, program):
     """The packed tables with each predicate id written as its predicate (ids differ by registry)."""
     pack = registry.packed(program)
-    v = [tuple(row[:4]) + ((registry.predicates[row[4]] if row[4] >= 0 else None),) for row in pack.v.tolist()]
-    a = [(row[0], registry.predicates[row[1]], row[2]) for row in pack.a.tolist()]
+    v, a = pack.relabeled()
+    v = [tuple(row[:4]) + ((registry.predicates[row[4]] if row[4] >= 0 else None),) for row in v.tolist()]
+    a = [(row[0], registry.predicates[row[1]], row[2]) for row in a.tolist()]
     return v, a, pack.s.tolist(), pack.e.tolist(), pack.candidates.tolist(), pack.focus, [
         x.tolist() for x in dataclasses.astuple(pack.grounding)]
 

@@ -1,0 +1,148 @@
+"""One walk of a program (``nablafol.ir._walk``) makes its node order, its predicates and its
+shape: each must be what the plain definitions give (the node order feeds planning and the
+exactness analysis), with equal but distinct subterms merged by structural equality."""
+import copy
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from nablafol.ir import (Aggregate, AggregateEach, And, AnyOf, Conjoin, Filter, Neg, Not, Pairwise, Predicate, Program,
+                         Quantifier, Relate, Top, Truths, number_predicates)
+from nablafol.testing.strategies import default_vocabulary, programs
+
+UNARY, BINARY = default_vocabulary(n_unary=4, n_binary=3)
+E = Quantifier.EXISTS
+
+
+def reference_nodes(program) -> tuple:
+    """Every distinct node after its inputs: depth first by identity, merged by equality."""
+    seen_ids, seen, order = set(), set(), []
+    for root in list(program.candidates) + ([program.focus] if program.focus is not None else []):
+        stack = [(root, False)]
+        while stack:
+            node, expanded = stack.pop()
+            if id(node) in seen_ids:
+                continue
+            if expanded:
+                seen_ids.add(id(node))
+                if node not in seen:
+                    seen.add(node)
+                    order.append(node)
+            else:
+                stack.append((node, True))
+                stack.extend((c, False) for c in reversed(node.children()) if id(c) not in seen_ids)
+    return tuple(order)
+
+
+def reference_predicates(nodes) -> tuple:
+    out = {}
+    for node in nodes:
+        if isinstance(node, Filter):
+            out.setdefault(node.predicate)
+        elif isinstance(node, AggregateEach):
+            out.update(dict.fromkeys(node.predicates))
+        elif isinstance(node, Relate):
+            for a in node.atoms:
+                out.setdefault(a.predicate)
+    return tuple(out)
+
+
+def assert_walked_as_defined(program):
+    fresh = copy.deepcopy(program)  # nothing kept from an earlier walk
+    expected = reference_nodes(program)
+    got = tuple(fresh.nodes())
+    # the same nodes (the first of each class of equal ones met, not an equal one), in order
+    assert [id(n) for n in got] == [id(n) for n in reference_nodes(fresh)]
+    assert got == expected
+    assert fresh.predicates() == reference_predicates(expected)
+    assert fresh.shape() == program.shape()
+
+
+def with_copies(program, picks):
+    """``program`` with some of its candidates again, as deep copies (equal, distinct objects)."""
+    candidates = program.candidates + tuple(copy.deepcopy(program.candidates[k % len(program.candidates)])
+                                            for k in picks)
+    n = sum(c.n_truths if isinstance(c, Truths) else 1 for c in candidates)
+    return Program(candidates, tuple(f"c{i}" for i in range(n)))
+
+
+@settings(max_examples=200, deadline=None)
+@given(programs(UNARY, BINARY, max_depth=4))
+def test_the_walk_gives_the_nodes_and_predicates_of_their_definitions(program):
+    assert_walked_as_defined(program)
+
+
+@settings(max_examples=100, deadline=None)
+@given(programs(UNARY, BINARY, max_depth=4), st.lists(st.integers(0, 5), min_size=1, max_size=3))
+def test_equal_but_distinct_subterms_are_merged_as_by_equality(program, picks):
+    assert_walked_as_defined(with_copies(program, picks))
+
+
+def test_a_node_of_a_subclass_is_merged_by_its_equality_and_leaves_no_shape():
+    class MyFilter(Filter):
+        pass
+    p, q = UNARY[:2]
+    odd = MyFilter(p, Filter(q, Top()))
+    program = Program((Aggregate(E, odd), Aggregate(E, copy.deepcopy(odd)), Aggregate(E, Filter(p, Filter(q, Top())))),
+                      ("a", "b", "c"))
+    assert_walked_as_defined(program)
+    assert len(tuple(program.nodes())) == 6 and program.shape() is None
+    assert program.predicates() == (q, p)
+    again = copy.deepcopy(program)
+    assert hash(again) == hash(program) and {program: 1}[again] == 1
+
+
+def test_shared_inputs_several_inputs_and_a_focus_are_walked_in_order():
+    p, q, r = UNARY[:3]
+    x = Filter(p, Top())
+    y = Relate.of(BINARY[0], Quantifier.FORALL, Filter(q, x))
+    both = Conjoin(y, Neg(Filter(r, copy.deepcopy(x))))
+    each = AggregateEach(E, (r, p, UNARY[3]), both)
+    program = Program((And((Aggregate(E, y), Not(Aggregate(E, both)))), AnyOf(Pairwise(each, copy.deepcopy(each)))),
+                      ("yes", "any"), focus=copy.deepcopy(both))
+    assert_walked_as_defined(program)
+    shape = program.shape()
+    assert shape.unary == (p, q, r, UNARY[3]) and shape.binary == (BINARY[0],)
+
+
+def test_a_deep_program_is_walked_without_recursion():
+    x = Top()
+    for k in range(5000):
+        x = Filter(UNARY[k % 4], x)
+    program = Program.yes_no(Aggregate(E, x))
+    assert len(tuple(program.nodes())) == 5002 and program.predicates() == tuple(UNARY[:4])
+    assert len(program.shape().key) == 5003
+
+
+@given(st.lists(st.sampled_from(UNARY), max_size=4, unique=True),
+       st.lists(st.sampled_from(UNARY + [Predicate("new"), Predicate("other")]), min_size=1, max_size=8))
+def test_predicates_are_numbered_in_order_of_first_use(known, predicates):
+    index = {p: k for k, p in enumerate(known)}
+    expected = dict(index)
+    for p in predicates:
+        expected.setdefault(p, len(expected))
+    numbers = number_predicates(index, tuple(predicates))
+    assert list(numbers) == [expected[p] for p in predicates] and index == expected
+    # one way of writing each sequence (a shape's key compares them): a run as a range
+    run = all(b == a + 1 for a, b in zip(numbers, numbers[1:]))
+    assert type(numbers) is (range if run else tuple)
+
+
+@settings(max_examples=100, deadline=None)
+@given(programs(UNARY, BINARY, max_depth=4), st.lists(st.integers(0, 5), max_size=2), st.booleans())
+def test_equal_programs_hash_equal_whichever_walk_made_the_hash(program, picks, nodes_first):
+    program = with_copies(program, picks) if picks else program
+    again = copy.deepcopy(program)
+    if nodes_first:
+        tuple(again.nodes())
+    assert again == program and hash(again) == hash(program) and {program: 1}[again] == 1
+
+
+def test_the_shape_is_kept_only_until_planning_takes_it():
+    from nablafol.engine.planning import _Registry
+    program = Program.yes_no(Aggregate(E, Filter(UNARY[0], Relate.of(BINARY[0], E, Top()))))
+    program.predicates()  # the walk made the shape too
+    assert program.__dict__.get("_shape") is not None
+    _Registry().packed(program)
+    assert "_shape" not in program.__dict__  # taken: a shape weighs as much as the predicates
+    assert program.shape() == program.shape() and "_shape" not in program.__dict__
