@@ -235,7 +235,6 @@ class ProgramPlan:
         """What keeping it costs, in rows (:func:`_weight`; computed once)."""
         return memo(self, "_weight", lambda: _weight(self._tables, self.candidates, self.grounding))
 
-
     @property
     def attention_steps(self) -> tuple:
         """What each vector row computes, in the order of the engine's ``step``: an Attention
@@ -485,7 +484,11 @@ class _Registry:
         """``program``'s plan as row matrices with this engine's predicate ids."""
         if not isinstance(program, Program):
             ProgramPlan.of(program)  # raises, naming what it was given
-        return self._packed(program)
+        packed = self._packed(program)
+        # hashing the program kept its shape on it for _pack; a cache hit for an equal program, or a
+        # plan kept on it, never took it: dropped here (an open question's shape holds its candidates)
+        program.__dict__.pop("_shape", None)
+        return packed
 
     def _pack(self, program: Program) -> "_Packed":
         # the plan is built for packing only, not kept: the packed rows are all a batch needs;

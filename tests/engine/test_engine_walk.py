@@ -3,7 +3,7 @@ shape: each must be what the plain definitions give (the node order feeds planni
 exactness analysis), with equal but distinct subterms merged by structural equality."""
 import copy
 
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from nablafol.ir import (Aggregate, AggregateEach, And, AnyOf, Conjoin, Filter, Neg, Not, Pairwise, Predicate, Program,
@@ -66,13 +66,11 @@ def with_copies(program, picks):
     return Program(candidates, tuple(f"c{i}" for i in range(n)))
 
 
-@settings(max_examples=200, deadline=None)
 @given(programs(UNARY, BINARY, max_depth=4))
 def test_the_walk_gives_the_nodes_and_predicates_of_their_definitions(program):
     assert_walked_as_defined(program)
 
 
-@settings(max_examples=100, deadline=None)
 @given(programs(UNARY, BINARY, max_depth=4), st.lists(st.integers(0, 5), min_size=1, max_size=3))
 def test_equal_but_distinct_subterms_are_merged_as_by_equality(program, picks):
     assert_walked_as_defined(with_copies(program, picks))
@@ -128,7 +126,6 @@ def test_predicates_are_numbered_in_order_of_first_use(known, predicates):
     assert type(numbers) is (range if run else tuple)
 
 
-@settings(max_examples=100, deadline=None)
 @given(programs(UNARY, BINARY, max_depth=4), st.lists(st.integers(0, 5), max_size=2), st.booleans())
 def test_equal_programs_hash_equal_whichever_walk_made_the_hash(program, picks, nodes_first):
     program = with_copies(program, picks) if picks else program
@@ -146,3 +143,16 @@ def test_the_shape_is_kept_only_until_planning_takes_it():
     _Registry().packed(program)
     assert "_shape" not in program.__dict__  # taken: a shape weighs as much as the predicates
     assert program.shape() == program.shape() and "_shape" not in program.__dict__
+
+
+def test_an_equal_program_served_from_the_cache_keeps_no_shape_either():
+    import copy
+
+    from nablafol.engine.planning import _Registry
+    program = Program.yes_no(Aggregate(E, Filter(UNARY[0], Relate.of(BINARY[0], E, Top()))))
+    registry = _Registry()
+    registry.packed(program)
+    twin = copy.deepcopy(program)
+    hash(twin)  # the walk keeps its shape for packing; the pack comes from the cache instead
+    registry.packed(twin)
+    assert "_shape" not in twin.__dict__
