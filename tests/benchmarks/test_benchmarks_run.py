@@ -1,6 +1,7 @@
 """The benchmark entry point runs every suite (tiny sizes) and writes its figures as JSON;
 the optional torch.compile path of the engine falls back to the eager Q-product when
 compiling fails. Timings are never asserted: only structure and exactness."""
+import gc
 import json
 import sys
 from pathlib import Path
@@ -47,6 +48,9 @@ def test_tiny_run_writes_every_suite_and_a_table(tmp_path, capsys):
     assert any(name.startswith("eager Q-product / copy") for name in limits)
     for case in result["suites"]["limits"]["roofline"]:
         assert 0.7 <= case["flops_model"]["step"] / case["flops_counted"] <= 1.3
+    # end to end as `nablafol eval` runs (the collector off) and as a library call (on), the collector on after
+    e2e = result["suites"]["limits"]["end_to_end"]
+    assert {"marginal_us", "marginal_collector_on_us"} <= set(e2e) and gc.isenabled()
     printed = capsys.readouterr().out
     assert "measured" in printed and "exact: engine = ProbLog" in printed
 
