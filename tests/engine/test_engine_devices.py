@@ -27,7 +27,7 @@ def test_read_once_formulas_equal_brute_force_on_the_device(device, case):
 
 
 @pytest.mark.parametrize("device", DEVICES)
-@settings(max_examples=20)
+@settings(max_examples=12)
 @given(case=scenes_and_programs(max_objects=3, enumerable=True))
 def test_exact_mode_equals_brute_force_on_the_device(device, case):
     answers = run_engine([case.program], [case.tables], dtype=torch.float64, device=device,
@@ -38,7 +38,7 @@ def test_exact_mode_equals_brute_force_on_the_device(device, case):
 
 
 @pytest.mark.parametrize("device", DEVICES)
-@settings(max_examples=15)
+@settings(max_examples=8)
 @given(cases=st.lists(scenes_and_programs(max_objects=5), min_size=2, max_size=5))
 def test_a_batch_on_the_device_matches_the_cpu_with_its_gradients(device, cases):
     """Scenes of different sizes (padding, masks): float64 on the device against float64 on the
