@@ -142,9 +142,8 @@ class PredicateColumns:
                 self._categories_of.setdefault(member, []).append(category)
         self._trait_classes = traits.trait_classes(ontology)
         self._person = ontology.classes_under("person") if ontology.is_name("person") else frozenset()
-        self._label_cache: dict[str, tuple[tuple[int, ...], bool]] = {}
-        self._value_cache: dict[str, tuple[tuple[int, ...], bool]] = {}
-        # the same, for an oracle's batch pass: raw string -> columns, and the strings outside the ontology
+        # raw string of a graph -> its columns, and the strings outside the ontology (read in C by an
+        # oracle's batch pass, one string at a time by label(), value(), relation_column())
         self.label_cache: dict[str, tuple[int, ...]] = {}
         self.value_cache: dict[str, tuple[int, ...]] = {}
         self.relation_cache: dict[str, int] = {}
@@ -156,7 +155,6 @@ class PredicateColumns:
         # key is never renumbered, and it is tried first), (kind, name) of compare and same
         self.resolved: dict[Predicate, tuple[str, int | str]] = {}
         self.unary_columns: dict[Predicate, int] = {}  # the unary ones' columns alone
-        self._relation_cache: dict[str, tuple[int, bool]] = {}
 
     def _column(self, kind: str, key: str) -> int:
         """The column of ``(kind, key)``, added when new (the vocabulary is open)."""
@@ -178,10 +176,9 @@ class PredicateColumns:
 
     def label(self, raw: str) -> tuple[tuple[int, ...], bool]:
         """``(label_columns(raw), label_is_open(raw))`` in one look-up."""
-        try:
-            return self._label_cache[raw]
-        except KeyError:
-            pass
+        found = self.label_cache.get(raw)
+        if found is not None:
+            return found, raw in self.outside_names
         label = self.ontology.normalize(raw)
         outside = ("name", label) not in self.unary or not self.ontology.is_name(label)
         keys = [("class", label), ("name", label)]
@@ -193,11 +190,10 @@ class PredicateColumns:
             keys += [("name", p) for p in ("he", "she") if gender in (None, PERSON_PRONOUNS[p])]
         if gender is not None and group:  # a group's name tells its members' gender
             keys.append(("attr", gender))
-        found = self._label_cache[raw] = (tuple(self._column(*k) for k in keys), outside)
-        self.label_cache[raw] = found[0]
+        found = self.label_cache[raw] = tuple(self._column(*k) for k in keys)
         if outside:
             self.outside_names.add(raw)
-        return found
+        return found, outside
 
     def value_columns(self, raw: str) -> tuple[int, ...]:
         """Columns an attribute value of the graph sets (``attr``, attribute traits)."""
@@ -209,18 +205,16 @@ class PredicateColumns:
 
     def value(self, raw: str) -> tuple[tuple[int, ...], bool]:
         """``(value_columns(raw), value_is_open(raw))`` in one look-up."""
-        try:
-            return self._value_cache[raw]
-        except KeyError:
-            pass
+        found = self.value_cache.get(raw)
+        if found is not None:
+            return found, raw in self.outside_values
         value = self.ontology.normalize(raw)
         outside = not self.ontology.is_attribute_value(value)
         keys = [("attr", value)] + [("trait", t) for t, vals in traits.TRAIT_ATTRIBUTES.items() if value in vals]
-        found = self._value_cache[raw] = (tuple(self._column(*k) for k in keys), outside)
-        self.value_cache[raw] = found[0]
+        found = self.value_cache[raw] = tuple(self._column(*k) for k in keys)
         if outside:
             self.outside_values.add(raw)
-        return found
+        return found, outside
 
     def relation_column(self, raw: str) -> int:
         """The column of a relation of the graph (added when new)."""
@@ -230,21 +224,19 @@ class PredicateColumns:
         return self._relation(raw)[1]
 
     def _relation(self, raw: str) -> tuple[int, bool]:
-        try:
-            return self._relation_cache[raw]
-        except KeyError:
-            pass
+        found = self.relation_cache.get(raw)
+        if found is not None:
+            return found, raw in self.outside_relations
         col = self.relations.get(raw.strip())
         if col is None:
             col = self.relations.get(self.ontology.normalize(raw))
         outside = col is None
         if col is None:
             col = self.relations[self.ontology.normalize(raw)] = len(self.relations)
-        found = self._relation_cache[raw] = (col, outside)
         self.relation_cache[raw] = col
         if outside:
             self.outside_relations.add(raw)
-        return found
+        return col, outside
 
     def find(self, kind: str, name: str) -> int | None:
         """The column of a unary predicate, by its name as given or normalized; None when no
