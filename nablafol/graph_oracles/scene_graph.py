@@ -318,8 +318,8 @@ class SceneGraphOracle:
         value_raws, value_p, value_owner = _entries(values, where)
         scene_raws = [raw for pairs in scene_pairs for raw, _ in pairs]
         value_raws += scene_raws
-        value_p = np.concatenate([value_p, _probabilities(np.fromiter((p for pairs in scene_pairs for _, p in pairs),
-                                                                      dtype=np.float64, count=len(scene_raws)), scene_raws)])
+        value_p = np.concatenate([value_p, np.fromiter((p for pairs in scene_pairs for _, p in pairs), dtype=np.float64,
+                                                       count=len(scene_raws))])  # checked by _scene_pairs
         value_owner = np.concatenate([value_owner, np.repeat(pseudo, list(map(len, scene_pairs)))]).astype(np.int64)
         # column sets of each raw string; strings new to the vocabulary first go through it in file order
         try:
