@@ -324,13 +324,27 @@ _KNOWN_TUPLES: dict = {}  # id -> (tuple of unary predicates already checked, it
 _KNOWN_TUPLES_MAX = 4096  # cleared when full: the compiler's tuples come back at once, ad-hoc ones go
 
 
-def _check_unary_tuple(predicates, where) -> int:
-    """Check a tuple of unary predicates; returns its hash. The compiler hands the same
-    candidate tuples (a type's values, up to 1,232 classes) to thousands of nodes: each tuple
-    is checked and hashed once, recognised after by identity."""
-    known = _KNOWN_TUPLES.get(id(predicates))
+def _by_identity(cache: dict, predicates, make):
+    """``make(predicates)``, kept in ``cache`` by the tuple's identity (the entry holds the tuple, so
+    its id stays its own; cleared when full). The compiler hands the same candidate tuples (a
+    type's values, up to 1,232 classes) to thousands of nodes and programs: what is made of one is
+    made once."""
+    known = cache.get(id(predicates))
     if known is not None and known[0] is predicates:
         return known[1]
+    value = make(predicates)
+    if len(cache) >= _KNOWN_TUPLES_MAX:
+        cache.clear()
+    cache[id(predicates)] = (predicates, value)
+    return value
+
+
+def _check_unary_tuple(predicates, where) -> int:
+    """Check a tuple of unary predicates; returns its hash (once a tuple: :func:`_by_identity`)."""
+    return _by_identity(_KNOWN_TUPLES, predicates, lambda p: _checked_hash(p, where))
+
+
+def _checked_hash(predicates, where) -> int:
     if not isinstance(predicates, tuple) or not predicates:
         raise ProgramStructureError(f"{where} needs a non-empty tuple of unary predicates")
     # two passes in C (open questions carry up to 1,232 predicates); the slow loop only names the culprit
@@ -339,11 +353,7 @@ def _check_unary_tuple(predicates, where) -> int:
             _check(p, Predicate, f"{where} predicate")
             if p.arity != 1:
                 raise ProgramStructureError(f"{where} needs unary predicates, {p.name!r} is binary")
-    if len(_KNOWN_TUPLES) >= _KNOWN_TUPLES_MAX:
-        _KNOWN_TUPLES.clear()
-    value = hash(predicates)
-    _KNOWN_TUPLES[id(predicates)] = (predicates, value)
-    return value
+    return hash(predicates)
 
 
 _arity = operator.itemgetter(1)  # Predicate is a (name, arity, kind) tuple
@@ -865,21 +875,13 @@ class _Walk(NamedTuple):
     hash: int
 
 
-_TUPLE_KEYS: dict = {}  # id -> (tuple of predicates, dict.fromkeys of it); bounded as _KNOWN_TUPLES
+_TUPLE_KEYS: dict = {}  # id -> (tuple of predicates, dict.fromkeys of it)
 
 
 def _keys_of(predicates: tuple) -> dict:
-    """``dict.fromkeys(predicates)``, kept by the tuple's identity: the compiler hands the same
-    candidate tuples to thousands of programs, and a dict's keys go into another dict without
-    being hashed again."""
-    known = _TUPLE_KEYS.get(id(predicates))
-    if known is not None and known[0] is predicates:
-        return known[1]
-    if len(_TUPLE_KEYS) >= _KNOWN_TUPLES_MAX:
-        _TUPLE_KEYS.clear()
-    keys = dict.fromkeys(predicates)
-    _TUPLE_KEYS[id(predicates)] = (predicates, keys)
-    return keys
+    """``dict.fromkeys(predicates)``, once a tuple (:func:`_by_identity`): a dict's keys go into
+    another dict without being hashed again."""
+    return _by_identity(_TUPLE_KEYS, predicates, dict.fromkeys)
 
 
 def number_predicates(index: dict, predicates: tuple) -> range | tuple[int, ...]:
