@@ -6,6 +6,7 @@ stderr naming the file or question and the problem, never a traceback).
 from __future__ import annotations
 
 import argparse
+import gc
 import sys
 
 from . import commands
@@ -52,5 +53,18 @@ def main(argv=None) -> int:
         return 2
 
 
+def entry() -> None:
+    """The installed command (and ``python -m nablafol.cli``): :func:`main`, then exit.
+
+    Everything the command made is frozen out of the interpreter's last collection first: at
+    GQA-validation scale that collection scanned ~2.7 million objects for 4-6 s after the
+    outputs were written (the process's memory goes back to the system whole). Not in
+    :func:`main`, which tests and scripts call in their own long-lived processes.
+    """
+    code = main()
+    gc.freeze()
+    sys.exit(code)
+
+
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    entry()

@@ -11,7 +11,11 @@ The remedies, in one place:
   (compiled programs, plans, results) would otherwise be scanned by the young generations'
   collections once or twice each (5 s of a 92 s GQA-scale run with generation 0 every 20,000
   allocations), while the cyclic garbage it makes is small (about 1,500 objects over 14,600
-  questions, measured by one collection at the end); it is collected once the run ends;
+  questions, measured by one collection at the end); it is collected once the run ends (in
+  the ``nablafol`` command's own process it is not: :func:`nablafol.cli.entry` freezes
+  everything before exiting, since the interpreter's last collection would scan the whole
+  working set, ~2.7 million objects and 4-6 s at GQA-validation scale, to free memory the
+  process is about to hand back whole);
 * :func:`frozen_for_fork` freezes everything before worker processes are forked: a
   collection in a worker would otherwise write to every object it scans and copy its page.
 

@@ -179,3 +179,19 @@ def test_eval_writes_the_official_attentions_file_from_its_details(tmp_path, cap
         for (x0, y0, x1, y1, a), (object_id, w) in zip(entry.regions, weights.items()):
             assert (x0, y0, x1, y1) == pytest.approx(regions[object_id])
             assert a == pytest.approx(w / total if total else w)
+
+
+def test_the_installed_command_exits_with_mains_status_and_freezes_what_it_made(monkeypatch):
+    # the command's process ends right after: its objects are frozen out of the interpreter's last
+    # collection (seconds at GQA scale), and main's exit status is the process's
+    import gc
+
+    import nablafol.cli as cli
+    monkeypatch.setattr(cli, "main", lambda argv=None: 3)
+    gc.unfreeze()
+    try:
+        with pytest.raises(SystemExit) as exited:
+            cli.entry()
+        assert exited.value.code == 3 and gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
