@@ -543,14 +543,6 @@ class _Packed(NamedTuple):
         """What keeping it costs, in rows (:func:`_weight`: its plan's)."""
         return self.rows
 
-    def relabeled(self) -> tuple[np.ndarray, np.ndarray]:
-        """``v`` and ``a`` with engine-wide predicate ids (what a batch makes of them)."""
-        v, a = self.v.copy(), self.a.copy()
-        has = v[:, 4] >= 0
-        v[has, 4] = self.ids[v[has, 4]]
-        a[:, 1] = self.ids[a[:, 1] + self.n_unary]
-        return v, a
-
 
 _GROUNDING_ARRAYS = tuple(f.name for f in fields(_GroundingRows))  # once: dataclasses.fields is slow
 

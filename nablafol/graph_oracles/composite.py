@@ -59,6 +59,11 @@ class CompositeOracle(torch.nn.Module):
     def num_objects(self) -> torch.Tensor:
         return self.oracles[0].num_objects
 
+    @property
+    def pads_with_zeros(self) -> bool:
+        """Its rows are its oracles' rows: ``-inf`` at padding when every one of them promises it."""
+        return all(getattr(o, "pads_with_zeros", False) for o in self.oracles)
+
     def knows(self, predicate: Predicate) -> bool:
         return self.owner(predicate) is not None
 

@@ -174,6 +174,12 @@ class KnowledgeOracle:
     def num_objects(self) -> torch.Tensor:
         return self._num_objects
 
+    @property
+    def pads_with_zeros(self) -> bool:
+        """Every answer is ``-inf`` (an exact 0) past a scene's own objects: facts are written of
+        the entries of real objects only. Not promised for a subclass, which may change the tables."""
+        return type(self) is KnowledgeOracle
+
     def knows(self, predicate: Predicate) -> bool:
         if predicate.kind != KIND:
             return False

@@ -94,7 +94,11 @@ def renamings():
 def packed_with_predicates(registry, program):
     """The packed tables with each predicate id written as its predicate (ids differ by registry)."""
     pack = registry.packed(program)
-    v, a = pack.relabeled()
+    # local ids made engine-wide, as a batch's plan makes them (ids: the unary ones, then the binary)
+    v, a = pack.v.copy(), pack.a.copy()
+    has = v[:, 4] >= 0
+    v[has, 4] = pack.ids[v[has, 4]]
+    a[:, 1] = pack.ids[a[:, 1] + pack.n_unary]
     v = [tuple(row[:4]) + ((registry.predicates[row[4]] if row[4] >= 0 else None),) for row in v.tolist()]
     a = [(row[0], registry.predicates[row[1]], row[2]) for row in a.tolist()]
     return v, a, pack.s.tolist(), pack.e.tolist(), pack.candidates.tolist(), pack.focus, [

@@ -161,3 +161,31 @@ def test_batched_requests_keep_their_rows(table_scene):
     together = table_scene.unary(Requests.build([0, 0, 0], [kg(n) for n in names])).exp()
     for r, n in enumerate(names):
         assert together[r].tolist() == pytest.approx(ask_unary(table_scene, n))
+
+
+def test_padding_is_an_exact_zero_and_a_composite_promises_what_all_its_oracles_do():
+    # the engine trusts pads_with_zeros and does not mask the padding again: the promise is checked
+    from nablafol.graph_oracles import CompositeOracle
+    graphs = load_scene_graphs(FIXTURES / "predicted_sceneGraphs.json")
+    batch = [graphs["2354786"], graphs["2417468"]]  # 5 and 4 objects: scene 1 is padded
+    kb = KnowledgeBase([Triple("person", "CapableOf", "ride horse"), Triple("animal", "HasProperty", "alive"),
+                        Triple("person", "HasProperty", "alive")])
+    knowledge, scene_graph = KnowledgeOracle.from_scene_graphs(batch, kb), SceneGraphOracle(batch)
+    sizes = knowledge.num_objects.tolist()
+    assert sizes[0] != sizes[1] and knowledge.pads_with_zeros
+    for ask, names in ((knowledge.unary, ["CapableOf:ride horse", "HasProperty:alive"]),
+                       (knowledge.binary, ["CapableOf:ride"])):
+        scenes = [b for b in range(len(sizes)) for _ in names]
+        table = ask(Requests.build(scenes, [kg(n, 1 if ask == knowledge.unary else 2) for n in names] * len(sizes)))
+        assert table.exp().max() > 0  # something is held, so the padding's zeros say something
+        for r, b in enumerate(scenes):
+            assert torch.all(table[r, sizes[b]:] == float("-inf"))
+            if table.dim() == 3:
+                assert torch.all(table[r, :, sizes[b]:] == float("-inf"))
+
+    class Reweighted(KnowledgeOracle):  # a subclass may change the tables
+        pass
+
+    assert CompositeOracle([scene_graph, knowledge]).pads_with_zeros
+    assert not Reweighted.from_scene_graphs(batch, kb).pads_with_zeros
+    assert not CompositeOracle([scene_graph, Reweighted.from_scene_graphs(batch, kb)]).pads_with_zeros
