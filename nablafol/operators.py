@@ -70,6 +70,11 @@ BLOCK_ELEMENTS = 1 << 18  # terms per block of the ∃/∄ Q-product on the CPU:
 # the same bytes took 0.12 ms (one block: 1.34 ms). Blocks of up to 256 MiB a buffer there (2^26
 # float32 terms; three buffers, and as many again under autograd's backward).
 ACCELERATOR_BLOCK_BYTES = 1 << 28
+# A block whose terms are mostly -inf (the pairs a scene graph relates are few; an attention after
+# a filter holds few objects) computes only its other terms: at most this share of them, in blocks
+# of at least SPARSE_MIN_TERMS (below it the dense passes cost less than the look)
+SPARSE_SHARE = 0.2
+SPARSE_MIN_TERMS = 1 << 14
 _LOG_HALF = -0.6931471805599453
 
 
@@ -148,16 +153,15 @@ def _block_rows(log_r: torch.Tensor, block_elements: int) -> int:
 def _none_true_blocks(log_r: torch.Tensor, log_y: torch.Tensor, step: int) -> torch.Tensor:
     """``Σ_j log(1 - e^{log r_ij + log y_j})`` in ``log_r``'s dtype, ``step`` rows at a time in
     reused buffers; all rows in one block: the same operations on fresh tensors (the buffers'
-    bookkeeping was most of a small call)."""
+    bookkeeping was most of a small call). A block of mostly ``-inf`` terms: :func:`_sparse_sums`."""
     rows, n, m = log_r.shape
     if 0 < rows <= step:  # into fresh contiguous tensors as into the buffers: the sums' order is theirs
         if log_r.is_contiguous() and log_r.dtype == log_y.dtype:  # the sum is laid out as log_r: contiguous
             t = log_r + (log_y if rows == 1 else log_y[:, None, :])  # one row: (1, M) broadcasts as (1, 1, M)
         else:
             t = torch.add(log_r, log_y[:, None, :], out=log_r.new_empty(log_r.shape))
-        a = torch.expm1(t).neg_().log_()
-        b = torch.exp(t).neg_().log1p_()
-        return torch.where(torch.gt(t, log_half(t.dtype)), a, b, out=a).sum(-1)
+        sparse = _sparse_sums(t)
+        return _log1m_exp_terms_fresh(t).sum(-1) if sparse is None else sparse
     out = log_r.new_empty((rows, n))
     if rows:
         t, a, b = (log_r.new_empty((step, n, m)) for _ in range(3))
@@ -165,11 +169,48 @@ def _none_true_blocks(log_r: torch.Tensor, log_y: torch.Tensor, step: int) -> to
         for s in range(0, rows, step):
             k = min(rows, s + step) - s
             tk = torch.add(log_r[s:s + k], log_y[s:s + k, None, :], out=t[:k])
+            sparse = _sparse_sums(tk)
+            if sparse is not None:
+                out[s:s + k] = sparse
+                continue
             ak = torch.expm1(tk, out=a[:k]).neg_().log_()  # log(-expm1(t)): accurate near t = 0
             bk = torch.exp(tk, out=b[:k]).neg_().log1p_()  # log1p(-e^t): accurate below -log 2
             torch.where(torch.gt(tk, log_half(tk.dtype), out=near[:k]), ak, bk, out=ak)
             torch.sum(ak, dim=-1, out=out[s:s + k])
     return out
+
+
+def _log1m_exp_terms_fresh(t: torch.Tensor) -> torch.Tensor:
+    """``log(1 - e^t)`` of each term, on new tensors: the operations of a block's passes."""
+    a = torch.expm1(t).neg_().log_()
+    b = torch.exp(t).neg_().log1p_()
+    return torch.where(torch.gt(t, log_half(t.dtype)), a, b, out=a)
+
+
+def _sparse_sums(t: torch.Tensor) -> torch.Tensor | None:
+    """``Σ_j log(1 - e^{t_ij})`` of a ``(k, N, M)`` block whose terms are mostly ``-inf``, from
+    its other terms alone; ``None`` when it is small, not on the CPU (an accelerator's dense
+    passes are cheap, and each look would wait for it), or more than :data:`SPARSE_SHARE` of
+    its terms are finite (a quick look at its first row first: a neural oracle's block is dense).
+
+    A ``-inf`` term is ``log(1 - 0) = -0.0``, which leaves a sum as it is: each row with a
+    finite term is summed from a row of ``-0.0`` holding its terms where they were, by the same
+    reduction as the dense block, and every other row is what a row of ``-0.0`` sums to. The
+    sums are the dense block's bit for bit; NaN is finite here, as there.
+    """
+    k, n, m = t.shape
+    if not t.is_cpu or t.numel() < SPARSE_MIN_TERMS or int(torch.count_nonzero(t[0] != NEG_INF)) > SPARSE_SHARE * n * m:
+        return None
+    live = t != NEG_INF
+    if int(torch.count_nonzero(live)) > SPARSE_SHARE * t.numel():
+        return None
+    r, i, j = live.nonzero(as_tuple=True)  # row-major: rows ascending
+    kept, inverse = torch.unique_consecutive(r * n + i, return_inverse=True)
+    rows = t.new_full((len(kept), m), -0.0)
+    rows[inverse, j] = _log1m_exp_terms_fresh(t[r, i, j])
+    out = torch.sum(t.new_full((1, m), -0.0), dim=-1).expand(k * n).clone()
+    out[kept] = rows.sum(-1)
+    return out.view(k, n)
 
 
 class _NoneTrue(torch.autograd.Function):

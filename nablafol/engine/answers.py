@@ -108,9 +108,14 @@ class Answers:
         if not (isinstance(threshold, (int, float)) and 0.0 <= threshold <= 1.0):
             raise ShapeError(f"threshold θ must be a number in [0, 1], got {threshold!r}")
         lp = self.log_probs.detach()
-        best = lp.argmax(dim=1).tolist()
         yes = (lp[:, 0] > float(np.log(threshold)) if threshold > 0 else lp[:, 0] > NEG_INF).tolist()
-        return [("yes" if y else "no") if lbl is None else lbl[b] for lbl, b, y in zip(self.labels, best, yes)]
+        # the argmax only of the programs with labels: a batch of yes/no programs padded to an open
+        # question's 1,232 candidates spent most of its predictions on rows never read
+        labelled = [i for i, lbl in enumerate(self.labels) if lbl is not None]
+        if len(labelled) < len(self.labels):
+            lp = lp[labelled]
+        best = iter(lp.argmax(dim=1).tolist() if labelled else ())
+        return [("yes" if y else "no") if lbl is None else lbl[next(best)] for lbl, y in zip(self.labels, yes)]
 
     def distribution(self, i: int) -> dict[str, float]:
         """Candidate -> probability for program ``i`` (``{"yes": p, "no": 1 - p}`` for yes/no)."""

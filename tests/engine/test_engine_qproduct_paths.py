@@ -64,3 +64,60 @@ def test_the_plain_form_sums_a_transposed_table_as_a_contiguous_one():
                 assert torch.equal(want, q_product(strided, log_y, None, None, quantifier, None)), (n, quantifier)
             tracked = q_product(strided.clone().requires_grad_(), log_y, None, None, quantifier, None).detach()
             assert torch.equal(want, tracked), (n, quantifier)
+
+
+def _bits(x):
+    return x.view(torch.int32 if x.dtype == torch.float32 else torch.int64)
+
+
+@settings(max_examples=80, deadline=None)
+@given(rows=st.integers(1, 6), n=st.integers(1, 6), m=st.integers(1, 9), seed=st.integers(0, 2**31 - 1),
+       live=st.sampled_from([0.0, 0.05, 0.15, 0.5, 1.0]), y_live=st.sampled_from([0.3, 1.0]),
+       dtypes=st.sampled_from(DTYPES), quantifier=st.sampled_from([Quantifier.EXISTS, Quantifier.NOT_EXISTS]),
+       block_elements=st.sampled_from([1, 7, 1 << 18]), nan=st.booleans(), tracked=st.booleans())
+def test_mostly_impossible_terms_are_summed_from_the_others_to_the_dense_passes_bits(
+        rows, n, m, seed, live, y_live, dtypes, quantifier, block_elements, nan, tracked):
+    """A block whose terms are mostly -inf (few related pairs, a narrow attention) computes only its
+    other terms (``operators._sparse_sums``): the sums are the dense passes' to the bit (the sign of
+    a zero, a NaN's bits), under autograd's forward too."""
+    import nablafol.operators as ops
+    g = torch.Generator().manual_seed(seed)
+    r_dtype, y_dtype = dtypes
+    log_r = torch.rand(rows, n, m, generator=g, dtype=torch.float64).log()
+    log_r[torch.rand(rows, n, m, generator=g) >= live] = float("-inf")
+    log_y = torch.rand(rows, m, generator=g, dtype=torch.float64).log()
+    log_y[torch.rand(rows, m, generator=g) >= y_live] = float("-inf")
+    if nan:  # not a valid table, but the paths must still agree
+        log_r[0, 0, 0] = float("nan")
+    log_r[-1, -1, 0], log_y[-1, 0] = 0.0, 0.0  # a certain pair
+    log_r, log_y = log_r.to(r_dtype), log_y.to(y_dtype)
+
+    def run():
+        if tracked:
+            return q_product(log_r.clone().requires_grad_(), log_y, None, None, quantifier, block_elements).detach()
+        with torch.no_grad():
+            return q_product(log_r, log_y, None, None, quantifier, block_elements)
+
+    taken = []
+    sparse_sums = ops._sparse_sums
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(ops, "SPARSE_SHARE", -1.0)  # every block dense
+        dense = run()
+        patch.setattr(ops, "SPARSE_SHARE", 0.2)
+        patch.setattr(ops, "SPARSE_MIN_TERMS", 1)  # every block looked at, however small
+        patch.setattr(ops, "_sparse_sums", lambda t: taken.append(sparse_sums(t)) or taken[-1])
+        sparse = run()
+    assert sparse.dtype == dense.dtype == r_dtype
+    assert torch.equal(_bits(sparse), _bits(dense))
+    if live == 0.0 and y_live == 1.0 and not nan and m * n > 10:  # one finite term in the last block, none before
+        assert taken and all(t is not None for t in taken)  # so the sparse sums were what was compared
+
+
+def test_a_dense_block_is_left_to_the_passes_after_one_look():
+    import nablafol.operators as ops
+    g = torch.Generator().manual_seed(5)
+    t = torch.rand(40, 30, 30, generator=g).log()
+    assert t.numel() >= ops.SPARSE_MIN_TERMS and ops._sparse_sums(t) is None
+    t[:, :, 3:] = float("-inf")  # a tenth of the terms finite: summed from them alone
+    assert ops._sparse_sums(t) is not None
+    assert ops._sparse_sums(t[:2]) is None  # too small a block to be worth the look
