@@ -188,15 +188,15 @@ def _log1m_exp_terms_fresh(t: torch.Tensor) -> torch.Tensor:
 
 
 def _sparse_sums(t: torch.Tensor) -> torch.Tensor | None:
-    """``Σ_j log(1 - e^{t_ij})`` of a ``(k, N, M)`` block whose terms are mostly ``-inf``, from
-    its other terms alone; ``None`` when it is small, not on the CPU (an accelerator's dense
-    passes are cheap, and each look would wait for it), or more than :data:`SPARSE_SHARE` of
-    its terms are finite (a quick look at its first row first: a neural oracle's block is dense).
+    """``Σ_j log(1 - e^{t_ij})`` of a ``(k, N, M)`` block of terms whose terms are mostly ``-inf``,
+    computing only the others (``t``, a tensor of the caller's own, is overwritten); ``None``,
+    ``t`` untouched, when the block is small, not on the CPU (an accelerator's dense passes are
+    cheap, and each look would wait for it), or more than :data:`SPARSE_SHARE` of its terms are
+    finite (a quick look at its first row first: a neural oracle's block is dense).
 
-    A ``-inf`` term is ``log(1 - 0) = -0.0``, which leaves a sum as it is: each row with a
-    finite term is summed from a row of ``-0.0`` holding its terms where they were, by the same
-    reduction as the dense block, and every other row is what a row of ``-0.0`` sums to. The
-    sums are the dense block's bit for bit; NaN is finite here, as there.
+    A ``-inf`` term is ``log(1 - 0) = -0.0``: the block is filled with it, the other terms are
+    written where they were, and the rows are summed by the same reduction as the dense
+    passes' over the same values: their sums bit for bit (NaN counts as finite, as there).
     """
     k, n, m = t.shape
     if not t.is_cpu or t.numel() < SPARSE_MIN_TERMS or int(torch.count_nonzero(t[0] != NEG_INF)) > SPARSE_SHARE * n * m:
@@ -204,13 +204,11 @@ def _sparse_sums(t: torch.Tensor) -> torch.Tensor | None:
     live = t != NEG_INF
     if int(torch.count_nonzero(live)) > SPARSE_SHARE * t.numel():
         return None
-    r, i, j = live.nonzero(as_tuple=True)  # row-major: rows ascending
-    kept, inverse = torch.unique_consecutive(r * n + i, return_inverse=True)
-    rows = t.new_full((len(kept), m), -0.0)
-    rows[inverse, j] = _log1m_exp_terms_fresh(t[r, i, j])
-    out = torch.sum(t.new_full((1, m), -0.0), dim=-1).expand(k * n).clone()
-    out[kept] = rows.sum(-1)
-    return out.view(k, n)
+    at = live.nonzero(as_tuple=True)
+    terms = _log1m_exp_terms_fresh(t[at])
+    t.fill_(-0.0)
+    t[at] = terms
+    return t.sum(-1)
 
 
 class _NoneTrue(torch.autograd.Function):
