@@ -29,6 +29,7 @@ run (chunk ``k`` from shard ``k mod N``).
 from __future__ import annotations
 
 import json
+from json.encoder import encode_basestring_ascii as _quoted
 import os
 import re
 from pathlib import Path
@@ -119,16 +120,19 @@ class EvalJournal:
 
     def commits(self) -> Iterator[tuple[int, int, list[Entry]]]:
         """``(done, details_bytes, entries)`` of every commit, in order (a seal: no entries)."""
-        entries: list[Entry] = []
+        lines: list[bytes] = []
         with open(self.path, "rb") as f:
             f.readline()
             while f.tell() < self._end:
-                record = json.loads(f.readline())
-                if "done" in record:
-                    yield record["done"], record["details_bytes"], entries
-                    entries = []
-                else:
-                    entries.append(_entry(record))
+                line = f.readline()
+                if not line.startswith(b'{"done"'):
+                    lines.append(line)
+                    continue
+                record = json.loads(line)
+                # a commit's entries decoded in one call (one call a line was most of reading them back)
+                entries = list(map(_entry, json.loads(b"[" + b",".join(lines) + b"]"))) if lines else []
+                yield record["done"], record["details_bytes"], entries
+                lines = []
 
     def entries(self) -> Iterator[Entry]:
         """Every committed entry, in order."""
@@ -139,6 +143,10 @@ class EvalJournal:
         """Append a chunk's entries and its commit line; on disk when this returns."""
         lines = []
         for question_id, prediction, skip in entries:
+            if skip is None and type(question_id) is str and type(prediction) is str:
+                # json.dumps's text for this record, by its own quoting function (a tenth of its time)
+                lines.append(f'{{"q": {_quoted(question_id)}, "p": {_quoted(prediction)}}}')
+                continue
             record = {"q": question_id, "p": prediction} if skip is None else \
                 {"q": question_id, "skip": skip[0], "detail": skip[1]}
             lines.append(json.dumps(record, ensure_ascii=True))
