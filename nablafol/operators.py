@@ -188,7 +188,7 @@ def _log1m_exp_terms_fresh(t: torch.Tensor) -> torch.Tensor:
 
 
 def _sparse_sums(t: torch.Tensor) -> torch.Tensor | None:
-    """``Σ_j log(1 - e^{t_ij})`` of a ``(k, N, M)`` block of terms whose terms are mostly ``-inf``,
+    """``Σ_j log(1 - e^{t_ij})`` of a ``(k, N, M)`` block of terms that are mostly ``-inf``,
     computing only the others (``t``, a tensor of the caller's own, is overwritten); ``None``,
     ``t`` untouched, when the block is small, not on the CPU (an accelerator's dense passes are
     cheap, and each look would wait for it), or more than :data:`SPARSE_SHARE` of its terms are
@@ -198,8 +198,10 @@ def _sparse_sums(t: torch.Tensor) -> torch.Tensor | None:
     written where they were, and the rows are summed by the same reduction as the dense
     passes' over the same values: their sums bit for bit (NaN counts as finite, as there).
     """
-    k, n, m = t.shape
-    if not t.is_cpu or t.numel() < SPARSE_MIN_TERMS or int(torch.count_nonzero(t[0] != NEG_INF)) > SPARSE_SHARE * n * m:
+    _, n, m = t.shape
+    if not t.is_cpu or t.numel() < SPARSE_MIN_TERMS:
+        return None
+    if int(torch.count_nonzero(t[0] != NEG_INF)) > SPARSE_SHARE * n * m:
         return None
     live = t != NEG_INF
     if int(torch.count_nonzero(live)) > SPARSE_SHARE * t.numel():

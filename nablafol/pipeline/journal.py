@@ -29,9 +29,9 @@ run (chunk ``k`` from shard ``k mod N``).
 from __future__ import annotations
 
 import json
-from json.encoder import encode_basestring_ascii as _quoted
 import os
 import re
+from json.encoder import encode_basestring_ascii as _quoted
 from pathlib import Path
 from typing import Iterator, Optional
 
