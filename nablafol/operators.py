@@ -73,7 +73,7 @@ ACCELERATOR_BLOCK_BYTES = 1 << 28
 # A block whose terms are mostly -inf (the pairs a scene graph relates are few; an attention after
 # a filter holds few objects) computes only its other terms: at most this share of them, in blocks
 # of at least SPARSE_MIN_TERMS (below it the dense passes cost less than the look)
-SPARSE_SHARE = 0.2
+SPARSE_SHARE = 0.15  # measured break-even near 0.2 (1 thread): 2.9-4.2x the dense passes at 0.04, 1.5x at 0.16
 SPARSE_MIN_TERMS = 1 << 14
 _LOG_HALF = -0.6931471805599453
 
@@ -198,18 +198,18 @@ def _sparse_sums(t: torch.Tensor) -> torch.Tensor | None:
     written where they were, and the rows are summed by the same reduction as the dense
     passes' over the same values: their sums bit for bit (NaN counts as finite, as there).
     """
-    _, n, m = t.shape
-    if not t.is_cpu or t.numel() < SPARSE_MIN_TERMS:
+    k, n, m = t.shape
+    if not (t.is_cpu and t.is_contiguous()) or t.numel() < SPARSE_MIN_TERMS:
         return None
-    if int(torch.count_nonzero(t[0] != NEG_INF)) > SPARSE_SHARE * n * m:
+    if k > 1 and int(torch.count_nonzero(t[0] != NEG_INF)) > SPARSE_SHARE * n * m:
         return None
     live = t != NEG_INF
     if int(torch.count_nonzero(live)) > SPARSE_SHARE * t.numel():
         return None
-    at = live.nonzero(as_tuple=True)
-    terms = _log1m_exp_terms_fresh(t[at])
+    at, flat = live.view(-1).nonzero().squeeze(1), t.view(-1)
+    terms = _log1m_exp_terms_fresh(flat[at])
     t.fill_(-0.0)
-    t[at] = terms
+    flat[at] = terms
     return t.sum(-1)
 
 

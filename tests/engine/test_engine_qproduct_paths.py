@@ -103,7 +103,7 @@ def test_mostly_impossible_terms_are_summed_from_the_others_to_the_dense_passes_
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(ops, "SPARSE_SHARE", -1.0)  # every block dense
         dense = run()
-        patch.setattr(ops, "SPARSE_SHARE", 0.2)
+        patch.setattr(ops, "SPARSE_SHARE", 0.15)
         patch.setattr(ops, "SPARSE_MIN_TERMS", 1)  # every block looked at, however small
         patch.setattr(ops, "_sparse_sums", lambda t: taken.append(sparse_sums(t)) or taken[-1])
         sparse = run()

@@ -108,7 +108,9 @@ def shard(text: str):
 
 def run(args) -> int:
     from nablafol.pipeline.collector import long_run
-    with long_run():  # millions of long-lived objects: see nablafol.pipeline.collector
+    # millions of long-lived objects: see nablafol.pipeline.collector; a command's process ends
+    # after its run, so the run's little cyclic garbage is not worth a scan of all it made
+    with long_run(collect_after=False):
         return with_threads(args.threads, lambda: _run(args))
 
 
