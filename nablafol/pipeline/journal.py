@@ -40,6 +40,7 @@ from nablafol.errors import InputFileError
 
 FORMAT = "nablafol-eval"
 VERSION = 1
+_COMMIT = b'{"done"'  # how a commit line starts (json.dumps keeps the key order it is given)
 
 # (questionId, prediction or None, (reason, detail) of a skip or None)
 Entry = tuple
@@ -106,7 +107,7 @@ class EvalJournal:
             for line in f:
                 if not line.endswith(b"\n"):
                     break  # a torn last line: the run died writing it
-                if line.startswith(b'{"done"'):
+                if line.startswith(_COMMIT):
                     record = json.loads(line)
                     done, details_bytes = record["done"], record["details_bytes"]
                     sealed = bool(record.get("sealed"))
@@ -125,7 +126,7 @@ class EvalJournal:
             f.readline()
             while f.tell() < self._end:
                 line = f.readline()
-                if not line.startswith(b'{"done"'):
+                if not line.startswith(_COMMIT):
                     lines.append(line)
                     continue
                 record = json.loads(line)
