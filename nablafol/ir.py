@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import operator
 from dataclasses import dataclass, fields
-from itertools import filterfalse
+from itertools import compress, filterfalse
 from typing import Callable, Iterator, NamedTuple, Union
 
 from .caching import memo
@@ -736,7 +736,9 @@ class Program(_Hashed):
         """The program up to its predicates (:class:`Shape`); ``None`` when a node is of a class
         the shape does not know (a subclass of a node class). The walk that makes :meth:`nodes`
         and :meth:`predicates` makes it too, and it is kept only until first asked for (the
-        engine asks once per program, and a shape can weigh as much as the predicates).
+        engine asks once per program, and a shape can weigh as much as the predicates); asked
+        again (an engine packs a program again once its pack was evicted), it is made from the
+        key, which programs of one shape share, and the predicates, without a walk.
 
             >>> red, blue = Predicate("red"), Predicate("blue")
             >>> one = Program.yes_no(Aggregate(Quantifier.EXISTS, Filter(red, Filter(blue, Top()))))
@@ -748,6 +750,9 @@ class Program(_Hashed):
         values = self.__dict__
         if "_shape" in values:
             return values.pop("_shape")
+        kept = values.get("_shape_key")
+        if kept is not None:  # asked again (an engine packs a program again once its pack was evicted)
+            return _shape_again(kept, values["_predicates"])
         return self._walked(keep_shape=False).shape
 
     def _walked(self, keep_shape: bool = True) -> "_Walk":
@@ -756,6 +761,9 @@ class Program(_Hashed):
         values.setdefault("_nodes", walk.nodes)
         values.setdefault("_predicates", walk.predicates)
         values.setdefault("_hash", walk.hash)
+        shape = walk.shape
+        if shape is not None and len(shape.unary) + len(shape.binary) == len(walk.predicates):
+            values["_shape_key"] = _kept_shape(shape, walk.predicates)  # one object a shape: a pointer a program
         if keep_shape:
             values["_shape"] = walk.shape
         return walk
@@ -876,6 +884,36 @@ class _Walk(NamedTuple):
 
 
 _TUPLE_KEYS: dict = {}  # id -> (tuple of predicates, dict.fromkeys of it)
+_SHAPE_KEYS: dict = {}  # a shape's key -> what programs of the shape keep of it (_kept_shape)
+_SHAPE_KEYS_MAX = 1 << 14  # GQA's programs have ~1,300 shapes; cleared when full (it only saves memory)
+
+
+def _kept_shape(shape: "Shape", predicates: tuple) -> tuple:
+    """``(key, unary, binary)``, with ``unary`` and ``binary`` masks over the program's predicates
+    (``None``, ``None``: all of them unary): what a program keeps to make its shape again without
+    walking (:func:`_shape_again`). The masks depend on the key alone (the key orders the nodes,
+    and each node's new predicates are numbered as unary or binary by its kind), so one object
+    serves every program of a shape. Called only when no predicate is both unary and binary."""
+    known = _SHAPE_KEYS.get(shape.key)
+    if known is None:
+        if len(_SHAPE_KEYS) >= _SHAPE_KEYS_MAX:
+            _SHAPE_KEYS.clear()
+        if shape.binary:
+            unary = tuple(map(set(shape.unary).__contains__, predicates))
+            binary = tuple([not u for u in unary])
+        else:
+            unary = binary = None
+        known = _SHAPE_KEYS[shape.key] = (shape.key, unary, binary)
+    return known
+
+
+def _shape_again(kept: tuple, predicates: tuple) -> "Shape":
+    """The walk's :class:`Shape` again, from what :func:`_kept_shape` kept and the predicates in
+    order of first use (the walk numbers the unary and the binary ones apart, in that order)."""
+    key, unary, binary = kept
+    if unary is None:
+        return Shape(key, predicates, ())
+    return Shape(key, tuple(compress(predicates, unary)), tuple(compress(predicates, binary)))
 
 
 def _keys_of(predicates: tuple) -> dict:

@@ -165,3 +165,55 @@ def test_an_equal_program_served_from_the_cache_keeps_no_shape_either():
     hash(twin)  # the walk keeps its shape for packing; the pack comes from the cache instead
     registry.packed(twin)
     assert "_shape" not in twin.__dict__
+
+
+def walks_counted(monkeypatch) -> list:
+    """The programs ``nablafol.ir._walk`` is called on, from now on."""
+    import nablafol.ir as ir
+    walked, walk = [], ir._walk
+    monkeypatch.setattr(ir, "_walk", lambda program: walked.append(program) or walk(program))
+    return walked
+
+
+@given(programs(UNARY, BINARY, max_depth=4), st.lists(st.integers(0, 5), max_size=2))
+def test_a_shape_asked_for_again_is_the_walks_without_a_walk(program, picks):
+    import pytest
+    program = with_copies(program, picks) if picks else program
+    fresh = copy.deepcopy(program)
+    program.shape()  # walked; the shape taken, as packing takes it
+    with pytest.MonkeyPatch.context() as patch:
+        walked = walks_counted(patch)
+        again = program.shape()
+        assert walked == []
+    assert again == fresh.shape()  # key, unary and binary predicates: what a fresh walk gives
+
+
+def test_programs_of_one_shape_keep_one_object_of_it():
+    p, q, r = UNARY[:3]
+    one = Program.yes_no(Aggregate(E, Filter(p, Relate.of(BINARY[0], E, Filter(q, Top())))))
+    two = Program.yes_no(Aggregate(E, Filter(r, Relate.of(BINARY[1], E, Filter(p, Top())))))
+    one.shape(), two.shape()
+    assert one.__dict__["_shape_key"] is two.__dict__["_shape_key"]
+
+
+def test_a_predicate_both_unary_and_binary_keeps_no_shape_and_is_walked_again(monkeypatch):
+    # made unchecked, as only a compiler with parts of the right arity may: the walk numbers the one
+    # predicate twice, which its predicates in order of first use cannot tell again
+    from nablafol.ir import Atom
+    odd = Predicate("odd", arity=2)
+    program = Program.yes_no(Aggregate(E, Filter.unchecked(odd, Relate.unchecked((Atom.unchecked(odd, False),), E, Top()))))
+    first = program.shape()
+    assert first.unary == first.binary == (odd,) and "_shape_key" not in program.__dict__
+    walked = walks_counted(monkeypatch)
+    assert program.shape() == first and walked == [program]
+
+
+def test_a_program_packed_again_after_its_pack_was_evicted_is_not_walked_again(monkeypatch):
+    from nablafol.engine.planning import _Registry
+    registry = _Registry(cache_rows=1)  # room for no pack: each is evicted at once
+    program = Program.yes_no(Aggregate(E, Filter(UNARY[0], Relate.of(BINARY[0], E, Top()))))
+    first = registry.packed(program)
+    walked = walks_counted(monkeypatch)
+    again = registry.packed(program)
+    assert walked == [] and again is not first
+    assert all((x == y).all() for x, y in zip(first[:4], again[:4])) and (first.ids == again.ids).all()
