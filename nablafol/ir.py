@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import operator
 from dataclasses import dataclass, fields
-from itertools import compress, filterfalse
+from itertools import filterfalse
 from typing import Callable, Iterator, NamedTuple, Union
 
 from .caching import memo
@@ -889,31 +889,34 @@ _SHAPE_KEYS_MAX = 1 << 14  # GQA's programs have ~1,300 shapes; cleared when ful
 
 
 def _kept_shape(shape: "Shape", predicates: tuple) -> tuple:
-    """``(key, unary, binary)``, with ``unary`` and ``binary`` masks over the program's predicates
-    (``None``, ``None``: all of them unary): what a program keeps to make its shape again without
-    walking (:func:`_shape_again`). The masks depend on the key alone (the key orders the nodes,
-    and each node's new predicates are numbered as unary or binary by its kind), so one object
-    serves every program of a shape. Called only when no predicate is both unary and binary."""
+    """``(key, positions)``: the positions of the binary predicates among the program's
+    (``()``: none), what a program keeps to make its shape again without walking
+    (:func:`_shape_again`). The positions depend on the key alone (the key orders the nodes, and
+    each node's new predicates are numbered as unary or binary by its kind, not by their arity),
+    so one object serves every program of a shape. Called only when no predicate is both unary
+    and binary."""
     known = _SHAPE_KEYS.get(shape.key)
     if known is None:
         if len(_SHAPE_KEYS) >= _SHAPE_KEYS_MAX:
             _SHAPE_KEYS.clear()
-        if shape.binary:
-            unary = tuple(map(set(shape.unary).__contains__, predicates))
-            binary = tuple([not u for u in unary])
-        else:
-            unary = binary = None
-        known = _SHAPE_KEYS[shape.key] = (shape.key, unary, binary)
+        binary = set(shape.binary)
+        positions = tuple([i for i, p in enumerate(predicates) if p in binary]) if binary else ()
+        known = _SHAPE_KEYS[shape.key] = (shape.key, positions)
     return known
 
 
 def _shape_again(kept: tuple, predicates: tuple) -> "Shape":
     """The walk's :class:`Shape` again, from what :func:`_kept_shape` kept and the predicates in
     order of first use (the walk numbers the unary and the binary ones apart, in that order)."""
-    key, unary, binary = kept
-    if unary is None:
+    key, positions = kept
+    if not positions:
         return Shape(key, predicates, ())
-    return Shape(key, tuple(compress(predicates, unary)), tuple(compress(predicates, binary)))
+    unary, start = [], 0
+    for i in positions:  # a few binary predicates among up to 1,232 unary ones: slices, in C
+        unary.extend(predicates[start:i])
+        start = i + 1
+    unary.extend(predicates[start:])
+    return Shape(key, tuple(unary), tuple([predicates[i] for i in positions]))
 
 
 def _keys_of(predicates: tuple) -> dict:

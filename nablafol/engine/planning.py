@@ -12,7 +12,7 @@ from typing import NamedTuple, Sequence
 import numpy as np
 
 from nablafol.caching import bounded_cache, memo, weighted_cache
-from nablafol.errors import ProgramStructureError
+from nablafol.errors import ProgramStructureError, ShapeError
 from nablafol.ir import (Aggregate, AggregateEach, AllOf, AllSame, And, AnyOf, AnyOfGroups, Attention, Conjoin, Filter,
                          Neg, Not, Or, Pairwise, Predicate, Program, Relate, Top, Truths, number_predicates)
 from nablafol.operators import Quantifier
@@ -583,6 +583,8 @@ def build_batch_plan(programs: Sequence[Program], scenes: np.ndarray, registry: 
     # a program object met again in the batch (a compiler hands out one object per question text)
     # is looked up once: the registry's look-up compares an equal program of another compiler
     # node by node (5-9 µs, most of planning a batch)
+    if scenes.size and scenes.min() < 0:  # an index into the oracle's batch (a request's key is scene * n + id)
+        raise ShapeError(f"scene index {int(scenes.min())} is negative")
     by_object: dict = {}  # id -> (the program, its pack): holding the program keeps its id its own
     packs = []
     for p in programs:

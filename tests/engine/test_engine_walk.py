@@ -175,10 +175,16 @@ def walks_counted(monkeypatch) -> list:
     return walked
 
 
-@given(programs(UNARY, BINARY, max_depth=4), st.lists(st.integers(0, 5), max_size=2))
-def test_a_shape_asked_for_again_is_the_walks_without_a_walk(program, picks):
+@given(programs(UNARY, BINARY, max_depth=4), st.lists(st.integers(0, 5), max_size=2), st.integers(-1, 8))
+def test_a_shape_asked_for_again_is_the_walks_without_a_walk(program, picks, focus):
     import pytest
+
+    from nablafol.ir import Attention
     program = with_copies(program, picks) if picks else program
+    attentions = [n for n in program.nodes() if isinstance(n, Attention)]
+    if focus >= 0 and attentions:  # a focus: one more root, walked after the candidates
+        program = Program(program.candidates, program.labels, attentions[focus % len(attentions)])
+    program = copy.deepcopy(program)  # nothing kept from the walk above
     fresh = copy.deepcopy(program)
     program.shape()  # walked; the shape taken, as packing takes it
     with pytest.MonkeyPatch.context() as patch:
@@ -206,6 +212,19 @@ def test_a_predicate_both_unary_and_binary_keeps_no_shape_and_is_walked_again(mo
     assert first.unary == first.binary == (odd,) and "_shape_key" not in program.__dict__
     walked = walks_counted(monkeypatch)
     assert program.shape() == first and walked == [program]
+
+
+def test_a_shape_is_made_again_by_the_nodes_kinds_not_the_predicates_arities(monkeypatch):
+    # unchecked parts of the wrong arity, no predicate in both roles: the unary one is the Filter's
+    import nablafol.ir as ir
+    from nablafol.ir import Atom
+    monkeypatch.setattr(ir, "_SHAPE_KEYS", {})  # the shape's kept positions made from this program
+    two, one = Predicate("two", arity=2), Predicate("one")
+    program = Program.yes_no(Aggregate(E, Filter.unchecked(two, Relate.unchecked((Atom.unchecked(one, False),), E, Top()))))
+    fresh = copy.deepcopy(program)
+    program.shape()
+    again = program.shape()
+    assert again == fresh.shape() and again.unary == (two,) and again.binary == (one,)
 
 
 def test_a_program_packed_again_after_its_pack_was_evicted_is_not_walked_again(monkeypatch):
