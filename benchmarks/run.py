@@ -217,7 +217,36 @@ def calibration() -> dict:
             gc.enable()
     return {"python_loop_s": loop, "json_mb": len(text) / 1e6, "json_decode_s": decode,
             "json_minor_faults": after.ru_minflt - before.ru_minflt,
-            "json_system_s": after.ru_stime - before.ru_stime}
+            "json_system_s": after.ru_stime - before.ru_stime,
+            "mm_gflops": mm_gflops(), "cpu_vector": cpu_vector()}
+
+
+def mm_gflops(n: int = 1024) -> float:
+    """float32 ``torch.mm`` of two ``n x n`` matrices on the current threads, best of 5: the
+    processor's matmul rate, which the training roofline divides by (on 2026-11-27 one host gave
+    145-155 GFLOP/s where the earlier ones gave 60-85: the ratio aims move with the host)."""
+    a, b = torch.rand(n, n), torch.rand(n, n)
+    out = torch.empty(n, n)
+    torch.mm(a, b, out=out)
+    best = float("inf")
+    for _ in range(5):
+        start = time.perf_counter()
+        torch.mm(a, b, out=out)
+        best = min(best, time.perf_counter() - start)
+    return 2 * n ** 3 / best / 1e9
+
+
+def cpu_vector() -> str:
+    """The widest vector extension the processor lists (Linux's ``/proc/cpuinfo`` flags), with
+    ``+ AMX`` when it has matrix tiles too; ``unknown`` elsewhere."""
+    try:
+        with open("/proc/cpuinfo") as info:
+            flags = next((line.split(":", 1)[1].split() for line in info if line.startswith("flags")), [])
+    except OSError:
+        return "unknown"
+    simd = next((name for flag, name in (("avx512f", "AVX-512"), ("avx2", "AVX2"), ("sse4_2", "SSE4.2"))
+                 if flag in flags), "unknown")
+    return simd + (" + AMX" if "amx_tile" in flags else "")
 
 
 def table(checks: list[dict]) -> list[str]:
@@ -278,7 +307,7 @@ def _run(args, argv) -> int:
     c = m["calibration"]
     print(f"calibration (taken at the start): Python loop {c['python_loop_s']:.2f} s; {c['json_mb']:.0f} MB of "
           f"scene-graph-like JSON decoded in {c['json_decode_s']:.2f} s ({c['json_minor_faults']:,} page faults, "
-          f"{c['json_system_s']:.2f} s of system time)")
+          f"{c['json_system_s']:.2f} s of system time); float32 mm {c['mm_gflops']:.0f} GFLOP/s ({c['cpu_vector']})")
     print("\n".join(table(result["checks"])))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)

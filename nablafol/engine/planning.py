@@ -580,11 +580,11 @@ def _distinct(keys: np.ndarray, bound: int) -> np.ndarray:
 
 
 def build_batch_plan(programs: Sequence[Program], scenes: np.ndarray, registry: _Registry) -> BatchPlan:
+    if scenes.size and scenes.min() < 0:  # an index into the oracle's batch (a request's key is scene * n + id)
+        raise ShapeError(f"scene index {int(scenes.min())} is negative")
     # a program object met again in the batch (a compiler hands out one object per question text)
     # is looked up once: the registry's look-up compares an equal program of another compiler
     # node by node (5-9 µs, most of planning a batch)
-    if scenes.size and scenes.min() < 0:  # an index into the oracle's batch (a request's key is scene * n + id)
-        raise ShapeError(f"scene index {int(scenes.min())} is negative")
     by_object: dict = {}  # id -> (the program, its pack): holding the program keeps its id its own
     packs = []
     for p in programs:

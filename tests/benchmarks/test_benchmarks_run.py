@@ -26,6 +26,7 @@ def test_tiny_run_writes_every_suite_and_a_table(tmp_path, capsys):
     assert result["machine"]["torch_threads"] == 1  # the default --threads
     calibration = result["machine"]["calibration"]  # fixed workloads, to compare machines across days
     assert calibration["python_loop_s"] > 0 and calibration["json_decode_s"] > 0 and calibration["json_mb"] > 5
+    assert calibration["mm_gflops"] > 0 and calibration["cpu_vector"].split(" + ")[0] in ("AVX-512", "AVX2", "SSE4.2", "unknown")
     assert set(result["suites"]) == set(bench_run.SUITES)
     assert all(s["seconds"] > 0 for s in result["suites"].values())
     checks = result["checks"]
