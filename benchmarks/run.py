@@ -28,6 +28,7 @@ from pathlib import Path
 import torch
 
 from . import bench_batched, bench_engine, bench_exact, bench_limits, bench_problog, bench_scaling, bench_training
+from .timing import best_time
 
 SUITES = ("problog", "exact", "batched", "engine", "scaling", "training", "limits")
 DEFAULT_PLOT = Path(__file__).resolve().parent / "scaling.png"
@@ -227,13 +228,8 @@ def mm_gflops(n: int = 1024) -> float:
     145-155 GFLOP/s where the earlier ones gave 60-85: the ratio aims move with the host)."""
     a, b = torch.rand(n, n), torch.rand(n, n)
     out = torch.empty(n, n)
-    torch.mm(a, b, out=out)
-    best = float("inf")
-    for _ in range(5):
-        start = time.perf_counter()
-        torch.mm(a, b, out=out)
-        best = min(best, time.perf_counter() - start)
-    return 2 * n ** 3 / best / 1e9
+    torch.mm(a, b, out=out)  # warm
+    return 2 * n ** 3 / best_time(lambda: torch.mm(a, b, out=out), 5) / 1e9
 
 
 def cpu_vector() -> str:

@@ -161,7 +161,7 @@ def _none_true_blocks(log_r: torch.Tensor, log_y: torch.Tensor, step: int) -> to
         else:
             t = torch.add(log_r, log_y[:, None, :], out=log_r.new_empty(log_r.shape))
         sparse = _sparse_sums(t)
-        return _log1m_exp_terms_fresh(t).sum(-1) if sparse is None else sparse
+        return log1mexp_nonpositive(t).sum(-1) if sparse is None else sparse  # the passes below, on new tensors
     out = log_r.new_empty((rows, n))
     if rows:
         t, a, b = (log_r.new_empty((step, n, m)) for _ in range(3))
@@ -178,13 +178,6 @@ def _none_true_blocks(log_r: torch.Tensor, log_y: torch.Tensor, step: int) -> to
             torch.where(torch.gt(tk, log_half(tk.dtype), out=near[:k]), ak, bk, out=ak)
             torch.sum(ak, dim=-1, out=out[s:s + k])
     return out
-
-
-def _log1m_exp_terms_fresh(t: torch.Tensor) -> torch.Tensor:
-    """``log(1 - e^t)`` of each term, on new tensors: the operations of a block's passes."""
-    a = torch.expm1(t).neg_().log_()
-    b = torch.exp(t).neg_().log1p_()
-    return torch.where(torch.gt(t, log_half(t.dtype)), a, b, out=a)
 
 
 def _sparse_sums(t: torch.Tensor) -> torch.Tensor | None:
@@ -207,7 +200,7 @@ def _sparse_sums(t: torch.Tensor) -> torch.Tensor | None:
     if int(torch.count_nonzero(live)) > SPARSE_SHARE * t.numel():
         return None
     at, flat = live.view(-1).nonzero().squeeze(1), t.view(-1)
-    terms = _log1m_exp_terms_fresh(flat[at])
+    terms = log1mexp_nonpositive(flat[at])
     t.fill_(-0.0)
     flat[at] = terms
     return t.sum(-1)
