@@ -71,8 +71,9 @@ BLOCK_ELEMENTS = 1 << 18  # terms per block of the ∃/∄ Q-product on the CPU:
 # float32 terms; three buffers, and as many again under autograd's backward).
 ACCELERATOR_BLOCK_BYTES = 1 << 28
 # A block whose terms are mostly -inf (the pairs a scene graph relates are few; an attention after
-# a filter holds few objects) computes only its other terms: at most this share of them, in blocks
-# of at least SPARSE_MIN_TERMS (below it the dense passes cost less than the look)
+# a filter holds few objects, as an open question's candidate rows) computes only its other terms:
+# at most this share of them, in blocks of at least SPARSE_MIN_TERMS (below it the dense passes
+# cost less than the look); for an aggregation as for the Q-product
 SPARSE_SHARE = 0.15  # measured break-even near 0.2 (1 thread): 2.9-4.2x the dense passes at 0.04, 1.5x at 0.16
 SPARSE_MIN_TERMS = 1 << 14
 _LOG_HALF = -0.6931471805599453
@@ -182,28 +183,39 @@ def _none_true_blocks(log_r: torch.Tensor, log_y: torch.Tensor, step: int) -> to
 
 def _sparse_sums(t: torch.Tensor) -> torch.Tensor | None:
     """``Σ_j log(1 - e^{t_ij})`` of a ``(k, N, M)`` block of terms that are mostly ``-inf``,
-    computing only the others (``t``, a tensor of the caller's own, is overwritten); ``None``,
-    ``t`` untouched, when the block is small, not on the CPU (an accelerator's dense passes are
-    cheap, and each look would wait for it), or more than :data:`SPARSE_SHARE` of its terms are
-    finite (a quick look at its first row first: a neural oracle's block is dense).
+    computing only the others (:func:`_sparse_log1mexp` into ``t``, a tensor of the caller's
+    own); ``None``, ``t`` untouched, when that is not worth it. The rows are summed by the same
+    reduction as the dense passes' over the same values: their sums bit for bit."""
+    terms = _sparse_log1mexp(t, out=t, guard=False)
+    return None if terms is None else terms.sum(-1)
 
-    A ``-inf`` term is ``log(1 - 0) = -0.0``: the block is filled with it, the other terms are
-    written where they were, and the rows are summed by the same reduction as the dense
-    passes' over the same values: their sums bit for bit (NaN counts as finite, as there).
+
+def _sparse_log1mexp(t: torch.Tensor, out: torch.Tensor | None, guard: bool) -> torch.Tensor | None:
+    """``log(1 - e^t)`` of a tensor whose terms are mostly ``-inf`` (a scene graph relates few
+    pairs; an attention after a filter holds few objects), computed at the other terms only and
+    written into ``out`` (a new tensor when ``None``); ``None``, nothing written, when ``t`` is
+    small, not on the CPU (an accelerator's dense passes are cheap, and each look would wait for
+    it), not contiguous, or more than :data:`SPARSE_SHARE` of its terms are finite (a quick look
+    at its first row first: a neural oracle's terms are dense). ``guard``: as
+    :func:`~nablafol.numerics.log1mexp` (else :func:`~nablafol.numerics.log1mexp_nonpositive`).
+
+    A ``-inf`` term is ``log(1 - 0) = -0.0``: the result is filled with it, the other terms are
+    written where they were, each by the same operations as the dense passes' (NaN counts as
+    finite, as there): the same tensor to the bit.
     """
-    k, n, m = t.shape
     if not (t.is_cpu and t.is_contiguous()) or t.numel() < SPARSE_MIN_TERMS:
         return None
-    if k > 1 and int(torch.count_nonzero(t[0] != NEG_INF)) > SPARSE_SHARE * n * m:
+    if t.shape[0] > 1 and int(torch.count_nonzero(t[0] != NEG_INF)) > SPARSE_SHARE * t[0].numel():
         return None
     live = t != NEG_INF
     if int(torch.count_nonzero(live)) > SPARSE_SHARE * t.numel():
         return None
     at, flat = live.view(-1).nonzero().squeeze(1), t.view(-1)
-    terms = log1mexp_nonpositive(flat[at])
-    t.fill_(-0.0)
-    flat[at] = terms
-    return t.sum(-1)
+    values = flat[at]
+    terms = log1mexp(values) if guard else log1mexp_nonpositive(values)
+    out = torch.full_like(t, -0.0) if out is None else out.fill_(-0.0)
+    out.view(-1)[at] = terms
+    return out
 
 
 class _NoneTrue(torch.autograd.Function):
@@ -247,8 +259,18 @@ def aggregate(log_a: torch.Tensor, mask: torch.Tensor | None, quantifier: Quanti
     """
     if quantifier is Quantifier.FORALL:
         return masked_sum(log_a, mask)
-    none_true = masked_sum(log1mexp(log_a), mask)
+    none_true = _none_true(log_a, mask)
     return none_true if quantifier is Quantifier.NOT_EXISTS else log1mexp_nonpositive(none_true)
+
+
+def _none_true(log_a: torch.Tensor, mask: torch.Tensor | None, keepdim: bool = False) -> torch.Tensor:
+    """``Σ_i log(1 - a_i)`` over the last dimension, padding skipped: from the finite terms alone
+    when most are ``-inf`` and no gradient is asked for (:func:`_sparse_log1mexp`: an open
+    question's candidate rows are 99.7% ``-inf`` over a scene graph), the same bits."""
+    terms = None
+    if not (torch.is_grad_enabled() and log_a.requires_grad):
+        terms = _sparse_log1mexp(log_a, out=None, guard=True)
+    return masked_sum(log1mexp(log_a) if terms is None else terms, mask, keepdim=keepdim)
 
 
 def aggregate_pair(log_a: torch.Tensor, mask: torch.Tensor | None, quantifier: Quantifier,
@@ -262,7 +284,7 @@ def aggregate_pair(log_a: torch.Tensor, mask: torch.Tensor | None, quantifier: Q
     if quantifier is Quantifier.FORALL:
         log_p = masked_sum(log_a, mask, keepdim=keepdim)
         return log_p, log1mexp(log_p)
-    none_true = masked_sum(log1mexp(log_a), mask, keepdim=keepdim)  # log1mexp's outputs' sum: never above 0
+    none_true = _none_true(log_a, mask, keepdim)  # log1mexp's outputs' sum: never above 0
     if quantifier is Quantifier.NOT_EXISTS:
         return none_true, log1mexp_nonpositive(none_true)
     return log1mexp_nonpositive(none_true), none_true

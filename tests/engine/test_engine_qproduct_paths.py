@@ -121,3 +121,65 @@ def test_a_dense_block_is_left_to_the_passes_after_one_look():
     t[:, :, 3:] = float("-inf")  # a tenth of the terms finite: summed from them alone
     assert ops._sparse_sums(t) is not None
     assert ops._sparse_sums(t[:2]) is None  # too small a block to be worth the look
+
+
+@settings(max_examples=80, deadline=None)
+@given(rows=st.integers(1, 7), n=st.integers(1, 9), seed=st.integers(0, 2**31 - 1),
+       live=st.sampled_from([0.0, 0.02, 0.15, 0.5, 1.0]), dtype=st.sampled_from([torch.float32, torch.float64]),
+       quantifier=st.sampled_from(list(Quantifier)), padded=st.booleans(), keepdim=st.booleans(),
+       odd=st.sampled_from([None, "nan", "above0"]))
+def test_an_aggregation_of_mostly_impossible_terms_sums_the_dense_passes_bits(
+        rows, n, seed, live, dtype, quantifier, padded, keepdim, odd):
+    """``aggregate`` and ``aggregate_pair`` over rows that are mostly -inf (an open question's
+    candidate rows over a scene graph) compute ``log(1 - a)`` only where ``a > 0``: the results
+    are the dense passes' to the bit (the sign of a zero, a NaN's bits, the guard against
+    round-off above 0, padding), and the sparse path is taken when it may be."""
+    import nablafol.operators as ops
+    from nablafol.numerics import log1mexp
+    from nablafol.operators import aggregate, aggregate_pair
+    g = torch.Generator().manual_seed(seed)
+    log_a = torch.rand(rows, n, generator=g, dtype=torch.float64).log()
+    log_a[torch.rand(rows, n, generator=g) >= live] = float("-inf")
+    log_a[-1, 0] = 0.0  # a certain object
+    if odd == "nan":  # not a valid attention, but the paths must still agree
+        log_a[0, -1] = float("nan")
+    elif odd == "above0":  # round-off above log 1: the guard's case
+        log_a[0, -1] = 1e-7
+    log_a = log_a.to(dtype)
+    mask = (torch.rand(rows, n, generator=g) < 0.8) if padded else None
+
+    def run():
+        return [aggregate(log_a, mask, quantifier), *aggregate_pair(log_a, mask, quantifier, keepdim)]
+
+    looked = []
+    sparse_log1mexp = ops._sparse_log1mexp
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(ops, "SPARSE_SHARE", -1.0)  # every tensor dense
+        dense = run()
+        patch.setattr(ops, "SPARSE_SHARE", 1.0)  # every tensor from its finite terms, however many
+        patch.setattr(ops, "SPARSE_MIN_TERMS", 1)  # ... and however small
+        patch.setattr(ops, "_sparse_log1mexp", lambda *a, **k: looked.append(sparse_log1mexp(*a, **k)) or looked[-1])
+        sparse = run()
+    for d, s in zip(dense, sparse):
+        assert s.dtype == d.dtype == dtype and s.shape == d.shape
+        assert torch.equal(_bits(s), _bits(d))
+    if quantifier is not Quantifier.FORALL:
+        assert len(looked) == 2 and all(t is not None for t in looked)  # the sparse terms were what was compared
+        # the terms themselves, before any sum: log1mexp's to the bit (-0.0 where a = 0)
+        assert torch.equal(_bits(looked[0]), _bits(log1mexp(log_a)))
+
+
+def test_an_aggregation_under_autograd_keeps_its_dense_gradient():
+    """Where a gradient is asked for, the dense passes run (their backward is log1mexp's)."""
+    import nablafol.operators as ops
+    log_a = torch.full((4, 8192), float("-inf"))
+    log_a[:, 0] = -0.5
+    log_a.requires_grad_()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(ops, "_sparse_log1mexp", lambda *a, **k: pytest.fail("the sparse path under autograd"))
+        none_true = ops.aggregate(log_a, None, Quantifier.NOT_EXISTS)
+    none_true.sum().backward()
+    assert torch.allclose(log_a.grad[:, 0], torch.full((4,), -1 / torch.expm1(torch.tensor(0.5))))
+    assert torch.equal(log_a.grad[:, 1:], torch.zeros(4, 8191))
+    with torch.no_grad():  # the same tensor without a gradient: from its finite terms
+        assert ops._sparse_log1mexp(log_a, out=None, guard=True) is not None
