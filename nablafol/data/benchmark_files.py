@@ -34,8 +34,9 @@ _MOST = 1 << 26  # a first record larger than this is not one of these benchmark
 _DECODER = json.JSONDecoder()
 
 
-def detect_benchmark(path: str | os.PathLike) -> str:
-    """``gqa``, ``cric``, ``aokvqa`` or ``vcr``; an InputFileError when its records are none of them.
+def detect_benchmark(path: str | os.PathLike, option: str = "--benchmark") -> str:
+    """``gqa``, ``cric``, ``aokvqa`` or ``vcr``; an InputFileError when its records are none of them
+    (naming ``option``, the command's way to say which it is).
 
     A file that holds no records at all (empty, not JSON, a list of numbers) is read as GQA's, whose
     reader then says in one line what is wrong with it.
@@ -72,7 +73,7 @@ def detect_benchmark(path: str | os.PathLike) -> str:
         except UnicodeDecodeError as error:
             raise InputFileError(first, f"is not UTF-8 text ({error.reason})") from None
     raise InputFileError(first, "cannot tell which benchmark the file is (GQA, CRIC, A-OKVQA or VCR); "
-                                "give --benchmark")
+                                f"give {option}")
 
 
 def _first_item(stream, text: str, position: int, path: Path):

@@ -58,8 +58,10 @@ def atomic_writer(path: str | os.PathLike, mode: str = "w") -> Iterator[IO]:
 
     The content goes to a temporary file in the same folder, which is flushed to disk
     (``fsync``) and then renamed over ``path``; a crash at any moment leaves either the old file
-    or the new one, never a torn one, and no temporary file survives a failure. ``mode`` is
-    ``"w"`` (text, UTF-8, ``\n`` line ends) or ``"wb"`` (bytes).
+    or the new one, never a torn one, and no temporary file survives a failure. A symbolic link
+    is written through (its target replaced, the link kept); a device, pipe or socket is refused
+    (the rename would replace it). ``mode`` is ``"w"`` (text, UTF-8, ``\n`` line ends) or
+    ``"wb"`` (bytes).
 
         >>> import tempfile, pathlib
         >>> path = pathlib.Path(tempfile.mkdtemp()) / "out.json"
@@ -71,6 +73,10 @@ def atomic_writer(path: str | os.PathLike, mode: str = "w") -> Iterator[IO]:
     if mode not in ("w", "wb"):
         raise ValueError(f"atomic_writer writes text ('w') or bytes ('wb'), not {mode!r}")
     path = Path(path)
+    if path.is_symlink():  # written through the link, as a shell's > writes: the link stays a link
+        path = Path(os.path.realpath(path))
+    if path.exists() and not path.is_file():  # renamed over, a device or a pipe would be replaced by a file
+        raise InputFileError(path, "cannot be written: not a regular file (a device, a pipe or a socket)")
     folder = path.parent if str(path.parent) else Path(".")
     if not folder.is_dir():
         raise InputFileError(path, "cannot be written: its folder does not exist")

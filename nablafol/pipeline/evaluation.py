@@ -35,7 +35,7 @@ from typing import Callable, Iterable, Iterator, Optional, Sequence
 
 from nablafol.data import iter_questions, write_predictions
 from nablafol.data.details import exact_share
-from nablafol.errors import InputFileError
+from nablafol.errors import InputFileError, NablafolError
 from nablafol.pipeline.answering import Answerer, Outcome, Skip
 from nablafol.pipeline.journal import EvalJournal
 from nablafol.pipeline.sharding import EvalShard
@@ -294,7 +294,7 @@ class EvaluationJob:
         if self.format is not None:
             return self.format
         from nablafol.data.benchmark_files import detect_benchmark
-        found = detect_benchmark(self.questions)
+        found = detect_benchmark(self.questions, option="--format")
         if found not in ("gqa", "cric"):
             raise InputFileError(self.questions, f"holds {found} questions; `nablafol eval` answers GQA and CRIC "
                                                  "questions (`nablafol score` scores the others' predictions)")
@@ -380,7 +380,6 @@ def _scorer(job: EvaluationJob, benchmark: str):
 def _answer(job: EvaluationJob, say, progress, device=None) -> EvaluationReport:
     """Answer the job's questions (its shard's, with ``job.shard``) through its journal, on
     ``device`` when given (its journal still records the job's: the GPU of each rank)."""
-    from nablafol.pipeline.collector import loading
     from nablafol.pipeline.journal import journal_path, shard_settings
 
     benchmark, shard = job.benchmark, job.shard
@@ -392,6 +391,21 @@ def _answer(job: EvaluationJob, say, progress, device=None) -> EvaluationReport:
         say(f"no journal at {path}: starting from the first question")
     settings = job.settings() if shard is None else shard_settings(job.settings(), shard)
     journal = EvalJournal.resume(path, settings) if resuming else EvalJournal.start(path, settings)
+    try:
+        return _answer_into(journal, job, benchmark, resuming, progress, device)
+    except NablafolError:
+        if not resuming and journal.done == 0:  # a refused input: no journal left to refuse a later --resume
+            journal.close(remove=True)
+            if job.details_path:  # nor the details' part file
+                details = Path(job.details_path if shard is None else shard.path(job.details_path))
+                details.with_name(details.name + ".partial").unlink(missing_ok=True)
+        raise
+
+
+def _answer_into(journal, job: EvaluationJob, benchmark: str, resuming: bool, progress, device) -> EvaluationReport:
+    """:func:`_answer` once its journal is open."""
+    from nablafol.pipeline.collector import loading
+    shard = job.shard
     with loading():
         answerer = _answerer(job if device is None else replace(job, device=device), benchmark)
         questions = _questions(job, benchmark)

@@ -135,6 +135,82 @@ def test_outputs_that_are_folders_are_refused_before_any_work(tmp_path, capsys):
     assert code == 2 and "is a folder" in err and not list(tmp_path.parent.glob(tmp_path.name + ".tmp"))
 
 
+def test_an_output_that_would_replace_an_input_or_another_output_is_refused_before_any_work(tmp_path, capsys):
+    """Nothing a user gave is lost: an output path that names an input (by any name), another
+    output, or a file inside the questions folder (read whole) is refused in one line, the
+    input untouched and no journal left behind."""
+    import os
+    questions, graphs = tmp_path / "q.json", tmp_path / "sg.json"
+    questions.write_bytes((EVERY / "questions.json").read_bytes())
+    graphs.write_bytes((EVERY / "sceneGraphs.json").read_bytes())
+    (tmp_path / "q").mkdir()
+    (tmp_path / "q" / "part1.json").write_bytes(questions.read_bytes())
+    os.link(graphs, tmp_path / "hard.json")
+    before = {p: p.read_bytes() for p in (questions, graphs)}
+    base = ["eval", "--questions", questions, "--scene-graphs", graphs]
+    cases = [
+        (base + ["--predictions", questions], "is also --questions"),
+        (base + ["--predictions", tmp_path / "." / "sg.json"], "is also --scene-graphs"),
+        (base + ["--predictions", tmp_path / "hard.json"], "is also --scene-graphs"),  # the same file, another name
+        (base + ["--predictions", tmp_path / "p.json", "--details", tmp_path / "p.json"], "is also --predictions"),
+        (base + ["--predictions", tmp_path / "p.json", "--details", tmp_path / "d.jsonl", "--attentions", questions],
+         "is also --questions"),
+        (base + ["--predictions", tmp_path / "p.json", "--skipped", graphs], "is also --scene-graphs"),
+        (["eval", "--questions", tmp_path / "q", "--scene-graphs", graphs, "--predictions", tmp_path / "q" / "p.json"],
+         "is inside the folder of --questions"),
+        (["score", "--questions", questions, "--predictions", tmp_path / "p0.json", "--json", questions],
+         "is also --questions"),
+    ]
+    (tmp_path / "p0.json").write_text("[]")
+    for argv, message in cases:
+        code, out, err = run_cli(*argv, capsys=capsys)
+        assert code == 2 and message in err and len(err.strip().splitlines()) == 1, (argv, err)
+        assert {p: p.read_bytes() for p in before} == before
+        assert not list(tmp_path.rglob("*.journal")) and not (tmp_path / "q" / "p.json").exists()
+
+
+def test_a_device_or_a_pipe_is_refused_as_an_output_and_a_link_is_written_through(tmp_path, capsys):
+    import os
+    from nablafol.data.files import write_text
+    from nablafol.errors import InputFileError
+    pipe = tmp_path / "pipe"
+    os.mkfifo(pipe)
+    base = ["eval", "--questions", EVERY / "questions.json", "--scene-graphs", EVERY / "sceneGraphs.json"]
+    for target in (pipe, Path(os.devnull)):
+        link = tmp_path / f"link-{target.name}"
+        link.symlink_to(target)
+        for out in (target, link):
+            code, _, err = run_cli(*base, "--predictions", out, capsys=capsys)
+            assert code == 2 and "not a regular file" in err, err
+            assert link.is_symlink() and not target.is_file()  # nothing replaced by a file
+        with pytest.raises(InputFileError, match="not a regular file"):  # the library's one writer too
+            write_text(link, "[]")
+    real = tmp_path / "real.json"
+    real.write_text("old")
+    link = tmp_path / "to-real.json"
+    link.symlink_to(real)
+    code, _, _ = run_cli(*base, "--predictions", link, capsys=capsys)
+    assert code == 0 and link.is_symlink() and json.loads(real.read_text())  # the link kept, its file written
+
+
+def test_a_refused_input_leaves_no_journal_to_refuse_the_next_run(tmp_path, capsys):
+    graphs = tmp_path / "sg.json"
+    graphs.write_text('{"1": {"width": 10, "height": 10, "objects": {"2": {"name": "cat", "x": "left"}}}}')
+    out, details = tmp_path / "p.json", tmp_path / "d.jsonl"
+    code, _, err = run_cli("eval", "--questions", EVERY / "questions.json", "--scene-graphs", graphs,
+                           "--predictions", out, "--details", details, capsys=capsys)
+    assert code == 2 and str(graphs) in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sg.json"]  # no journal, no details part
+    code, _, err = run_cli("eval", "--questions", tmp_path / "sg.json", "--scene-graphs", graphs,
+                           "--predictions", out, "--format", "gqa", capsys=capsys)
+    assert code == 2 and sorted(p.name for p in tmp_path.iterdir()) == ["sg.json"]
+    listed = tmp_path / "list.json"
+    listed.write_text('[{"question": "Is it red?"}]')
+    code, _, err = run_cli("eval", "--questions", listed, "--scene-graphs", EVERY / "sceneGraphs.json",
+                           "--predictions", out, capsys=capsys)
+    assert code == 2 and "give --format" in err  # eval's option, not score's --benchmark
+
+
 def test_unavailable_device_is_one_line(tmp_path, capsys):
     code, _, err = run_cli("eval", "--questions", EVERY / "questions.json", "--scene-graphs", EVERY / "sceneGraphs.json",
                            "--predictions", tmp_path / "p.json", "--device", "nosuchdevice", capsys=capsys)

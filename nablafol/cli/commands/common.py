@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
+from typing import Mapping
 
 from nablafol.errors import NablafolError
 
@@ -42,13 +44,35 @@ def write_json(path, obj) -> None:
         f.write(json.dumps(obj, indent=1, ensure_ascii=False) + "\n")
 
 
-def output_file(path) -> Path:
-    """Check an output file path before any work: not a folder; its folder is created."""
+def output_file(path, inputs: Mapping | None = None, read_whole: tuple = ("--questions",)) -> Path:
+    """Check an output file path before any work: not a folder, not a device, pipe or socket (a
+    file is written whole and renamed over the old one: it would replace the device), and not one
+    of ``inputs`` (option -> path, None: not given) nor inside the folder of an input whose
+    folder is read whole (``read_whole``: every .json file of a questions folder; a later run
+    would read the output as questions); its folder is created."""
     path = Path(path)
     if path.is_dir():
         raise UsageError(f"{path}: is a folder; give a file path")
+    if path.exists() and not path.is_file():  # is_file follows a link: a link to a file is written through
+        raise UsageError(f"{path}: is not a regular file (a device, a pipe or a socket); give a file path")
+    for option, given in (inputs or {}).items():
+        if given is not None:
+            clash = _clash(path, Path(given), option in read_whole)
+            if clash is not None:
+                raise UsageError(f"{path}: {clash} {option} {given}; writing it would lose what is there: "
+                                 f"give another path")
     path.parent.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def _clash(out: Path, given: Path, read_whole: bool) -> str | None:
+    """How writing ``out`` would harm ``given`` (the same file, by any name; a file inside
+    ``given``'s folder when it is read whole), or None."""
+    if out.resolve() == given.resolve() or (out.exists() and given.exists() and os.path.samefile(out, given)):
+        return "is also"
+    if read_whole and given.is_dir() and given.resolve() in out.resolve().parents:
+        return "is inside the folder of"
+    return None
 
 
 def _number(convert, accept, requirement: str):

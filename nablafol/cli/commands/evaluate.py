@@ -125,9 +125,15 @@ def _run(args) -> int:
         raise UsageError("--model goes with --features")
     if args.attentions and not args.details:
         raise UsageError("--attentions is written from the details: give --details too")
-    for out in (args.predictions, args.details, args.attentions, args.skipped):  # fail before the work, not after it
+    # fail before the work, not after it; an output never replaces an input, nor another output
+    written = {"--questions": args.questions, "--scene-graphs": args.scene_graphs, "--features": args.features,
+               "--model": args.model, "--ontology": args.ontology, "--parser": args.parser,
+               "--knowledge": None if args.knowledge == "sample" else args.knowledge}
+    for option, out in (("--predictions", args.predictions), ("--details", args.details),
+                        ("--attentions", args.attentions), ("--skipped", args.skipped)):
         if out:
-            output_file(out)
+            output_file(out, written)
+            written[option] = out
     args.device = device(args.device)
     if args.workers > 1 and args.device.type != "cpu":
         raise UsageError(f"--workers {args.workers} runs on the CPU only (a forked process cannot use "
