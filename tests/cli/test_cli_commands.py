@@ -211,6 +211,29 @@ def test_a_refused_input_leaves_no_journal_to_refuse_the_next_run(tmp_path, caps
     assert code == 2 and "give --format" in err  # eval's option, not score's --benchmark
 
 
+def test_names_and_values_of_any_script_are_asked_about(tmp_path, capsys):
+    """The vocabulary is open: a scene graph may name a "café" that is "weiß", and a program may
+    ask about it (the grammar's words were ASCII: such a question was skipped as malformed)."""
+    graphs = {"img": {"width": 100, "height": 100, "objects": {
+        "1": {"name": "café", "x": 1, "y": 1, "w": 10, "h": 10, "attributes": ["weiß"], "relations": []},
+        "2": {"name": "tür", "x": 50, "y": 1, "w": 10, "h": 10, "attributes": [], "relations": []}}}}
+    record = {"imageId": "img", "question": "", "entailed": [], "equivalent": [], "types": {}, "isBalanced": True}
+    questions = {
+        "white": {**record, "answer": "yes", "semanticStr": "select: café (1)->verify color: weiß [0]",
+                  "semantic": [{"operation": "select", "dependencies": [], "argument": "café (1)"},
+                               {"operation": "verify color", "dependencies": [0], "argument": "weiß"}]},
+        "door": {**record, "answer": "no", "semanticStr": "select: tür (2)->verify color: weiß [0]",
+                 "semantic": [{"operation": "select", "dependencies": [], "argument": "tür (2)"},
+                              {"operation": "verify color", "dependencies": [0], "argument": "weiß"}]}}
+    (tmp_path / "q.json").write_text(json.dumps(questions, ensure_ascii=False), encoding="utf-8")
+    (tmp_path / "sg.json").write_text(json.dumps(graphs, ensure_ascii=False), encoding="utf-8")
+    code, out, err = run_cli("eval", "--questions", tmp_path / "q.json", "--scene-graphs", tmp_path / "sg.json",
+                             "--predictions", tmp_path / "p.json", "--strict", capsys=capsys)
+    assert code == 0, err
+    predictions = {p["questionId"]: p["prediction"] for p in json.loads((tmp_path / "p.json").read_text())}
+    assert predictions == {"white": "yes", "door": "no"}
+
+
 def test_unavailable_device_is_one_line(tmp_path, capsys):
     code, _, err = run_cli("eval", "--questions", EVERY / "questions.json", "--scene-graphs", EVERY / "sceneGraphs.json",
                            "--predictions", tmp_path / "p.json", "--device", "nosuchdevice", capsys=capsys)
