@@ -7,7 +7,8 @@ distribution, the hard/easy split) goes through the form, so a matching rule is 
 - :data:`exact_match`, GQA's ``eval.py``: the form is the string itself (``"White" != "white"``);
 - :data:`vocabulary_match`, nablafol's default: the form is the concept of GQA's vocabulary
   that the string is a real surface form of (:func:`vocabulary_form`), so a reasoner that
-  answers in vocabulary forms is not marked wrong for ``ski`` where GQA wrote ``skis``.
+  answers in vocabulary forms is not marked wrong for ``ski`` where GQA wrote ``skis`` (nor
+  for ``Horse`` where it wrote ``horse``).
 
 >>> vocabulary_match("ski", "skis"), vocabulary_match("tennis", "tenni"), vocabulary_match("reds", "red")
 (True, True, False)
@@ -85,13 +86,15 @@ def vocabulary_form(answer: str) -> str:
     ('ski', 'person', 'tenni')
     >>> vocabulary_form("reds"), vocabulary_form("smalls"), vocabulary_form("red")
     ('reds', 'smalls', 'red')
+    >>> vocabulary_form("Horse "), vocabulary_form("Horses")  # case and outer spaces folded, as plurals are
+    ('horse', 'horse')
 
     Not cached here (:class:`AnswerMatch` keeps the forms it computes): the vocabulary
     caches its ``normalize``; the rest are set look-ups.
     """
     from nablafol.dsl import Ontology  # the vocabulary is loaded on first use only
     ontology = Ontology.gqa()
-    text = answer.strip()
+    text = answer.strip().lower()  # GQA's answers are lower case: "Horse" is the answer "horse"
     form = ontology.normalize(text)
     if form == text or ontology.raw_form(form) == text:
         return form

@@ -228,6 +228,7 @@ def test_grounding_needs_the_scene_and_counts_missing_attention_as_zero():
     ("pizza slices", "pizza slice", True), ("benches", "bench", True), ("oranges", "orange", True),
     ("reds", "red", False), ("smalls", "small", False), ("lefts", "left", False), ("yellows", "yellow", False),
     ("red", "blue", False), (None, "red", False),
+    ("Horse", "horse", True), ("horse ", "Horse", True), ("Horses", "horse", True), ("REDS", "red", False),
 ])
 def test_vocabulary_match_accepts_only_real_surface_forms(prediction, answer, same):
     assert vocabulary_match(prediction, answer) is same
