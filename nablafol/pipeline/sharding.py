@@ -188,9 +188,13 @@ class EvalShard:
         """``"I/N"`` (``"0/4"`` .. ``"3/4"``)."""
         index, slash, count = text.partition("/")
         try:
-            return cls(int(index), int(count)) if slash else cls(-1, 0)
+            if slash:
+                return cls(int(index), int(count))
         except ValueError:
+            pass
+        except ShardingError:  # a shard out of range: said with what was given
             raise ShardingError(f"a shard is I/N with 0 <= I < N, not {text!r}") from None
+        raise ShardingError(f"a shard is I/N with 0 <= I < N, not {text!r}")
 
     def take(self, questions: Iterable, chunk_size: int) -> Iterator:
         """This shard's questions of the stream, in order; re-chunked by ``chunk_size`` they are

@@ -118,6 +118,10 @@ def test_console_script_is_installed():
     (["--threshold", "nan"], "in [0, 1]"),
     (["--threshold", "2"], "in [0, 1]"),
     (["--details-top", "-1"], "0 or more"),
+    (["--exact-budget", "25"], "from 0 to 24, got 25"),  # the engine's own range, said as the option
+    (["--exact-budget", "-1"], "from 0 to 24"),
+    (["--shard", "x"], "not 'x'"),  # what was given, not an internal placeholder
+    (["--shard", "3/2"], "not '3/2'"),
 ])
 def test_eval_refuses_bad_option_values(tmp_path, capsys, args, message):
     with pytest.raises(SystemExit) as e:

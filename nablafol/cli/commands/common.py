@@ -91,6 +91,11 @@ def _number(convert, accept, requirement: str):
     return parse
 
 
+def whole_number(low: int, high: int):
+    """An argparse type: a whole number from ``low`` to ``high``."""
+    return _number(int, lambda v: low <= v <= high, f"from {low} to {high}")
+
+
 positive_int = _number(int, lambda v: v >= 1, "at least 1")
 non_negative_int = _number(int, lambda v: v >= 0, "0 or more")
 probability = _number(float, lambda v: 0.0 <= v <= 1.0, "in [0, 1]")

@@ -41,7 +41,7 @@ from __future__ import annotations
 import sys
 
 from .common import (UsageError, add_ontology_argument, add_threads_argument, device, non_negative_int, output_file,
-                     positive_int, probability, with_threads)
+                     positive_int, probability, whole_number, with_threads)
 
 HELP = "answer questions over scene graphs or features; print accuracy and consistency"
 
@@ -71,7 +71,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--exact-inference", action="store_true", help="the exact probability where a program "
                         "repeats uncertain atoms (conditioning on them; docs/exactness.md) instead of the paper's "
                         "approximation; each answer's flag in --details")
-    parser.add_argument("--exact-budget", type=positive_int, default=12, metavar="K", help="with --exact-inference: "
+    parser.add_argument("--exact-budget", type=exact_budget, default=12, metavar="K", help="with --exact-inference: "
                         "the most repeated uncertain atoms conditioned on per answer (2^K worlds; beyond, the "
                         "approximation, flagged; default 12)")
     parser.add_argument("--strict", action="store_true", help="any skipped question is an error (exit 2)")
@@ -93,6 +93,12 @@ def add_arguments(parser) -> None:
                         "(run with the same options)")
     add_threads_argument(parser)
     add_ontology_argument(parser)
+
+
+def exact_budget(text: str) -> int:
+    """``--exact-budget K``: as the engine takes it, 0 to its most."""
+    from nablafol.engine.execution import MAX_EXACT_BUDGET
+    return whole_number(0, MAX_EXACT_BUDGET)(text)
 
 
 def shard(text: str):
