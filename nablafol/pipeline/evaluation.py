@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator, Optional, Sequence
 
 from nablafol.data import iter_questions, write_predictions
-from nablafol.data.details import exact_share
+from nablafol.data.details import details_tally
 from nablafol.errors import InputFileError, NablafolError
 from nablafol.pipeline.answering import Answerer, Outcome, Skip
 from nablafol.pipeline.journal import EvalJournal
@@ -323,7 +323,7 @@ class EvaluationReport:
     benchmark_report: object = None  # CRIC: its scores (nablafol.scoring.benchmarks)
     shard: Optional[EvalShard] = None  # the shard this run answered
     merged: int = 0  # shards merged into the outputs
-    exact: Optional[tuple] = None  # (answers flagged exact, answers) from the details file
+    exact: Optional[tuple] = None  # (answers flagged exact, answers guessed, answers) from the details file
 
     def lines(self) -> list[str]:
         """The summary, as the command prints it."""
@@ -342,10 +342,13 @@ class EvaluationReport:
             out += [format_gqa(r.scores.overall), "", r.scores.format_table()]
         if self.benchmark_report is not None:
             out.append(self.benchmark_report.format_table())
-        if self.exact is not None and self.exact[1]:
-            exact, answered = self.exact
+        if self.exact is not None and self.exact[2]:
+            exact, guessed, answered = self.exact
             out.append(f"exact answers: {100 * exact / answered:.2f}% ({exact:,} of {answered:,}; the others are "
                        "the paper's approximation, see docs/exactness.md)")
+            if guessed:
+                out.append(f"guessed answers: {guessed:,} (every candidate at probability 0: the first one is "
+                           "given, by no evidence; 'answers' all 0 in the details)")
         if r.skipped:
             out.append(f"skipped {r.skipped:,} questions (counted wrong): {r.skip_summary()}")
             out += [f"  {question_id}: {reason}: {detail}" for question_id, _, (reason, detail) in r.first_skips]
@@ -449,7 +452,7 @@ def _finish(job: EvaluationJob, benchmark: str, journal, result: StreamResult, r
                                    for q, _, skip in journal.entries() if skip is not None])
     journal.close(remove=True)
     return EvaluationReport(result, resumed, skipped_file, benchmark_report, merged=merged,
-                            exact=exact_share(job.details_path) if job.details_path else None)
+                            exact=details_tally(job.details_path) if job.details_path else None)
 
 
 

@@ -238,6 +238,21 @@ def test_names_and_values_of_any_script_are_asked_about(tmp_path, capsys):
     assert predictions == {"white": "yes", "door": "no"}
 
 
+def test_an_answer_without_evidence_is_counted_as_a_guess(tmp_path, capsys):
+    """An open question whose every candidate has probability 0 (the fixture's question 20968248
+    asks where a scene without a location is) still gets a prediction, as GQA wants one, but the
+    summary counts it as guessed; a yes/no answer is never a guess."""
+    details = tmp_path / "d.jsonl"
+    code, out, err = run_cli("eval", "--questions", FIX / "val_balanced_questions.json", "--scene-graphs",
+                             FIX / "val_sceneGraphs.json", "--predictions", tmp_path / "p.json", "--details", details,
+                             capsys=capsys)
+    assert code == 0, err
+    lines = [json.loads(line) for line in details.read_text().splitlines()]
+    guesses = [d["questionId"] for d in lines if not any(d["answers"].values())]
+    assert "20968248" in guesses and all(set(d["answers"]) != {"yes", "no"} for d in lines if d["questionId"] in guesses)
+    assert f"guessed answers: {len(guesses):,} (every candidate at probability 0" in out
+
+
 def test_unavailable_device_is_one_line(tmp_path, capsys):
     code, _, err = run_cli("eval", "--questions", EVERY / "questions.json", "--scene-graphs", EVERY / "sceneGraphs.json",
                            "--predictions", tmp_path / "p.json", "--device", "nosuchdevice", capsys=capsys)
