@@ -205,7 +205,7 @@ def _sparse_log1mexp(t: torch.Tensor, out: torch.Tensor | None, guard: bool) -> 
     """
     if not (t.is_cpu and t.is_contiguous()) or t.numel() < SPARSE_MIN_TERMS:
         return None
-    if t.shape[0] > 1 and int(torch.count_nonzero(t[0] != NEG_INF)) > SPARSE_SHARE * t[0].numel():
+    if t.dim() > 1 and t.shape[0] > 1 and int(torch.count_nonzero(t[0] != NEG_INF)) > SPARSE_SHARE * t[0].numel():
         return None
     live = t != NEG_INF
     if int(torch.count_nonzero(live)) > SPARSE_SHARE * t.numel():

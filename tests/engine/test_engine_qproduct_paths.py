@@ -169,6 +169,19 @@ def test_an_aggregation_of_mostly_impossible_terms_sums_the_dense_passes_bits(
         assert torch.equal(_bits(looked[0]), _bits(log1mexp(log_a)))
 
 
+def test_an_aggregation_of_one_number_or_one_row_takes_either_path_alike():
+    """A 0-dim or 1-D input (a user's own call): no first row to look at, the same bits."""
+    import nablafol.operators as ops
+    for log_a in (torch.tensor(-0.5), torch.tensor([float("-inf"), -0.25, float("-inf")])):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(ops, "SPARSE_SHARE", -1.0)
+            dense = ops.aggregate(log_a, None, Quantifier.EXISTS)
+            patch.setattr(ops, "SPARSE_SHARE", 1.0)
+            patch.setattr(ops, "SPARSE_MIN_TERMS", 1)
+            assert ops._sparse_log1mexp(log_a, out=None, guard=True) is not None
+            assert torch.equal(_bits(ops.aggregate(log_a, None, Quantifier.EXISTS)), _bits(dense))
+
+
 def test_an_aggregation_under_autograd_keeps_its_dense_gradient():
     """Where a gradient is asked for, the dense passes run (their backward is log1mexp's)."""
     import nablafol.operators as ops
