@@ -23,7 +23,7 @@ import json
 import os
 from pathlib import Path
 
-from nablafol.data.files import json_inputs, open_text
+from nablafol.data.files import json_inputs, not_text, open_text
 from nablafol.errors import InputFileError
 
 __all__ = ["BENCHMARKS", "detect_benchmark"]
@@ -71,7 +71,7 @@ def detect_benchmark(path: str | os.PathLike, option: str = "--benchmark") -> st
             else:  # empty, or not JSON: GQA's reader says what is wrong with it
                 return "gqa"
         except UnicodeDecodeError as error:
-            raise InputFileError(first, f"is not UTF-8 text ({error.reason})") from None
+            raise not_text(first, error) from None
     raise InputFileError(first, "cannot tell which benchmark the file is (GQA, CRIC, A-OKVQA or VCR); "
                                 f"give {option}")
 

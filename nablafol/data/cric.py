@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 from nablafol.data.fields import RecordChecker, json_type, unique_by_id
-from nablafol.data.files import atomic_writer, json_inputs, open_text
+from nablafol.data.files import atomic_writer, json_inputs, not_text, open_text
 from nablafol.data.json_stream import decoder_limit, json_line, load_json
 from nablafol.data.questions import ProgramSource
 from nablafol.data.scene_graphs import SceneGraph, scene_graph_from_record
@@ -246,7 +246,7 @@ def read_cric_predictions(path: str | os.PathLike) -> dict[str, CricPrediction]:
         try:
             text = stream.read()
         except UnicodeDecodeError as error:
-            raise InputFileError(path, f"is not UTF-8 text ({error.reason})") from None
+            raise not_text(path, error) from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as error:

@@ -15,7 +15,7 @@ from types import MappingProxyType
 from typing import Any, Iterable, Iterator, Mapping
 
 from nablafol.data.fields import RecordChecker
-from nablafol.data.files import atomic_writer, open_text
+from nablafol.data.files import atomic_writer, not_text, open_text
 from nablafol.data.json_stream import json_line
 from nablafol.errors import InputFileError
 
@@ -79,7 +79,7 @@ def iter_details(path: str | os.PathLike) -> Iterator[Details]:
                 if line.strip():
                     yield _details_from_line(path, number, line)
         except UnicodeDecodeError as error:
-            raise InputFileError(path, f"is not UTF-8 text ({error.reason})") from None
+            raise not_text(path, error) from None
 
 
 def exact_share(path: str | os.PathLike) -> tuple[int, int]:

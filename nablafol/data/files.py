@@ -29,6 +29,24 @@ def open_text(path: str | os.PathLike) -> IO[str]:
         raise InputFileError(path, f"cannot be read ({error.strerror or error})") from None
 
 
+_COMPRESSED = ((b"\x1f\x8b", "gzip"), (b"BZh", "bzip2"), (b"\xfd7zXZ\x00", "xz"), (b"PK\x03\x04", "zip"),
+               (b"\x28\xb5\x2f\xfd", "zstd"))
+
+
+def not_text(path: str | os.PathLike, error: UnicodeDecodeError | None = None) -> InputFileError:
+    """The one-line refusal of a file that is not UTF-8 text; a compressed file is named as one
+    (nablafol reads JSON as GQA ships it, uncompressed)."""
+    try:
+        with open(path, "rb") as stream:
+            head = stream.read(8)
+    except OSError:
+        head = b""
+    for magic, kind in _COMPRESSED:
+        if head.startswith(magic):
+            return InputFileError(path, f"is {kind}-compressed, not JSON text: decompress it first")
+    return InputFileError(path, "is not UTF-8 text" + (f" ({error.reason})" if error is not None else ""))
+
+
 def _natural_key(name: str) -> list:
     # train_all_questions_2.json sorts before train_all_questions_10.json
     return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import IO, Any, Iterator
 
 from nablafol.data.fields import json_type
-from nablafol.data.files import open_text
+from nablafol.data.files import not_text, open_text
 from nablafol.errors import InputFileError
 
 CHUNK_CHARS = 1 << 20
@@ -53,7 +53,7 @@ class _ObjectReader:
         try:
             text = self.stream.read(max(self.chunk_chars, pending))
         except UnicodeDecodeError as error:
-            raise InputFileError(self.path, f"is not UTF-8 text ({error.reason})") from None
+            raise not_text(self.path, error) from None
         except OSError as error:
             raise InputFileError(self.path, f"cannot be read ({error.strerror or error})") from None
         if not text:
@@ -184,6 +184,14 @@ def iter_object_member_texts(path: str | Path, *, expected: str,
     return _members(Path(path), expected, chunk_chars, texts=True)
 
 
+def _value_starting_with(char: str) -> str:
+    """What a JSON value that begins with ``char`` is, in words (``'n'`` said as ``null``)."""
+    kinds = {"[": "a list", '"': "a string", "n": "null", "t": "true", "f": "false"}
+    if char in kinds:
+        return kinds[char]
+    return "a number" if char == "-" or char.isdigit() else repr(char)
+
+
 def _members(path: Path, expected: str, chunk_chars: int, texts: bool) -> Iterator[tuple[str, Any, Any]]:
     with open_text(path) as stream:
         reader = _ObjectReader(stream, path, chunk_chars)
@@ -191,9 +199,8 @@ def _members(path: Path, expected: str, chunk_chars: int, texts: bool) -> Iterat
         if first != "{":
             if not first:
                 raise InputFileError(path, f"is empty, expected a JSON object {expected}")
-            found = "a list" if first == "[" else repr(first)
             raise InputFileError(path, f"expected a JSON object {expected} at the top level, "
-                                       f"found {found}")
+                                       f"found {_value_starting_with(first)}")
         reader.pos += 1
         if reader.peek() == "}":
             reader.pos += 1
@@ -250,7 +257,7 @@ def load_json(path: str | Path, *, expected_type: type, expected: str) -> Any:
             raise InputFileError(path, f"not valid JSON at line {error.lineno}, column "
                                        f"{error.colno}: {error.msg}") from None
         except UnicodeDecodeError as error:
-            raise InputFileError(path, f"is not UTF-8 text ({error.reason})") from None
+            raise not_text(path, error) from None
         except (RecursionError, ValueError) as error:  # after its subclasses above
             raise InputFileError(path, f"cannot be used: {decoder_limit(error)}") from None
     if not isinstance(value, expected_type):

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from nablafol.data.fields import RecordChecker, json_type
-from nablafol.data.files import atomic_writer, open_text
+from nablafol.data.files import atomic_writer, not_text, open_text
 from nablafol.data.json_stream import json_line, load_json
 from nablafol.errors import InputFileError
 
@@ -188,7 +188,7 @@ def load_vcr(path: str | os.PathLike, images: str | os.PathLike | None = None) -
                     raise InputFileError(path, "appears twice", f"line {number}, {item.annot_id}")
                 items[item.annot_id] = item
         except UnicodeDecodeError as error:
-            raise InputFileError(path, f"is not UTF-8 text ({error.reason})") from None
+            raise not_text(path, error) from None
     if images is not None:
         cache: dict[str, tuple[Box, ...]] = {}
         for annot_id, item in items.items():

@@ -39,7 +39,7 @@ from typing import Mapping
 import torch
 
 from nablafol.data.fields import count_text
-from nablafol.data.files import atomic_writer
+from nablafol.data.files import atomic_writer, not_text
 from nablafol.errors import InputFileError, NablafolError
 
 from nablafol.neural.concept_vocabulary import ConceptVocabulary
@@ -201,8 +201,8 @@ def _read_config(path: Path) -> dict:
         raise InputFileError(path, "missing: not a model folder (save_model writes it)")
     try:
         config = json.loads(path.read_text(encoding="utf-8"))
-    except UnicodeDecodeError:
-        raise InputFileError(path, "is not UTF-8 text") from None
+    except UnicodeDecodeError as error:
+        raise not_text(path, error) from None
     except json.JSONDecodeError as error:
         raise InputFileError(path, f"is not valid JSON: {error.msg}", f"line {error.lineno}, "
                                                                       f"column {error.colno}") from None

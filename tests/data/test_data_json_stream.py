@@ -111,7 +111,11 @@ def test_numbers_cut_by_a_chunk_boundary_are_read_whole(tmp_path):
     ("", "is empty, expected a JSON object {key: value}"),
     ("  \n ", "is empty"),
     ("[1, 2]", "expected a JSON object {key: value} at the top level, found a list"),
-    ('"text"', "found '\"'"),
+    ('"text"', "at the top level, found a string"),
+    ("null", "at the top level, found null"),  # a value in words, not its first character
+    ("-3", "at the top level, found a number"),
+    ("true", "at the top level, found true"),
+    ("xyz", "at the top level, found 'x'"),
     ('{"a": 1} {"b": 2}', "unexpected text after the top-level object"),
     ('{"a": 1 "b": 2}', "expected ',' or '}' after a member, found '\"'"),
     ('{"a" 1}', "expected ':' after a key, found '1'"),
@@ -158,3 +162,17 @@ def test_folders_are_read_in_natural_order(tmp_path):
         json_inputs(empty)
     with pytest.raises(InputFileError, match="no such file or folder"):
         json_inputs(tmp_path / "missing")
+
+
+@pytest.mark.parametrize("compress, kind", [("gzip", "gzip"), ("bz2", "bzip2"), ("lzma", "xz")])
+def test_a_compressed_file_is_named_as_one(tmp_path, compress, kind):
+    """A compressed questions file (GQA ships plain JSON) is refused as what it is, not as
+    text that is not UTF-8; any other binary file still is the latter."""
+    import importlib
+    path = tmp_path / "q.json"
+    path.write_bytes(importlib.import_module(compress).compress(b'{"a": 1}'))
+    with pytest.raises(InputFileError, match=f"is {kind}-compressed, not JSON text: decompress it first"):
+        members(path, 3)
+    path.write_bytes(b'{"a": "\xff\xfe"}')
+    with pytest.raises(InputFileError, match="is not UTF-8 text"):
+        members(path, 3)
