@@ -43,7 +43,7 @@ def not_text(path: str | os.PathLike, error: UnicodeDecodeError | None = None) -
         head = b""
     for magic, kind in _COMPRESSED:
         if head.startswith(magic):
-            return InputFileError(path, f"is {kind}-compressed, not JSON text: decompress it first")
+            return InputFileError(path, f"is {kind}-compressed, not text: decompress it first")
     return InputFileError(path, "is not UTF-8 text" + (f" ({error.reason})" if error is not None else ""))
 
 

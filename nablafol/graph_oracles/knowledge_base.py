@@ -35,6 +35,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
+from ..data.files import not_text
 from ..errors import InputFileError
 
 __all__ = ["Triple", "KnowledgeBase", "SAMPLE_FILE"]
@@ -104,7 +105,9 @@ class KnowledgeBase:
         path = Path(path)
         try:
             text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as e:
+        except UnicodeDecodeError as e:
+            raise not_text(path, e) from None
+        except OSError as e:
             raise InputFileError(path, f"cannot read the knowledge file: {e.strerror or e}") from None
         if path.suffix.lower() == ".json":
             return cls(_json_triples(path, text))

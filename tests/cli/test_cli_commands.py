@@ -164,6 +164,9 @@ def test_an_output_that_would_replace_an_input_or_another_output_is_refused_befo
          "is inside the folder of --questions"),
         (["score", "--questions", questions, "--predictions", tmp_path / "p0.json", "--json", questions],
          "is also --questions"),
+        (["split", "--questions", questions, "--predictions", tmp_path / "p0.json", "--out", tmp_path / "p0.json"],
+         "is also --predictions"),
+        (["vocabulary", "--questions", questions, "--json", questions], "is also --questions"),
     ]
     (tmp_path / "p0.json").write_text("[]")
     for argv, message in cases:
@@ -171,6 +174,37 @@ def test_an_output_that_would_replace_an_input_or_another_output_is_refused_befo
         assert code == 2 and message in err and len(err.strip().splitlines()) == 1, (argv, err)
         assert {p: p.read_bytes() for p in before} == before
         assert not list(tmp_path.rglob("*.journal")) and not (tmp_path / "q" / "p.json").exists()
+
+
+def test_the_files_eval_derives_never_replace_an_input_either(tmp_path, capsys):
+    """The journal (OUT.journal), the default skipped list (OUT.skipped.json) and the details'
+    part file are outputs too; a scene-graphs folder is read whole as a questions folder is; a
+    compressed knowledge file is one line, with no journal left (found by a reviewer)."""
+    import gzip
+    graphs = (EVERY / "sceneGraphs.json").read_bytes()
+    base = ["eval", "--questions", EVERY / "questions.json"]
+    (tmp_path / "sgdir").mkdir()
+    (tmp_path / "sgdir" / "sg.json").write_bytes(graphs)
+    cases = [("a.json.journal", "a.json", [], "is also --scene-graphs"),
+             ("b.skipped.json", "b.json", [], "is also --scene-graphs"),
+             ("d.jsonl.partial", "c.json", ["--details", tmp_path / "d.jsonl"], "is also --scene-graphs"),
+             (None, "sgdir/p.json", [], "is inside the folder of --scene-graphs")]
+    for name, predictions, extra, message in cases:
+        path = tmp_path / name if name else tmp_path / "sgdir"
+        if name:
+            path.write_bytes(graphs)
+        code, _, err = run_cli(*base, "--scene-graphs", path, "--predictions", tmp_path / predictions, *extra,
+                               capsys=capsys)
+        assert code == 2 and message in err, err
+        assert path.is_dir() or path.read_bytes() == graphs  # the input untouched, not removed
+    code, _, err = run_cli(*base, "--scene-graphs", tmp_path / "sgdir" / "sg.json", "--predictions",
+                           tmp_path / "e.json", "--skipped", tmp_path / "e.json.journal", capsys=capsys)
+    assert code == 2 and "is also the journal of --predictions" in err
+    knowledge = tmp_path / "kg.tsv"
+    knowledge.write_bytes(gzip.compress(b"cat\tIsA\tanimal\n"))
+    code, _, err = run_cli(*base, "--scene-graphs", tmp_path / "sgdir" / "sg.json", "--knowledge", knowledge,
+                           "--predictions", tmp_path / "k.json", capsys=capsys)
+    assert code == 2 and "is gzip-compressed" in err and not list(tmp_path.glob("k.json*"))
 
 
 def test_a_device_or_a_pipe_is_refused_as_an_output_and_a_link_is_written_through(tmp_path, capsys):
@@ -195,6 +229,10 @@ def test_a_device_or_a_pipe_is_refused_as_an_output_and_a_link_is_written_throug
     link.symlink_to(real)
     code, _, _ = run_cli(*base, "--predictions", link, capsys=capsys)
     assert code == 0 and link.is_symlink() and json.loads(real.read_text())  # the link kept, its file written
+    dangling = tmp_path / "dangling.json"
+    dangling.symlink_to(tmp_path / "later" / "p.json")  # its target's folder made before the work, as any output's
+    code, _, err = run_cli(*base, "--predictions", dangling, capsys=capsys)
+    assert code == 0 and json.loads((tmp_path / "later" / "p.json").read_text()), err
 
 
 def test_a_refused_input_leaves_no_journal_to_refuse_the_next_run(tmp_path, capsys):

@@ -171,7 +171,7 @@ def test_a_compressed_file_is_named_as_one(tmp_path, compress, kind):
     import importlib
     path = tmp_path / "q.json"
     path.write_bytes(importlib.import_module(compress).compress(b'{"a": 1}'))
-    with pytest.raises(InputFileError, match=f"is {kind}-compressed, not JSON text: decompress it first"):
+    with pytest.raises(InputFileError, match=f"is {kind}-compressed, not text: decompress it first"):
         members(path, 3)
     path.write_bytes(b'{"a": "\xff\xfe"}')
     with pytest.raises(InputFileError, match="is not UTF-8 text"):

@@ -74,7 +74,8 @@ def _inspect(args) -> int:
     from nablafol.pipeline.inspection import inspect_calibration
 
     if args.plot:
-        output_file(args.plot)
+        output_file(args.plot, {"--data": args.data, "--questions": args.questions, "--features": args.features,
+                                "--val-questions": args.val_questions, "--model": args.model})
     if args.data and not Path(args.data).is_dir():
         raise UsageError(f"{args.data}: no such dataset folder")
     files = [Path(f) for f in (args.questions, args.val_questions) if f]

@@ -59,9 +59,9 @@ def output_file(path, inputs: Mapping | None = None, read_whole: tuple = ("--que
         if given is not None:
             clash = _clash(path, Path(given), option in read_whole)
             if clash is not None:
-                raise UsageError(f"{path}: {clash} {option} {given}; writing it would lose what is there: "
-                                 f"give another path")
-    path.parent.mkdir(parents=True, exist_ok=True)
+                raise UsageError(f"{path}: {clash.format(f'{option} {given}')}: give another path")
+    # the folder of what is written: a link's target's (a link is written through)
+    Path(os.path.realpath(path)).parent.mkdir(parents=True, exist_ok=True)
     return path
 
 
@@ -69,9 +69,9 @@ def _clash(out: Path, given: Path, read_whole: bool) -> str | None:
     """How writing ``out`` would harm ``given`` (the same file, by any name; a file inside
     ``given``'s folder when it is read whole), or None."""
     if out.resolve() == given.resolve() or (out.exists() and given.exists() and os.path.samefile(out, given)):
-        return "is also"
+        return "is also {}; writing it would lose what is there"
     if read_whole and given.is_dir() and given.resolve() in out.resolve().parents:
-        return "is inside the folder of"
+        return "is inside the folder of {}, which is read whole: a later run would read it as input"
     return None
 
 

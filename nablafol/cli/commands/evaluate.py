@@ -95,6 +95,26 @@ def add_arguments(parser) -> None:
     add_ontology_argument(parser)
 
 
+def _outputs_apart(job) -> None:
+    """Before any work: no file the run writes (those named and those it derives: the journal,
+    the skipped list, CRIC's details, the details' part, a shard's files) replaces an input, by
+    any name, or another of them, or lands in a folder read whole (questions, scene graphs)."""
+    from nablafol.pipeline.journal import journal_path
+    written = {"--questions": job.questions, "--scene-graphs": job.scene_graphs, "--features": job.features,
+               "--model": job.model, "--ontology": job.ontology, "--parser": job.parser,
+               "--knowledge": None if job.knowledge == "sample" else job.knowledge}
+    shard = job.shard
+    predictions = job.predictions if shard is None else shard.path(job.predictions)
+    details = job.details_path if shard is None or job.details_path is None else shard.path(job.details_path)
+    outputs = [("--predictions", job.predictions), ("the journal of --predictions", journal_path(predictions)),
+               ("--details", details), ("the part file of --details", details and f"{details}.partial"),
+               ("--attentions", job.attentions), ("--skipped", job.skipped_path)]
+    for option, out in outputs:
+        if out is not None:
+            output_file(out, written, read_whole=("--questions", "--scene-graphs"))
+            written[option] = out
+
+
 def exact_budget(text: str) -> int:
     """``--exact-budget K``: as the engine takes it, 0 to its most."""
     from nablafol.engine.execution import MAX_EXACT_BUDGET
@@ -131,15 +151,6 @@ def _run(args) -> int:
         raise UsageError("--model goes with --features")
     if args.attentions and not args.details:
         raise UsageError("--attentions is written from the details: give --details too")
-    # fail before the work, not after it; an output never replaces an input, nor another output
-    written = {"--questions": args.questions, "--scene-graphs": args.scene_graphs, "--features": args.features,
-               "--model": args.model, "--ontology": args.ontology, "--parser": args.parser,
-               "--knowledge": None if args.knowledge == "sample" else args.knowledge}
-    for option, out in (("--predictions", args.predictions), ("--details", args.details),
-                        ("--attentions", args.attentions), ("--skipped", args.skipped)):
-        if out:
-            output_file(out, written)
-            written[option] = out
     args.device = device(args.device)
     if args.workers > 1 and args.device.type != "cpu":
         raise UsageError(f"--workers {args.workers} runs on the CPU only (a forked process cannot use "
@@ -155,6 +166,7 @@ def _run(args) -> int:
         shard=args.shard, merge=args.merge, launch=Launch.from_environment())
     if args.shard is not None and args.merge:
         raise UsageError("--shard answers one shard, --merge joins them: give one of the two")
+    _outputs_apart(job)  # fail before the work, not after it
     bar = ProgressBar("eval", unit="q") if job.launch.is_main and not args.merge else None
     report = run_evaluation(job, progress=bar)
     if bar is not None:

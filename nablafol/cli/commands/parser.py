@@ -87,7 +87,8 @@ def _evaluate(args) -> int:
     from nablafol.data import iter_questions
     from nablafol.semantic_parser import load_parser
     if args.json:
-        output_file(args.json)
+        output_file(args.json, {"--questions": args.questions, "--parser": args.parser,
+                                "--scene-graphs": args.scene_graphs})
     parser = load_parser(args.parser)
     ontology = load_ontology(args.ontology) if args.scene_graphs else None
     result = evaluate_parser(parser, iter_questions(args.questions), scene_graphs=args.scene_graphs,
@@ -107,7 +108,7 @@ def _apply(args) -> int:
     from nablafol.data import iter_questions, write_questions
     from nablafol.semantic_parser import load_parser, with_predicted_programs
     from nablafol.semantic_parser.predicted_programs import parser_error
-    output_file(args.out)
+    output_file(args.out, {"--questions": args.questions, "--parser": args.parser})
     parser = load_parser(args.parser)
     counts = {"read": 0, "unreadable": 0}
 

@@ -48,7 +48,7 @@ def run(args) -> int:
     from nablafol.scoring import format_gqa
     from nablafol.scoring.inputs import score_files
     if args.json:
-        output_file(args.json, _inputs(args))
+        output_file(args.json, _inputs(args), read_whole=("--questions", "--scene-graphs", "--choices"))
     scores = score_files(args.questions, args.predictions, split=args.split, choices=args.choices,
                          attentions=args.attentions, attention_kind=args.attention_kind,
                          scene_graphs=args.scene_graphs, exact=args.exact)
@@ -69,7 +69,7 @@ def _score_benchmark(args, benchmark: str) -> int:
     if args.reference is not None and args.by is None:
         raise UsageError("--reference names a slice of --by FIELD; give --by")
     if args.json:
-        output_file(args.json, _inputs(args))
+        output_file(args.json, _inputs(args), read_whole=("--questions", "--scene-graphs", "--choices"))
     report = score_benchmark(benchmark, args.questions, args.predictions, split=args.split, by=args.by,
                              reference=args.reference, exact=args.exact)
     print(report.format_table())

@@ -20,7 +20,7 @@ def add_arguments(parser) -> None:
 def run(args) -> int:
     from nablafol.data import load_questions, read_predictions
     from nablafol.scoring import exact_match, make_split, vocabulary_match
-    output_file(args.out)
+    output_file(args.out, {"--questions": args.questions, "--predictions": args.predictions})
     questions = load_questions(args.questions)
     split = make_split(questions.values(), read_predictions(args.predictions),
                        match=exact_match if args.exact else vocabulary_match)

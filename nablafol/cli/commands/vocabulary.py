@@ -24,7 +24,8 @@ def add_arguments(parser) -> None:
 def run(args) -> int:
     from nablafol.pipeline.datasets import vocabulary_of
     if args.json:
-        output_file(args.json)
+        output_file(args.json, {"--questions": args.questions, "--scene-graphs": args.scene_graphs,
+                                "--model": args.model}, read_whole=("--questions", "--scene-graphs"))
     report = vocabulary_of(args.questions, args.scene_graphs, load_ontology(args.ontology), args.model)
     print("\n".join(report.lines(args.examples)))
     if args.json:
