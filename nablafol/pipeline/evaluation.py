@@ -312,6 +312,30 @@ class EvaluationJob:
     def skipped_path(self) -> Path:
         return Path(self.skipped) if self.skipped else Path(self.predictions).with_suffix(".skipped.json")
 
+    def inputs(self) -> dict:
+        """The files and folders the run reads, by option (None: not given)."""
+        return {"--questions": self.questions, "--scene-graphs": self.scene_graphs, "--features": self.features,
+                "--model": self.model, "--ontology": self.ontology, "--parser": self.parser,
+                "--knowledge": None if self.knowledge == "sample" else self.knowledge}
+
+    def outputs(self) -> list:
+        """``(name, path)`` of every file the run may write: those named and those it derives (the
+        journal, the skipped list, CRIC's details, the details' part file; a shard's own)."""
+        from nablafol.pipeline.journal import journal_path
+        shard, details = self.shard, self.details_path
+        if shard is not None and details is not None:
+            details = shard.path(details)
+        predictions = self.predictions if shard is None else shard.path(self.predictions)
+        return [("--predictions", self.predictions), ("the journal of --predictions", journal_path(predictions)),
+                ("--details", details), ("the part file of --details", details and f"{details}.partial"),
+                ("--attentions", self.attentions), ("--skipped", self.skipped_path)]
+
+
+def most_exact_budget() -> int:
+    """The most repeated uncertain atoms the engine conditions on (``--exact-budget``)."""
+    from nablafol.engine.execution import MAX_EXACT_BUDGET
+    return MAX_EXACT_BUDGET
+
 
 @dataclass
 class EvaluationReport:

@@ -96,29 +96,20 @@ def add_arguments(parser) -> None:
 
 
 def _outputs_apart(job) -> None:
-    """Before any work: no file the run writes (those named and those it derives: the journal,
-    the skipped list, CRIC's details, the details' part, a shard's files) replaces an input, by
-    any name, or another of them, or lands in a folder read whole (questions, scene graphs)."""
-    from nablafol.pipeline.journal import journal_path
-    written = {"--questions": job.questions, "--scene-graphs": job.scene_graphs, "--features": job.features,
-               "--model": job.model, "--ontology": job.ontology, "--parser": job.parser,
-               "--knowledge": None if job.knowledge == "sample" else job.knowledge}
-    shard = job.shard
-    predictions = job.predictions if shard is None else shard.path(job.predictions)
-    details = job.details_path if shard is None or job.details_path is None else shard.path(job.details_path)
-    outputs = [("--predictions", job.predictions), ("the journal of --predictions", journal_path(predictions)),
-               ("--details", details), ("the part file of --details", details and f"{details}.partial"),
-               ("--attentions", job.attentions), ("--skipped", job.skipped_path)]
-    for option, out in outputs:
+    """Before any work: no file the run writes (``job.outputs()``: those named and those it
+    derives) replaces an input, by any name, or another of them, or lands in a folder read whole
+    (questions, scene graphs)."""
+    written = job.inputs()
+    for name, out in job.outputs():
         if out is not None:
             output_file(out, written, read_whole=("--questions", "--scene-graphs"))
-            written[option] = out
+            written[name] = out
 
 
 def exact_budget(text: str) -> int:
     """``--exact-budget K``: as the engine takes it, 0 to its most."""
-    from nablafol.engine.execution import MAX_EXACT_BUDGET
-    return whole_number(0, MAX_EXACT_BUDGET)(text)
+    from nablafol.pipeline.evaluation import most_exact_budget
+    return whole_number(0, most_exact_budget())(text)
 
 
 def shard(text: str):
