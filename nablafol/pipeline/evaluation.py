@@ -347,7 +347,7 @@ class EvaluationReport:
     benchmark_report: object = None  # CRIC: its scores (nablafol.scoring.benchmarks)
     shard: Optional[EvalShard] = None  # the shard this run answered
     merged: int = 0  # shards merged into the outputs
-    exact: Optional[tuple] = None  # (answers flagged exact, answers guessed, answers) from the details file
+    tally: Optional[tuple] = None  # (answers flagged exact, answers guessed, answers) from the details file
 
     def lines(self) -> list[str]:
         """The summary, as the command prints it."""
@@ -366,8 +366,8 @@ class EvaluationReport:
             out += [format_gqa(r.scores.overall), "", r.scores.format_table()]
         if self.benchmark_report is not None:
             out.append(self.benchmark_report.format_table())
-        if self.exact is not None and self.exact[2]:
-            exact, guessed, answered = self.exact
+        if self.tally is not None and self.tally[2]:
+            exact, guessed, answered = self.tally
             out.append(f"exact answers: {100 * exact / answered:.2f}% ({exact:,} of {answered:,}; the others are "
                        "the paper's approximation, see docs/exactness.md)")
             if guessed:
@@ -476,7 +476,7 @@ def _finish(job: EvaluationJob, benchmark: str, journal, result: StreamResult, r
                                    for q, _, skip in journal.entries() if skip is not None])
     journal.close(remove=True)
     return EvaluationReport(result, resumed, skipped_file, benchmark_report, merged=merged,
-                            exact=details_tally(job.details_path) if job.details_path else None)
+                            tally=details_tally(job.details_path) if job.details_path else None)
 
 
 
