@@ -215,7 +215,7 @@ class DetailsStream:
 
     def __init__(self, path, committed_bytes: int = 0):
         self.path = Path(path)
-        self.part = self.path.with_name(self.path.name + ".partial")
+        self.part = self.part_of(self.path)
         if committed_bytes:
             size = self.part.stat().st_size if self.part.exists() else 0
             if size < committed_bytes:
@@ -224,6 +224,12 @@ class DetailsStream:
         self.stream = open(self.part, "r+b" if committed_bytes else "wb")
         self.stream.truncate(committed_bytes)
         self.stream.seek(committed_bytes)
+
+    @staticmethod
+    def part_of(path) -> Path:
+        """Where the details going to ``path`` are written until :meth:`finish`."""
+        path = Path(path)
+        return path.with_name(path.name + ".partial")
 
     def write(self, results: Sequence) -> int:
         """Append the chunk's answered questions; returns the file's size, once on disk."""
@@ -318,16 +324,25 @@ class EvaluationJob:
                 "--model": self.model, "--ontology": self.ontology, "--parser": self.parser,
                 "--knowledge": None if self.knowledge == "sample" else self.knowledge}
 
+    @property
+    def journal_file(self) -> Path:
+        """The run's journal: beside the predictions, or its shard's own."""
+        from nablafol.pipeline.journal import journal_path
+        return journal_path(self.predictions if self.shard is None else self.shard.path(self.predictions))
+
+    @property
+    def details_file(self) -> Optional[Path]:
+        """The details this run writes (:attr:`details_path`, or its shard's own); None when none."""
+        details = self.details_path
+        return details if not details or self.shard is None else self.shard.path(details)
+
     def outputs(self) -> list:
         """``(name, path)`` of every file the run may write: those named and those it derives (the
         journal, the skipped list, CRIC's details, the details' part file; a shard's own)."""
-        from nablafol.pipeline.journal import journal_path
-        shard, details = self.shard, self.details_path
-        if shard is not None and details is not None:
-            details = shard.path(details)
-        predictions = self.predictions if shard is None else shard.path(self.predictions)
-        return [("--predictions", self.predictions), ("the journal of --predictions", journal_path(predictions)),
-                ("--details", details), ("the part file of --details", details and f"{details}.partial"),
+        details = self.details_file
+        part = DetailsStream.part_of(details) if details else None
+        return [("--predictions", self.predictions), ("the journal of --predictions", self.journal_file),
+                ("--details", details), ("the part file of --details", part),
                 ("--attentions", self.attentions), ("--skipped", self.skipped_path)]
 
 
@@ -407,12 +422,12 @@ def _scorer(job: EvaluationJob, benchmark: str):
 def _answer(job: EvaluationJob, say, progress, device=None) -> EvaluationReport:
     """Answer the job's questions (its shard's, with ``job.shard``) through its journal, on
     ``device`` when given (its journal still records the job's: the GPU of each rank)."""
-    from nablafol.pipeline.journal import journal_path, shard_settings
+    from nablafol.pipeline.journal import shard_settings
 
     benchmark, shard = job.benchmark, job.shard
     if job.parser is not None and benchmark != "gqa":
         raise InputFileError(job.questions, f"holds {benchmark} questions; a semantic parser writes GQA programs")
-    path = journal_path(job.predictions if shard is None else shard.path(job.predictions))
+    path = job.journal_file
     resuming = job.resume and path.exists()
     if job.resume and not resuming:
         say(f"no journal at {path}: starting from the first question")
@@ -423,9 +438,8 @@ def _answer(job: EvaluationJob, say, progress, device=None) -> EvaluationReport:
     except NablafolError:
         if not resuming and journal.done == 0:  # a refused input: no journal left to refuse a later --resume
             journal.close(remove=True)
-            if job.details_path:  # nor the details' part file
-                details = Path(job.details_path if shard is None else shard.path(job.details_path))
-                details.with_name(details.name + ".partial").unlink(missing_ok=True)
+            if job.details_file:  # nor the details' part file
+                DetailsStream.part_of(job.details_file).unlink(missing_ok=True)
         raise
 
 
@@ -439,9 +453,8 @@ def _answer_into(journal, job: EvaluationJob, benchmark: str, resuming: bool, pr
     if shard is not None:
         questions = shard.take(questions, job.chunk_size)
     details = None
-    if job.details_path:
-        details = DetailsStream(job.details_path if shard is None else shard.path(job.details_path),
-                                journal.details_bytes)
+    if job.details_file:
+        details = DetailsStream(job.details_file, journal.details_bytes)
     result = answer_stream(questions, answerer, scorer=_scorer(job, benchmark), chunk_size=job.chunk_size,
                            workers=job.workers, threads=job.threads, journal=journal, details=details,
                            progress=progress, source=str(job.questions))
