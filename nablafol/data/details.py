@@ -85,22 +85,11 @@ def iter_details(path: str | os.PathLike) -> Iterator[Details]:
 def exact_share(path: str | os.PathLike) -> tuple[int, int]:
     """``(answers flagged exact, answers)`` of a details file: the ``"exact"`` flag that
     ``nablafol eval`` writes per answer (``docs/exactness.md``); a line without it is not exact."""
-    exact, _, answered = details_tally(path)
-    return exact, answered
-
-
-def details_tally(path: str | os.PathLike) -> tuple[int, int, int]:
-    """``(answers flagged exact, answers guessed, answers)`` of a details file. A guess is an
-    answer whose every candidate has probability 0 (no object has what the question asks
-    about): GQA wants a prediction, so the first candidate is given, by no evidence. A yes/no
-    answer is never one (``P(no) = 1 - P(yes)``); the candidates a line keeps are the most
-    probable, so all of them at 0 means all at 0."""
-    exact = guessed = answered = 0
+    exact = answered = 0
     for item in iter_details(path):
         answered += 1
         exact += item.extra.get("exact") is True
-        guessed += bool(item.answers) and not any(item.answers.values())
-    return exact, guessed, answered
+    return exact, answered
 
 
 def read_details(path: str | os.PathLike) -> dict[str, Details]:

@@ -117,6 +117,21 @@ class Answers:
         best = iter(lp.argmax(dim=1).tolist() if labelled else ())
         return [("yes" if y else "no") if lbl is None else lbl[next(best)] for lbl, y in zip(self.labels, yes)]
 
+    def guessed(self) -> list[bool]:
+        """Per program, whether its prediction is a guess: a program with labels whose every
+        candidate has probability 0 (``exp`` of its log-probability, in its dtype), whose
+        prediction (:meth:`predictions`) is then its first candidate, by no evidence. A yes/no
+        program never guesses: ``P(no) = 1 - P(yes)``."""
+        labelled = [i for i, lbl in enumerate(self.labels) if lbl is not None]
+        if not labelled:
+            return [False] * len(self.labels)
+        lp = self.log_probs.detach()
+        nothing = (lp[labelled].amax(dim=1).exp() == 0).tolist()
+        out = [False] * len(self.labels)
+        for i, g in zip(labelled, nothing):
+            out[i] = g
+        return out
+
     def distribution(self, i: int) -> dict[str, float]:
         """Candidate -> probability for program ``i`` (``{"yes": p, "no": 1 - p}`` for yes/no)."""
         p = self.log_probs[i].detach().exp().tolist()

@@ -57,6 +57,7 @@ class Outcome:
     formula: str | None = None
     attention: dict = field(default_factory=dict)  # object id -> focus attention (all objects)
     exact: bool | None = None  # the answer's probabilities are the formula's exact ones (docs/exactness.md)
+    guessed: bool = False  # every candidate at probability 0: the prediction, the first, is a guess (Answers.guessed)
 
 
 def compile_question(question, compiler: Compiler) -> CompiledQuestion | Skip:
@@ -162,10 +163,10 @@ class Answerer:
         scenes = np.array([index[q.image_id] for q, _ in batch], dtype=np.int64)
         with torch.no_grad():
             answers = self.engine([c.program for _, c in batch], oracle, scenes)
-        predictions = answers.predictions(self.threshold)
+        predictions, guessed = answers.predictions(self.threshold), answers.guessed()
         if not self.keep_outcomes:
-            for (q, _), prediction in zip(batch, predictions):
-                yield Outcome(q.id, prediction, {}, ())
+            for (q, _), prediction, guess in zip(batch, predictions, guessed):
+                yield Outcome(q.id, prediction, {}, (), guessed=guess)
             return
         probs = answers.probs().cpu()
         exact = answers.exact.tolist()
@@ -184,4 +185,4 @@ class Answerer:
             names = oracle.object_ids(int(scenes[k]))
             grounding = tuple(names[i] for i in np.nonzero(focus[k])[0])
             att = {names[i]: round(float(attention[k, i]), 6) for i in range(min(len(names), attention.shape[1]))}
-            yield Outcome(q.id, prediction, dist, grounding, compiled.formula(), att, exact[k])
+            yield Outcome(q.id, prediction, dist, grounding, compiled.formula(), att, exact[k], guessed[k])

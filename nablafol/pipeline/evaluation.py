@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator, Optional, Sequence
 
 from nablafol.data import iter_questions, write_predictions
-from nablafol.data.details import details_tally
+from nablafol.data.details import exact_share
 from nablafol.errors import InputFileError, NablafolError
 from nablafol.pipeline.answering import Answerer, Outcome, Skip
 from nablafol.pipeline.journal import EvalJournal
@@ -57,10 +57,11 @@ class StreamResult:
     done: int = 0  # questions of the stream, answered or skipped
     answered: int = 0
     skipped: int = 0
+    guessed: int = 0  # of ``answered``, predictions made with every candidate at probability 0
     replayed: int = 0  # of ``done``, read back from a journal instead of answered
     seconds: float = 0.0
     skip_counts: dict = field(default_factory=dict)
-    first_skips: list = field(default_factory=list)  # (questionId, None, (reason, detail)) of the first ones
+    first_skips: list = field(default_factory=list)  # (questionId, None, (reason, detail), False) of the first ones
     scores: object = None
     predictions: Optional[dict] = None
     skips: Optional[list] = None
@@ -79,12 +80,13 @@ class _Tally:
         self.ids = array("q")
 
     def add(self, question, entry) -> None:
-        question_id, prediction, skip = entry
+        question_id, prediction, skip, guessed = entry
         result = self.result
         self.ids.append(hash(question_id))
         result.done += 1
         if skip is None:
             result.answered += 1
+            result.guessed += guessed
             if self.collect:
                 result.predictions[question_id] = prediction
         else:
@@ -99,10 +101,11 @@ class _Tally:
 
 
 def journal_entry(result: Outcome | Skip) -> tuple:
-    """A journal entry: ``(questionId, prediction, None)`` or ``(questionId, None, (reason, detail))``."""
+    """A journal entry: ``(questionId, prediction, None, guessed)`` or
+    ``(questionId, None, (reason, detail), False)``."""
     if isinstance(result, Skip):
-        return result.question_id, None, (result.reason, result.detail)
-    return result.question_id, result.prediction, None
+        return result.question_id, None, (result.reason, result.detail), False
+    return result.question_id, result.prediction, None, result.guessed
 
 
 def chunked(questions: Iterable, size: int) -> Iterator[list]:
@@ -202,7 +205,7 @@ def _check_unique_ids(ids: array, journal: Optional[EvalJournal], source: str) -
     if journal is None:  # without a journal there is nothing to name it from but the hash
         raise InputFileError(source, "holds a question id twice")
     seen = set()
-    for question_id, _, _ in journal.entries():
+    for question_id, *_ in journal.entries():
         if hash(question_id) in twice:
             if question_id in seen:
                 raise InputFileError(source, "appears twice", f"question {question_id}")
@@ -362,7 +365,7 @@ class EvaluationReport:
     benchmark_report: object = None  # CRIC: its scores (nablafol.scoring.benchmarks)
     shard: Optional[EvalShard] = None  # the shard this run answered
     merged: int = 0  # shards merged into the outputs
-    tally: Optional[tuple] = None  # (answers flagged exact, answers guessed, answers) from the details file
+    tally: Optional[tuple] = None  # (answers flagged exact, answers) from the details file
 
     def lines(self) -> list[str]:
         """The summary, as the command prints it."""
@@ -381,16 +384,16 @@ class EvaluationReport:
             out += [format_gqa(r.scores.overall), "", r.scores.format_table()]
         if self.benchmark_report is not None:
             out.append(self.benchmark_report.format_table())
-        if self.tally is not None and self.tally[2]:
-            exact, guessed, answered = self.tally
+        if self.tally is not None and self.tally[1]:
+            exact, answered = self.tally
             out.append(f"exact answers: {100 * exact / answered:.2f}% ({exact:,} of {answered:,}; the others are "
                        "the paper's approximation, see docs/exactness.md)")
-            if guessed:
-                out.append(f"guessed answers: {guessed:,} (every candidate at probability 0: the first one is "
-                           "given, by no evidence; 'answers' all 0 in the details)")
+        if r.guessed:
+            out.append(f"guessed answers: {r.guessed:,} (every candidate at probability 0: the first one is "
+                       "given, by no evidence)")
         if r.skipped:
             out.append(f"skipped {r.skipped:,} questions (counted wrong): {r.skip_summary()}")
-            out += [f"  {question_id}: {reason}: {detail}" for question_id, _, (reason, detail) in r.first_skips]
+            out += [f"  {question_id}: {reason}: {detail}" for question_id, _, (reason, detail), _ in r.first_skips]
             more = f" ({r.skipped - len(r.first_skips):,} more)" if r.skipped > len(r.first_skips) else ""
             out.append(f"all skipped questions{more}: {self.skipped_file}")
         return out
@@ -478,7 +481,7 @@ def _finish(job: EvaluationJob, benchmark: str, journal, result: StreamResult, r
     if benchmark == "cric":
         benchmark_report = _write_cric_predictions(job)
     else:
-        write_predictions(job.predictions, ((q, p) for q, p, skip in journal.entries() if skip is None),
+        write_predictions(job.predictions, ((q, p) for q, p, skip, _ in journal.entries() if skip is None),
                           check_unique=False)
     if job.attentions:
         _write_attentions(job, perception())
@@ -486,10 +489,10 @@ def _finish(job: EvaluationJob, benchmark: str, journal, result: StreamResult, r
     if result.skipped:
         skipped_file = job.skipped_path
         _write_json(skipped_file, [{"questionId": q, "reason": skip[0], "detail": skip[1]}
-                                   for q, _, skip in journal.entries() if skip is not None])
+                                   for q, _, skip, _ in journal.entries() if skip is not None])
     journal.close(remove=True)
     return EvaluationReport(result, resumed, skipped_file, benchmark_report, merged=merged,
-                            tally=details_tally(job.details_path) if job.details_path else None)
+                            tally=exact_share(job.details_path) if job.details_path else None)
 
 
 

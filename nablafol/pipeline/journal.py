@@ -9,6 +9,7 @@ half a chunk) is cut off when the run resumes. Lines::
 
     {"journal": "nablafol-eval", "version": 1, "settings": {...}}   the header (first line)
     {"q": "<questionId>", "p": "<prediction>"}                        an answered question
+    {"q": "<questionId>", "p": "<prediction>", "g": true}             ... a guess (every candidate at 0)
     {"q": "<questionId>", "skip": "<reason>", "detail": "<line>"}     a skipped question
     {"done": <questions of the stream consumed>, "details_bytes": <size>}   a commit
     {"done": ..., "details_bytes": ..., "sealed": true}              the stream ended (shards)
@@ -20,11 +21,11 @@ run (chunk ``k`` from shard ``k mod N``).
     >>> import tempfile, pathlib
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "predictions.json.journal"
     >>> journal = EvalJournal.start(path, {"threshold": 0.5})
-    >>> journal.commit([("1", "red", None), ("2", None, ("no scene", "no scene for image 'x'"))], done=2)
+    >>> journal.commit([("1", "red", None, False), ("2", None, ("no scene", "no scene for image 'x'"), False)], done=2)
     >>> with open(path, "a") as f: _ = f.write('{"q": "3", "p": "bl')   # killed mid-chunk
     >>> again = EvalJournal.resume(path, {"threshold": 0.5})
     >>> again.done, [c for c in again.chunks()]
-    (2, [(2, [('1', 'red', None), ('2', None, ('no scene', "no scene for image 'x'"))])])
+    (2, [(2, [('1', 'red', None, False), ('2', None, ('no scene', "no scene for image 'x'"), False)])])
 """
 from __future__ import annotations
 
@@ -42,7 +43,7 @@ FORMAT = "nablafol-eval"
 VERSION = 1
 _COMMIT = b'{"done"'  # how a commit line starts (json.dumps keeps the key order it is given)
 
-# (questionId, prediction or None, (reason, detail) of a skip or None)
+# (questionId, prediction or None, (reason, detail) of a skip or None, whether the prediction is a guess)
 Entry = tuple
 
 
@@ -143,13 +144,13 @@ class EvalJournal:
     def commit(self, entries, done: int, details_bytes: int = 0) -> None:
         """Append a chunk's entries and its commit line; on disk when this returns."""
         lines = []
-        for question_id, prediction, skip in entries:
-            if skip is None and type(question_id) is str and type(prediction) is str:
+        for question_id, prediction, skip, guessed in entries:
+            if skip is None and not guessed and type(question_id) is str and type(prediction) is str:
                 # json.dumps's text for this record, by its own quoting function (a tenth of its time)
                 lines.append(f'{{"q": {_quoted(question_id)}, "p": {_quoted(prediction)}}}')
                 continue
-            record = {"q": question_id, "p": prediction} if skip is None else \
-                {"q": question_id, "skip": skip[0], "detail": skip[1]}
+            record = ({"q": question_id, "p": prediction, "g": True} if guessed else {"q": question_id, "p": prediction}) \
+                if skip is None else {"q": question_id, "skip": skip[0], "detail": skip[1]}
             lines.append(json.dumps(record, ensure_ascii=True))
         lines.append(json.dumps({"done": done, "details_bytes": details_bytes}))
         self._append(lines)
@@ -177,8 +178,8 @@ class EvalJournal:
 
 def _entry(record: dict) -> Entry:
     if "skip" in record:
-        return record["q"], None, (record["skip"], record["detail"])
-    return record["q"], record["p"], None
+        return record["q"], None, (record["skip"], record["detail"]), False
+    return record["q"], record["p"], None, record.get("g") is True
 
 
 def _sync(stream) -> None:

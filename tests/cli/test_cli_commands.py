@@ -276,19 +276,32 @@ def test_names_and_values_of_any_script_are_asked_about(tmp_path, capsys):
     assert predictions == {"white": "yes", "door": "no"}
 
 
-def test_an_answer_without_evidence_is_counted_as_a_guess(tmp_path, capsys):
+def test_an_answer_without_evidence_is_counted_as_a_guess(tmp_path, capsys, monkeypatch):
     """An open question whose every candidate has probability 0 (the fixture's question 20968248
     asks where a scene without a location is) still gets a prediction, as GQA wants one, but the
-    summary counts it as guessed; a yes/no answer is never a guess."""
+    summary counts it as guessed, with or without details, and after a resume from the journal
+    (where a guess is marked); a yes/no answer is never a guess."""
+    from nablafol.pipeline.journal import EvalJournal, journal_path
     details = tmp_path / "d.jsonl"
-    code, out, err = run_cli("eval", "--questions", FIX / "val_balanced_questions.json", "--scene-graphs",
-                             FIX / "val_sceneGraphs.json", "--predictions", tmp_path / "p.json", "--details", details,
-                             capsys=capsys)
+    argv = ("eval", "--questions", FIX / "val_balanced_questions.json", "--scene-graphs", FIX / "val_sceneGraphs.json",
+            "--predictions", tmp_path / "p.json", "--chunk-size", "3")
+    code, out, err = run_cli(*argv, "--details", details, capsys=capsys)
     assert code == 0, err
     lines = [json.loads(line) for line in details.read_text().splitlines()]
     guesses = [d["questionId"] for d in lines if not any(d["answers"].values())]
     assert "20968248" in guesses and all(set(d["answers"]) != {"yes", "no"} for d in lines if d["questionId"] in guesses)
-    assert f"guessed answers: {len(guesses):,} (every candidate at probability 0" in out
+    counted = f"guessed answers: {len(guesses):,} (every candidate at probability 0"
+    assert counted in out
+    closing = EvalJournal.close
+    monkeypatch.setattr(EvalJournal, "close", lambda self, remove=False: closing(self))  # the journal kept
+    code, out, err = run_cli(*argv, capsys=capsys)
+    monkeypatch.undo()
+    assert code == 0 and counted in out, err
+    journal = journal_path(tmp_path / "p.json").read_text().splitlines()
+    marked = [json.loads(line)["q"] for line in journal if '"g": true' in line]
+    assert sorted(marked) == sorted(guesses)
+    code, out, err = run_cli(*argv, "--resume", capsys=capsys)  # every chunk read back from the journal
+    assert code == 0 and f"{len(lines)} read from the journal" in out and counted in out, err
 
 
 def test_unavailable_device_is_one_line(tmp_path, capsys):

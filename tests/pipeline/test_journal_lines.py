@@ -9,9 +9,9 @@ from nablafol.pipeline.journal import EvalJournal
 
 texts = st.text(max_size=12)  # any code point: quotes, backslashes, controls, astral planes
 entries = st.lists(st.one_of(
-    st.tuples(texts, texts, st.none()),
-    st.tuples(texts, st.none(), st.none()),  # an answer of None: the general encoder's case
-    st.tuples(texts, st.none(), st.tuples(texts, texts))), max_size=8)
+    st.tuples(texts, texts, st.none(), st.booleans()),  # an answer, a guess or not
+    st.tuples(texts, st.none(), st.none(), st.just(False)),  # an answer of None: the general encoder's case
+    st.tuples(texts, st.none(), st.tuples(texts, texts), st.just(False))), max_size=8)
 
 
 @settings(max_examples=60, deadline=None)
@@ -28,9 +28,11 @@ def test_each_entry_is_the_json_dumps_line_and_comes_back_as_committed(tmp_path_
     expected = []
     done = 0
     for chunk in chunks:
-        for question_id, prediction, skip in chunk:
+        for question_id, prediction, skip, guessed in chunk:
             record = {"q": question_id, "p": prediction} if skip is None else \
                 {"q": question_id, "skip": skip[0], "detail": skip[1]}
+            if guessed:
+                record["g"] = True
             expected.append(json.dumps(record, ensure_ascii=True))
         done += len(chunk)
         expected.append(json.dumps({"done": done, "details_bytes": 0}))
