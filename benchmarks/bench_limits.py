@@ -446,6 +446,49 @@ def one_call(calls: int, device=None) -> dict:
 
 # --- 4. eager Q-product against a copy ----------------------------------------------------------
 
+def exact_arithmetic_floor(rows: int, n: int, repeats: int = 3) -> dict:
+    """What the ∃ Q-product's arithmetic alone costs on the CPU, over bench_qproduct's terms: each
+    pass torch has for it timed over all the terms in blocks of ``operators.BLOCK_ELEMENTS`` (in
+    cache, as the Q-product runs them), best of ``repeats``. Every term needs its own accurate
+    branch (``log(-expm1(t))`` above ``-log 2``, ``log1p(-exp(t))`` below: results within 1 ulp
+    of today's leave no other choice), so even a Q-product that chose each term's branch for free
+    and ran nothing else would take ``add + f (expm1 + log) + (1 - f) (exp + log1p) + sum``,
+    ``f`` the share of terms above ``-log 2``: the floor, in ms."""
+    from nablafol.numerics import log_half
+    from nablafol.operators import BLOCK_ELEMENTS
+    g = torch.Generator().manual_seed(0)  # bench_qproduct's terms
+    log_r = torch.nn.functional.logsigmoid(torch.randn(rows, n, n, generator=g) * 3)
+    log_y = torch.nn.functional.logsigmoid(torch.randn(rows, n, generator=g) * 3)
+    step = max(1, BLOCK_ELEMENTS // (n * n))
+    t, scratch, sums = torch.empty((step, n, n)), torch.empty((step, n, n)), torch.empty((step, n))
+    passes = {"add": lambda k, s: torch.add(log_r[s:s + k], log_y[s:s + k, None, :], out=t[:k]),
+              "expm1": lambda k, s: torch.expm1(t[:k], out=scratch[:k]),
+              "log": lambda k, s: torch.log(scratch[:k], out=scratch[:k]),
+              "exp": lambda k, s: torch.exp(t[:k], out=scratch[:k]),
+              "log1p": lambda k, s: torch.log1p(scratch[:k], out=scratch[:k]),
+              "sum": lambda k, s: torch.sum(t[:k], dim=-1, out=sums[:k])}
+    spent = dict.fromkeys(passes, float("inf"))
+    above = 0
+    with torch.no_grad():
+        for _ in range(repeats):
+            took = dict.fromkeys(passes, 0.0)
+            for s in range(0, rows, step):
+                k = min(rows, s + step) - s
+                for name, run in passes.items():
+                    if name in ("log", "log1p"):  # of -expm1(t) and -exp(t): each branch's operand
+                        scratch[:k].neg_()
+                    begin = time.perf_counter()
+                    run(k, s)
+                    took[name] += time.perf_counter() - begin
+                    if name == "add" and _ == 0:
+                        above += int(torch.count_nonzero(t[:k] > log_half(t.dtype)))
+            spent = {name: min(spent[name], took[name]) for name in passes}
+    del log_r, log_y, t, scratch
+    f = above / (rows * n * n)
+    floor = spent["add"] + f * (spent["expm1"] + spent["log"]) + (1 - f) * (spent["exp"] + spent["log1p"]) + spent["sum"]
+    return {"floor_ms": floor * 1e3, "share_above_log_half": f, **{f"{k}_ms": v * 1e3 for k, v in spent.items()}}
+
+
 def qproduct_vs_copy(sizes, device=None) -> list[dict]:
     from nablafol.operators import Quantifier, q_product
 
@@ -467,10 +510,12 @@ def qproduct_vs_copy(sizes, device=None) -> list[dict]:
         with torch.no_grad():
             ts = best_time(lambda: q_product(terms, log_y, mask, mask, Quantifier.EXISTS), 5,
                            synchronizer(device))
+        del terms, scratch
+        floor = exact_arithmetic_floor(rows, n) if device in (None, "cpu") else None
         out.append({"rows": rows, "objects": n, "qproduct_ms": tq * 1e3, "copy_ms": tc * 1e3, "copy_over_qproduct": tc / tq,
                     "fresh_copy_ms": fresh * 1e3, "one_exp_pass_ms": te * 1e3, "sparse_related": SPARSE_RELATED,
-                    "sparse_qproduct_ms": ts * 1e3})
-        del terms, scratch
+                    "sparse_qproduct_ms": ts * 1e3, "arithmetic_floor": floor,
+                    "copy_over_floor": None if floor is None else tc * 1e3 / floor["floor_ms"]})
     return out
 
 
@@ -591,7 +636,8 @@ def checks(r: dict, check) -> list[dict]:
                      c["median_us"] < ONE_CALL_AIM_US, c["median_us"]))
     for q in r["qproduct"]:
         out.append(check(f"eager Q-product / copy, R={q['rows']:,} N={q['objects']}",
-                         f"{q['copy_over_qproduct']:.2f} ({q['qproduct_ms']:.1f} vs copy {q['copy_ms']:.1f} ms)",
+                         f"{q['copy_over_qproduct']:.2f} ({q['qproduct_ms']:.1f} vs copy {q['copy_ms']:.1f} ms)"
+                         + (f"; at best {q['copy_over_floor']:.2f} by the arithmetic alone" if q.get("copy_over_floor") else ""),
                          f">= {BANDWIDTH_AIM}", q["copy_over_qproduct"] >= BANDWIDTH_AIM, q["copy_over_qproduct"]))
     e = r["end_to_end"]
     out.append(check(f"end to end vs ProbLog median, {e['objects'][0]}-{e['objects'][-1]} objects",
@@ -651,6 +697,13 @@ def report(r: dict) -> list[str]:
                      f"{q['one_exp_pass_ms']:.1f} ms (of four transcendental passes); with "
                      f"{q['sparse_related']:.0%} of the pairs related (a scene graph's tables) "
                      f"{q['sparse_qproduct_ms']:.1f} ms")
+        fl = q.get("arithmetic_floor")
+        if fl:
+            lines.append(f"  its arithmetic alone (each term's own accurate branch, chosen for free; in cache): "
+                         f"{fl['floor_ms']:.1f} ms = add {fl['add_ms']:.1f} + {fl['share_above_log_half']:.2f} x (expm1 "
+                         f"{fl['expm1_ms']:.1f} + log {fl['log_ms']:.1f}) + {1 - fl['share_above_log_half']:.2f} x (exp "
+                         f"{fl['exp_ms']:.1f} + log1p {fl['log1p_ms']:.1f}) + sum {fl['sum_ms']:.1f} -> at best "
+                         f"{q['copy_over_floor']:.2f} of a copy")
     e = r["end_to_end"]
     lines.append(f"end to end ({e['questions'][0]} vs {e['questions'][1]} questions, the collector off as in `nablafol "
                  f"eval`): {e['marginal_us']:.1f} us/question marginal ({e['marginal_collector_on_us']:.1f} us with "

@@ -49,11 +49,20 @@ def test_tiny_run_writes_every_suite_and_a_table(tmp_path, capsys):
     assert any(name.startswith("eager Q-product / copy") for name in limits)
     for case in result["suites"]["limits"]["roofline"]:
         assert 0.7 <= case["flops_model"]["step"] / case["flops_counted"] <= 1.3
+    # the Q-product's arithmetic floor is taken over bench_qproduct's own terms (their share above -log 2)
+    for q in result["suites"]["limits"]["qproduct"]:
+        g = torch.Generator().manual_seed(0)
+        log_r = torch.nn.functional.logsigmoid(torch.randn(q["rows"], q["objects"], q["objects"], generator=g) * 3)
+        log_y = torch.nn.functional.logsigmoid(torch.randn(q["rows"], q["objects"], generator=g) * 3)
+        above = float((log_r + log_y[:, None, :] > -0.6931471805599453).double().mean())
+        assert q["arithmetic_floor"]["share_above_log_half"] == pytest.approx(above, abs=1e-6)
+        assert q["copy_over_floor"] > 0
     # end to end as `nablafol eval` runs (the collector off) and as a library call (on), the collector on after
     e2e = result["suites"]["limits"]["end_to_end"]
     assert {"marginal_us", "marginal_collector_on_us"} <= set(e2e) and gc.isenabled()
     printed = capsys.readouterr().out
     assert "measured" in printed and "exact: engine = ProbLog" in printed
+    assert "its arithmetic alone" in printed and "by the arithmetic alone" in printed
 
 
 def test_only_runs_the_named_suites(tmp_path):
