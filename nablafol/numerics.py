@@ -46,8 +46,8 @@ def _log_half_of(dtype: torch.dtype) -> tuple:
 
 #: Elements from which a CPU tensor's branch is picked by :func:`pick_branch`'s five integer passes
 #: rather than a comparison and ``torch.where`` (measured per element, in cache, 1 thread, float32:
-#: 0.8 + 2.9 ns against 0.7 ns for the five; below this the passes' fixed costs weigh more).
-PICK_BY_BITS_FROM = 1 << 12
+#: 0.8 + 2.9 ns against 0.7 ns for the five; at 4,096 elements about even, the passes' fixed costs).
+PICK_BY_BITS_FROM = 1 << 13
 
 # not the half types: their arithmetic rounds through float32, and bfloat16's rounding of a NaN
 # sets its sign bit (a NaN x would pick the other branch than torch.where's comparison)
@@ -72,7 +72,9 @@ def pick_branch(x: torch.Tensor, near: torch.Tensor, far: torch.Tensor) -> torch
     """
     ints = _SAME_WIDTH_INT.get(x.dtype)
     if (ints is None or not x.is_cpu or x.numel() < PICK_BY_BITS_FROM or not near.dtype == far.dtype == x.dtype
-            or not (x.shape == near.shape == far.shape and near.is_contiguous() and far.is_contiguous())):
+            or not (x.shape == near.shape == far.shape and near.is_contiguous() and far.is_contiguous())
+            or near.requires_grad or far.requires_grad  # torch.where refuses to write into such a near
+            or near.untyped_storage().data_ptr() == far.untyped_storage().data_ptr()):  # near ^ far would be 0
         return torch.where(x > log_half(x.dtype), near, far, out=near)
     sign = torch.rsub(x, _log_half_of(x.dtype)[1]).view(ints).bitwise_right_shift_(x.element_size() * 8 - 1)
     far_bits = far.view(ints)

@@ -58,6 +58,21 @@ def test_pick_branch_is_where_bit_for_bit_whatever_the_bits(dtype, size, seed, n
     assert ((got.view(ints) == near.view(ints)) | (got.view(ints) == far.view(ints)))[either].all()
 
 
+def test_pick_branch_given_one_tensor_for_both_or_a_tracked_one_is_torch_where():
+    """``near`` and ``far`` one tensor (``near ^ far`` would be all zeros), or a leaf that requires
+    grad as ``near`` (``torch.where`` refuses to write into it; the bits would overwrite it)."""
+    x = torch.linspace(-3.0, 0.0, 3 * PICK_BY_BITS_FROM)
+    t = torch.randn(x.shape)
+    assert torch.equal(pick_branch(x, t, t), torch.where(x > log_half(x.dtype), t, t))
+    tracked = torch.randn(x.shape, requires_grad=True)
+    with pytest.raises(RuntimeError):
+        torch.where(x > log_half(x.dtype), tracked, t, out=tracked)
+    kept = tracked.detach().clone()
+    with pytest.raises(RuntimeError):
+        pick_branch(x, tracked, t)
+    assert torch.equal(tracked.detach(), kept)
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.floats(-100.0, 0.0, allow_nan=False, width=32), st.sampled_from([torch.float32, torch.float64]))
 def test_log1mexp_is_accurate(x, dtype):

@@ -196,3 +196,15 @@ def test_an_aggregation_under_autograd_keeps_its_dense_gradient():
     assert torch.equal(log_a.grad[:, 1:], torch.zeros(4, 8191))
     with torch.no_grad():  # the same tensor without a gradient: from its finite terms
         assert ops._sparse_log1mexp(log_a, out=None, guard=True) is not None
+
+
+@pytest.mark.parametrize("quantifier", [Quantifier.EXISTS, Quantifier.NOT_EXISTS])
+def test_no_rows_under_autograd_give_empty_answers_and_gradients(quantifier):
+    """A batch of no relate rows (R = 0) whose inputs require grad: the blocks step through none,
+    forward and backward (a block of 0 rows made the backward's range() fail)."""
+    log_r = torch.zeros((0, 3, 4), requires_grad=True)
+    log_y = torch.zeros((0, 4), requires_grad=True)
+    out = q_product(log_r, log_y, None, None, quantifier)
+    assert out.shape == (0, 3)
+    out.sum().backward()
+    assert log_r.grad.shape == (0, 3, 4) and log_y.grad.shape == (0, 4)
