@@ -34,10 +34,11 @@ from .ontology import Ontology, normalize, raw_form
 from .operations import COMPARATIVES, VERBS, Kind
 from .parser import (clear_caches, id_template, parse_program, parse_template, program_from_semantic,
                      semantic_line, validate_program)
+from .validation import MAX_STEPS
 
 __all__ = [
     "parse_program", "program_from_semantic", "semantic_line", "id_template", "parse_template",
-    "validate_program", "clear_caches",
+    "validate_program", "clear_caches", "MAX_STEPS",
     "Program", "Step", "Argument", "Objects", "Scene", "Value", "Relation", "Alternatives",
     "AttributeType", "Empty", "Kind", "VERBS", "COMPARATIVES",
     "ProgramError", "UnknownConceptError", "VocabularyFileError",

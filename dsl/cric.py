@@ -60,6 +60,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator, Sequence
 
 from .errors import ProgramError
+from .validation import MAX_STEPS, too_long
 
 __all__ = ["CRIC_FUNCTIONS", "CricKind", "CricStep", "CricProgram", "cric_program_from_json",
            "canonical_function"]
@@ -170,6 +171,8 @@ def cric_program_from_json(steps: Any) -> CricProgram:
             raise ProgramError(f"a CRIC program is a JSON list of steps: {error.msg}") from None
     if not isinstance(steps, Sequence) or isinstance(steps, (str, bytes)) or not steps:
         raise ProgramError("a CRIC program is a non-empty list of steps")
+    if len(steps) > MAX_STEPS:
+        raise ProgramError(too_long(len(steps)), step=MAX_STEPS)
     read = [_step(index, raw) for index, raw in enumerate(steps)]
     return CricProgram(_with_dependencies(read))
 

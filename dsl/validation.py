@@ -1,6 +1,8 @@
 """Structure checks of a GQA program: dependencies, arities, result kinds, the answer step.
 
 A program is valid when
+  * it has at most :data:`MAX_STEPS` steps (GQA's and CRIC's longest have about a dozen; later
+    stages walk a program by recursion, which a program of hundreds of steps exhausted);
   * every dependency points to an earlier step, at most once per step;
   * each step has as many dependencies as its operation takes (select 0; filter,
     relate, query, verify, exist, choose and one-input same/different 1; and, or,
@@ -23,12 +25,20 @@ from .ast import Step
 from .errors import ProgramError
 from .operations import Kind
 
-__all__ = ["check_structure"]
+__all__ = ["check_structure", "MAX_STEPS", "too_long"]
+
+#: The most steps a program may have.
+MAX_STEPS = 128
 
 # locate(step_index, part) -> (text, line, column); part is 'step' or 'dependencies'.
 Locator = Callable[[int, str], "tuple[str, int, int] | None"]
 
 _KIND_WORDS = {Kind.OBJECTS: "objects", Kind.BOOLEAN: "a yes/no result", Kind.ANSWER: "an open answer"}
+
+
+def too_long(steps: int) -> str:
+    """The refusal of a program of ``steps`` steps, more than :data:`MAX_STEPS`."""
+    return f"the program has {steps:,} steps, more than {MAX_STEPS} (GQA's longest have about a dozen)"
 
 
 def check_structure(steps: Sequence[Step], locate: Locator | None = None) -> None:
@@ -41,6 +51,8 @@ def check_structure(steps: Sequence[Step], locate: Locator | None = None) -> Non
         text, line, column = where
         return ProgramError(message, text=text, line=line, column=column, step=index)
 
+    if len(steps) > MAX_STEPS:
+        raise fail(too_long(len(steps)), MAX_STEPS, "step")
     used = [False] * len(steps)
     for index, step in enumerate(steps):
         name = f"step {index} '{step.field}'"

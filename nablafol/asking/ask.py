@@ -53,6 +53,7 @@ class Reply:
     candidates: tuple             # ((answer, probability), ...), most probable first
     grounding: tuple              # ((object id, object name or None, attention), ...) for attention >= 0.5
     attention: dict = field(default_factory=dict)  # object id -> attention of the answer step
+    guessed: bool = False  # every candidate at probability 0: the answer is the first, by no evidence
 
     def to_dict(self) -> dict:
         """The reply as JSON-ready data (``nablafol answer --json``)."""
@@ -61,7 +62,7 @@ class Reply:
                 "probability": self.probability,
                 "candidates": [{"answer": a, "probability": p} for a, p in self.candidates],
                 "grounding": [{"object": o, "name": n, "attention": a} for o, n, a in self.grounding],
-                "attention": self.attention}
+                "attention": self.attention, "guessed": self.guessed}
 
     def lines(self) -> list[str]:
         """The reply as ``nablafol answer`` prints it."""
@@ -71,7 +72,9 @@ class Reply:
         return [f"question: {self.question}",
                 f"program:  {self.program_text}   (read with probability {self.read_probability:.3f}{doubt})",
                 f"FOL:      {self.formula}",
-                f"answer:   {self.answer}   (probability {self.probability:.3f})",
+                f"answer:   {self.answer}   (probability {self.probability:.3f}"
+                + ("; a guess: every candidate has probability 0, nothing in the scene has what it asks)"
+                   if self.guessed else ")"),
                 f"top:      {shown}",
                 f"grounding (attention >= 0.5): {grounded}"]
 
@@ -117,7 +120,7 @@ class Asker:
         candidates = tuple(sorted(outcome.answers.items(), key=lambda kv: -kv[1]))
         return Reply(question, image_id, read.text, read.program, read.probability, outcome.formula,
                      outcome.prediction, outcome.answers.get(outcome.prediction, 0.0), candidates, grounding,
-                     dict(outcome.attention))
+                     dict(outcome.attention), outcome.guessed)
 
     def _names(self, image_id: str) -> dict:
         """Object id -> name, where the perception knows names (scene graphs do; features do not)."""

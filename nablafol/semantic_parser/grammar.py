@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import re
+import unicodedata
 from importlib import resources
 
 from lark import Lark
@@ -57,10 +58,16 @@ def _phrase_pattern() -> re.Pattern:
 
 
 def question_words(text: str) -> list[str]:
-    """The words of a question, lower-cased: the pieces of every run of text the grammar would
-    read as a PHRASE. Every word is a valid program word, so any of them can be copied into
-    a program as it is."""
-    return [word for match in _phrase_pattern().finditer(text.lower()) for word in match.group().split(" ")]
+    """The words of a question, composed (NFC: a letter typed as a base and a combining accent is
+    one letter, as the grammar's words want) and lower-cased: the pieces of every run of text the
+    grammar would read as a PHRASE. Every word is a valid program word, so any of them can be
+    copied into a program as it is.
+
+        >>> question_words("What color is the cu\u0301p?")  # u + a combining acute: ú
+        ['what', 'color', 'is', 'the', 'cúp']
+    """
+    text = unicodedata.normalize("NFC", text).lower()
+    return [word for match in _phrase_pattern().finditer(text) for word in match.group().split(" ")]
 
 
 def is_word(text: str) -> bool:

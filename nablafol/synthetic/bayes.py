@@ -163,6 +163,8 @@ def write_bayes_scene_graphs(data, split: str, path) -> int:
     if not card_path.exists():
         raise InputFileError(card_path, "no dataset card: not a folder `nablafol generate` wrote")
     card = json.loads(card_path.read_text())
+    if card.get("complete") is False:  # the mark a generate run leaves until it has written everything
+        raise InputFileError(card_path, "the `nablafol generate` that wrote this folder did not finish: run it again")
     sizes = {f"n_{s}": card["splits"][s]["scenes"] for s in SPLITS}
     dataset = build_dataset(seed=card["seed"], spatial_neighbours=card.get("spatial_neighbours"), **sizes)
     written = load_scene_graphs(data / "train_sceneGraphs.json")

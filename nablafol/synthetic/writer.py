@@ -107,6 +107,21 @@ def _rng(seed: int, stream: str, split: int = 0) -> np.random.Generator:
     return np.random.default_rng(np.random.SeedSequence([seed, _STREAMS[stream], split]))
 
 
+def _check_replaceable(out: Path) -> None:
+    """Refuse a folder with something in it that no earlier generate wrote: its files may be a
+    user's real GQA files of the names written here (questions, scene graphs, features)."""
+    if not out.is_dir() or next(out.iterdir(), None) is None:
+        return
+    card = out / "dataset_card.json"
+    try:
+        written_here = json.loads(card.read_text(encoding="utf-8")).get("generator") == "nablafol.synthetic"
+    except (OSError, ValueError, AttributeError):
+        written_here = False
+    if not written_here:
+        raise DatasetError(f"{out}: holds files, and no dataset_card.json of an earlier generate: its files could be "
+                           "replaced; give a new or empty folder")
+
+
 def _check(n_train, n_val, n_testdev, seed, feature_dim, questions_per_scene) -> None:
     for name, value in (("n_train", n_train), ("n_val", n_val), ("n_testdev", n_testdev)):
         if not isinstance(value, int) or isinstance(value, bool) or value < 0:
@@ -179,7 +194,9 @@ def generate_dataset(out_dir, n_train: int = 1500, n_val: int = 300, n_testdev: 
                      vocabulary: Vocabulary | None = None, min_objects: int = MIN_OBJECTS,
                      max_objects: int = MAX_OBJECTS, large_share: float = 0.0,
                      spatial_neighbours: int | None = None) -> DatasetSummary:
-    """Generate the dataset and write it into ``out_dir`` (created; files there are replaced).
+    """Generate the dataset and write it into ``out_dir``: a new or empty folder, or one an earlier
+    ``generate_dataset`` wrote (its ``dataset_card.json`` says so), whose files are replaced; any
+    other folder with something in it is refused (it may hold a user's GQA files of the same names).
 
     ``progress(done, total, stage)`` is called as scenes are made and as their features are
     written (``total`` is twice the number of scenes). Returns a :class:`DatasetSummary`.
@@ -190,7 +207,13 @@ def generate_dataset(out_dir, n_train: int = 1500, n_val: int = 300, n_testdev: 
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise DatasetError(f"{out}: exists and is not a folder")
+    _check_replaceable(out)
     out.mkdir(parents=True, exist_ok=True)
+    card = out / "dataset_card.json"
+    # the folder marked as this generator's before anything else is written: a run stopped
+    # half-way (interrupted, out of memory) leaves a folder the next run may write again
+    write_text(card, json.dumps({"name": "nablafol synthetic GQA", "generator": "nablafol.synthetic",
+                                 "complete": False}, indent=1) + "\n")
     total_scenes = n_train + n_val + n_testdev
     total = 2 * total_scenes
     scene_progress = None if progress is None else (lambda done, _total, stage: progress(done, total, stage))
@@ -222,7 +245,6 @@ def generate_dataset(out_dir, n_train: int = 1500, n_val: int = 300, n_testdev: 
             progress(done[0], total, "features")
     written += write_features(out / "features", all_graphs, codes, _rng(seed, "features"),
                               noise_std=noise_std, context_scale=context_scale, progress=feature_progress)
-    card = out / "dataset_card.json"
     write_text(card, json.dumps(_card(dataset, codes, feature_dim, noise_std, context_scale), indent=1,
                                ensure_ascii=False) + "\n")
     written.append(card)

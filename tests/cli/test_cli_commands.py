@@ -320,9 +320,66 @@ def test_score_with_a_binary_split_file_is_one_line(tmp_path, capsys):
     assert code == 2 and str(split) in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize("argv", [("select: chair->query: nonsense [0]",),
+                                  ("select: chair->exist: ? [0]", "--ontology", "no/such/folder")])
+def test_parse_says_nothing_but_the_refusal_when_it_cannot_compile(argv, capsys):
+    """A program that reads but does not compile (an unknown type), or a missing ontology: one
+    line on stderr and nothing on stdout (the AST was printed before the refusal)."""
+    code, out, err = run_cli("parse", *argv, capsys=capsys)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+
+
 def test_generate_refuses_impossible_scene_sizes(tmp_path, capsys):
     code, _, err = run_cli("generate", "--out", tmp_path / "g", "--objects", "5", "2", capsys=capsys)
     assert code == 2 and "objects per scene" in err
+
+
+def test_generate_never_replaces_a_folder_it_did_not_write(tmp_path, capsys):
+    """A folder holding a user's files (here real GQA questions of the name generate writes) is
+    refused, untouched; a folder an earlier generate wrote is written again."""
+    user = tmp_path / "gqa"
+    user.mkdir()
+    mine = user / "train_balanced_questions.json"
+    mine.write_bytes((FIX / "val_balanced_questions.json").read_bytes())
+    small = ("--train", "2", "--val", "1", "--testdev", "0", "--feature-dim", "4")
+    code, _, err = run_cli("generate", "--out", user, *small, capsys=capsys)
+    assert code == 2 and "no dataset_card.json of an earlier generate" in err and len(err.strip().splitlines()) == 1
+    assert mine.read_bytes() == (FIX / "val_balanced_questions.json").read_bytes() and len(list(user.iterdir())) == 1
+    code, _, err = run_cli("generate", "--out", tmp_path / "new", *small, capsys=capsys)
+    assert code == 0, err
+    code, _, err = run_cli("generate", "--out", tmp_path / "new", *small, "--seed", "3", capsys=capsys)
+    assert code == 0, err
+    assert json.loads((tmp_path / "new" / "dataset_card.json").read_text())["seed"] == 3
+
+
+def test_a_generate_stopped_half_way_leaves_a_folder_generate_writes_again(tmp_path, capsys):
+    """Sizes the machine cannot hold (a billion feature dimensions: 551 GiB) stop generate after its
+    questions are written: one line, and the folder is marked as generate's (an unfinished card),
+    so the next run with sane sizes writes it."""
+    small = ("--train", "2", "--val", "1", "--testdev", "0")
+    code, _, err = run_cli("generate", "--out", tmp_path / "g", *small, "--feature-dim", "1000000000", capsys=capsys)
+    said = [line for line in err.splitlines() if not line.startswith("generate [")]  # the progress lines
+    assert code == 2 and len(said) == 1 and "not enough memory" in said[0] and "Traceback" not in err
+    assert json.loads((tmp_path / "g" / "dataset_card.json").read_text())["complete"] is False
+    code, _, err = run_cli("generate", "--out", tmp_path / "g", *small, "--feature-dim", "4", capsys=capsys)
+    assert code == 0, err
+    assert "complete" not in json.loads((tmp_path / "g" / "dataset_card.json").read_text())
+
+
+@pytest.mark.parametrize("argv, option", [
+    (("train", "--data", "d", "--out", "o", "--seed", str(2**63)), "--seed"),
+    (("generate", "--out", "o", "--seed", str(2**70)), "--seed"),
+    (("parser", "train", "--questions", "q", "--out", "o", "--seed", str(2**64)), "--seed"),
+    (("answer", "--parser", "p", "--scene-graph", "s", "--image", "1", "hi", "--threads", "100000"), "--threads"),
+    (("demo", "--out", "o", "--threads", "5000"), "--threads"),
+    (("generate", "--out", "o", "--noise", "1e308"), "--noise")])
+def test_options_beyond_what_torch_takes_are_refused_by_the_parser(argv, option, capsys):
+    """A seed torch.manual_seed cannot take, threads that crashed torch (a segfault at 100,000),
+    feature noise that overflows float32: one argparse line, before any work."""
+    with pytest.raises(SystemExit) as exc:
+        main(list(argv))
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and f"argument {option}: must be" in err and "Traceback" not in err
 
 
 def test_eval_writes_the_official_attentions_file_from_its_details(tmp_path, capsys):

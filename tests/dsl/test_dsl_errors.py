@@ -237,3 +237,29 @@ def test_hand_built_programs_are_validated(program, fragment):
     with pytest.raises(ProgramError) as caught:
         validate_program(program)
     assert fragment in caught.value.message
+
+
+def test_a_program_longer_than_the_limit_is_refused_in_every_form():
+    """Later stages walk a program by recursion (hundreds of steps exhausted it): MAX_STEPS steps
+    are read, one more is refused, as text (at the first step past the limit), as GQA's
+    ``semantic`` list and as CRIC's program."""
+    from nablafol.dsl import MAX_STEPS
+    from nablafol.dsl.cric import cric_program_from_json
+
+    def chain(steps: int) -> str:
+        return "->".join(["select: chair"] + [f"filter: red [{i}]" for i in range(steps - 2)]
+                         + [f"exist: ? [{steps - 2}]"])
+
+    assert len(parse_program(chain(MAX_STEPS)).steps) == MAX_STEPS
+    line = chain(MAX_STEPS + 1)
+    with pytest.raises(ProgramError, match=f"{MAX_STEPS + 1} steps, more than {MAX_STEPS}") as refused:
+        parse_program(line)
+    assert refused.value.column == line.index(f"exist: ? [{MAX_STEPS - 1}]") + 1  # step MAX_STEPS, the first past
+    semantic = [{"operation": "select", "dependencies": [], "argument": "chair"}] + [
+        {"operation": "filter", "dependencies": [i], "argument": "red"} for i in range(MAX_STEPS - 1)] + [
+        {"operation": "exist", "dependencies": [MAX_STEPS - 1], "argument": "?"}]
+    with pytest.raises(ProgramError, match="more than"):
+        program_from_semantic(semantic)
+    cric = [{"function": "find", "text_input": "chair"}] * (MAX_STEPS + 1)
+    with pytest.raises(ProgramError, match="more than"):
+        cric_program_from_json(cric)

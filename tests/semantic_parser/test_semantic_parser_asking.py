@@ -57,6 +57,23 @@ def test_asking_one_question_about_one_image(trained, dataset):
     assert reply.to_dict()["program"] == reply.program_text and len(reply.lines()) == 6
 
 
+def test_an_answer_without_evidence_says_it_is_a_guess(trained, dataset):
+    """Asked the color of a thing the image does not hold, every candidate has probability 0: the
+    reply still answers (the first candidate) but says it is a guess; a grounded answer does not."""
+    parser, _ = trained
+    graphs = load_scene_graphs(dataset / "val_sceneGraphs.json")
+    asker = Asker(parser, golden_perception(graphs), top=3)
+    image, graph = next(iter(graphs.items()))
+    present = {o.name for o in graph.objects}
+    absent = next(o.name for g in graphs.values() for o in g.objects if o.name not in present)
+    missing = asker.ask(image, f"What color is the {absent}?")
+    assert missing.program_text.startswith(f"select: {absent}->")
+    assert missing.guessed and missing.probability == 0.0 and not any(p for _, p in missing.candidates)
+    assert "a guess" in missing.lines()[3] and missing.to_dict()["guessed"] is True
+    there = asker.ask(image, f"Is there a {graph.objects[0].name}?")
+    assert not there.guessed and "a guess" not in there.lines()[3]
+
+
 def test_what_cannot_be_read_or_answered_is_one_clear_line(trained, dataset):
     parser, _ = trained
     graphs = load_scene_graphs(dataset / "val_sceneGraphs.json")

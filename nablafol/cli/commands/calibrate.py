@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .common import UsageError, device, non_negative_int, output_file, positive_float, positive_int
+from .common import UsageError, device, non_negative_int, output_file, positive_float, positive_int, seed_number
 
 HELP = "train the top-down calibrator on a frozen trained oracle, or inspect it (--inspect)"
 
@@ -32,7 +32,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--epochs", type=positive_int, default=3)
     parser.add_argument("--batch-size", type=positive_int, default=64)
     parser.add_argument("--lr", type=positive_float, default=1e-3)
-    parser.add_argument("--seed", type=non_negative_int, default=0)
+    parser.add_argument("--seed", type=seed_number, default=0)
     parser.add_argument("--resume", action="store_true")
     parser.add_argument("--ontology", metavar="DIR", help="ignored: the model folder carries its vocabulary")
     parser.add_argument("--device", default="cpu", help="cpu, or cuda (under torchrun: the GPU of each local rank)")

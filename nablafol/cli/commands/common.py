@@ -20,7 +20,14 @@ def error_line(error: Exception) -> str | None:
         return str(error).splitlines()[0]
     if isinstance(error, OSError):
         return f"{error.filename or ''}: {error.strerror or error}".lstrip(": ")
+    if isinstance(error, MemoryError) or (isinstance(error, RuntimeError) and _ALLOCATION_FAILED in str(error)):
+        # sizes the machine cannot hold (numpy's MemoryError, torch's allocator): the options' doing
+        first = str(error).splitlines()[0] if str(error) else type(error).__name__
+        return f"not enough memory for what was asked ({first}): smaller sizes, or a larger machine"
     return None
+
+
+_ALLOCATION_FAILED = "can't allocate memory"  # torch's CPU allocator's words
 
 
 def add_ontology_argument(parser) -> None:
@@ -96,6 +103,15 @@ def whole_number(low: int, high: int):
     return _number(int, lambda v: low <= v <= high, f"from {low} to {high}")
 
 
+def real_number(low: float, high: float):
+    """An argparse type: a finite number from ``low`` to ``high``."""
+    return _number(float, lambda v: low <= v <= high, f"a number from {low:g} to {high:g}")
+
+
+#: a seed torch and numpy both take (torch.manual_seed refuses more than a signed 64-bit number)
+seed_number = whole_number(0, 2**63 - 1)
+#: torch's intra-op threads: far more than any machine's cores crashed torch itself (100,000: a segfault)
+MAX_THREADS = 1024
 positive_int = _number(int, lambda v: v >= 1, "at least 1")
 non_negative_int = _number(int, lambda v: v >= 0, "0 or more")
 probability = _number(float, lambda v: 0.0 <= v <= 1.0, "in [0, 1]")
@@ -115,7 +131,7 @@ def device(text: str):
 
 
 def add_threads_argument(parser, default: int = 1) -> None:
-    parser.add_argument("--threads", type=non_negative_int, default=default, metavar="N",
+    parser.add_argument("--threads", type=whole_number(0, MAX_THREADS), default=default, metavar="N",
                         help=f"torch threads (default {default}; 0: torch's own choice). One thread is the default "
                              "because the tensors of a batch are small: split over threads, they mostly wait on "
                              "each other (docs/design.md)")

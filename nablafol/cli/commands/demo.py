@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .common import non_negative_int, positive_float, positive_int, with_threads
+from .common import MAX_THREADS, non_negative_int, positive_float, positive_int, seed_number, whole_number, with_threads
 
 HELP = "run the whole pipeline on the embedded dataset and write a report"
 
@@ -49,11 +49,11 @@ def add_arguments(parser) -> None:
     parser.add_argument("--pretrained-epochs", type=non_negative_int, default=None,
                         help="epochs through the reasoning after the ceiling's label epochs, for the learning curves' "
                         "pretrained line (default 1; 0: the label epochs only)")
-    parser.add_argument("--seed", type=non_negative_int, default=0)
+    parser.add_argument("--seed", type=seed_number, default=0)
     parser.add_argument("--one-process", action="store_true",
                         help="run the stages that need nothing of the base model (parser, black box, ceiling) in this "
                         "process instead of a second one beside the training (same results, one core, slower)")
-    parser.add_argument("--threads", type=positive_int, default=1,
+    parser.add_argument("--threads", type=whole_number(1, MAX_THREADS), default=1,
                         help="torch threads (default 1: the demo's tensors are small, and more threads mostly wait "
                         "on each other, badly so on a busy machine)")
 

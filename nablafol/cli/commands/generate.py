@@ -9,7 +9,7 @@ noise differs per concept, and the dataset's vocabulary), so every command runs 
 """
 from __future__ import annotations
 
-from .common import non_negative_float, non_negative_int, positive_int, probability
+from .common import non_negative_int, positive_int, probability, real_number, seed_number
 
 HELP = "write the embedded GQA-like dataset (questions, scene graphs, features, vocabulary)"
 
@@ -21,7 +21,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--testdev", type=non_negative_int, default=300, metavar="N", help="test-dev scenes (default 300)")
     parser.add_argument("--questions-per-scene", type=positive_int, default=10)
     parser.add_argument("--feature-dim", type=positive_int, default=64)
-    parser.add_argument("--noise", type=non_negative_float, default=0.15, help="standard deviation of the feature noise")
+    parser.add_argument("--noise", type=real_number(0.0, 1000.0), default=0.15,
+                        help="standard deviation of the feature noise (0 to 1000: float32 features)")
     parser.add_argument("--objects", type=positive_int, nargs=2, default=(3, 8), metavar=("MIN", "MAX"),
                         help="objects per scene (default 3 8)")
     parser.add_argument("--large-scenes", type=probability, default=0.0, metavar="SHARE",
@@ -30,7 +31,7 @@ def add_arguments(parser) -> None:
                         help="store the spatial relations (left/right, above/below, near) only towards each "
                              "object's K nearest objects, about as sparse as GQA's graphs at K=2 "
                              "(default: every pair)")
-    parser.add_argument("--seed", type=non_negative_int, default=0)
+    parser.add_argument("--seed", type=seed_number, default=0)
 
 
 def run(args) -> int:

@@ -31,8 +31,10 @@ def run(args) -> int:
     from nablafol import dsl
     from nablafol.compiler import Compiler
     program = dsl.parse_program(args.program)
-    print(program)
+    # compiled before anything is printed: a refusal (an unknown value, a bad ontology) is then
+    # the only thing the command says
     compiled = Compiler(load_ontology(args.ontology)).compile(program)
+    print(program)
     print(f"DFOL: {compiled.program.term()}")
     print(f"FOL:  {compiled.formula()}")
     print(f"read-once: {read_once_line(compiled.program)}")

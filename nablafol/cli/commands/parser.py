@@ -16,8 +16,8 @@ file `nablafol eval` reads as any other.
 """
 from __future__ import annotations
 
-from .common import (add_ontology_argument, add_threads_argument, load_ontology, non_negative_int, output_file,
-                     positive_float, positive_int, probability, with_threads, write_json)
+from .common import (add_ontology_argument, add_threads_argument, load_ontology, output_file,
+                     positive_float, positive_int, probability, seed_number, with_threads, write_json)
 
 HELP = "train, evaluate or apply the semantic parser (question text -> program)"
 
@@ -35,7 +35,7 @@ def add_arguments(parser) -> None:
     train.add_argument("--batch-size", type=positive_int, help=own)
     train.add_argument("--lr", type=positive_float, help=f"Adam's learning rate ({own})")
     train.add_argument("--hidden-dim", type=positive_int, help=own)
-    train.add_argument("--seed", type=non_negative_int, help=own)
+    train.add_argument("--seed", type=seed_number, help=own)
     train.add_argument("--min-probability", type=probability,
                        help=f"refuse to read a question whose program has a lower probability ({own}: read every "
                             "question that has words)")

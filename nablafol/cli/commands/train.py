@@ -28,7 +28,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .common import (UsageError, add_ontology_argument, add_threads_argument, device, non_negative_float,
-                     non_negative_int, positive_float, positive_int, with_threads)
+                     non_negative_int, positive_float, positive_int, seed_number, with_threads)
 
 HELP = "train the neural oracle through the reasoning (Algorithm 1)"
 
@@ -55,7 +55,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--head", choices=("cosine", "dot"), default="cosine",
                         help="the concept heads: scaled cosine (default; learned faster from answers, "
                         "docs/oracle-learning.md) or the paper's dot product")
-    parser.add_argument("--seed", type=non_negative_int, default=0)
+    parser.add_argument("--seed", type=seed_number, default=0)
     parser.add_argument("--device", default="cpu", help="cpu, or cuda (under torchrun: the GPU of each local rank)")
     parser.add_argument("--shards", type=positive_int, metavar="N", help="data shards of the run (default: one per "
                         "process; when resuming, the checkpoint's); the result depends on them, not on the processes")
