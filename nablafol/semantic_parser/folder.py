@@ -85,7 +85,8 @@ def load_parser(folder, device=None) -> SemanticParser:
     from nablafol.neural.checkpoint import fill_module, refuse_oversized
     folder = Path(folder)
     if not folder.is_dir():
-        raise InputFileError(folder, "no such folder (expected a parser folder holding parser.json)")
+        what = "is a file, not a folder" if folder.exists() else "no such folder"
+        raise InputFileError(folder, f"{what} (expected a parser folder holding parser.json)")
     path = folder / CONFIG_NAME
     if not path.is_file():
         raise InputFileError(path, "missing: not a parser folder (nablafol parser train writes it)")

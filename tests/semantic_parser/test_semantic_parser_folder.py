@@ -53,6 +53,8 @@ def test_a_saved_parser_reads_back_the_same(trained, tmp_path, dataset):
 
 def test_no_folder_and_no_config_are_refused(tmp_path):
     refused(tmp_path / "nowhere", "no such folder")
+    (tmp_path / "a_file").write_text("{}")
+    refused(tmp_path / "a_file", "is a file, not a folder")
     (tmp_path / "empty").mkdir()
     refused(tmp_path / "empty", "parser.json", "missing")
 
