@@ -17,17 +17,18 @@ class ProgressBar:
         self.stream = stream or sys.stderr
         self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
         self.start = time.perf_counter()
+        self._base = 0  # what the pass had done when it began (a resumed pass starts past 0)
         self._last_decile = -1
         self._last_done = 0
         self._drawn = False
 
     def __call__(self, done: int, total: int | None = None, note: str = "") -> None:
         total = total if total is not None else self.total
-        if done < self._last_done:  # a new pass (the next epoch): rates restart
-            self.start, self._last_decile = time.perf_counter(), -1
+        if done < self._last_done:  # a new pass its caller did not announce (begin): the rate restarts here
+            self.begin(done)
         self._last_done = done
         elapsed = max(time.perf_counter() - self.start, 1e-9)
-        rate = done / elapsed
+        rate = (done - self._base) / elapsed
         if total:
             frac = min(1.0, done / total)
             bar = "#" * int(frac * self.width) + "-" * (self.width - int(frac * self.width))
@@ -44,6 +45,10 @@ class ProgressBar:
             self.stream.write(text + "\n")
         self._last_decile = decile
         self.stream.flush()
+
+    def begin(self, done: int = 0) -> None:
+        """A new pass begins now, ``done`` already done (a resumed one): its rate counts from here."""
+        self.start, self._base, self._last_done, self._last_decile = time.perf_counter(), done, done, -1
 
     def close(self) -> None:
         if self.tty and self._drawn:

@@ -11,9 +11,12 @@ from nablafol.calibration.calibrator import TopDownCalibrator
 from nablafol.engine import Engine
 from nablafol.errors import InputFileError
 from nablafol.pipeline.datasets import DatasetFiles
-from nablafol.pipeline.oracle_training import TrainConfig, Trainer, prepare_examples
+from nablafol.pipeline.oracle_training import TrainConfig, Trainer, held_files, prepare_examples, refuse_nothing_to_train_on
 
 __all__ = ["CalibrationTrainer", "train_calibrator", "CalibrationJob", "calibrate_model"]
+
+# the files of a trained calibrator in a model folder (nablafol.calibration.storage; its checkpoint)
+CALIBRATOR_FILES = ("calibrator.json", "calibrator.safetensors", "calibrator_state.pt")
 
 
 class CalibrationTrainer(Trainer):
@@ -88,6 +91,10 @@ def calibrate_model(job: CalibrationJob, log=print, progress=None) -> list[dict]
     from nablafol.pipeline.datasets import validation_questions
     from nablafol.pipeline.distributed import Launch, peers_guard, plan_training, process_group, rank_device, run_shards
     from nablafol.pipeline.model_folder import feature_perception
+    held = [] if job.resume else held_files(job.model, CALIBRATOR_FILES)
+    if held:  # a new calibrator would replace a trained one (docs/design.md)
+        raise InputFileError(job.model, f"already holds a calibrator ({', '.join(held)}): --resume to continue it, "
+                             f"or calibrate a copy of the model folder")
     launch = job.launch or Launch()
     with process_group(launch, job.device) as group:
         device = rank_device(job.device, launch)
@@ -102,6 +109,7 @@ def calibrate_model(job: CalibrationJob, log=print, progress=None) -> list[dict]
         examples, skips = prepare_examples(questions.values(), compiler, perception.has_image)
         where = f"{distribution.describe()}: " if shards > 1 else ""
         log(f"{where}{len(examples):,} training questions ({len(skips):,} skipped)")
+        refuse_nothing_to_train_on(group, job.files.train_questions, len(questions), examples, skips)
         say = log if distribution.is_writer else (lambda *_: None)
         with peers_guard(group):
             _, history = train_calibrator(perception, examples, job.model, compiler, job.config, val,

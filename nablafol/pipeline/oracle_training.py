@@ -41,7 +41,7 @@ from nablafol.compiler import CompiledQuestion, Compiler
 
 from nablafol.data.files import atomic_writer
 from nablafol.engine import Answers, Engine
-from nablafol.errors import InputFileError
+from nablafol.errors import InputFileError, NablafolError, OracleError
 from nablafol.neural.optimizer import adam
 from nablafol.pipeline.answering import Answerer, Skip, compile_question
 from nablafol.pipeline.datasets import DatasetFiles
@@ -54,6 +54,30 @@ __all__ = ["TrainConfig", "TrainingExample", "TrainingEvent", "Curriculum", "ans
 LOG_FLOOR = -100.0  # an exact zero probability (log = -inf, no gradient) costs this much in the loss
 STATE_NAME = "training_state.pt"
 METRICS_NAME = "metrics.jsonl"
+# the files that make a folder hold a trained oracle (weights.pt: older folders)
+MODEL_FILES = ("config.json", "model.safetensors", "weights.pt", STATE_NAME)
+
+
+class DivergedError(NablafolError):
+    """Training diverged: the loss or the weights are no longer finite numbers."""
+
+
+def held_files(folder, names: Sequence[str]) -> list[str]:
+    """Which of ``names`` exist in ``folder`` (none when it is not a folder)."""
+    folder = Path(folder)
+    return [name for name in names if (folder / name).exists()] if folder.is_dir() else []
+
+
+def skip_summary(skips: Sequence) -> str:
+    """``"3 no scene, 1 unknown concept"``: how many skips of each reason, the most common first."""
+    from collections import Counter
+    return ", ".join(f"{n:,} {reason}" for reason, n in Counter(s.reason for s in skips).most_common())
+
+
+def nothing_to_train_on(source, read: int, skips: Sequence) -> InputFileError:
+    """The refusal of a run whose every question (``read`` of them) was skipped."""
+    why = f", all skipped ({skip_summary(skips)})" if skips else ""
+    return InputFileError(source, f"no question to train on: {read:,} read{why}")
 
 
 @dataclass
@@ -152,6 +176,40 @@ def answer_loss(answers: Answers, targets: torch.Tensor, binary: torch.Tensor) -
 def _finite(log_p: torch.Tensor) -> torch.Tensor:
     """Exact zeros (``-inf``) as ``LOG_FLOOR``; every finite value, and its gradient, untouched."""
     return torch.where(torch.isneginf(log_p), torch.full_like(log_p, LOG_FLOOR), log_p)
+
+
+def read_metrics(path: Path) -> list[dict]:
+    """The records of a metrics file (one JSON object a line; none when there is no file); a line
+    that is not one (truncated, blank, not UTF-8, not an object) is refused, naming the line."""
+    if not path.exists():
+        return []
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = path.read_bytes()[: e.start].count(b"\n") + 1
+        raise InputFileError(path, "cannot resume: this metrics file is not UTF-8 text", f"line {line}") from None
+    except OSError as e:
+        raise InputFileError(path, f"cannot resume: {e.strerror or e}") from None
+    records = []
+    for number, line in enumerate(text.splitlines(), 1):
+        try:
+            record = json.loads(line)
+        except ValueError as e:
+            what = "a blank line" if not line.strip() else f"not JSON ({e.msg})"
+            raise InputFileError(path, f"cannot resume: {what} where a metrics record (a JSON object) belongs",
+                                 f"line {number}") from None
+        if not isinstance(record, dict):
+            raise InputFileError(path, f"cannot resume: a JSON {type(record).__name__} where a metrics record "
+                                 "(a JSON object) belongs", f"line {number}")
+        records.append(record)
+    return records
+
+
+def _shape(module) -> Optional[dict]:
+    """The settings that fix the shape of ``module``'s network (its dataclass ``config``), or None."""
+    from dataclasses import is_dataclass
+    config = getattr(module, "config", None)
+    return asdict(config) if is_dataclass(config) and not isinstance(config, type) else None
 
 
 class Curriculum:
@@ -270,6 +328,9 @@ class Trainer:
                 self.save_trained()
             state = {"epoch": self.epoch, "optimizer": self.optimizer.state_dict(),
                      "model": {k: v.detach().clone() for k, v in self.trainable.state_dict().items()}}
+            shape = _shape(self.trainable)
+            if shape is not None:  # what a resumed run must build to continue it
+                state["shape"] = shape
             if self.world.shards > 1:
                 state["shards"] = self.world.shards
             if position is not None:
@@ -300,6 +361,9 @@ class Trainer:
         if found is None:
             return False
         state, history = found
+        mismatch = self._shape_error(state)
+        if mismatch is not None:
+            raise mismatch
         try:
             self.trainable.load_state_dict(state["model"])
             self.optimizer.load_state_dict(state["optimizer"])
@@ -328,9 +392,34 @@ class Trainer:
             return InputFileError(path, f"cannot resume from this checkpoint: {e.message}")
         except Exception as e:  # a corrupt or foreign file: one line naming it
             return InputFileError(path, f"cannot resume from this checkpoint ({type(e).__name__}: {e})")
-        metrics = self.out / self.metrics_name
-        history = [json.loads(line) for line in metrics.read_text().splitlines()] if metrics.exists() else []
+        try:
+            history = read_metrics(self.out / self.metrics_name)
+        except InputFileError as e:
+            return e
         return state, history
+
+    def _shape_error(self, state: dict) -> Optional[InputFileError]:
+        """The refusal of a checkpoint whose network has another shape than this run's (another
+        --head, --hidden, feature width or vocabulary), or None. The shape is the checkpoint's own
+        record; a checkpoint written before it had one is compared with the folder's config.json."""
+        ours = _shape(self.trainable)
+        theirs = state.get("shape")
+        if theirs is None and self.trainable is self.model and ours is not None:
+            config = self.out / "config.json"
+            try:
+                theirs = json.loads(config.read_text())["model"] if config.exists() else None
+            except (OSError, ValueError, KeyError, TypeError):
+                theirs = None  # a broken config.json is the model loader's to refuse
+        if ours is None or not isinstance(theirs, dict):
+            return None
+        options = {"head": "--head", "hidden_dim": "--hidden", "feature_dim": "feature width",
+                   "num_unary": "unary concepts", "num_binary": "binary concepts"}
+        differ = [f"{options.get(k, k)} {ours[k]} (the checkpoint's: {theirs[k]})"
+                  for k in ours if k in theirs and theirs[k] != ours[k]]
+        if not differ:
+            return None
+        return InputFileError(self.out / self.state_name, f"cannot resume: this run's network differs from the "
+                              f"checkpoint's: {', '.join(differ)}: give the checkpoint's settings, or another folder")
 
     def _position_of(self, state: dict) -> Optional[dict]:
         """Where in its epoch the checkpoint was taken. The random states of the shards come back
@@ -360,6 +449,10 @@ class Trainer:
             self.save()
             self._tell("epoch")
             acc = "-" if record.val_accuracy is None else f"{100 * record.val_accuracy:.2f}%"
+            skipped = record.extra.get("val_skipped")
+            if skipped:
+                acc += (f" ({sum(skipped.values()):,} of {len(self.val_questions):,} validation questions skipped, "
+                        f"counted wrong: {', '.join(f'{n:,} {reason}' for reason, n in skipped.items())})")
             self.log(f"epoch {record.epoch + 1}/{cfg.epochs}: loss {record.train_loss:.4f}, "
                      f"validation accuracy {acc}, programs of <= {record.max_program_steps} steps, "
                      f"{record.examples:,} questions, {record.seconds:.1f} s")
@@ -376,21 +469,44 @@ class Trainer:
             self.world.streams.start(cfg.seed, epoch, position["rngs"], resumed_at=position["batch"])
             first, total, count = position["batch"], position["total"], position["count"]
         self.trainable.train()
+        begin = getattr(self.progress, "begin", None)  # a ProgressBar: the pass's rate counts from now
+        if begin is not None:
+            begin(count)
         for b in range(first, len(plan)):
             parts = [[self.examples[i] for i in part] for part in plan[b]]
-            loss = self._step(parts)
+            try:
+                loss = self._step(parts)
+            except OracleError:  # probabilities out of range: from the data, or from weights gone non-finite
+                self._check_weights(b)
+                raise
             share, n, due = self._agree(loss, parts, b + 1)
+            if not math.isfinite(share):  # the same on every process: their losses are summed
+                raise self._diverged("loss", b + 1)
             total += share
             count += n
             self._steps += 1
             self._tell("step", b + 1)
             if due:
+                self._check_weights(b + 1)
                 self.save({"batch": b + 1, "total": total, "count": count})
             if self.progress is not None:
                 self.progress(count, plan.examples, note=f"epoch {epoch + 1} loss {total / count:.4f}")
+        self._check_weights(len(plan))  # before they are validated or saved
         val = self.validate()
+        extra = {"val_skipped": val["skipped"]} if "skipped" in val else {}
         return EpochRecord(epoch, len(plan), count, self.curriculum.max_length(epoch), total / max(count, 1),
-                           val.get("all"), val.get("open"), val.get("binary"), 0.0)
+                           val.get("all"), val.get("open"), val.get("binary"), 0.0, extra)
+
+    def _diverged(self, what: str, batch: int) -> DivergedError:
+        return DivergedError(f"training diverged: non-finite {what} after step {batch} of epoch {self.epoch + 1} "
+                             f"(learning rate {self.config.lr:g}): lower --lr (no checkpoint holds these weights)")
+
+    def _check_weights(self, batch: int) -> None:
+        """Refuse to go on (validate, checkpoint) with weights that are no longer finite (checked
+        once an epoch, before each checkpoint, and when the oracle's output is refused; the loss,
+        a scalar, is checked after every step)."""
+        if not all(bool(torch.isfinite(p).all()) for p in self.trainable.parameters()):
+            raise self._diverged("weights", batch)
 
     def _step_plan(self, epoch: int):
         """Which examples each step of ``epoch`` trains on: the curriculum's pool of every played
@@ -450,16 +566,27 @@ class Trainer:
         answerer = Answerer(self.val_perception, compiler=self.compiler, engine=self.engine,
                             threshold=self.config.threshold)
         scorer = Scorer(vocabulary_match)
+        skipped: dict = {}
         # one chunk per shard: every validation question of a shard batched together, one pass
         for part in self.world.validation_parts(self.val_questions):
             if part:
-                answer_all(part, answerer, scorer=scorer)
+                for reason, n in answer_all(part, answerer, scorer=scorer).skip_counts.items():
+                    skipped[reason] = skipped.get(reason, 0) + n
         self.trainable.train()
         scores = self.world.merged_scores(scorer)
+        if self.world.group.active:  # every shard's skips, on every process
+            merged: dict = {}
+            for part in self.world.group.gather(skipped):
+                for reason, n in part.items():
+                    merged[reason] = merged.get(reason, 0) + n
+            skipped = merged
         if scores is None:
             return {}
         acc = scores.overall.accuracy
-        return {k: (None if v is None or (isinstance(v, float) and math.isnan(v)) else v) for k, v in acc.items()}
+        out = {k: (None if v is None or (isinstance(v, float) and math.isnan(v)) else v) for k, v in acc.items()}
+        if skipped:
+            out["skipped"] = dict(sorted(skipped.items(), key=lambda kv: -kv[1]))
+        return out
 
     def _write_metrics(self) -> None:
         if not self.world.is_writer:
@@ -513,6 +640,10 @@ def _oracle_trainer(job: TrainingJob, group, log, progress) -> "Trainer":
     out = Path(job.out)
     if out.exists() and not out.is_dir():
         raise InputFileError(out, "exists and is not a folder (a model is a folder)")
+    held = [] if job.resume else held_files(out, MODEL_FILES)
+    if held:  # a new training would replace it (and leave its calibrator to a new oracle)
+        raise InputFileError(out, f"already holds a trained model ({', '.join(held)}): --resume to continue it, "
+                             f"or another --out")
     device = rank_device(job.device, group.launch)
     ontology = dsl.Ontology.gqa() if files.ontology is None else dsl.Ontology.from_folder(files.ontology)
     store = FeatureStore(files.features)
@@ -545,6 +676,7 @@ def _oracle_trainer(job: TrainingJob, group, log, progress) -> "Trainer":
     log(f"{where}{len(questions):,} training questions: {len(examples):,} to train on, {len(skips):,} skipped")
     for skip in skips[:10]:
         log(f"  {skip.question_id}: {skip.reason}: {skip.detail}")
+    refuse_nothing_to_train_on(group, files.train_questions, len(questions), examples, skips)
     trainer = Trainer(model, perception, examples, out, job.config, compiler=compiler,
                       val_perception=perception if val else None, val_questions=val, ontology=ontology,
                       progress=progress if distribution.is_writer else None, log=say, callbacks=job.callbacks,
@@ -555,6 +687,19 @@ def _oracle_trainer(job: TrainingJob, group, log, progress) -> "Trainer":
         # every process pretrains on the same labels from the same seed: the same weights everywhere
         _pretrain(job, model, memory, ontology, say)
     return trainer
+
+
+def refuse_nothing_to_train_on(group, source, read: int, examples: Sequence, skips: Sequence) -> None:
+    """Raise :func:`nothing_to_train_on` when no process has an example (before anything is
+    written: an untrained model would pass for a trained one). Every process decides alike."""
+    if group.active:
+        parts = group.gather((read, len(examples), [(s.question_id, s.reason, s.detail) for s in skips]))
+        read, found = sum(p[0] for p in parts), sum(p[1] for p in parts)
+        skips = [Skip(*s) for p in parts for s in p[2]]
+    else:
+        found = len(examples)
+    if not found:
+        raise nothing_to_train_on(source, read, skips)
 
 
 def _pretrain(job: TrainingJob, model, store, ontology, log) -> list[dict]:

@@ -76,3 +76,19 @@ def test_a_model_without_a_calibrator_is_one_line(tmp_path, model_folder, capsys
             (folder / f.name).write_bytes(f.read_bytes())
     code, _, err = run_cli(capsys, "calibrate", "--model", folder, "--inspect", PROGRAM)
     assert code == 2 and "no calibrator in this model folder" in err
+
+
+def test_a_plot_matplotlib_cannot_write_or_a_file_of_the_model_is_refused_before_any_work(model_folder, tmp_path,
+                                                                                         capsys):
+    import shutil
+    folder = tmp_path / "m"
+    shutil.copytree(model_folder[0], folder)
+    code, out, err = run_cli(capsys, "calibrate", "--model", folder, "--inspect", PROGRAM, "--plot", tmp_path / "c.txt")
+    assert code == 2 and out == "" and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert "--plot" in err and ".txt" in err and ".png" in err and ".pdf" in err
+    assert not (tmp_path / "c.txt").exists()
+    (folder / "notes.png").write_bytes(b"the user's")  # any file of the model folder is an input
+    code, out, err = run_cli(capsys, "calibrate", "--model", folder, "--inspect", PROGRAM, "--plot",
+                             folder / "notes.png")
+    assert code == 2 and out == "" and "give another path" in err and len(err.strip().splitlines()) == 1
+    assert (folder / "notes.png").read_bytes() == b"the user's"

@@ -421,3 +421,138 @@ def test_the_installed_command_exits_with_mains_status_and_freezes_what_it_made(
         assert exited.value.code == 3 and gc.get_freeze_count() > 0
     finally:
         gc.unfreeze()
+
+
+# --- `nablafol train` / `nablafol calibrate`: what a user gave is never lost, bad input is one line ---
+
+TRAIN = ["--epochs", "1", "--hidden", "4", "--batch-size", "16"]
+
+
+@pytest.fixture(scope="module")
+def tiny_set(tmp_path_factory):
+    from nablafol.synthetic import generate_dataset
+    folder = tmp_path_factory.mktemp("train-guards") / "data"
+    generate_dataset(folder, n_train=8, n_val=3, n_testdev=1, seed=5, feature_dim=16, questions_per_scene=5)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def trained(tiny_set, tmp_path_factory):
+    """A model folder trained once (tests copy it before writing into it)."""
+    out = tmp_path_factory.mktemp("trained") / "m"
+    assert main(["train", "--data", str(tiny_set), "--out", str(out), *TRAIN]) == 0
+    return out
+
+
+def _one_line(code, err, *words):
+    """Exit status 2 and one line on stderr besides the progress bar's (off a terminal, a line a decile)."""
+    lines = [line for line in err.strip().splitlines() if not line.startswith(("train [", "calibrate ["))]
+    assert code == 2 and "Traceback" not in err and len(lines) == 1, err
+    assert all(w in err for w in words), err
+
+
+def _snapshot(folder):
+    return {p.name: p.read_bytes() for p in folder.iterdir()}
+
+
+def test_train_refuses_an_out_folder_that_holds_a_trained_model(trained, tiny_set, tmp_path, capsys):
+    import shutil
+    out = tmp_path / "m"
+    shutil.copytree(trained, out)
+    (out / "calibrator.json").write_text("{}")  # a calibrator a new oracle would silently inherit
+    before = _snapshot(out)
+    code, _, err = run_cli("train", "--data", tiny_set, "--out", out, *TRAIN, capsys=capsys)
+    _one_line(code, err, str(out), "already holds a trained model", "--resume")
+    assert _snapshot(out) == before
+    code, _, err = run_cli("train", "--data", tiny_set, "--out", out, *TRAIN, "--epochs", "2", "--resume",
+                           capsys=capsys)
+    assert code == 0, err
+
+
+@pytest.mark.parametrize("questions", ["{}", "every image absent"])
+def test_train_on_no_usable_question_is_refused_and_writes_nothing(tiny_set, tmp_path, capsys, questions):
+    q = tmp_path / "q.json"
+    if questions == "{}":
+        q.write_text("{}")
+        want = "no question to train on: 0 read"
+    else:
+        data = json.loads((tiny_set / "train_balanced_questions.json").read_text())
+        for entry in data.values():
+            entry["imageId"] = "absent"
+        q.write_text(json.dumps(data))
+        want = f"no question to train on: {len(data)} read, all skipped ({len(data)} no scene)"
+    code, _, err = run_cli("train", "--questions", q, "--features", tiny_set / "features", "--out", tmp_path / "m",
+                           *TRAIN, capsys=capsys)
+    _one_line(code, err, str(q), want)
+    assert not (tmp_path / "m").exists()
+
+
+def test_train_validation_says_how_many_it_skipped_and_why(tiny_set, tmp_path, capsys):
+    val = json.loads((tiny_set / "val_balanced_questions.json").read_text())
+    for entry in val.values():
+        entry["imageId"] = "absent"
+    (tmp_path / "v.json").write_text(json.dumps(val))
+    code, out, err = run_cli("train", "--questions", tiny_set / "train_balanced_questions.json", "--features",
+                             tiny_set / "features", "--val-questions", tmp_path / "v.json", "--out", tmp_path / "m",
+                             *TRAIN, capsys=capsys)
+    assert code == 0, err
+    assert f"validation accuracy 0.00% ({len(val)} of {len(val)} validation questions skipped, counted wrong: " \
+           f"{len(val)} no scene)" in out
+    record = json.loads((tmp_path / "m" / "metrics.jsonl").read_text().splitlines()[0])
+    assert record["extra"]["val_skipped"] == {"no scene": len(val)}
+
+
+@pytest.mark.parametrize("where", ["questions folder", "questions subfolder", "scene-graphs folder", "data",
+                                   "features", "ontology", "a written name"])
+def test_train_refuses_an_out_folder_that_is_or_is_inside_an_input(tiny_set, tmp_path, capsys, where):
+    import shutil
+    folder = tmp_path / "q"
+    folder.mkdir()
+    shutil.copy(tiny_set / "train_balanced_questions.json", folder)
+    base = ["--features", tiny_set / "features", "--questions", folder]
+    args, out = {
+        "questions folder": (base, folder),
+        "questions subfolder": (base, folder / "m"),
+        "scene-graphs folder": (["--data", tiny_set, "--scene-graphs", folder], folder),
+        "data": (["--data", tiny_set], tiny_set),
+        "features": (["--data", tiny_set], tiny_set / "features"),
+        "ontology": (["--data", tiny_set], tiny_set / "ontology"),
+        "a written name": (["--features", tiny_set / "features", "--questions", tmp_path / "m" / "metrics.jsonl"],
+                           tmp_path / "m"),
+    }[where]
+    if where == "a written name":
+        (tmp_path / "m").mkdir()
+        shutil.copy(tiny_set / "train_balanced_questions.json", tmp_path / "m" / "metrics.jsonl")
+    before = {p: p.read_bytes() for p in sorted(tmp_path.rglob("*")) + sorted(tiny_set.rglob("*")) if p.is_file()}
+    code, _, err = run_cli("train", *args, "--out", out, *TRAIN, capsys=capsys)
+    _one_line(code, err, f"--out {out}", "give another --out")
+    after = {p: p.read_bytes() for p in sorted(tmp_path.rglob("*")) + sorted(tiny_set.rglob("*")) if p.is_file()}
+    assert after == before
+
+
+def test_train_that_diverges_says_so_and_saves_nothing(tiny_set, tmp_path, capsys):
+    code, _, err = run_cli("train", "--data", tiny_set, "--out", tmp_path / "m", *TRAIN, "--lr", "1e300",
+                           capsys=capsys)
+    _one_line(code, err, "training diverged: non-finite", "lower --lr")
+    assert not (tmp_path / "m" / "config.json").exists()
+
+
+def test_calibrate_refuses_to_replace_a_calibrator_and_to_train_on_nothing(trained, tiny_set, tmp_path, capsys):
+    import shutil
+    model = tmp_path / "m"
+    shutil.copytree(trained, model)
+    (tmp_path / "empty.json").write_text("{}")
+    code, _, err = run_cli("calibrate", "--questions", tmp_path / "empty.json", "--features", tiny_set / "features",
+                           "--model", model, "--epochs", "1", capsys=capsys)
+    _one_line(code, err, "no question to train on: 0 read")
+    assert not (model / "calibrator.json").exists()
+    code, _, err = run_cli("calibrate", "--data", tiny_set, "--model", model, "--epochs", "1", "--batch-size", "16",
+                           capsys=capsys)
+    assert code == 0, err
+    before = _snapshot(model)
+    code, _, err = run_cli("calibrate", "--data", tiny_set, "--model", model, "--epochs", "1", capsys=capsys)
+    _one_line(code, err, str(model), "already holds a calibrator", "--resume")
+    code, _, err = run_cli("calibrate", "--questions", tmp_path / "empty.json", "--features", tiny_set / "features",
+                           "--model", model, "--epochs", "2", "--resume", capsys=capsys)
+    _one_line(code, err, "no question to train on: 0 read")
+    assert _snapshot(model) == before

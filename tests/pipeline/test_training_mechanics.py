@@ -127,3 +127,41 @@ def test_answers_outside_the_plausible_ones_are_listed_not_trained_on():
     assert answer_target(q, "parrot") == q.answers.index("parrot")
     assert answer_target(q, "chair") is None
     assert answer_target(compiler.compile_text("select: bird->exist: ? [0]"), "no") == 1
+
+
+def test_resume_refuses_a_network_of_another_shape(tiny_dataset, tmp_path):
+    """Another --head (or --hidden) than the checkpoint's is refused, naming both, not switched silently."""
+    from nablafol.errors import InputFileError
+    first = _trainer(tiny_dataset, tmp_path / "m", epochs=1)
+    first.train()
+    onto = Ontology.from_folder(tiny_dataset / "ontology")
+    model = NeuralOracleModel.for_vocabulary(ConceptVocabulary.from_ontology(onto), feature_dim=16, hidden_dim=16,
+                                             embedding_dim=8, projection_dim=8, pair_hidden_dim=8, head="cosine")
+    assert first.model.config.head != "cosine"
+    other = _trainer(tiny_dataset, tmp_path / "m", epochs=2)
+    other.model = other.trainable = model
+    with pytest.raises(InputFileError, match=r"--head cosine \(the checkpoint's: dot\)"):
+        other.resume()
+    state = torch.load(tmp_path / "m" / "training_state.pt", weights_only=True)
+    del state["shape"]  # a checkpoint written before the shape was recorded: the folder's config.json says it
+    torch.save(state, tmp_path / "m" / "training_state.pt")
+    with pytest.raises(InputFileError, match=r"--head cosine \(the checkpoint's: dot\)"):
+        other.resume()
+
+
+@pytest.mark.parametrize("metrics,line,message", [
+    (b'{"epoch": 0}\n{"epoch": 1, "tra', 2, "not JSON"),
+    (b'{"epoch": 0}\n\n', 2, "a blank line"),
+    (b'\xff\xfe{"epoch": 0}\n', 1, "not UTF-8"),
+    (b'{"epoch": 0}\n[1, 2]\n', 2, "a JSON list"),
+])
+def test_a_corrupt_metrics_file_refuses_resume_naming_the_line(tiny_dataset, tmp_path, metrics, line, message):
+    from nablafol.errors import InputFileError
+    first = _trainer(tiny_dataset, tmp_path / "m", epochs=1)
+    first.train()
+    (tmp_path / "m" / "metrics.jsonl").write_bytes(metrics)
+    with pytest.raises(InputFileError) as refused:
+        _trainer(tiny_dataset, tmp_path / "m", epochs=2).resume()
+    text = str(refused.value)
+    assert text.startswith(str(tmp_path / "m" / "metrics.jsonl")) and f"line {line}" in text and message in text
+    assert len(text.splitlines()) == 1

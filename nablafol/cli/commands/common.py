@@ -64,7 +64,7 @@ def output_file(path, inputs: Mapping | None = None, read_whole: tuple = ("--que
         raise UsageError(f"{path}: is not a regular file (a device, a pipe or a socket); give a file path")
     for option, given in (inputs or {}).items():
         if given is not None:
-            clash = _clash(path, Path(given), option in read_whole)
+            clash = output_clash(path, Path(given), option in read_whole)
             if clash is not None:
                 raise UsageError(f"{path}: {clash.format(f'{option} {given}')}: give another path")
     # the folder of what is written: a link's target's (a link is written through)
@@ -72,7 +72,7 @@ def output_file(path, inputs: Mapping | None = None, read_whole: tuple = ("--que
     return path
 
 
-def _clash(out: Path, given: Path, read_whole: bool) -> str | None:
+def output_clash(out: Path, given: Path, read_whole: bool) -> str | None:
     """How writing ``out`` would harm ``given`` (the same file, by any name; a file inside
     ``given``'s folder when it is read whole), or None."""
     if out.resolve() == given.resolve() or (out.exists() and given.exists() and os.path.samefile(out, given)):

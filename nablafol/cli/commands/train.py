@@ -28,7 +28,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .common import (UsageError, add_ontology_argument, add_threads_argument, device, non_negative_float,
-                     non_negative_int, positive_float, positive_int, seed_number, with_threads)
+                     non_negative_int, output_clash, positive_float, positive_int, seed_number, with_threads)
 
 HELP = "train the neural oracle through the reasoning (Algorithm 1)"
 
@@ -90,8 +90,12 @@ def _run(args) -> int:
         return _plan(args)
     config = TrainConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, weight_decay=args.weight_decay,
                          clip_norm=args.clip, seed=args.seed, curriculum_start=args.curriculum_start)
+    files = dataset(args)
+    check_model_folder(args.out, files, data=args.data, scene_graphs=args.scene_graphs,
+                       named={option for option, value in (("--questions", args.questions), ("--features", args.features),
+                              ("--val-questions", args.val_questions), ("--ontology", args.ontology)) if value})
     launch = Launch.from_environment()
-    job = TrainingJob(dataset(args), Path(args.out), config, hidden_dim=args.hidden, head=args.head, val_limit=args.val_limit,
+    job = TrainingJob(files, Path(args.out), config, hidden_dim=args.hidden, head=args.head, val_limit=args.val_limit,
                       device=device(args.device), resume=args.resume, shards=args.shards, launch=launch,
                       scene_graphs=Path(args.scene_graphs) if args.scene_graphs else None,
                       pretrain_epochs=args.pretrain_epochs or 6)
@@ -102,6 +106,32 @@ def _run(args) -> int:
     if launch.is_main and history and history[-1].get("val_accuracy") is not None:
         print(f"final validation accuracy {100 * history[-1]['val_accuracy']:.2f}% -> model in {args.out}")
     return 0
+
+
+# what a training run writes into its model folder (the oracle's, its checkpoint and metrics)
+WRITTEN = ("config.json", "model.safetensors", "training_state.pt", "metrics.jsonl")
+
+
+def check_model_folder(out, files, data=None, scene_graphs=None, named=()) -> None:
+    """Refuse, before any work, a model folder ``out`` that is one of the run's inputs (the
+    dataset folder, its features or ontology folder, a questions or scene-graphs folder), lies
+    inside a folder read whole (a later run would read the model's files as input), or whose
+    files would replace an input (``files``: the run's :class:`DatasetFiles`; ``named``: the
+    options of ``files`` given by name, the others being the dataset folder's own)."""
+    out = Path(out)
+    inputs = {"--data": data, "--questions": files.train_questions, "--val-questions": files.val_questions,
+              "--features": files.features, "--ontology": files.ontology, "--scene-graphs": scene_graphs}
+    for option, given in inputs.items():
+        if given is None:
+            continue
+        given = Path(given)
+        if data is not None and option not in ("--data", "--scene-graphs", *named):
+            option = f"{option} (of --data)"
+        # a folder of the dataset is read whole (questions, scene graphs, features) or by fixed names
+        clash = output_clash(out, given, not option.startswith("--data")) or next(
+            (c for c in (output_clash(out / name, given, False) for name in WRITTEN) if c is not None), None)
+        if clash is not None:
+            raise UsageError(f"--out {out}: {clash.format(f'{option} {given}')}: give another --out")
 
 
 def _plan(args) -> int:
