@@ -644,6 +644,11 @@ def _oracle_trainer(job: TrainingJob, group, log, progress) -> "Trainer":
     if held:  # a new training would replace it (and leave its calibrator to a new oracle)
         raise InputFileError(out, f"already holds a trained model ({', '.join(held)}): --resume to continue it, "
                              f"or another --out")
+    from nablafol.calibration.storage import CONFIG_NAME as CALIBRATOR_CONFIG
+    if job.resume and (out / CALIBRATOR_CONFIG).exists():  # trained on these weights: training on leaves it stale
+        raise InputFileError(out / CALIBRATOR_CONFIG, "this oracle was calibrated: training it on would leave the "
+                             "calibrator to other weights (eval --model applies it); move the calibrator's files "
+                             "out of the folder first, and calibrate again after")
     device = rank_device(job.device, group.launch)
     ontology = dsl.Ontology.gqa() if files.ontology is None else dsl.Ontology.from_folder(files.ontology)
     store = FeatureStore(files.features)

@@ -464,8 +464,12 @@ def test_train_refuses_an_out_folder_that_holds_a_trained_model(trained, tiny_se
     code, _, err = run_cli("train", "--data", tiny_set, "--out", out, *TRAIN, capsys=capsys)
     _one_line(code, err, str(out), "already holds a trained model", "--resume")
     assert _snapshot(out) == before
-    code, _, err = run_cli("train", "--data", tiny_set, "--out", out, *TRAIN, "--epochs", "2", "--resume",
-                           capsys=capsys)
+    resume = ("train", "--data", tiny_set, "--out", out, *TRAIN, "--epochs", "2", "--resume")
+    code, _, err = run_cli(*resume, capsys=capsys)  # training on would leave the calibrator to other weights
+    _one_line(code, err, "calibrator.json", "this oracle was calibrated", "calibrate again")
+    assert _snapshot(out) == before
+    (out / "calibrator.json").rename(tmp_path / "calibrator.json")
+    code, _, err = run_cli(*resume, capsys=capsys)
     assert code == 0, err
 
 
