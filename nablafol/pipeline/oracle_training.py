@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import math
 import time
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable, Optional, Sequence
@@ -68,16 +69,11 @@ def held_files(folder, names: Sequence[str]) -> list[str]:
     return [name for name in names if (folder / name).exists()] if folder.is_dir() else []
 
 
-def skip_summary(skips: Sequence) -> str:
-    """``"3 no scene, 1 unknown concept"``: how many skips of each reason, the most common first."""
-    from collections import Counter
-    return ", ".join(f"{n:,} {reason}" for reason, n in Counter(s.reason for s in skips).most_common())
-
-
-def nothing_to_train_on(source, read: int, skips: Sequence) -> InputFileError:
-    """The refusal of a run whose every question (``read`` of them) was skipped."""
-    why = f", all skipped ({skip_summary(skips)})" if skips else ""
-    return InputFileError(source, f"no question to train on: {read:,} read{why}")
+def nothing_to_train_on(source, read: int, reasons: Counter) -> InputFileError:
+    """The refusal of a run whose every question (``read`` of them) was skipped, ``reasons``
+    counting why (``"3 no scene, 1 unknown concept"``, the most common first)."""
+    why = ", ".join(f"{n:,} {reason}" for reason, n in reasons.most_common())
+    return InputFileError(source, f"no question to train on: {read:,} read" + (f", all skipped ({why})" if why else ""))
 
 
 @dataclass
@@ -697,14 +693,13 @@ def _oracle_trainer(job: TrainingJob, group, log, progress) -> "Trainer":
 def refuse_nothing_to_train_on(group, source, read: int, examples: Sequence, skips: Sequence) -> None:
     """Raise :func:`nothing_to_train_on` when no process has an example (before anything is
     written: an untrained model would pass for a trained one). Every process decides alike."""
-    if group.active:
-        parts = group.gather((read, len(examples), [(s.question_id, s.reason, s.detail) for s in skips]))
-        read, found = sum(p[0] for p in parts), sum(p[1] for p in parts)
-        skips = [Skip(*s) for p in parts for s in p[2]]
-    else:
-        found = len(examples)
+    reasons = Counter(s.reason for s in skips)
+    found = len(examples)
+    if group.active:  # the counts only: a process may have skipped thousands
+        parts = group.gather((read, found, reasons))
+        read, found, reasons = sum(p[0] for p in parts), sum(p[1] for p in parts), sum((p[2] for p in parts), Counter())
     if not found:
-        raise nothing_to_train_on(source, read, skips)
+        raise nothing_to_train_on(source, read, reasons)
 
 
 def _pretrain(job: TrainingJob, model, store, ontology, log) -> list[dict]:
