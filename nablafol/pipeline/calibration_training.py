@@ -11,12 +11,11 @@ from nablafol.calibration.calibrator import TopDownCalibrator
 from nablafol.engine import Engine
 from nablafol.errors import InputFileError
 from nablafol.pipeline.datasets import DatasetFiles
-from nablafol.pipeline.oracle_training import TrainConfig, Trainer, held_files, prepare_examples, refuse_nothing_to_train_on
+from nablafol.pipeline.oracle_training import (CALIBRATOR_FILES, TrainConfig, Trainer, held_files, prepare_examples,
+                                               refuse_nothing_to_train_on)
 
 __all__ = ["CalibrationTrainer", "train_calibrator", "CalibrationJob", "calibrate_model"]
 
-# the files of a trained calibrator in a model folder (nablafol.calibration.storage; its checkpoint)
-CALIBRATOR_FILES = ("calibrator.json", "calibrator.safetensors", "calibrator_state.pt")
 
 
 class CalibrationTrainer(Trainer):

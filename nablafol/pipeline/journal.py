@@ -7,7 +7,7 @@ the details file was; the commit is flushed to disk. A run killed at any moment 
 journal whose last commit describes work that is complete; whatever follows it (a torn line,
 half a chunk) is cut off when the run resumes. Lines::
 
-    {"journal": "nablafol-eval", "version": 1, "settings": {...}}   the header (first line)
+    {"journal": "nablafol-eval", "version": 2, "settings": {...}}   the header (first line)
     {"q": "<questionId>", "p": "<prediction>"}                        an answered question
     {"q": "<questionId>", "p": "<prediction>", "g": true}             ... a guess (every candidate at 0)
     {"q": "<questionId>", "skip": "<reason>", "detail": "<line>"}     a skipped question
@@ -40,7 +40,7 @@ from nablafol.data.files import atomic_writer
 from nablafol.errors import InputFileError
 
 FORMAT = "nablafol-eval"
-VERSION = 1
+VERSION = 2  # 2: a guess is marked ("g"); a version-1 journal would count none
 _COMMIT = b'{"done"'  # how a commit line starts (json.dumps keeps the key order it is given)
 
 # (questionId, prediction or None, (reason, detail) of a skip or None, whether the prediction is a guess)
@@ -96,9 +96,12 @@ class EvalJournal:
             header = f.readline()
             try:
                 head = json.loads(header)
-                assert head["journal"] == FORMAT and head["version"] == VERSION and header.endswith(b"\n")
+                assert head["journal"] == FORMAT and header.endswith(b"\n")
             except Exception:
                 raise InputFileError(path, "is not a nablafol eval journal; remove it to start over") from None
+            if head.get("version") != VERSION:
+                raise InputFileError(path, f"is a journal of version {head.get('version')!r}, this nablafol writes "
+                                           f"version {VERSION}: run again without --resume (its shards too)")
             if head["settings"] != settings:
                 changed = sorted(k for k in set(settings) | set(head["settings"])
                                  if settings.get(k) != head["settings"].get(k))

@@ -55,8 +55,10 @@ __all__ = ["TrainConfig", "TrainingExample", "TrainingEvent", "Curriculum", "ans
 LOG_FLOOR = -100.0  # an exact zero probability (log = -inf, no gradient) costs this much in the loss
 STATE_NAME = "training_state.pt"
 METRICS_NAME = "metrics.jsonl"
-# the files that make a folder hold a trained oracle (weights.pt: older folders)
+# the files that make a folder hold a trained oracle (weights.pt: older folders), and a calibrator
+# (nablafol.calibration.storage; its checkpoint, which an interrupted calibration leaves alone)
 MODEL_FILES = ("config.json", "model.safetensors", "weights.pt", STATE_NAME)
+CALIBRATOR_FILES = ("calibrator.json", "calibrator.safetensors", "calibrator_state.pt")
 
 
 class DivergedError(NablafolError):
@@ -472,8 +474,12 @@ class Trainer:
             parts = [[self.examples[i] for i in part] for part in plan[b]]
             try:
                 loss = self._step(parts)
-            except OracleError:  # probabilities out of range: from the data, or from weights gone non-finite
+            except OracleError as error:  # probabilities out of range: from the data, or from the training
                 self._check_weights(b)
+                if self._steps:  # after steps taken, finite but huge weights give NaN as well
+                    steps = f"{self._steps:,} training step{'s' if self._steps > 1 else ''}"
+                    raise DivergedError(f"{str(error).splitlines()[0]}, after {steps}: training may have diverged "
+                                        "(lower --lr), or the features are not finite") from None
                 raise
             share, n, due = self._agree(loss, parts, b + 1)
             if not math.isfinite(share):  # the same on every process: their losses are summed
@@ -640,10 +646,10 @@ def _oracle_trainer(job: TrainingJob, group, log, progress) -> "Trainer":
     if held:  # a new training would replace it (and leave its calibrator to a new oracle)
         raise InputFileError(out, f"already holds a trained model ({', '.join(held)}): --resume to continue it, "
                              f"or another --out")
-    from nablafol.calibration.storage import CONFIG_NAME as CALIBRATOR_CONFIG
-    if job.resume and (out / CALIBRATOR_CONFIG).exists():  # trained on these weights: training on leaves it stale
-        raise InputFileError(out / CALIBRATOR_CONFIG, "this oracle was calibrated: training it on would leave the "
-                             "calibrator to other weights (eval --model applies it); move the calibrator's files "
+    calibrated = held_files(out, CALIBRATOR_FILES) if job.resume else []
+    if calibrated:  # trained on these weights: training on would leave it (or its checkpoint) stale
+        raise InputFileError(out, f"this oracle was calibrated ({', '.join(calibrated)}): training it on would leave "
+                             "the calibrator to other weights (eval --model applies it); move the calibrator's files "
                              "out of the folder first, and calibrate again after")
     device = rank_device(job.device, group.launch)
     ontology = dsl.Ontology.gqa() if files.ontology is None else dsl.Ontology.from_folder(files.ontology)
