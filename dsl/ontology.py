@@ -149,7 +149,8 @@ class Ontology:
             part = "gendered_names"
         if part is not None:
             shape = {"gendered_names": "{name: gender}"}.get(part, "[word, ...]")
-            raise ValueError(f"vocabulary: {part} must be {VOCABULARY_SHAPES.get(part, shape)}")
+            raise ValueError(f"vocabulary: {part} must be {VOCABULARY_SHAPES.get(part, shape)}, every word a "
+                             "non-empty string")
         return _completed(hypernyms, attributes, relations, classes=classes, untyped=untyped, pronouns=pronouns,
                           gendered_names=gendered_names)
 
@@ -230,7 +231,8 @@ class Ontology:
                 raise VocabularyFileError(path, f"not JSON ({e})") from None
         part = _misshapen_part(*loaded)
         if part is not None:
-            raise VocabularyFileError(folder / f"{part}.json", f"expected {VOCABULARY_SHAPES[part]}")
+            raise VocabularyFileError(folder / f"{part}.json", f"expected {VOCABULARY_SHAPES[part]}, every word a "
+                                                              "non-empty string")
         return _completed(*loaded)
 
     # ------------------------------------------------------------------ queries (vocabulary forms)
@@ -378,12 +380,16 @@ VOCABULARY_SHAPES = {"hypernyms": "{category: [class, ...]}", "attributes": "{ty
 
 
 def _misshapen_part(hypernyms, attributes, relations) -> str | None:
-    """The first of the three parts whose content is not in its file's shape, or None."""
+    """The first of the three parts whose content is not in its file's shape (its words
+    non-empty strings: an empty one names no predicate), or None."""
+    def word(item) -> bool:
+        return isinstance(item, str) and bool(item.strip())
+
     def strings(items) -> bool:
-        return isinstance(items, list) and all(isinstance(item, str) for item in items)
+        return isinstance(items, list) and all(map(word, items))
 
     for name, part in (("hypernyms", hypernyms), ("attributes", attributes)):
-        if not (isinstance(part, dict) and all(isinstance(k, str) and strings(v) for k, v in part.items())):
+        if not (isinstance(part, dict) and all(word(k) and strings(v) for k, v in part.items())):
             return name
     return None if strings(relations) else "relations"
 

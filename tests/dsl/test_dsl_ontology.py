@@ -188,6 +188,14 @@ def test_ontology_from_folder_reports_bad_files(tmp_path):
     (tmp_path / "hypernyms.json").write_text('{"furniture": "chair"}')
     with pytest.raises(VocabularyFileError, match=r"expected \{category"):
         Ontology.from_folder(tmp_path)
+    # an empty word names no predicate: refused naming its file, not later by the predicate it makes
+    (tmp_path / "hypernyms.json").write_text('{"furniture": ["chair"]}')
+    for part, content in (("attributes", '{"color": ["red", ""]}'), ("attributes", '{" ": ["red"]}'),
+                          ("relations", '["on", "  "]'), ("hypernyms", '{"furniture": [""]}')):
+        for name, good in (("attributes", "{}"), ("relations", "[]"), ("hypernyms", '{"furniture": ["chair"]}')):
+            (tmp_path / f"{name}.json").write_text(content if name == part else good)
+        with pytest.raises(VocabularyFileError, match=f"{part}.json: .*every word a non-empty string"):
+            Ontology.from_folder(tmp_path)
 
 
 def test_ontology_data_round_trip():
