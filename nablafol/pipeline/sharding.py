@@ -220,6 +220,9 @@ def plan_report(train_questions, store, shards: int, val_questions: Sequence = (
     from nablafol.data.feature_files import FILE_PATTERN
     position = feature_position(store)
     counts = count_images(iter_questions(train_questions), train_questions)
+    if shards > len(counts):  # the run refuses a shard with nothing to train on: so does its plan, in one line
+        raise ShardingError(f"{shards:,} shards for {len(counts):,} images of training questions: a shard would "
+                            f"have no question to train on; use at most {len(counts):,}")
     train = ImagePlan.cut(counts, position, shards)
     val_counts = count_images(val_questions)
     val = ImagePlan.cut(val_counts, position, shards)

@@ -185,3 +185,8 @@ def test_the_plan_lists_each_shards_questions_and_feature_files(runs, capsys):
     counts = [int(line.split(": ")[1].split(" training")[0].replace(",", "")) for line in lines[1:]]
     assert sum(counts) == len(load_questions(data / "train_balanced_questions.json"))
     assert all(line.endswith("features: gqa_objects_0.h5") for line in lines[1:])
+    # more shards than images: refused in one line, as the run refuses a shard with no question
+    images = len({q.image_id for q in load_questions(data / "train_balanced_questions.json").values()})
+    assert main(["train", "--data", str(data), "--out", "unused", "--shards", str(images + 1), "--plan"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and f"use at most {images:,}" in err and len(err.strip().splitlines()) == 1
