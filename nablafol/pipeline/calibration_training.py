@@ -11,11 +11,10 @@ from nablafol.calibration.calibrator import TopDownCalibrator
 from nablafol.engine import Engine
 from nablafol.errors import InputFileError
 from nablafol.pipeline.datasets import DatasetFiles
-from nablafol.pipeline.oracle_training import (CALIBRATOR_FILES, TrainConfig, Trainer, held_files, prepare_examples,
-                                               refuse_nothing_to_train_on)
+from nablafol.pipeline.oracle_training import (CALIBRATOR_FILES, CALIBRATOR_STATE_NAME, TrainConfig, Trainer, held_files,
+                                               prepare_examples, refuse_nothing_to_train_on)
 
 __all__ = ["CalibrationTrainer", "train_calibrator", "CalibrationJob", "calibrate_model"]
-
 
 
 class CalibrationTrainer(Trainer):
@@ -26,7 +25,7 @@ class CalibrationTrainer(Trainer):
     (``calibrator_state.pt``, ``calibrator_metrics.jsonl``, ``calibrator.json`` + tensors).
     """
 
-    state_name = "calibrator_state.pt"
+    state_name = CALIBRATOR_STATE_NAME
     metrics_name = "calibrator_metrics.jsonl"
 
     def __init__(self, model, calibrator: TopDownCalibrator, *args, **kwargs):

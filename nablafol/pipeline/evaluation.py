@@ -68,7 +68,13 @@ class StreamResult:
     outcomes: Optional[list] = None
 
     def skip_summary(self) -> str:
-        return ", ".join(f"{n:,} {reason}" for reason, n in sorted(self.skip_counts.items(), key=lambda kv: -kv[1]))
+        return reason_counts(self.skip_counts)
+
+
+def reason_counts(counts: dict) -> str:
+    """``"3 no scene, 1 unknown concept"``: skips counted by reason, the most common first (ties
+    in the order met)."""
+    return ", ".join(f"{n:,} {reason}" for reason, n in sorted(counts.items(), key=lambda kv: -kv[1]))
 
 
 class _Tally:

@@ -40,12 +40,15 @@ import torch
 from nablafol import dsl
 from nablafol.compiler import CompiledQuestion, Compiler
 
+from nablafol.calibration.storage import CONFIG_NAME as CALIBRATOR_CONFIG, PART as CALIBRATOR_PART
 from nablafol.data.files import atomic_writer
 from nablafol.engine import Answers, Engine
 from nablafol.errors import InputFileError, NablafolError, OracleError
+from nablafol.neural.checkpoint import CONFIG_NAME as MODEL_CONFIG, MODEL_PART, tensor_file_names
 from nablafol.neural.optimizer import adam
 from nablafol.pipeline.answering import Answerer, Skip, compile_question
 from nablafol.pipeline.datasets import DatasetFiles
+from nablafol.pipeline.evaluation import answer_all, reason_counts
 from nablafol.pipeline.perception import FeaturePerception
 from nablafol.scoring import vocabulary_match
 
@@ -55,10 +58,11 @@ __all__ = ["TrainConfig", "TrainingExample", "TrainingEvent", "Curriculum", "ans
 LOG_FLOOR = -100.0  # an exact zero probability (log = -inf, no gradient) costs this much in the loss
 STATE_NAME = "training_state.pt"
 METRICS_NAME = "metrics.jsonl"
-# the files that make a folder hold a trained oracle (weights.pt: older folders), and a calibrator
-# (nablafol.calibration.storage; its checkpoint, which an interrupted calibration leaves alone)
-MODEL_FILES = ("config.json", "model.safetensors", "weights.pt", STATE_NAME)
-CALIBRATOR_FILES = ("calibrator.json", "calibrator.safetensors", "calibrator_state.pt")
+CALIBRATOR_STATE_NAME = "calibrator_state.pt"  # CalibrationTrainer's checkpoint
+# the files that make a folder hold a trained oracle (its tensors under either name), and a
+# calibrator (its checkpoint too, which an interrupted calibration leaves alone)
+MODEL_FILES = (MODEL_CONFIG, *tensor_file_names(MODEL_PART), STATE_NAME)
+CALIBRATOR_FILES = (CALIBRATOR_CONFIG, *tensor_file_names(CALIBRATOR_PART), CALIBRATOR_STATE_NAME)
 
 
 class DivergedError(NablafolError):
@@ -73,9 +77,9 @@ def held_files(folder, names: Sequence[str]) -> list[str]:
 
 def nothing_to_train_on(source, read: int, reasons: Counter) -> InputFileError:
     """The refusal of a run whose every question (``read`` of them) was skipped, ``reasons``
-    counting why (``"3 no scene, 1 unknown concept"``, the most common first)."""
-    why = ", ".join(f"{n:,} {reason}" for reason, n in reasons.most_common())
-    return InputFileError(source, f"no question to train on: {read:,} read" + (f", all skipped ({why})" if why else ""))
+    counting why."""
+    why = f", all skipped ({reason_counts(reasons)})" if reasons else ""
+    return InputFileError(source, f"no question to train on: {read:,} read{why}")
 
 
 @dataclass
@@ -450,7 +454,7 @@ class Trainer:
             skipped = record.extra.get("val_skipped")
             if skipped:
                 acc += (f" ({sum(skipped.values()):,} of {len(self.val_questions):,} validation questions skipped, "
-                        f"counted wrong: {', '.join(f'{n:,} {reason}' for reason, n in skipped.items())})")
+                        f"counted wrong: {reason_counts(skipped)})")
             self.log(f"epoch {record.epoch + 1}/{cfg.epochs}: loss {record.train_loss:.4f}, "
                      f"validation accuracy {acc}, programs of <= {record.max_program_steps} steps, "
                      f"{record.examples:,} questions, {record.seconds:.1f} s")
@@ -562,32 +566,26 @@ class Trainer:
         """Accuracy (vocabulary forms) on the validation questions: all / open / binary."""
         if self.val_perception is None or not self.val_questions:
             return {}
-        from nablafol.pipeline.evaluation import answer_all
         from nablafol.scoring import Scorer
         self.trainable.eval()
         answerer = Answerer(self.val_perception, compiler=self.compiler, engine=self.engine,
                             threshold=self.config.threshold)
         scorer = Scorer(vocabulary_match)
-        skipped: dict = {}
+        skipped = Counter()
         # one chunk per shard: every validation question of a shard batched together, one pass
         for part in self.world.validation_parts(self.val_questions):
             if part:
-                for reason, n in answer_all(part, answerer, scorer=scorer).skip_counts.items():
-                    skipped[reason] = skipped.get(reason, 0) + n
+                skipped.update(answer_all(part, answerer, scorer=scorer).skip_counts)
         self.trainable.train()
         scores = self.world.merged_scores(scorer)
         if self.world.group.active:  # every shard's skips, on every process
-            merged: dict = {}
-            for part in self.world.group.gather(skipped):
-                for reason, n in part.items():
-                    merged[reason] = merged.get(reason, 0) + n
-            skipped = merged
+            skipped = sum(self.world.group.gather(skipped), Counter())
         if scores is None:
             return {}
         acc = scores.overall.accuracy
         out = {k: (None if v is None or (isinstance(v, float) and math.isnan(v)) else v) for k, v in acc.items()}
         if skipped:
-            out["skipped"] = dict(sorted(skipped.items(), key=lambda kv: -kv[1]))
+            out["skipped"] = dict(skipped.most_common())
         return out
 
     def _write_metrics(self) -> None:

@@ -70,11 +70,6 @@ def run(args) -> int:
     return 0
 
 
-# what a model folder holds or may come to hold (nablafol.neural.checkpoint, nablafol.calibration.storage)
-MODEL_FOLDER_FILES = ("config.json", "model.safetensors", "weights.pt", "training_state.pt", "metrics.jsonl",
-                      "calibrator.json", "calibrator.safetensors", "calibrator_state.pt", "calibrator_metrics.jsonl")
-
-
 def check_plot_format(path) -> None:
     """Refuse, before any work, a plot path whose extension matplotlib cannot write."""
     from matplotlib.figure import Figure
@@ -89,12 +84,16 @@ def _inspect(args) -> int:
     from nablafol.pipeline.inspection import inspect_calibration
 
     if args.plot:
+        from nablafol.pipeline.calibration_training import CalibrationTrainer
+        from nablafol.pipeline.oracle_training import CALIBRATOR_FILES, METRICS_NAME, MODEL_FILES
+
         check_plot_format(args.plot)
         model = Path(args.model)  # its files are inputs too (and those it may hold later)
         held = {p.name for p in model.iterdir()} if model.is_dir() else set()
         inputs = {"--data": args.data, "--questions": args.questions, "--features": args.features,
                   "--val-questions": args.val_questions, "--model": args.model}
-        for name in sorted(held | set(MODEL_FOLDER_FILES)):
+        may_hold = {*MODEL_FILES, METRICS_NAME, *CALIBRATOR_FILES, CalibrationTrainer.metrics_name}
+        for name in sorted(held | may_hold):
             inputs[f"the model folder's file {name}"] = model / name
         output_file(args.plot, inputs)
     if args.data and not Path(args.data).is_dir():

@@ -108,16 +108,14 @@ def _run(args) -> int:
     return 0
 
 
-# what a training run writes into its model folder (the oracle's, its checkpoint and metrics)
-WRITTEN = ("config.json", "model.safetensors", "training_state.pt", "metrics.jsonl")
-
-
 def check_model_folder(out, files, data=None, scene_graphs=None, named=()) -> None:
     """Refuse, before any work, a model folder ``out`` that is one of the run's inputs (the
     dataset folder, its features or ontology folder, a questions or scene-graphs folder), lies
     inside a folder read whole (a later run would read the model's files as input), or whose
     files would replace an input (``files``: the run's :class:`DatasetFiles`; ``named``: the
     options of ``files`` given by name, the others being the dataset folder's own)."""
+    from nablafol.pipeline.oracle_training import METRICS_NAME, MODEL_FILES
+    written = (*MODEL_FILES, METRICS_NAME)  # what a run writes there (its tensors' other name: unlinked)
     out = Path(out)
     inputs = {"--data": data, "--questions": files.train_questions, "--val-questions": files.val_questions,
               "--features": files.features, "--ontology": files.ontology, "--scene-graphs": scene_graphs}
@@ -129,7 +127,7 @@ def check_model_folder(out, files, data=None, scene_graphs=None, named=()) -> No
             option = f"{option} (of --data)"
         # a folder of the dataset is read whole (questions, scene graphs, features) or by fixed names
         clash = output_clash(out, given, not option.startswith("--data")) or next(
-            (c for c in (output_clash(out / name, given, False) for name in WRITTEN) if c is not None), None)
+            (c for c in (output_clash(out / name, given, False) for name in written) if c is not None), None)
         if clash is not None:
             raise UsageError(f"--out {out}: {clash.format(f'{option} {given}')}: give another --out")
 
