@@ -126,14 +126,22 @@ def bench_engine(n_programs, batch, compile_, seed=0):
     return n_programs / warm, n_programs / cold
 
 
+def qproduct_inputs(rows: int, n: int, device=None) -> tuple:
+    """The Q-product's benchmark inputs, ``(log_r (rows, n, n), log_y (rows, n))``: log-sigmoids of
+    scaled normal draws (seed 0), probabilities spread over (0, 1) as an oracle's are."""
+    g = torch.Generator().manual_seed(0)
+    log_r = torch.nn.functional.logsigmoid(torch.randn(rows, n, n, generator=g) * 3).to(device)
+    log_y = torch.nn.functional.logsigmoid(torch.randn(rows, n, generator=g) * 3).to(device)
+    return log_r, log_y
+
+
 def bench_qproduct(rows, n, compile_, repeats=5, device=None):
     """Best times of the ∃ Q-product and of copying the same bytes into a tensor written before
     (the machine's bandwidth), and of a clone into a new tensor (mostly the page faults of fresh
     memory: 5-8x the warm copy here), on ``device`` (the CPU by default); returns
     ``(q_product, copy, gigabytes, fresh_copy)``."""
-    g, sync = torch.Generator().manual_seed(0), synchronizer(device)
-    log_r = torch.nn.functional.logsigmoid(torch.randn(rows, n, n, generator=g) * 3).to(device)
-    log_y = torch.nn.functional.logsigmoid(torch.randn(rows, n, generator=g) * 3).to(device)
+    sync = synchronizer(device)
+    log_r, log_y = qproduct_inputs(rows, n, device)
     mask = torch.ones(rows, n, dtype=torch.bool, device=device)
     fn = _CompiledQProduct() if compile_ else ops.q_product
     destination = torch.empty_like(log_r)

@@ -456,9 +456,9 @@ def exact_arithmetic_floor(rows: int, n: int, repeats: int = 3) -> dict:
     ``f`` the share of terms above ``-log 2``: the floor, in ms."""
     from nablafol.numerics import log_half
     from nablafol.operators import BLOCK_ELEMENTS
-    g = torch.Generator().manual_seed(0)  # bench_qproduct's terms
-    log_r = torch.nn.functional.logsigmoid(torch.randn(rows, n, n, generator=g) * 3)
-    log_y = torch.nn.functional.logsigmoid(torch.randn(rows, n, generator=g) * 3)
+
+    from .bench_engine import qproduct_inputs
+    log_r, log_y = qproduct_inputs(rows, n)  # bench_qproduct's terms
     step = max(1, BLOCK_ELEMENTS // (n * n))
     t, scratch, sums = torch.empty((step, n, n)), torch.empty((step, n, n)), torch.empty((step, n))
     passes = {"add": lambda k, s: torch.add(log_r[s:s + k], log_y[s:s + k, None, :], out=t[:k]),

@@ -155,11 +155,11 @@ def write_bayes_scene_graphs(data, split: str, path) -> int:
     from nablafol.data import FeatureStore, load_scene_graphs, write_scene_graphs
     from nablafol.errors import InputFileError
 
-    from .writer import SPLITS, Generator, _rng, build_dataset
+    from .writer import CARD_NAME, SPLITS, Generator, _rng, build_dataset
     data = Path(data)
     if split not in SPLITS:
         raise InputFileError(data, f"split must be one of {', '.join(SPLITS)}, got {split!r}")
-    card_path = data / "dataset_card.json"
+    card_path = data / CARD_NAME
     if not card_path.exists():
         raise InputFileError(card_path, "no dataset card: not a folder `nablafol generate` wrote")
     card = json.loads(card_path.read_text())

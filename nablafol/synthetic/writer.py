@@ -107,14 +107,19 @@ def _rng(seed: int, stream: str, split: int = 0) -> np.random.Generator:
     return np.random.default_rng(np.random.SeedSequence([seed, _STREAMS[stream], split]))
 
 
+CARD_NAME = "dataset_card.json"
+#: who wrote a folder, as its card says (the first thing written, the last rewritten)
+CARD_MAKER = {"name": "nablafol synthetic GQA", "generator": "nablafol.synthetic"}
+
+
 def _check_replaceable(out: Path) -> None:
     """Refuse a folder with something in it that no earlier generate wrote: its files may be a
     user's real GQA files of the names written here (questions, scene graphs, features)."""
     if not out.is_dir() or next(out.iterdir(), None) is None:
         return
-    card = out / "dataset_card.json"
+    card = out / CARD_NAME
     try:
-        written_here = json.loads(card.read_text(encoding="utf-8")).get("generator") == "nablafol.synthetic"
+        written_here = json.loads(card.read_text(encoding="utf-8")).get("generator") == CARD_MAKER["generator"]
     except (OSError, ValueError, AttributeError):
         written_here = False
     if not written_here:
@@ -209,11 +214,10 @@ def generate_dataset(out_dir, n_train: int = 1500, n_val: int = 300, n_testdev: 
         raise DatasetError(f"{out}: exists and is not a folder")
     _check_replaceable(out)
     out.mkdir(parents=True, exist_ok=True)
-    card = out / "dataset_card.json"
+    card = out / CARD_NAME
     # the folder marked as this generator's before anything else is written: a run stopped
     # half-way (interrupted, out of memory) leaves a folder the next run may write again
-    write_text(card, json.dumps({"name": "nablafol synthetic GQA", "generator": "nablafol.synthetic",
-                                 "complete": False}, indent=1) + "\n")
+    write_text(card, json.dumps({**CARD_MAKER, "complete": False}, indent=1) + "\n")
     total_scenes = n_train + n_val + n_testdev
     total = 2 * total_scenes
     scene_progress = None if progress is None else (lambda done, _total, stage: progress(done, total, stage))
@@ -263,8 +267,7 @@ def _card(dataset: SyntheticDataset, codes: ConceptCodes, feature_dim: int, nois
                          "yes": answers.count("yes"), "no": answers.count("no"),
                          "sceneGraphs": split != "testdev"}
     return {
-        "name": "nablafol synthetic GQA",
-        "generator": "nablafol.synthetic",
+        **CARD_MAKER,
         "format_version": FORMAT_VERSION,
         "seed": dataset.seed,
         "image_size": {"width": dataset.width, "height": dataset.height},

@@ -50,10 +50,9 @@ def test_tiny_run_writes_every_suite_and_a_table(tmp_path, capsys):
     for case in result["suites"]["limits"]["roofline"]:
         assert 0.7 <= case["flops_model"]["step"] / case["flops_counted"] <= 1.3
     # the Q-product's arithmetic floor is taken over bench_qproduct's own terms (their share above -log 2)
+    from benchmarks.bench_engine import qproduct_inputs
     for q in result["suites"]["limits"]["qproduct"]:
-        g = torch.Generator().manual_seed(0)
-        log_r = torch.nn.functional.logsigmoid(torch.randn(q["rows"], q["objects"], q["objects"], generator=g) * 3)
-        log_y = torch.nn.functional.logsigmoid(torch.randn(q["rows"], q["objects"], generator=g) * 3)
+        log_r, log_y = qproduct_inputs(q["rows"], q["objects"])
         above = float((log_r + log_y[:, None, :] > -0.6931471805599453).double().mean())
         assert q["arithmetic_floor"]["share_above_log_half"] == pytest.approx(above, abs=1e-6)
         assert q["copy_over_floor"] > 0
