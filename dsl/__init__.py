@@ -30,6 +30,7 @@ Only the standard library and lark are imported; nothing here knows about tensor
 from .ast import (Alternatives, Argument, AttributeType, Empty, Objects, Program, Relation, Scene,
                   Step, Value)
 from .errors import ProgramError, UnknownConceptError, VocabularyFileError
+from .extension import OntologyExtension, load_ontology
 from .ontology import Ontology, normalize, raw_form
 from .operations import COMPARATIVES, VERBS, Kind
 from .parser import (clear_caches, id_template, parse_program, parse_template, program_from_semantic,
@@ -42,5 +43,5 @@ __all__ = [
     "Program", "Step", "Argument", "Objects", "Scene", "Value", "Relation", "Alternatives",
     "AttributeType", "Empty", "Kind", "VERBS", "COMPARATIVES",
     "ProgramError", "UnknownConceptError", "VocabularyFileError",
-    "Ontology", "normalize", "raw_form",
+    "Ontology", "OntologyExtension", "load_ontology", "normalize", "raw_form",
 ]

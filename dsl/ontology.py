@@ -213,6 +213,38 @@ class Ontology:
                         untyped=(self.untyped | untyped) - joined_values, pronouns=self.pronouns | pronouns,
                         gendered_names=self.gendered_names)
 
+    def with_categories(self, categories: Mapping[str, Iterable[str]]) -> "Ontology":
+        """This vocabulary with more classes under its categories (raw forms, normalized here):
+        what an ontology extension adds (dsl.extension). A class the vocabulary lacks becomes a
+        class; a category it lacks is made; a scene-level type named like a category (`place`,
+        `room`) gains the new classes as values, as the shipped ones are completed. Returns
+        `self` when nothing is new.
+
+            >>> gqa = Ontology.gqa()
+            >>> wider = gqa.with_categories({"place": ["train cars"]})
+            >>> sorted(wider.categories_of("train car")), "train car" in wider.values_of("place")
+            (['place', 'vehicle'], True)
+            >>> gqa.with_categories({"place": ["road"]}) is gqa
+            True
+        """
+        hypernyms = {c: set(members) for c, members in self.categories.items()}
+        grown: dict[str, set[str]] = {}
+        for category, raws in categories.items():
+            forms = {self.normalize(raw) for raw in raws if isinstance(raw, str) and raw.strip()}
+            new = forms - hypernyms.get(category, set()) - {category}
+            if new:
+                hypernyms.setdefault(category, set()).update(new)
+                grown[category] = new
+        if not grown:
+            return self
+        attributes = {t: set(v) for t, v in self.attribute_types.items()}
+        for category, new in grown.items():
+            if category in self.scene_types:
+                attributes.setdefault(category, set()).update(new)
+        return Ontology(hypernyms, attributes, self.relations, raw_forms=self._raw_forms,
+                        scene_types=self.scene_types, classes=self.uncategorized, untyped=self.untyped,
+                        pronouns=self.pronouns, gendered_names=self.gendered_names)
+
     @classmethod
     def from_folder(cls, folder) -> "Ontology":
         """A vocabulary in the layout of dsl/data/gqa (`hypernyms.json`, `attributes.json`,
