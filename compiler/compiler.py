@@ -29,6 +29,7 @@ from nablafol.ir import Program
 
 from .concepts import Concepts
 from .errors import CompileError
+from .presupposition import widened_program
 from .translate import Translator
 
 CACHE_SIZE = 1 << 16
@@ -167,6 +168,18 @@ class Compiler:
             return self.compile_text(source.value)
         raise CompileError(f"a GQA compiler reads 'semantic' or 'semanticStr', not {source.field!r}",
                            reason="unsupported")
+
+    def widened(self, compiled: CompiledQuestion) -> Optional[CompiledQuestion]:
+        """The question with the category its open answer presupposes widened to every class
+        (:mod:`nablafol.compiler.presupposition`: what an answer falls back to when every candidate
+        has probability 0), or None when there is nothing to widen."""
+        program = widened_program(compiled.source, self.ontology)
+        if program is None:
+            return None
+        try:
+            return self.compile(program)
+        except CompileError:
+            return None
 
     def cache_info(self) -> CacheInfo:
         by_line, id_free = self._compile_line.cache_info(), self._compile_id_free.cache_info()
