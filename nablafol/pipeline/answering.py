@@ -58,6 +58,9 @@ class Outcome:
     attention: dict = field(default_factory=dict)  # object id -> focus attention (all objects)
     exact: bool | None = None  # the answer's probabilities are the formula's exact ones (docs/exactness.md)
     guessed: bool = False  # every candidate at probability 0: the prediction, the first, is a guess (Answers.guessed)
+    # the objects an open question presupposes were none under the ontology (every candidate at 0):
+    # answered with their category widened to every class (Compiler.widened; docs/design.md)
+    fallback: bool = False
 
 
 def compile_question(question, compiler: Compiler) -> CompiledQuestion | Skip:
@@ -163,16 +166,22 @@ class Answerer:
         scenes = np.array([index[q.image_id] for q, _ in batch], dtype=np.int64)
         with torch.no_grad():
             answers = self.engine([c.program for _, c in batch], oracle, scenes)
-        predictions, guessed = answers.predictions(self.threshold), answers.guessed()
+        guessed = answers.guessed()
+        # per question: the answers its outcome is read from, its row there, its program, whether widened
+        rows = [(answers, k, compiled, False) for k, (_, compiled) in enumerate(batch)]
+        self._fall_back(batch, rows, guessed, oracle, scenes)
+        distinct = list({id(r[0]): r[0] for r in rows}.values())  # the batch's answers, and the widened ones
+        reads = {id(a): (a.predictions(self.threshold), guessed if a is answers else a.guessed()) for a in distinct}
         if not self.keep_outcomes:
-            for (q, _), prediction, guess in zip(batch, predictions, guessed):
-                yield Outcome(q.id, prediction, {}, (), guessed=guess)
+            for (q, _), (a, k, _, widened) in zip(batch, rows):
+                predictions, guesses = reads[id(a)]
+                yield Outcome(q.id, predictions[k], {}, (), guessed=guesses[k], fallback=widened)
             return
-        probs = answers.probs().cpu()
-        exact = answers.exact.tolist()
-        attention = answers.focus.exp().masked_fill(~answers.object_mask, 0.0).cpu().numpy()
-        focus = attention >= 0.5
-        for k, ((q, compiled), prediction) in enumerate(zip(batch, predictions)):
+        kept = {id(a): (a.probs().cpu(), a.exact.tolist(),
+                        a.focus.exp().masked_fill(~a.object_mask, 0.0).cpu().numpy()) for a in distinct}
+        for (q, _), (a, k, compiled, widened), scene in zip(batch, rows, scenes):
+            predictions, guesses = reads[id(a)]
+            probs, exact, attention = kept[id(a)]
             row = probs[k]
             if compiled.is_binary:
                 dist = {"yes": float(row[0]), "no": float(1.0 - row[0])}
@@ -182,7 +191,25 @@ class Answerer:
                 if self.details_top:
                     order = order[: self.details_top]
                 dist = {compiled.answers[i]: float(row[i]) for i in order.tolist()}
-            names = oracle.object_ids(int(scenes[k]))
-            grounding = tuple(names[i] for i in np.nonzero(focus[k])[0])
+            names = oracle.object_ids(int(scene))
+            grounding = tuple(names[i] for i in np.nonzero(attention[k] >= 0.5)[0])
             att = {names[i]: round(float(attention[k, i]), 6) for i in range(min(len(names), attention.shape[1]))}
-            yield Outcome(q.id, prediction, dist, grounding, compiled.formula(), att, exact[k], guessed[k])
+            yield Outcome(q.id, predictions[k], dist, grounding, compiled.formula(), att, exact[k], guesses[k],
+                          widened)
+
+    def _fall_back(self, batch, rows: list, guessed: list, oracle, scenes) -> None:
+        """Answer again, widened (``Compiler.widened``), the open questions whose every candidate
+        had probability 0; a widened answer with evidence replaces the guess in ``rows``."""
+        again = []
+        for k, ((_, compiled), guess) in enumerate(zip(batch, guessed)):
+            if guess:
+                widened = self.compiler.widened(compiled)
+                if widened is not None and self._unknown_predicate(widened) is None:
+                    again.append((k, widened))
+        if not again:
+            return
+        with torch.no_grad():
+            answers = self.engine([w.program for _, w in again], oracle, scenes[[k for k, _ in again]])
+        for j, ((k, widened), guess) in enumerate(zip(again, answers.guessed())):
+            if not guess:
+                rows[k] = (answers, j, widened, True)

@@ -25,12 +25,15 @@ class DatasetFiles:
     features: Path
     val_questions: Optional[Path] = None
     ontology: Optional[Path] = None
+    ontology_extension: Optional[Path] = None  # classes joining the ontology's categories (dsl.extension)
 
 
-def dataset_files(data=None, questions=None, features=None, val_questions=None, ontology=None) -> DatasetFiles:
+def dataset_files(data=None, questions=None, features=None, val_questions=None, ontology=None,
+                  ontology_extension=None) -> DatasetFiles:
     """From a dataset folder ``data`` (``train_balanced_questions.json``,
     ``val_balanced_questions.json``, ``features/``, ``ontology/``), or from the files given; a
-    file given by name wins over the folder's."""
+    file given by name wins over the folder's; ``ontology_extension`` is a file given by name."""
+    extension = Path(ontology_extension) if ontology_extension else None
     if data is not None:
         data = Path(data)
         if not data.is_dir():
@@ -38,11 +41,12 @@ def dataset_files(data=None, questions=None, features=None, val_questions=None, 
         onto = Path(ontology) if ontology else (data / "ontology" if (data / "ontology").is_dir() else None)
         val = Path(val_questions) if val_questions else data / "val_balanced_questions.json"
         return DatasetFiles(Path(questions) if questions else data / "train_balanced_questions.json",
-                            Path(features) if features else data / "features", val if val.exists() else None, onto)
+                            Path(features) if features else data / "features", val if val.exists() else None, onto,
+                            extension)
     if questions is None or features is None:
         raise ValueError("dataset_files needs a dataset folder, or both questions and features")
     return DatasetFiles(Path(questions), Path(features), Path(val_questions) if val_questions else None,
-                        Path(ontology) if ontology else None)
+                        Path(ontology) if ontology else None, extension)
 
 
 def validation_questions(path, limit: int = 0) -> list:

@@ -37,7 +37,7 @@ from nablafol.data import iter_questions, write_predictions
 from nablafol.data.details import exact_share
 from nablafol.errors import InputFileError, NablafolError
 from nablafol.pipeline.answering import Answerer, Outcome, Skip
-from nablafol.pipeline.journal import EvalJournal
+from nablafol.pipeline.journal import FALLBACK, GUESS, PLAIN, EvalJournal
 from nablafol.pipeline.sharding import EvalShard
 
 __all__ = ["answer_stream", "answer_all", "StreamResult", "DetailsStream", "EvaluationJob", "run_evaluation",
@@ -58,10 +58,11 @@ class StreamResult:
     answered: int = 0
     skipped: int = 0
     guessed: int = 0  # of ``answered``, predictions made with every candidate at probability 0
+    fallbacks: int = 0  # of ``answered``, open questions answered with their presupposition widened (Outcome.fallback)
     replayed: int = 0  # of ``done``, read back from a journal instead of answered
     seconds: float = 0.0
     skip_counts: dict = field(default_factory=dict)
-    first_skips: list = field(default_factory=list)  # (questionId, None, (reason, detail), False) of the first ones
+    first_skips: list = field(default_factory=list)  # (questionId, None, (reason, detail), PLAIN) of the first ones
     scores: object = None
     predictions: Optional[dict] = None
     skips: Optional[list] = None
@@ -92,7 +93,8 @@ class _Tally:
         result.done += 1
         if skip is None:
             result.answered += 1
-            result.guessed += guessed
+            result.guessed += guessed == GUESS
+            result.fallbacks += guessed == FALLBACK
             if self.collect:
                 result.predictions[question_id] = prediction
         else:
@@ -107,11 +109,12 @@ class _Tally:
 
 
 def journal_entry(result: Outcome | Skip) -> tuple:
-    """A journal entry: ``(questionId, prediction, None, guessed)`` or
-    ``(questionId, None, (reason, detail), False)``."""
+    """A journal entry: ``(questionId, prediction, None, mark)`` (``journal.GUESS``, ``FALLBACK`` or
+    ``PLAIN``) or ``(questionId, None, (reason, detail), PLAIN)``."""
     if isinstance(result, Skip):
-        return result.question_id, None, (result.reason, result.detail), False
-    return result.question_id, result.prediction, None, result.guessed
+        return result.question_id, None, (result.reason, result.detail), PLAIN
+    return result.question_id, result.prediction, None, (FALLBACK if result.fallback else
+                                                         GUESS if result.guessed else PLAIN)
 
 
 def chunked(questions: Iterable, size: int) -> Iterator[list]:
@@ -272,6 +275,7 @@ class EvaluationJob:
     skipped: Optional[Path] = None
     knowledge: Optional[str] = None  # a file, or "sample" for the built-in base
     ontology: Optional[Path] = None
+    ontology_extension: Optional[Path] = None  # classes joining the ontology's categories (dsl.extension)
     batch_size: int = 1024
     chunk_size: int = CHUNK_SIZE
     threshold: float = 0.5
@@ -301,6 +305,8 @@ class EvaluationJob:
                     "batch_size": self.batch_size, "chunk_size": self.chunk_size, "details": bool(self.details),
                     "details_top": self.details_top, "device": str(self.device),
                     "exact_inference": self.exact_budget if self.exact_inference else False}
+        if self.ontology_extension is not None:  # only when given: a journal written before it resumes
+            settings["ontology_extension"] = input_fingerprint(self.ontology_extension)
         return json.loads(json.dumps(settings))
 
     @property
@@ -330,7 +336,8 @@ class EvaluationJob:
     def inputs(self) -> dict:
         """The files and folders the run reads, by option (None: not given)."""
         return {"--questions": self.questions, "--scene-graphs": self.scene_graphs, "--features": self.features,
-                "--model": self.model, "--ontology": self.ontology, "--parser": self.parser,
+                "--model": self.model, "--ontology": self.ontology, "--ontology-extension": self.ontology_extension,
+                "--parser": self.parser,
                 "--knowledge": None if self.knowledge == "sample" else self.knowledge}
 
     @property
@@ -397,6 +404,9 @@ class EvaluationReport:
         if r.guessed:
             out.append(f"guessed answers: {r.guessed:,} (every candidate at probability 0: the first one is "
                        "given, by no evidence)")
+        if r.fallbacks:
+            out.append(f"presupposition fallbacks: {r.fallbacks:,} (an open question's objects were none under the "
+                       "ontology: answered with their category widened to every class, docs/design.md)")
         if r.skipped:
             out.append(f"skipped {r.skipped:,} questions (counted wrong): {r.skip_summary()}")
             out += [f"  {question_id}: {reason}: {detail}" for question_id, _, (reason, detail), _ in r.first_skips]
@@ -605,9 +615,9 @@ def _write_attentions(job: EvaluationJob, perception) -> int:
 
 def _answerer(job: EvaluationJob, benchmark: str = "gqa") -> Answerer:
     """The perception the job names, and an answerer over it (with CRIC's compiler for CRIC)."""
-    from nablafol.dsl import Ontology
+    from nablafol.dsl import load_ontology
     from nablafol.pipeline.perception import SceneGraphPerception
-    ontology = Ontology.gqa() if job.ontology is None else Ontology.from_folder(job.ontology)
+    ontology = load_ontology(job.ontology, job.ontology_extension)
     if job.scene_graphs:
         from nablafol.data import SceneGraphTexts, load_scene_graphs
         from nablafol.data.cric import load_cric_scene_graphs

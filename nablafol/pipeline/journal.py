@@ -10,6 +10,7 @@ half a chunk) is cut off when the run resumes. Lines::
     {"journal": "nablafol-eval", "version": 2, "settings": {...}}   the header (first line)
     {"q": "<questionId>", "p": "<prediction>"}                        an answered question
     {"q": "<questionId>", "p": "<prediction>", "g": true}             ... a guess (every candidate at 0)
+    {"q": "<questionId>", "p": "<prediction>", "f": true}             ... a presupposition fallback
     {"q": "<questionId>", "skip": "<reason>", "detail": "<line>"}     a skipped question
     {"done": <questions of the stream consumed>, "details_bytes": <size>}   a commit
     {"done": ..., "details_bytes": ..., "sealed": true}              the stream ended (shards)
@@ -21,11 +22,11 @@ run (chunk ``k`` from shard ``k mod N``).
     >>> import tempfile, pathlib
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "predictions.json.journal"
     >>> journal = EvalJournal.start(path, {"threshold": 0.5})
-    >>> journal.commit([("1", "red", None, False), ("2", None, ("no scene", "no scene for image 'x'"), False)], done=2)
+    >>> journal.commit([("1", "red", None, PLAIN), ("2", None, ("no scene", "no scene for image 'x'"), PLAIN)], done=2)
     >>> with open(path, "a") as f: _ = f.write('{"q": "3", "p": "bl')   # killed mid-chunk
     >>> again = EvalJournal.resume(path, {"threshold": 0.5})
     >>> again.done, [c for c in again.chunks()]
-    (2, [(2, [('1', 'red', None, False), ('2', None, ('no scene', "no scene for image 'x'"), False)])])
+    (2, [(2, [('1', 'red', None, 0), ('2', None, ('no scene', "no scene for image 'x'"), 0)])])
 """
 from __future__ import annotations
 
@@ -40,11 +41,14 @@ from nablafol.data.files import atomic_writer
 from nablafol.errors import InputFileError
 
 FORMAT = "nablafol-eval"
-VERSION = 2  # 2: a guess is marked ("g"); a version-1 journal would count none
+VERSION = 3  # 2: a guess is marked ("g"); 3: a presupposition fallback ("f"): an older journal would count none
 _COMMIT = b'{"done"'  # how a commit line starts (json.dumps keeps the key order it is given)
 
-# (questionId, prediction or None, (reason, detail) of a skip or None, whether the prediction is a guess)
+# (questionId, prediction or None, (reason, detail) of a skip or None, the prediction's mark: PLAIN, GUESS
+# (True also reads as a guess) or FALLBACK)
 Entry = tuple
+PLAIN, GUESS, FALLBACK = 0, 1, 2
+_MARKS = {GUESS: "g", FALLBACK: "f"}
 
 
 class EvalJournal:
@@ -152,7 +156,8 @@ class EvalJournal:
                 # json.dumps's text for this record, by its own quoting function (a tenth of its time)
                 lines.append(f'{{"q": {_quoted(question_id)}, "p": {_quoted(prediction)}}}')
                 continue
-            record = ({"q": question_id, "p": prediction, "g": True} if guessed else {"q": question_id, "p": prediction}) \
+            record = ({"q": question_id, "p": prediction, _MARKS[guessed]: True} if guessed
+                      else {"q": question_id, "p": prediction}) \
                 if skip is None else {"q": question_id, "skip": skip[0], "detail": skip[1]}
             lines.append(json.dumps(record, ensure_ascii=True))
         lines.append(json.dumps({"done": done, "details_bytes": details_bytes}))
@@ -181,8 +186,9 @@ class EvalJournal:
 
 def _entry(record: dict) -> Entry:
     if "skip" in record:
-        return record["q"], None, (record["skip"], record["detail"]), False
-    return record["q"], record["p"], None, record.get("g") is True
+        return record["q"], None, (record["skip"], record["detail"]), PLAIN
+    return record["q"], record["p"], None, (GUESS if record.get("g") is True else
+                                            FALLBACK if record.get("f") is True else PLAIN)
 
 
 def _sync(stream) -> None:

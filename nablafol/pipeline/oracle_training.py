@@ -650,7 +650,7 @@ def _oracle_trainer(job: TrainingJob, group, log, progress) -> "Trainer":
                              "the calibrator to other weights (eval --model applies it); move the calibrator's files "
                              "out of the folder first, and calibrate again after")
     device = rank_device(job.device, group.launch)
-    ontology = dsl.Ontology.gqa() if files.ontology is None else dsl.Ontology.from_folder(files.ontology)
+    ontology = dsl.load_ontology(files.ontology, files.ontology_extension)
     store = FeatureStore(files.features)
     ids = store.image_ids()
     if not ids:

@@ -281,7 +281,7 @@ def test_an_answer_without_evidence_is_counted_as_a_guess(tmp_path, capsys, monk
     asks where a scene without a location is) still gets a prediction, as GQA wants one, but the
     summary counts it as guessed, with or without details, and after a resume from the journal
     (where a guess is marked); a yes/no answer is never a guess."""
-    from nablafol.pipeline.journal import EvalJournal, journal_path
+    from nablafol.pipeline.journal import VERSION, EvalJournal, journal_path
     details = tmp_path / "d.jsonl"
     argv = ("eval", "--questions", FIX / "val_balanced_questions.json", "--scene-graphs", FIX / "val_sceneGraphs.json",
             "--predictions", tmp_path / "p.json", "--chunk-size", "3")
@@ -302,11 +302,14 @@ def test_an_answer_without_evidence_is_counted_as_a_guess(tmp_path, capsys, monk
     assert sorted(marked) == sorted(guesses)
     code, out, err = run_cli(*argv, "--resume", capsys=capsys)  # every chunk read back from the journal
     assert code == 0 and f"{len(lines)} read from the journal" in out and counted in out, err
-    # a journal of the version before guesses were marked would count none: refused, not read
-    journal_path(tmp_path / "p.json").write_text("\n".join([journal[0].replace('"version": 2', '"version": 1')]
+    # a journal of a version before the last mark (guesses, presupposition fallbacks) would count
+    # none of them: refused, not read
+    older = VERSION - 1
+    journal_path(tmp_path / "p.json").write_text("\n".join([journal[0].replace(f'"version": {VERSION}',
+                                                                                f'"version": {older}')]
                                                              + journal[1:]) + "\n")
     code, out, err = run_cli(*argv, "--resume", capsys=capsys)
-    assert code == 2 and "journal of version 1" in err and "without --resume" in err and out == ""
+    assert code == 2 and f"journal of version {older}" in err and "without --resume" in err and out == ""
 
 
 def test_unavailable_device_is_one_line(tmp_path, capsys):

@@ -12,6 +12,7 @@ from nablafol.cli import main
 from nablafol.compiler import Compiler
 from nablafol.compiler.vocabulary import ConceptInventory, known_values
 from nablafol.data import load_questions, load_scene_graphs, scene_graph_from_record
+from nablafol.dsl import Ontology, OntologyExtension
 from nablafol.ir import Predicate
 from nablafol.oracle import Requests
 from nablafol.pipeline.answering import Answerer
@@ -140,7 +141,6 @@ def test_a_plain_graph_answers_exactly_its_own_names_and_values(objects):
 
 
 def test_only_a_vocabulary_that_lists_gendered_names_reads_gender_from_names():
-    from nablafol.dsl import Ontology
     data = Ontology.gqa().to_data()
     plain = Ontology.from_data(**{k: v for k, v in data.items() if k != "gendered_names"})
     for ontology, expected in ((Ontology.gqa(), 1.0), (plain, 0.0)):  # the embedded dataset's reads no gender
@@ -184,3 +184,129 @@ def test_the_words_of_scene_graphs_are_the_same_read_whole_or_kept_as_text(graph
     assert scene_graph_words(SceneGraphTexts(REAL / graphs)) == (names, values)
     inventory = ConceptInventory().update(scene_graphs=load_scene_graphs(REAL / graphs).values(), relations=False)
     assert known_values(inventory) == {"name": sorted(names), None: sorted(values)}
+
+
+# --- issue 46: GQA's own categories, and what an open question presupposes --------------------------
+
+TRAIN_CAR = {"g": {"width": 600, "height": 400, "objects": {
+    "1": {"name": "man", "x": 10, "y": 50, "w": 80, "h": 80, "attributes": [],
+          "relations": [{"name": "on", "object": "2"}]},
+    "2": {"name": "train car", "x": 100, "y": 50, "w": 300, "h": 200, "attributes": [], "relations": []},
+    "3": {"name": "sky", "x": 0, "y": 0, "w": 600, "h": 50, "attributes": [], "relations": []}}}}
+PLACE_QUESTIONS = {  # the two real misses (`on`, `in`), and what must not change
+    "on": ("select: man (1)->relate: place,on,o (2) [0]->query: name [1]", "train car"),
+    "choose": ("select: man (1)->relate: place,on,o (2) [0]->choose name: station|train car [1]", "train car"),
+    "exist": ("select: man (1)->relate: place,on,o (2) [0]->exist: ? [1]", None),
+    "verify": ("select: man (1)->relate: place,on,o (2) [0]->verify color: red [1]", "no"),
+    "select": ("select: place (2)->query: name [0]", None),
+}
+
+
+def _place_outcomes(ontology):
+    from nablafol.data import question_from_record
+    graphs = {"g": scene_graph_from_record("g", TRAIN_CAR["g"])}
+    questions = [question_from_record(k, {"imageId": "g", "semanticStr": line}) for k, (line, _) in PLACE_QUESTIONS.items()]
+    outcomes = {}
+    for keep in (False, True):  # details kept or not: the same answers and flags
+        answerer = Answerer(SceneGraphPerception(graphs, ontology=ontology), keep_outcomes=keep)
+        got = {o.question_id: o for o in answerer.answer_chunk(questions)}
+        assert not outcomes or {k: (o.prediction, o.guessed, o.fallback) for k, o in got.items()} == {
+            k: (o.prediction, o.guessed, o.fallback) for k, o in outcomes.items()}
+        outcomes = got
+    return outcomes
+
+
+def test_the_place_train_car_case_falls_back_under_the_shipped_ontology_and_is_flagged():
+    """The shipped ontology files `train car` under `vehicle` only: the relate selects nothing. The
+    open questions answer with `place` widened to every class (flagged, not a guess); exist and
+    verify keep the empty set's answer; a select of an empty category stays a guess."""
+    outcomes = _place_outcomes(Ontology.gqa())
+    for key in ("on", "choose"):
+        o = outcomes[key]
+        assert (o.prediction, o.fallback, o.guessed) == ("train car", True, False)
+        assert o.grounding == ("2",) and o.answers["train car"] == 1.0 and "place" not in o.formula  # widened
+    assert (outcomes["exist"].prediction, outcomes["exist"].fallback) == ("no", False)
+    assert (outcomes["verify"].prediction, outcomes["verify"].fallback) == ("no", False)
+    assert (outcomes["select"].guessed, outcomes["select"].fallback) == (True, False)
+
+
+def test_the_place_train_car_case_with_gqa_categories_needs_no_fallback():
+    outcomes = _place_outcomes(OntologyExtension({"place": {"train car": 1}}).applied_to(Ontology.gqa()))
+    assert {k: (o.prediction, o.fallback, o.guessed) for k, o in outcomes.items()} == {
+        "on": ("train car", False, False), "choose": ("train car", False, False), "exist": ("yes", False, False),
+        "verify": ("no", False, False), "select": ("train car", False, False)}
+
+
+def test_vocabulary_learns_the_categories_and_eval_takes_them(tmp_path, capsys):
+    """`nablafol vocabulary --categories-out` over training records writes the extension; `eval`
+    over other questions counts the presupposition fallbacks without it, and none with it."""
+    train_graphs = {"t": {"width": 600, "height": 400, "objects": {
+        "7": {"name": "woman", "x": 10, "y": 50, "w": 80, "h": 80, "attributes": [],
+              "relations": [{"name": "in", "object": "8"}]},
+        "8": {"name": "train cars", "x": 100, "y": 50, "w": 300, "h": 200, "attributes": [], "relations": []}}}}
+    train_questions = {"t1": {"imageId": "t", "answer": "train car",
+                              "semanticStr": "select: woman (7)->relate: place,in,o (8) [0]->query: name [1]"}}
+    val_questions = {"v1": {"imageId": "g", "answer": "train car", "semanticStr": PLACE_QUESTIONS["on"][0]},
+                     "v2": {"imageId": "g", "answer": "yes", "semanticStr": PLACE_QUESTIONS["exist"][0]}}
+    for name, content in (("tq.json", train_questions), ("tsg.json", train_graphs), ("vq.json", val_questions),
+                          ("vsg.json", TRAIN_CAR)):
+        (tmp_path / name).write_text(json.dumps(content))
+    extension = tmp_path / "categories.json"
+    assert main(["vocabulary", "--questions", str(tmp_path / "tq.json"), "--scene-graphs", str(tmp_path / "tsg.json"),
+                 "--categories-out", str(extension)]) == 0
+    out = capsys.readouterr().out
+    assert "1 classes join 1 categories" in out and "place (+1): train car ×1" in out
+    assert json.loads(extension.read_text())["categories"] == {"place": {"train car": 1}}
+    argv = ["eval", "--questions", str(tmp_path / "vq.json"), "--scene-graphs", str(tmp_path / "vsg.json"),
+            "--predictions", str(tmp_path / "p.json")]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "presupposition fallbacks: 1 " in out and "50.00%" in out  # `exist` says no: the set is empty
+    assert main(argv + ["--ontology-extension", str(extension)]) == 0
+    out = capsys.readouterr().out
+    assert "presupposition fallbacks" not in out and "100.00%" in out
+
+
+def test_an_extension_goes_with_scene_graphs_not_a_model(tmp_path, capsys):
+    code = main(["eval", "--questions", "q.json", "--features", "f", "--model", "m", "--predictions",
+                 str(tmp_path / "p.json"), "--ontology-extension", "e.json"])
+    err = capsys.readouterr().err
+    assert code == 2 and "--ontology-extension goes with --scene-graphs" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("graphs", [name for _, name in SETS])
+def test_every_public_real_scene_graph_is_read_and_answered_over_without_a_refusal(graphs):
+    """Every object of every real scene graph kept here, asked about as its own graph has it
+    (crisp truth read off the record): it exists, has each of its attributes, and stands in
+    each of its relations with its target's name; every question answered, none skipped."""
+    from nablafol.data import question_from_record
+    loaded = load_scene_graphs(REAL / graphs)
+    questions, truth = [], {}
+    for image_id, graph in loaded.items():
+        names = {o.id: o.name for o in graph.objects}
+        for obj in graph.objects:
+            lines = [f"select: {obj.name} ({obj.id})->exist: ? [0]"]
+            lines += [f"select: {obj.name} ({obj.id})->filter: {a} [0]->exist: ? [1]" for a in obj.attributes]
+            lines += [f"select: {obj.name} ({obj.id})->relate: {names[r.object_id]},{r.name},o ({r.object_id}) [0]->exist: ? [1]"
+                      for r in obj.relations if r.object_id in names]
+            for line in lines:
+                qid = f"{image_id}-{len(questions)}"
+                questions.append(question_from_record(qid, {"imageId": image_id, "semanticStr": line, "answer": "yes"}))
+                truth[qid] = "yes"
+    assert len(questions) > 100
+    run = answer_all(questions, Answerer(SceneGraphPerception(loaded)))
+    assert run.skips == [] and {q: p for q, p in run.predictions.items() if p != truth[q]} == {}
+
+
+def test_categories_learned_from_the_real_train_records_say_where_they_come_from(tmp_path, capsys):
+    out = tmp_path / "categories.json"
+    assert main(["vocabulary", "--questions", str(REAL / "domiknows_train_questions.json"), "--scene-graphs",
+                 str(REAL / "domiknows_train_sceneGraphs.json"), "--categories-out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "33 questions (0 unreadable, 0 without a scene graph); 10 objects grounded under a category, 10 as" in printed
+    learned = json.loads(out.read_text())["learned from"]
+    assert learned["questions file"] == "domiknows_train_questions.json" and learned["questions"] == 33
+    assert OntologyExtension.from_file(out).categories == {}  # the shipped ontology files all ten so
+    assert main(["vocabulary", "--questions", str(REAL / "domiknows_train_questions.json"),
+                 "--categories-out", str(out)]) == 2
+    assert "give --scene-graphs" in capsys.readouterr().err

@@ -49,7 +49,7 @@ def _run(args) -> int:
         raise UsageError("--features needs --model (a trained model folder)")
     if args.model and not args.features:
         raise UsageError("--model goes with --features (with --scene-graph the golden oracle answers)")
-    ontology = load_ontology(args.ontology) if args.scene_graph else None
+    ontology = load_ontology(args.ontology, args.ontology_extension) if args.scene_graph else None
     asker = Asker.from_folders(args.parser, scene_graphs=args.scene_graph, features=args.features,
                                model=args.model, ontology=ontology, top=args.top)
     reply = asker.ask(args.image, args.question, min_probability=args.min_probability)

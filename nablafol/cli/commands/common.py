@@ -33,11 +33,14 @@ _ALLOCATION_FAILED = "can't allocate memory"  # torch's CPU allocator's words
 def add_ontology_argument(parser) -> None:
     parser.add_argument("--ontology", metavar="DIR",
                         help="vocabulary folder (hypernyms.json, attributes.json, relations.json); default: GQA's")
+    parser.add_argument("--ontology-extension", metavar="FILE",
+                        help="classes joining the ontology's categories, learned from training questions' "
+                             "groundings (`nablafol vocabulary --categories-out`; docs/real-gqa.md)")
 
 
-def load_ontology(folder):
-    from nablafol.dsl import Ontology
-    return Ontology.gqa() if folder is None else Ontology.from_folder(folder)
+def load_ontology(folder, extension=None):
+    from nablafol.dsl import load_ontology as load
+    return load(folder, extension)
 
 
 def write_json(path, obj) -> None:

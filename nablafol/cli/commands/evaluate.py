@@ -140,6 +140,9 @@ def _run(args) -> int:
         raise UsageError("--features needs --model (a trained model folder)")
     if args.model and not args.features:
         raise UsageError("--model goes with --features")
+    if args.model and args.ontology_extension:
+        raise UsageError("--ontology-extension goes with --scene-graphs: a model folder answers with the ontology it "
+                         "was trained with (train it with --ontology-extension)")
     if args.attentions and not args.details:
         raise UsageError("--attentions is written from the details: give --details too")
     args.device = device(args.device)
@@ -150,7 +153,8 @@ def _run(args) -> int:
         questions=args.questions, predictions=args.predictions, scene_graphs=args.scene_graphs,
         features=args.features, model=args.model, details=args.details, attentions=args.attentions,
         skipped=args.skipped,
-        knowledge=args.knowledge, ontology=args.ontology, batch_size=args.batch_size, chunk_size=args.chunk_size,
+        knowledge=args.knowledge, ontology=args.ontology, ontology_extension=args.ontology_extension,
+        batch_size=args.batch_size, chunk_size=args.chunk_size,
         threshold=args.threshold, details_top=args.details_top, exact=args.exact, format=args.format,
         exact_inference=args.exact_inference, exact_budget=args.exact_budget,
         parser=args.parser, workers=args.workers, threads=args.threads, device=args.device, resume=args.resume,

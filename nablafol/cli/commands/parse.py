@@ -33,7 +33,7 @@ def run(args) -> int:
     program = dsl.parse_program(args.program)
     # compiled before anything is printed: a refusal (an unknown value, a bad ontology) is then
     # the only thing the command says
-    compiled = Compiler(load_ontology(args.ontology)).compile(program)
+    compiled = Compiler(load_ontology(args.ontology, args.ontology_extension)).compile(program)
     print(program)
     print(f"DFOL: {compiled.program.term()}")
     print(f"FOL:  {compiled.formula()}")

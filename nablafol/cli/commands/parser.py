@@ -90,7 +90,7 @@ def _evaluate(args) -> int:
         output_file(args.json, {"--questions": args.questions, "--parser": args.parser,
                                 "--scene-graphs": args.scene_graphs})
     parser = load_parser(args.parser)
-    ontology = load_ontology(args.ontology) if args.scene_graphs else None
+    ontology = load_ontology(args.ontology, args.ontology_extension) if args.scene_graphs else None
     result = evaluate_parser(parser, iter_questions(args.questions), scene_graphs=args.scene_graphs,
                              ontology=ontology)
     for line in result.lines():

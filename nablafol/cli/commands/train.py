@@ -71,7 +71,7 @@ def dataset(args):
     if not args.data and not (args.questions and args.features):
         raise UsageError("give --data DIR, or --questions and --features")
     return dataset_files(args.data, args.questions, args.features, args.val_questions,
-                         getattr(args, "ontology", None))
+                         getattr(args, "ontology", None), getattr(args, "ontology_extension", None))
 
 
 def run(args) -> int:
@@ -93,7 +93,8 @@ def _run(args) -> int:
     files = dataset(args)
     check_model_folder(args.out, files, data=args.data, scene_graphs=args.scene_graphs,
                        named={option for option, value in (("--questions", args.questions), ("--features", args.features),
-                              ("--val-questions", args.val_questions), ("--ontology", args.ontology)) if value})
+                              ("--val-questions", args.val_questions), ("--ontology", args.ontology),
+                              ("--ontology-extension", args.ontology_extension)) if value})
     launch = Launch.from_environment()
     job = TrainingJob(files, Path(args.out), config, hidden_dim=args.hidden, head=args.head, val_limit=args.val_limit,
                       device=device(args.device), resume=args.resume, shards=args.shards, launch=launch,
@@ -118,7 +119,8 @@ def check_model_folder(out, files, data=None, scene_graphs=None, named=()) -> No
     written = (*MODEL_FILES, METRICS_NAME)  # what a run writes there (its tensors' other name: unlinked)
     out = Path(out)
     inputs = {"--data": data, "--questions": files.train_questions, "--val-questions": files.val_questions,
-              "--features": files.features, "--ontology": files.ontology, "--scene-graphs": scene_graphs}
+              "--features": files.features, "--ontology": files.ontology,
+              "--ontology-extension": files.ontology_extension, "--scene-graphs": scene_graphs}
     for option, given in inputs.items():
         if given is None:
             continue
