@@ -54,6 +54,7 @@ class Reply:
     grounding: tuple              # ((object id, object name or None, attention), ...) for attention >= 0.5
     attention: dict = field(default_factory=dict)  # object id -> attention of the answer step
     guessed: bool = False  # every candidate at probability 0: the answer is the first, by no evidence
+    fallback: bool = False  # its objects were none under the ontology: answered widened (the FOL shown is that one)
 
     def to_dict(self) -> dict:
         """The reply as JSON-ready data (``nablafol answer --json``)."""
@@ -62,7 +63,7 @@ class Reply:
                 "probability": self.probability,
                 "candidates": [{"answer": a, "probability": p} for a, p in self.candidates],
                 "grounding": [{"object": o, "name": n, "attention": a} for o, n, a in self.grounding],
-                "attention": self.attention, "guessed": self.guessed}
+                "attention": self.attention, "guessed": self.guessed, "presuppositionFallback": self.fallback}
 
     def lines(self) -> list[str]:
         """The reply as ``nablafol answer`` prints it."""
@@ -74,7 +75,8 @@ class Reply:
                 f"FOL:      {self.formula}",
                 f"answer:   {self.answer}   (probability {self.probability:.3f}"
                 + ("; a guess: every candidate has probability 0, nothing in the scene has what it asks)"
-                   if self.guessed else ")"),
+                   if self.guessed else "; a presupposition fallback: the objects asked about are none under the "
+                   "ontology, the question's category widened to every class)" if self.fallback else ")"),
                 f"top:      {shown}",
                 f"grounding (attention >= 0.5): {grounded}"]
 
@@ -120,7 +122,7 @@ class Asker:
         candidates = tuple(sorted(outcome.answers.items(), key=lambda kv: -kv[1]))
         return Reply(question, image_id, read.text, read.program, read.probability, outcome.formula,
                      outcome.prediction, outcome.answers.get(outcome.prediction, 0.0), candidates, grounding,
-                     dict(outcome.attention), outcome.guessed)
+                     dict(outcome.attention), outcome.guessed, outcome.fallback)
 
     def _names(self, image_id: str) -> dict:
         """Object id -> name, where the perception knows names (scene graphs do; features do not)."""

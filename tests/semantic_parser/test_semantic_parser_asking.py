@@ -70,6 +70,7 @@ def test_an_answer_without_evidence_says_it_is_a_guess(trained, dataset):
     assert missing.program_text.startswith(f"select: {absent}->")
     assert missing.guessed and missing.probability == 0.0 and not any(p for _, p in missing.candidates)
     assert "a guess" in missing.lines()[3] and missing.to_dict()["guessed"] is True
+    assert not missing.fallback and missing.to_dict()["presuppositionFallback"] is False  # a select is not widened
     there = asker.ask(image, f"Is there a {graph.objects[0].name}?")
     assert not there.guessed and "a guess" not in there.lines()[3]
 
@@ -94,3 +95,12 @@ def test_from_folders_needs_one_source_and_a_model_only_with_features(parser_fol
         Asker.from_folders(parser_folder, features=dataset / "features")
     with pytest.raises(UnanswerableQuestionError, match="leave the model out"):
         Asker.from_folders(parser_folder, scene_graphs=dataset / "val_sceneGraphs.json", model=dataset)
+
+
+def test_a_presupposition_fallback_says_so():
+    from nablafol.asking.ask import Reply
+    reply = Reply("What place is he on?", "1", "select: he->relate: place,on,o [0]->query: name [1]", None, 0.9,
+                  "formula", "train car", 1.0, (("train car", 1.0),), (), fallback=True)
+    assert "a presupposition fallback" in reply.lines()[3] and reply.to_dict()["presuppositionFallback"] is True
+    from dataclasses import replace
+    assert "presupposition" not in replace(reply, fallback=False).lines()[3]
