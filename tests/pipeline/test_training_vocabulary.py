@@ -71,3 +71,27 @@ def test_eval_lists_a_concept_the_model_never_learned(dataset, model, tmp_path, 
     entries = listed if isinstance(listed, list) else [dict(questionId=k, **v) for k, v in listed.items()]
     assert [(e["questionId"], e["detail"]) for e in entries if e["questionId"] == "unseen"] == [
         ("unseen", f"concept not learned: name {NEVER!r}")]
+
+
+def test_train_takes_an_ontology_extension_and_the_model_folder_keeps_it(dataset, tmp_path):
+    """`nablafol train --ontology-extension FILE`: the classes join their categories in the
+    ontology the model is trained with, and the folder records that ontology (eval --model
+    answers with it)."""
+    from nablafol.dsl import OntologyExtension
+    base = Ontology.from_folder(dataset / "ontology")
+    category = sorted(base.categories)[0]
+    outsider = next(c for c in sorted(base.classes) if c not in base.classes_under(category))
+    extension = tmp_path / "categories.json"
+    extension.write_text(json.dumps(OntologyExtension({category: {outsider: 2}}).to_data()))
+    out = tmp_path / "model"
+    assert main(["train", "--data", str(dataset), "--out", str(out), "--epochs", "1", "--batch-size", "8",
+                 "--hidden", "16", "--ontology-extension", str(extension)]) == 0
+    recorded = Ontology.from_data(**load_model(out)[2]["ontology"])
+    assert outsider in recorded.classes_under(category) and outsider not in base.classes_under(category)
+
+def test_train_refuses_a_model_folder_that_is_its_ontology_extension(dataset, tmp_path, capsys):
+    extension = tmp_path / "categories.json"
+    extension.write_text(json.dumps({"format": "nablafol ontology extension", "version": 1, "categories": {}}))
+    assert main(["train", "--data", str(dataset), "--out", str(extension), "--ontology-extension",
+                 str(extension)]) == 2
+    assert "is also --ontology-extension" in capsys.readouterr().err
