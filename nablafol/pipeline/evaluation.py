@@ -247,7 +247,8 @@ class DetailsStream:
         """Append the chunk's answered questions; returns the file's size, once on disk."""
         from nablafol.data.details import Details, details_line
         lines = [details_line(Details(o.question_id, o.prediction, o.answers, list(o.grounding), o.formula,
-                                      {"exact": o.exact, "attention": o.attention}))
+                                      {"exact": o.exact, "attention": o.attention,
+                                       **({"fallback": True} if o.fallback else {})}))
                  for o in results if isinstance(o, Outcome)]
         self.stream.write("".join(lines).encode("utf-8"))
         self.stream.flush()

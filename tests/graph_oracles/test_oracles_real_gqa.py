@@ -259,9 +259,11 @@ def test_vocabulary_learns_the_categories_and_eval_takes_them(tmp_path, capsys):
     assert json.loads(extension.read_text())["categories"] == {"place": {"train car": 1}}
     argv = ["eval", "--questions", str(tmp_path / "vq.json"), "--scene-graphs", str(tmp_path / "vsg.json"),
             "--predictions", str(tmp_path / "p.json")]
-    assert main(argv) == 0
+    assert main(argv + ["--details", str(tmp_path / "d.jsonl")]) == 0
     out = capsys.readouterr().out
     assert "presupposition fallbacks: 1 " in out and "50.00%" in out  # `exist` says no: the set is empty
+    details = {d["questionId"]: d for d in map(json.loads, (tmp_path / "d.jsonl").read_text().splitlines())}
+    assert details["v1"].get("fallback") is True and "fallback" not in details["v2"]
     assert main(argv + ["--ontology-extension", str(extension)]) == 0
     out = capsys.readouterr().out
     assert "presupposition fallbacks" not in out and "100.00%" in out
