@@ -186,7 +186,7 @@ def test_the_words_of_scene_graphs_are_the_same_read_whole_or_kept_as_text(graph
     assert known_values(inventory) == {"name": sorted(names), None: sorted(values)}
 
 
-# --- issue 46: GQA's own categories, and what an open question presupposes --------------------------
+# --- GQA's own categories, and what an open question presupposes -------------------------------------
 
 TRAIN_CAR = {"g": {"width": 600, "height": 400, "objects": {
     "1": {"name": "man", "x": 10, "y": 50, "w": 80, "h": 80, "attributes": [],
