@@ -312,3 +312,14 @@ def test_categories_learned_from_the_real_train_records_say_where_they_come_from
     assert main(["vocabulary", "--questions", str(REAL / "domiknows_train_questions.json"),
                  "--categories-out", str(out)]) == 2
     assert "give --scene-graphs" in capsys.readouterr().err
+
+
+def test_a_bad_extension_given_to_eval_is_one_line_naming_it(tmp_path, capsys):
+    bad = tmp_path / "categories.json"
+    bad.write_text('{"format": "nablafol ontology extension", "version": 1, "categories": {"place": ["road"]}}')
+    code = main(["eval", "--questions", str(REAL / "train_balanced_questions.sample.json"), "--scene-graphs",
+                 str(REAL / "train_sceneGraphs.sample.json"), "--predictions", str(tmp_path / "p.json"),
+                 "--ontology-extension", str(bad)])
+    err = capsys.readouterr().err
+    assert code == 2 and str(bad) in err and "category 'place'" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "p.json").exists()
