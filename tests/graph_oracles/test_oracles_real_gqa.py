@@ -264,6 +264,8 @@ def test_vocabulary_learns_the_categories_and_eval_takes_them(tmp_path, capsys):
     assert "presupposition fallbacks: 1 " in out and "50.00%" in out  # `exist` says no: the set is empty
     details = {d["questionId"]: d for d in map(json.loads, (tmp_path / "d.jsonl").read_text().splitlines())}
     assert details["v1"].get("fallback") is True and "fallback" not in details["v2"]
+    assert main(argv + ["--workers", "2", "--chunk-size", "1"]) == 0  # counted from each worker's chunks
+    assert "presupposition fallbacks: 1 " in capsys.readouterr().out
     assert main(argv + ["--ontology-extension", str(extension)]) == 0
     out = capsys.readouterr().out
     assert "presupposition fallbacks" not in out and "100.00%" in out

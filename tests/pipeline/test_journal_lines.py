@@ -5,13 +5,13 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nablafol.pipeline.journal import EvalJournal
+from nablafol.pipeline.journal import FALLBACK, GUESS, PLAIN, EvalJournal
 
 texts = st.text(max_size=12)  # any code point: quotes, backslashes, controls, astral planes
 entries = st.lists(st.one_of(
-    st.tuples(texts, texts, st.none(), st.booleans()),  # an answer, a guess or not
-    st.tuples(texts, st.none(), st.none(), st.just(False)),  # an answer of None: the general encoder's case
-    st.tuples(texts, st.none(), st.tuples(texts, texts), st.just(False))), max_size=8)
+    st.tuples(texts, texts, st.none(), st.sampled_from([PLAIN, GUESS, FALLBACK])),  # an answer, and its mark
+    st.tuples(texts, st.none(), st.none(), st.just(PLAIN)),  # an answer of None: the general encoder's case
+    st.tuples(texts, st.none(), st.tuples(texts, texts), st.just(PLAIN))), max_size=8)
 
 
 @settings(max_examples=60, deadline=None)
@@ -32,7 +32,7 @@ def test_each_entry_is_the_json_dumps_line_and_comes_back_as_committed(tmp_path_
             record = {"q": question_id, "p": prediction} if skip is None else \
                 {"q": question_id, "skip": skip[0], "detail": skip[1]}
             if guessed:
-                record["g"] = True
+                record["g" if guessed == GUESS else "f"] = True
             expected.append(json.dumps(record, ensure_ascii=True))
         done += len(chunk)
         expected.append(json.dumps({"done": done, "details_bytes": 0}))
