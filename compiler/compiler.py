@@ -136,12 +136,14 @@ class Compiler:
             self.ontology = self.ontology.joined(known_values)
         self.concepts = Concepts(self.ontology, knowledge_relations)
         self._translator = Translator(self.concepts)
-        self._compile_stripped = bounded_cache(self._compile_uncached, cache_size)
+        self._compile_stripped = bounded_cache(self._compile_checked, cache_size)
         self._compile_line = bounded_cache(self._compile_parsed, cache_size)
         self._compile_id_free = bounded_cache(self._compile_keyed, cache_size)
 
     def compile(self, program: A.Program) -> CompiledQuestion:
-        """Compile a parsed program; raises :class:`CompileError` naming the step."""
+        """Compile a parsed program; raises :class:`CompileError` naming the step, or
+        ``dsl.ProgramError`` for a program built by hand that its readers would not give (an
+        argument of another operation's shape, a dependency that points forward)."""
         if not isinstance(program, A.Program):
             raise CompileError(f"expected a dsl Program, got {type(program).__name__}", reason="unsupported")
         return self._compile_stripped(without_ids(program))
@@ -200,6 +202,11 @@ class Compiler:
 
     def _compile_keyed(self, key: _IdFree) -> CompiledQuestion:
         return self._compile_uncached(key.program)
+
+    def _compile_checked(self, program: A.Program) -> CompiledQuestion:
+        # a program may be built by hand: checked as the readers check theirs, so that the
+        # translator meets only well-formed steps and any other error in it is a bug
+        return self._compile_uncached(dsl.validate_program(program))
 
     def _compile_uncached(self, program: A.Program) -> CompiledQuestion:
         return CompiledQuestion(self._translator.program(program), program)

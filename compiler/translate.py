@@ -86,18 +86,15 @@ class Translator:
         operations = self._operations
         for index, step in enumerate(program.steps):
             operation = operations.get(step.operation)
+            if operation is None:  # looked up, not caught: an error inside an operation is a bug, not a skip
+                raise CompileError(f"operation {step.operation!r} is not a GQA operation", step=index,
+                                   field=step.field, reason="unsupported")
             try:
-                if operation is None:
-                    raise AttributeError(step.operation)
-                inputs = [results[d] for d in step.dependencies]
-                results.append(operation(step, inputs))
+                results.append(operation(step, [results[d] for d in step.dependencies]))
             except CompileError as e:
                 if e.step is None:
                     raise CompileError(e.message, step=index, field=step.field, reason=e.reason) from None
                 raise
-            except AttributeError:
-                raise CompileError(f"operation {step.operation!r} is not a GQA operation", step=index,
-                                   field=step.field, reason="unsupported") from None
         last = results[-1]
         if isinstance(last, YesNo):
             return Program.unchecked((last.truth,), None, last.focus)

@@ -30,8 +30,8 @@ _LOG_HALF_OF: dict = {}  # dtype -> (the 0-dim tensor, the same value as a Pytho
 
 def log_half(dtype: torch.dtype) -> torch.Tensor:
     """``-log 2``, where :func:`log1mexp` switches branches, as a 0-dim tensor of ``dtype``: comparing
-    with a Python float (or a 0-dim tensor of another dtype) converts it on every call, two of a
-    small comparison's three microseconds. The same scalar the comparison would convert to."""
+    with a Python float (or a 0-dim tensor of another dtype) converts it on every call, most of a
+    small comparison's cost. The same scalar the comparison would convert to."""
     return _log_half_of(dtype)[0]
 
 

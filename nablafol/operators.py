@@ -65,16 +65,15 @@ def conjoin(log_a: torch.Tensor, log_b: torch.Tensor, mask: torch.Tensor | None 
 
 
 BLOCK_ELEMENTS = 1 << 18  # terms per block of the ∃/∄ Q-product on the CPU: its passes stay in cache
-# On an accelerator each pass is a kernel launch and there is no cache to stay in: blocks of 2^18
-# terms made 156 blocks of about ten launches for 41M terms, 11.8 ms on an H100 where a copy of
-# the same bytes took 0.12 ms (one block: 1.34 ms). Blocks of up to 256 MiB a buffer there (2^26
-# float32 terms; three buffers, and as many again under autograd's backward).
+# On an accelerator each pass is a kernel launch and there is no cache to stay in: the CPU's small
+# blocks made many launches each of little work (benchmarks/README.md). Blocks of up to 256 MiB a
+# buffer there (2^26 float32 terms; three buffers, and as many again under autograd's backward).
 ACCELERATOR_BLOCK_BYTES = 1 << 28
 # A block whose terms are mostly -inf (the pairs a scene graph relates are few; an attention after
 # a filter holds few objects, as an open question's candidate rows) computes only its other terms:
 # at most this share of them, in blocks of at least SPARSE_MIN_TERMS (below it the dense passes
 # cost less than the look); for an aggregation as for the Q-product
-SPARSE_SHARE = 0.15  # measured break-even near 0.2 (1 thread): 2.9-4.2x the dense passes at 0.04, 1.5x at 0.16
+SPARSE_SHARE = 0.15  # under the measured break-even share (benchmarks/README.md)
 SPARSE_MIN_TERMS = 1 << 14
 _LOG_HALF = -0.6931471805599453
 
@@ -116,7 +115,7 @@ def q_product(
         none_true = log1mexp(log_r.contiguous() + log_y[:, None, :]).sum(-1)
     elif torch.is_grad_enabled() and (log_r.requires_grad or log_y.requires_grad):
         none_true = _NoneTrue.apply(log_r, log_y, block_elements)
-    else:  # the same blocks without autograd's bookkeeping (a tenth of a one-question call)
+    else:  # the same blocks without autograd's bookkeeping (a small call's main cost)
         none_true = _none_true_blocks(log_r, log_y, _block_rows(log_r, block_elements))
     out = none_true if quantifier is Quantifier.NOT_EXISTS else log1mexp_nonpositive(none_true)
     return _pad(out, mask_x)

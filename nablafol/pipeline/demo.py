@@ -52,7 +52,7 @@ class DemoSettings:
     out: Path = Path("runs/demo")
     quick: bool = False
     epochs: int | None = None  # oracle training epochs (default 8; quick: 4)
-    lr: float = 1e-3  # minutes, not the paper's hours: 10x its 1e-4 (3e-3 plateaued 8 points lower: docs/oracle-learning.md)
+    lr: float = 1e-3  # a short training, not the paper's long one: 10x its 1e-4 (3e-3 plateaued 8 points lower: docs/oracle-learning.md)
     calibration_epochs: int | None = None  # default 2; quick: 1
     blackbox_epochs: int | None = None  # default 10; quick: 8
     ceiling_epochs: int | None = None  # supervised epochs of the perception ceiling (default 6; quick: 2)

@@ -153,7 +153,7 @@ class EvalJournal:
         lines = []
         for question_id, prediction, skip, guessed in entries:
             if skip is None and not guessed and type(question_id) is str and type(prediction) is str:
-                # json.dumps's text for this record, by its own quoting function (a tenth of its time)
+                # json.dumps's text for this record, by its own quoting function (without its general path)
                 lines.append(f'{{"q": {_quoted(question_id)}, "p": {_quoted(prediction)}}}')
                 continue
             record = ({"q": question_id, "p": prediction, _MARKS[guessed]: True} if guessed

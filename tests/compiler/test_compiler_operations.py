@@ -159,6 +159,49 @@ def test_comparing_unnamed_objects_is_refused_with_a_reason():
     assert e.value.reason == "unsupported"
 
 
+def test_an_operation_the_translator_does_not_know_is_refused_by_name():
+    from nablafol.compiler import Translator
+    from nablafol.dsl.ast import Empty, Objects, Program, Step
+    program = Program((Step("select", None, Objects("cup")), Step("frobnicate", None, Empty(), (0,))))
+    with pytest.raises(CompileError, match="step 1 'frobnicate': operation 'frobnicate' is not a GQA operation") as e:
+        Translator(GQA.concepts).program(program)
+    assert e.value.reason == "unsupported"
+
+
+@pytest.mark.parametrize("steps, says", [
+    ((("select", None, "objects"), ("frobnicate", None, "empty")), "unknown operation 'frobnicate'"),
+    ((("select", None, "objects"), ("query", None, "empty")), "step 1"),  # query's argument is a type
+    ((("select", None, "objects"), ("same", None, "empty")), "step 1"),
+])
+def test_a_program_built_by_hand_with_a_step_of_no_gqa_shape_is_refused_in_one_line(steps, says):
+    from nablafol.dsl.ast import Empty, Objects, Program, Step
+    argument = {"objects": Objects("cup"), "empty": Empty()}
+    program = Program(tuple(Step(op, t, argument[a], (i - 1,) if i else ()) for i, (op, t, a) in enumerate(steps)))
+    with pytest.raises(dsl.ProgramError, match=says.replace("(", r"\(")):
+        Compiler().compile(program)
+
+
+@pytest.mark.parametrize("line, concept", [
+    ("select: chair->filter color: red [0]->exist: ? [1]", "value"),
+    ("select: chair->query: name [0]", "candidates"),
+    ("select: chair->relate: _,on,s [0]->exist: ? [1]", "relation"),
+])
+def test_an_error_inside_an_operation_is_a_bug_not_a_skip(monkeypatch, line, concept):
+    # a translator's own mistake (here an AttributeError, once caught and counted as a skipped
+    # question) reaches the caller as itself, not as a CompileError
+    from nablafol.compiler import Concepts
+
+    def broken(self, *args, **kwargs):
+        raise AttributeError("a bug in the translation")
+
+    monkeypatch.setattr(Concepts, concept, broken)
+    with pytest.raises(AttributeError, match="a bug in the translation"):
+        Compiler().compile_text(line)
+    from nablafol.cli import main
+    with pytest.raises(AttributeError, match="a bug in the translation"):  # re-raised: Python prints its traceback
+        main(["parse", line])
+
+
 def _fixture_lines() -> list[str]:
     import json
     from pathlib import Path

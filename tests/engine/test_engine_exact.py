@@ -183,3 +183,22 @@ def test_all_same_of_no_object_is_true_and_prints_its_formula():
     assert answers.probs()[0, 0].item() == 1.0 and bool(answers.exact[0])
     assert program.formula() == "∃π ∈ {red, blue, green}: ∄X: cup(X) ∧ ¬π(X)"
     assert not program.read_once and program.repeated_predicates() == {CUP}
+
+
+
+@given(st.integers(2, 4), st.integers(0, 2**31 - 1))
+def test_all_same_with_exactly_two_possible_values_needs_a_crisp_input(n, seed):
+    """Two values some attended object may have: exact only with a crisp input, so the input's
+    atoms are counted twice. Here each object's colour is certain (red or blue, both present), so
+    a value's own path reads an object's ``cup`` only where the object lacks that colour (once in
+    all): the rule alone finds the repetition (the cup of each of them, n atoms)."""
+    rnd = np.random.default_rng(seed)
+    red = np.array([1.0, 0.0] + list(rnd.integers(0, 2, n - 2)))
+    tables = {CUP: rnd.uniform(0.05, 0.95, n), COLORS[0]: red, COLORS[1]: 1.0 - red, COLORS[2]: np.zeros(n)}
+    program = Program.yes_no(AllSame(COLORS, Filter(CUP, Top())))
+    assert Engine().shared_atoms([program], _oracle([tables])).tolist() == [n]
+    fast = run_engine([program], [tables], dtype=torch.float64)
+    want = brute_force(program, tables)[0]
+    assert not bool(fast.exact[0]) and abs(fast.probs()[0, 0].item() - want) > 1e-6
+    exact = run_engine([program], [tables], dtype=torch.float64, engine=Engine(exact=True))
+    assert bool(exact.exact[0]) and exact.probs()[0, 0].item() == pytest.approx(want, abs=1e-12)

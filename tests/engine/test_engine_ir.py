@@ -131,3 +131,29 @@ def test_a_copied_node_keeps_its_fields_and_nothing_kept():
     for twin in (copy.copy(node), copy.deepcopy(node), pickle.loads(pickle.dumps(node))):
         assert twin == node and hash(twin) == hash(node)
         assert set(vars(twin)) <= {"predicate", "input", "_hash"}
+
+
+# --- AllSame's reading of its input --------------------------------------------------------
+
+def test_an_all_same_over_two_values_reads_its_input_twice_and_over_one_value_once():
+    """``AllSame_{π ∈ {red, blue}}[X]`` multiplies one factor per value, each reading X: X's atoms
+    are repeated from two values on (with one value the node is ``∄X: X ∧ ¬π``, read once). Over an
+    uncertain X with both values possible the fast path is therefore not exact, and exact mode
+    enumerates: brute force's answer."""
+    import numpy as np
+    import torch
+
+    from engine_helpers import run_engine
+    from nablafol.engine import Engine
+    from nablafol.ir import AllSame, Program
+    from nablafol.testing import brute_force
+    cup, red, blue = Predicate("cup"), Predicate("red"), Predicate("blue")
+    two = Program.yes_no(AllSame((red, blue), Filter(cup, Top())))
+    assert not two.read_once and two.repeated_predicates() == {cup}
+    assert Program.yes_no(AllSame((red,), Filter(cup, Top()))).read_once
+    tables = {cup: [0.6, 0.3], red: [0.5, 0.8], blue: [0.4, 0.7]}
+    want = brute_force(two, tables)[0]
+    fast = run_engine([two], [tables], dtype=torch.float64)
+    exact = run_engine([two], [tables], dtype=torch.float64, engine=Engine(exact=True))
+    assert not bool(fast.exact[0]) and not np.isclose(fast.probs()[0, 0].item(), want, atol=1e-6)
+    assert bool(exact.exact[0]) and exact.probs()[0, 0].item() == pytest.approx(want, abs=1e-12)

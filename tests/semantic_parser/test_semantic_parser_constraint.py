@@ -118,6 +118,7 @@ def test_a_random_network_only_ever_writes_programs_that_parse(seed, questions, 
             continue
         program = parse_program(result.text)
         assert program == result.program and len(program) <= max_steps
+        assert phrases_of(program)[1] <= max_phrase_words, result.text
         assert {s.field for s in program.steps} <= set(heads)
         for unit in program_units(program):
             assert not unit.startswith("verb:") or unit[5:] in {h.partition(" ")[0] for h in heads}
@@ -143,6 +144,7 @@ def test_any_walk_through_the_allowed_units_ends_in_a_program_that_parses(data, 
             automaton.advance(choice)
     program = parse_program(automaton.text())
     assert len(program) <= max_steps
+    assert phrases_of(program)[1] <= max_phrase_words, automaton.text()  # every phrase within the limit
 
 
 # -- the structure planner against brute force ------------------------------------------------
