@@ -94,6 +94,18 @@ class ClassPrior:
         kept = kernel[self.size_values[class_name] == size] if len(kernel) else kernel
         return float(np.log(kept.sum() / max(len(kernel), 1) + self.FLOOR))
 
+    def log_size_priors(self, graph, classes: Sequence[str], sizes: Sequence) -> np.ndarray:
+        """:meth:`log_size_prior` of every object of ``graph`` ``(objects, classes, sizes)``, at once."""
+        here = np.array([_log_size(o, graph) for o in graph.objects]).reshape(-1, 2)
+        out = np.empty((len(here), len(classes), len(sizes)))
+        for k, c in enumerate(classes):
+            boxes = self.sizes[c]
+            kernel = np.exp(-((here[:, None, :] - boxes[None, :, :]) ** 2).sum(2) / (2 * self.BANDWIDTH ** 2))
+            for j, size in enumerate(sizes):
+                kept = kernel[:, self.size_values[c] == size].sum(1) if len(boxes) else np.zeros(len(here))
+                out[:, k, j] = np.log(kept / max(len(boxes), 1) + self.FLOOR)
+        return out
+
     def log_share(self, location, class_name: str) -> float:
         return float(np.log(self._shares(location)[class_name]))
 
@@ -233,8 +245,7 @@ def features_only_scene_graphs(graphs: Sequence[SceneGraph], features: Sequence[
         f = np.asarray(rows, dtype=np.float64)
         n = len(graph.objects)
         # log P(box, size | class) (n, classes, 3): the same for every context
-        boxes = np.array([[prior.log_size_prior(o, graph, c, s) for c in hypotheses.classes for s in (None, "large", "small")]
-                          for o in graph.objects]).reshape(n, len(hypotheses.classes), 3)
+        boxes = prior.log_size_priors(graph, hypotheses.classes, (None, "large", "small"))
         box_term = boxes[:, hypotheses.klass, size_slot] + hypotheses.log_prior  # (n, H)
         cross = f @ hypotheses.signals.T  # (n, H)
         joint = np.empty((len(contexts), n, len(hypotheses.klass)))
