@@ -7,26 +7,25 @@ The generator (:mod:`nablafol.synthetic.object_features`) makes an object's feat
 with every code ``u``, strength ``s``, ``k`` and ``sigma`` known to it, and draws the
 attributes per class (:meth:`SceneGenerator._attributes`): a type ``t`` of the class is present
 with probability ``PRESENCE[t]``, its value uniform over the class's palette; ``size`` is read
-from the box. :func:`bayes_scene_graphs` turns that model into probabilistic scene graphs, one
-posterior per concept, for :class:`~nablafol.pipeline.perception.SceneGraphPerception` (or
-``nablafol eval --scene-graphs``) to answer through the engine:
+from the box. Two oracles turn that model into probabilistic scene graphs for
+:class:`~nablafol.pipeline.perception.SceneGraphPerception` (or ``nablafol eval --scene-graphs``)
+to answer through the engine:
 
-* **a class**: ``P(class = c | f, box size, the object's true attributes, the scene's context)``,
-  the prior from the training graphs (:class:`ClassPrior`: the class's share in scenes of the
-  location, the density of its box sizes), the likelihood the Gaussian of the residual;
-* **an attribute type** of the true class: ``P(a_t = v | f, the true class, the other true
-  attributes, the context)`` over its palette and "absent" (``size``: the truth; it follows from
-  the class and the box);
-* **relations, location, weather**: the truth (relations follow from the boxes and the classes,
-  which are certain given the rest; location and weather are scene-level strings in the format).
+* :func:`features_only_scene_graphs`, **the Bayes ceiling** (the demo's, and ``python -m
+  nablafol.synthetic.bayes``'s default): the posterior given the features and boxes alone. An
+  object's hypothesis is its class and each attribute type's value or none (a few thousand over
+  the default vocabulary, :class:`ObjectHypotheses`); given the scene's context the objects are
+  independent, so the context's posterior and every class and attribute marginal are exact sums;
+  relations, which follow from every object's class and the boxes, are a sampled estimate;
+* :func:`bayes_scene_graphs`, each concept's posterior **given the rest of the truth** (a class
+  given the true attributes and context; an attribute type given the true class and the other
+  attributes; relations, location and weather true). It is no bound: its class prior weighs the
+  box against all of the class's boxes whatever the true size value says, and on the demo's data
+  it answers less than the features-only oracle (``docs/oracle-learning.md``).
 
-Each posterior conditions on the rest of the truth. An oracle that sees only the features would
-also doubt the rest, so this is an *optimistic* Bayes ceiling: no per-object oracle over these
-features can be more right on average about each concept given its object's other concepts. The
-exact joint posterior (class × every attribute type's value × the scene's context, for each
-object) is a sum over up to millions of hypotheses per object, and its factorization per type is
-not exact: two codes overlap by about ``1/sqrt(D)``, which with the generator's ``sigma`` is
-several nats (``docs/oracle-learning.md``).
+Both share the prior of :class:`ClassPrior`, estimated from the training graphs (the generator's
+layout rules have no closed-form density): the class's share in scenes of the location, the
+density of its box sizes (per size value for the features-only oracle), the contexts' shares.
 """
 from __future__ import annotations
 
@@ -39,12 +38,13 @@ import numpy as np
 from nablafol.data import SceneGraph
 
 from .object_features import ConceptCodes, object_concepts, scene_context
-from .scenes import relations_between
+from .scenes import Box, relations_between
 from .vocabulary import OBJECT_TYPES, PRESENCE, Vocabulary
 
 _SIZES = frozenset(OBJECT_TYPES["size"])
 
-__all__ = ["bayes_scene_graphs", "bayes_split", "ClassPrior", "write_bayes_scene_graphs"]
+__all__ = ["bayes_scene_graphs", "features_only_scene_graphs", "bayes_split", "ClassPrior", "ObjectHypotheses",
+           "rebuilt_generator", "write_bayes_scene_graphs"]
 
 
 class ClassPrior:
@@ -284,8 +284,6 @@ def _sampled_relations(graph: SceneGraph, context_posterior: np.ndarray, class_p
     generator's rules over ``samples`` draws of the context and then every object's class
     (``class_p`` ``(contexts, n, classes)``: P(class | its features, the context))."""
     from nablafol.data import SceneRelation
-
-    from .scenes import Box
     boxes = [Box(o.x, o.y, o.w, o.h) for o in graph.objects]
     draws: Counter = Counter()
     for ctx in rng.choice(len(context_posterior), size=samples, p=context_posterior):
