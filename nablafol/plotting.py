@@ -38,14 +38,18 @@ def training_curve(history: Sequence[dict], path, title: str = "training the ora
 
 
 def learning_curves(curves: dict[str, Sequence[tuple[float, Optional[float]]]], path,
-                    title: str = "learning to answer: validation accuracy against training time") -> Path:
-    """One line per way of learning: ``name -> [(seconds, accuracy in [0, 1] or None), ...]``."""
+                    title: str = "learning to answer: validation accuracy against training time",
+                    levels: Optional[dict[str, float]] = None) -> Path:
+    """One line per way of learning: ``name -> [(seconds, accuracy in [0, 1] or None), ...]``;
+    ``levels``: ``name -> accuracy``, each a dashed horizontal line (a bound no training reaches)."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for name, points in curves.items():
         kept = [(t, a) for t, a in points if a is not None]
         if kept:
             ax.plot([t for t, _ in kept], [100 * a for _, a in kept], marker="o", label=name)
+    for name, accuracy in (levels or {}).items():
+        ax.axhline(100 * accuracy, linestyle="--", color="black", label=name)
     ax.set(xlabel="seconds of training and validation (one torch thread)", ylabel="validation accuracy (%)",
            title=title)
     ax.grid(alpha=0.3)

@@ -36,7 +36,7 @@ from nablafol.ir import Predicate
 from nablafol.numerics import log1mexp
 from nablafol.oracle import Requests
 
-__all__ = ["concept_predicates", "align_objects", "label_loss", "SceneGraphTeacher", "LOG_FLOOR"]
+__all__ = ["concept_predicates", "align_objects", "label_loss", "concept_counts", "SceneGraphTeacher", "LOG_FLOOR"]
 
 LOG_FLOOR = -100.0  # an exact 0 in a log table counts as this much (the answer loss's floor too)
 
@@ -107,6 +107,16 @@ def label_loss(student, teacher, scenes: int, unary: Sequence[Predicate], binary
     entry counts."""
     total = torch.zeros((), device=columns.device)
     counts = {}
+    for arity, _, student_table, target, known in _tables(student, teacher, scenes, unary, binary, columns):
+        loss, n = _bce(student_table, target, known)
+        counts["unary" if arity == 1 else "binary"] = n
+        total = total + loss / max(n, 1)
+    return total, counts
+
+
+def _tables(student, teacher, scenes: int, unary, binary, columns: torch.Tensor):
+    """For each arity with predicates: ``(arity, predicates, student log table, golden
+    probabilities at the student's entries, where they are known)``."""
     for arity, predicates in ((1, unary), (2, binary)):
         if not predicates:
             continue
@@ -118,10 +128,24 @@ def label_loss(student, teacher, scenes: int, unary: Sequence[Predicate], binary
         teacher_table = getattr(teacher, ask)(requests).to(student_table.device)
         index = columns.repeat_interleave(k, dim=0)[:, : student_table.shape[1]]
         target, known = _aligned(teacher_table.exp(), index, arity)
-        loss, n = _bce(student_table, target.to(student_table.dtype), known)
-        counts["unary" if arity == 1 else "binary"] = n
-        total = total + loss / max(n, 1)
-    return total, counts
+        yield arity, predicates, student_table, target.to(student_table.dtype), known
+
+
+def concept_counts(student, teacher, scenes: int, unary: Sequence[Predicate], binary: Sequence[Predicate],
+                   columns: torch.Tensor) -> dict:
+    """Per concept (its kind and name), how ``student`` decides at 0.5 where ``teacher`` is known:
+    ``[entries, right, positives, positives found]`` (a golden probability at least 0.5 is a
+    positive), over the same entries as :func:`label_loss`."""
+    out = {}
+    for arity, predicates, student_table, target, known in _tables(student, teacher, scenes, unary, binary, columns):
+        where = known & torch.isfinite(student_table)
+        said, truth = student_table >= np.log(0.5), target >= 0.5
+        k = len(predicates)
+        per = lambda t: (t & where).reshape(scenes, k, -1).sum((0, 2))
+        for p, counts in zip(predicates, zip(*(per(t).tolist() for t in
+                                               (where, said == truth, truth, said & truth)))):
+            out[(p.kind, p.name)] = list(counts)
+    return out
 
 
 class SceneGraphTeacher:
@@ -155,6 +179,12 @@ class SceneGraphTeacher:
             out[b, :n] = align_objects(boxes[b, :n], graph.objects, self.min_iou)
             out[b, n] = len(graph.objects)  # the scene pseudo-objects correspond
         return graphs, torch.as_tensor(out, device=batch.device)
+
+    def concept_counts(self, student, batch) -> dict:
+        """:func:`concept_counts` of ``student`` (an oracle over ``batch``) against these images' graphs."""
+        graphs, columns = self.columns(batch)
+        return concept_counts(student, self._oracle(graphs, ontology=self.ontology), len(graphs), self.unary,
+                              self.binary, columns.to(getattr(student, "device", columns.device)))
 
     def loss(self, student, batch) -> tuple[torch.Tensor, dict]:
         """:func:`label_loss` of ``student`` (an oracle over ``batch``) against these images' graphs."""

@@ -17,11 +17,12 @@ from pathlib import Path
 from dataclasses import dataclass
 
 from nablafol.data.files import write_text
-from nablafol.pipeline.demo_report import (ANSWERS_ONLY, BASE, BAYES, BLACK_BOX, CALIBRATED, CEILING, GOLDEN, PREDICTED,
-                                           PRETRAINED, PRIOR, accuracy_by_length, calibration_pictures, ceiling_table,
-                                           gqa_metrics_section, hard_easy_bars, hop_pictures, learning_curves_section,
-                                           parser_section, pattern, pictures_section, reliability, tables,
-                                           timings_section, write_json)
+from nablafol.pipeline.demo_report import (ANSWERS_ONLY, BASE, BAYES, BLACK_BOX, CALIBRATED, CEILING, GOLDEN,
+                                           LABELS_ONLY, PREDICTED, PRETRAINED, PRIOR, accuracy_by_length,
+                                           calibration_pictures, ceiling_table, gqa_metrics_section, hard_easy_bars,
+                                           hop_pictures, learning_curves_section, parser_section, pattern,
+                                           pictures_section, reliability, tables, timings_section, wilson_interval,
+                                           write_json)
 
 STAGES = 8
 
@@ -55,7 +56,7 @@ class DemoSettings:
     lr: float = 1e-3  # a short training, not the paper's long one: 10x its 1e-4 (3e-3 plateaued 8 points lower: docs/oracle-learning.md)
     calibration_epochs: int | None = None  # default 2; quick: 1
     blackbox_epochs: int | None = None  # default 10; quick: 8
-    ceiling_epochs: int | None = None  # supervised epochs of the perception ceiling (default 6; quick: 2)
+    ceiling_epochs: int | None = None  # most label epochs of the supervised ceiling, early stopping (default 20; quick: 2)
     parser_epochs: int | None = None  # semantic parser training epochs (default: its own, 4)
     pretrained_epochs: int | None = None  # answer epochs after the labels, for the learning curves (default 1)
     seed: int = 0
@@ -91,7 +92,7 @@ def run_demo(args: DemoSettings) -> int:
     epochs = args.epochs or (4 if args.quick else 8)
     calibration_epochs = args.calibration_epochs or (1 if args.quick else 2)
     blackbox_epochs = args.blackbox_epochs or (8 if args.quick else 10)
-    ceiling_epochs = args.ceiling_epochs or (2 if args.quick else 6)
+    ceiling_epochs = args.ceiling_epochs or (2 if args.quick else 20)
     pretrained_epochs = args.pretrained_epochs if args.pretrained_epochs is not None else 1
     report = _Report()
     wall, cpu = time.perf_counter(), time.process_time()
@@ -180,12 +181,17 @@ def run_demo(args: DemoSettings) -> int:
         scores[CALIBRATED] = score(list(test_q.values()), calibrated.predictions, split, match=vocabulary_match)
         report.stop("calibrate")
 
-        # the Bayes ceiling: the generator's posteriors of every concept, through the same engine
+        # the Bayes ceiling: the generator's posteriors given the features, through the same engine
         report.start()
-        bayes_graphs = {g.image_id: g for g in bayes_split(summary.generator, store, "testdev")}
-        bayes = _evaluate(Answerer(SceneGraphPerception(bayes_graphs, ontology=ontology), compiler=compiler), test_q,
-                          f"6/{STAGES} Bayes ceiling")
-        scores[BAYES] = score(list(test_q.values()), bayes.predictions, split, match=vocabulary_match)
+        bayes_runs = {}
+        for split_name, questions in (("testdev", test_q), ("val", val_q)):
+            graphs = {g.image_id: g for g in bayes_split(summary.generator, store, split_name, features_only=True)}
+            bayes_runs[split_name] = _evaluate(Answerer(SceneGraphPerception(graphs, ontology=ontology),
+                                                        compiler=compiler), questions, f"6/{STAGES} Bayes {split_name}")
+        scores[BAYES] = score(list(test_q.values()), bayes_runs["testdev"].predictions, split, match=vocabulary_match)
+        bayes_val = score(list(val_q.values()), bayes_runs["val"].predictions, match=vocabulary_match).overall
+        overall = scores[BAYES].overall
+        bayes_interval = wilson_interval(round(overall.accuracy["all"] * overall.count["all"]), overall.count["all"])
         report.stop("Bayes ceiling")
 
         # what ran beside the training: the parser, the black box, the ceiling, the pretrained curve
@@ -216,11 +222,13 @@ def run_demo(args: DemoSettings) -> int:
         ceiling_history = side["ceiling_history"]
         scores[CEILING] = score(list(test_q.values()), side["ceiling_predictions"], split, match=vocabulary_match)
         curves = _learning_curves(history, ceiling_history, side["pretrained_history"], blackbox.history)
-        learning_curves(curves, folder / "learning_curves.png")
+        levels = {BAYES: bayes_val.accuracy["all"]}
+        learning_curves(curves, folder / "learning_curves.png", levels=levels)
 
         # 7. tables
-        say(ceiling_table(scores[CEILING], scores[BAYES], scores, ceiling_epochs, ceiling_history))
-        say(learning_curves_section(curves, pretrained_epochs, ceiling_epochs))
+        say(ceiling_table(scores[CEILING], scores[BAYES], scores, ceiling_history, bayes_interval,
+                          side["ceiling_concepts"]))
+        say(learning_curves_section(curves, pretrained_epochs, levels))
         ceiling_score, bayes_score = scores.pop(CEILING), scores.pop(BAYES)
         scores = {name: scores[name] for name in (BASE, CALIBRATED, BLACK_BOX, PRIOR)}  # one order (and colour) everywhere
         say(parser_section(parsing))
@@ -260,7 +268,9 @@ def run_demo(args: DemoSettings) -> int:
             "seed": args.seed, "quick": bool(args.quick), "sizes": sizes,
             "epochs": {"oracle": epochs, "calibrator": calibration_epochs, "black_box": blackbox_epochs,
                        "ceiling": ceiling_epochs, "pretrained": pretrained_epochs}, "ceiling_history": ceiling_history,
-            "pretrained_history": side["pretrained_history"], "learning_curves": curves,
+            "ceiling_concepts": side["ceiling_concepts"],
+            "bayes": {"testdev_interval_95": bayes_interval, "val_accuracy": bayes_val.accuracy},
+            "pretrained_history": side["pretrained_history"], "learning_curves": curves, "learning_levels": levels,
             "golden": {"accuracy": g.accuracy, "count": g.count, "skipped": len(golden.skips)},
             "oracle_history": history, "calibrator_history": calibration_history, "black_box_history": blackbox.history,
             "split": {"easy": len(split.easy), "hard": len(split.hard)},
@@ -295,8 +305,8 @@ def _learning_curves(answers_only: list, labels: list, pretrained: list, black_b
     """Validation accuracy against seconds, one curve per way of learning: name ->
     ``[(seconds, accuracy), ...]`` after each epoch, every epoch's validation pass counted (the
     Trainer's ``seconds`` hold it; label training and the black box time it apart). The
-    pretrained curve is the label epochs (the ceiling's) followed by its epochs through the
-    reasoning."""
+    pretrained curve continues the label curve (the ceiling's, its best epoch's weights) with its
+    epochs through the reasoning."""
     def curve(records, start: float = 0.0) -> list:
         points, clock = [], start
         for r in records:
@@ -305,9 +315,8 @@ def _learning_curves(answers_only: list, labels: list, pretrained: list, black_b
         return points
 
     label_curve = curve(labels)
-    return {ANSWERS_ONLY: curve(answers_only),
-            PRETRAINED: label_curve + curve(pretrained, label_curve[-1][0] if label_curve else 0.0),
-            BLACK_BOX: curve(black_box)}
+    return {ANSWERS_ONLY: curve(answers_only), LABELS_ONLY: label_curve,
+            PRETRAINED: curve(pretrained, label_curve[-1][0] if label_curve else 0.0), BLACK_BOX: curve(black_box)}
 
 
 def _gqa_metrics(runs: dict, test_q: dict, val_q: dict, val_graphs, golden, base_answerer, data) -> dict:

@@ -8,8 +8,10 @@ like the first) and hand back what the report needs:
   model reads test-dev through it once it is trained);
 * the black-box baseline, fitted (its validation accuracy after each epoch: a learning curve)
   and its test-dev predictions;
-* the perception ceiling: the base model's network trained on the train scene graphs' labels,
-  its test-dev predictions, and its validation accuracy after each label epoch;
+* the perception ceiling: the base model's network trained on the train scene graphs' labels
+  until validation stops bettering (the best epoch's weights kept), its test-dev predictions,
+  its validation accuracy after each label epoch, and how it reads each concept of the
+  validation graphs;
 * the pretrained-then-reasoning curve: that labelled network then trained ``pretrained_epochs``
   epochs through the reasoning on the answers (``nablafol train --scene-graphs``'s recipe),
   validated after each epoch.
@@ -25,6 +27,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
+
+CEILING_PATIENCE = 3  # label epochs without a better validation before the ceiling stops
 
 __all__ = ["BesideRequest", "run_beside", "Beside", "can_spawn", "demo_model", "feature_memory", "validation_accuracy"]
 
@@ -103,7 +107,8 @@ def _run_beside(request: BesideRequest) -> dict:
     timings["black box"] = time.perf_counter() - start
 
     start = time.perf_counter()
-    model, out["ceiling_history"], out["ceiling_predictions"] = _ceiling(request, ontology, compiler, questions, store)
+    model, out["ceiling_history"], out["ceiling_predictions"], out["ceiling_concepts"] = _ceiling(
+        request, ontology, compiler, questions, store)
     timings["ceiling"] = time.perf_counter() - start
 
     start = time.perf_counter()
@@ -142,20 +147,23 @@ def _black_box(request: BesideRequest, questions: dict, store):
 
 def _ceiling(request: BesideRequest, ontology, compiler, questions: dict, store):
     """The demo's network trained on the train scene graphs' labels (the perception ceiling),
-    validated after each label epoch; the model, its history and its test-dev predictions."""
+    validated after each label epoch, stopped after ``CEILING_PATIENCE`` epochs without a better
+    validation (the best epoch's weights kept); the model, its history, its test-dev predictions
+    and its reading of each concept of the validation graphs."""
     from nablafol.data import load_scene_graphs
     from nablafol.pipeline.answering import Answerer
     from nablafol.pipeline.evaluation import answer_all
-    from nablafol.pipeline.label_training import LabelConfig, train_on_labels
+    from nablafol.pipeline.label_training import LabelConfig, concept_accuracy, train_on_labels
     from nablafol.pipeline.perception import FeaturePerception
     model = demo_model(ontology, store, request.seed)
     perception = FeaturePerception(store, model, ontology)
     val = list(questions["val"].values())
     history = train_on_labels(model, store, load_scene_graphs(Path(request.data) / "train_sceneGraphs.json"), ontology,
-                              LabelConfig(epochs=request.ceiling_epochs, seed=request.seed),
+                              LabelConfig(epochs=request.ceiling_epochs, seed=request.seed, patience=CEILING_PATIENCE),
                               validate=lambda: validation_accuracy(perception, compiler, val))
     run = answer_all(questions["testdev"].values(), Answerer(perception, compiler=compiler))
-    return model, history, run.predictions
+    concepts = concept_accuracy(model, store, load_scene_graphs(Path(request.data) / "val_sceneGraphs.json"), ontology)
+    return model, history, run.predictions, concepts
 
 
 def _pretrained(request: BesideRequest, model, ontology, compiler, questions: dict, store) -> list[dict]:

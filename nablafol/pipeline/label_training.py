@@ -38,21 +38,24 @@ from typing import Callable, Optional
 import numpy as np
 import torch
 
-__all__ = ["LabelConfig", "train_on_labels"]
+__all__ = ["LabelConfig", "train_on_labels", "concept_accuracy"]
 
 
 @dataclass
 class LabelConfig:
-    """Settings of supervised training on labels (the demo's: 6 epochs, batches of 32 images, lr 3e-3)."""
+    """Settings of supervised training on labels (batches of 32 images, lr 3e-3). ``patience``:
+    with a validation, stop once that many epochs in a row have not bettered the best validation
+    accuracy and keep the best epoch's weights (0: train every epoch, keep the last)."""
 
     epochs: int = 6
     batch_size: int = 32
     lr: float = 3e-3
     clip_norm: float = 0.65
     seed: int = 0
+    patience: int = 0
 
     def __post_init__(self):
-        for name, least in (("epochs", 0), ("batch_size", 1)):
+        for name, least in (("epochs", 0), ("batch_size", 1), ("patience", 0)):
             value = getattr(self, name)
             if not (isinstance(value, int) and value >= least):
                 raise ValueError(f"LabelConfig.{name} must be a whole number >= {least}, got {value!r}")
@@ -67,7 +70,8 @@ def train_on_labels(model, store, graphs, ontology, config: LabelConfig = LabelC
     of ``graphs`` (image id -> scene graph) over ``store``'s features (anything with
     ``get_many``); returns one record per epoch (``label_loss``, ``images``, ``seconds``, and
     ``val_accuracy`` and ``val_seconds`` when ``validate`` is given: it is called after each
-    epoch, ``seconds`` not counting it)."""
+    epoch, ``seconds`` not counting it; with ``config.patience``, early stopping on it, the
+    best epoch's record marked ``best``)."""
     from nablafol.errors import InputFileError
     from nablafol.neural import FeatureBatch
     from nablafol.neural.optimizer import adam
@@ -80,6 +84,7 @@ def train_on_labels(model, store, graphs, ontology, config: LabelConfig = LabelC
     optimizer = adam(model.parameters(), lr=config.lr)
     device = next(model.parameters()).device
     history, total = [], config.epochs * len(ids)
+    best, best_state = None, None
     model.train()
     for epoch in range(config.epochs):
         start, losses = time.perf_counter(), []
@@ -108,5 +113,38 @@ def train_on_labels(model, store, graphs, ontology, config: LabelConfig = LabelC
             log(f"labels epoch {epoch + 1}/{config.epochs}: loss {record['label_loss']:.4f}"
                 + (f", validation accuracy {100 * record['val_accuracy']:.2f}%" if "val_accuracy" in record else "")
                 + f", {record['seconds']:.1f} s")
+        if config.patience and validate is not None:
+            if best is None or record["val_accuracy"] > history[best]["val_accuracy"]:
+                best, best_state = epoch, {k: v.detach().clone() for k, v in model.state_dict().items()}
+            elif epoch - best >= config.patience:
+                break
+    if best_state is not None:
+        model.load_state_dict(best_state)
+        history[best]["best"] = True
     model.eval()
     return history
+
+
+def concept_accuracy(model, store, graphs, ontology, batch_size: int = 32) -> dict:
+    """How ``model`` (a :class:`~nablafol.neural.NeuralOracleModel`) reads every concept of the
+    images of ``graphs`` (image id -> scene graph) that ``store`` has features for, each decided
+    at probability 0.5 against the graphs' labels (the entries the label loss trains):
+    ``"kind name" -> {"accuracy", "recall" (of the true entries; None without one), "entries",
+    "positives"}``."""
+    from nablafol.neural import FeatureBatch
+    from nablafol.neural.supervision import SceneGraphTeacher
+
+    ids = sorted(i for i in graphs if i in store)
+    teacher = SceneGraphTeacher(graphs, model.vocabulary, ontology)
+    device = next(model.parameters()).device
+    totals: dict = {}
+    model.eval()
+    with torch.no_grad():
+        for first in range(0, len(ids), batch_size):
+            batch = FeatureBatch.from_store(store, ids[first:first + batch_size], device=device)
+            for concept, counts in teacher.concept_counts(model.bind(batch), batch).items():
+                totals[concept] = [a + b for a, b in zip(totals.get(concept, [0, 0, 0, 0]), counts)]
+    return {f"{kind} {name}": {"accuracy": right / entries if entries else None,
+                               "recall": found / positives if positives else None,
+                               "entries": entries, "positives": positives}
+            for (kind, name), (entries, right, positives, found) in sorted(totals.items())}

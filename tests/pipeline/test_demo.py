@@ -6,8 +6,8 @@ import numpy as np
 import torch
 
 from nablafol.cli import main
-from nablafol.pipeline.demo_report import (ANSWERS_ONLY, BASE, BAYES, BLACK_BOX, CALIBRATED, CEILING, GOLDEN, PREDICTED,
-                                           PRETRAINED, PRIOR, _StepRecorder)
+from nablafol.pipeline.demo_report import (ANSWERS_ONLY, BASE, BAYES, BLACK_BOX, CALIBRATED, CEILING, GOLDEN,
+                                           LABELS_ONLY, PREDICTED, PRETRAINED, PRIOR, _StepRecorder, wilson_interval)
 from nablafol.engine import Engine, ProgramPlan
 from nablafol.ir import Filter, Predicate, Program, Relate, Top, Aggregate
 from nablafol.operators import Quantifier
@@ -34,9 +34,18 @@ def test_pictures_are_png_files(tmp_path):
         grouped_bars(["2", "3"], {"a": [50.0, None], "b": [70.0, 20.0]}, tmp_path / "bars.png", "x", "y", "t",
                      notes=["n=3", "n=4"]),
         learning_curves({"a": [(1.0, 0.5), (2.5, 0.6)], "b": [(0.5, None), (3.0, 0.7)]}, tmp_path / "curves.png"),
+        learning_curves({"a": [(1.0, 0.5)]}, tmp_path / "levels.png", levels={"bound": 0.9}),
     ]
     for path in pictures:
         assert _is_png(path), path
+
+
+def test_wilson_interval_holds_the_accuracy_and_narrows_with_more_questions():
+    low, high = wilson_interval(80, 100)
+    assert low < 0.8 < high and (round(low, 4), round(high, 4)) == (0.7112, 0.8666)  # the textbook's figures
+    wide, narrow = wilson_interval(8, 10), wilson_interval(800, 1000)
+    assert wide[1] - wide[0] > narrow[1] - narrow[0] > 0
+    assert wilson_interval(0, 5)[0] == 0.0 and wilson_interval(5, 5)[1] == 1.0 and wilson_interval(0, 0) == (0.0, 1.0)
 
 
 def test_step_recorder_keeps_every_step_and_changes_nothing():
@@ -85,6 +94,7 @@ def test_demo_quick_writes_its_report(tmp_path):
     scores = json.loads((folder / "scores.json").read_text())
     assert set(scores) == {BAYES, CEILING, BASE, CALIBRATED, BLACK_BOX, PRIOR}
     assert scores[BAYES]["overall"]["all"]["accuracy"] > scores[BASE]["overall"]["all"]["accuracy"]
+    assert "least recalled concepts" in report and "95% interval" in report
     assert BAYES in report
     assert "## The perception ceiling" in report and CEILING in report
     assert report.index("## The perception ceiling") < report.index("## Table 1")
@@ -107,9 +117,15 @@ def test_demo_quick_writes_its_report(tmp_path):
     demo = json.loads((folder / "demo.json").read_text())
     # the learning curves: one point per epoch of each way of learning, seconds growing
     curves = demo["learning_curves"]
-    assert set(curves) == {ANSWERS_ONLY, PRETRAINED, BLACK_BOX}
+    assert set(curves) == {ANSWERS_ONLY, LABELS_ONLY, PRETRAINED, BLACK_BOX}
     assert len(curves[ANSWERS_ONLY]) == 2 and len(curves[BLACK_BOX]) == 2
-    assert len(curves[PRETRAINED]) == 2 + 1  # quick: 2 label epochs (the ceiling's), then 1 through the reasoning
+    assert len(curves[LABELS_ONLY]) == len(demo["ceiling_history"]) <= 2  # quick: at most 2 label epochs
+    assert len(curves[PRETRAINED]) == 1 and curves[PRETRAINED][0][0] > curves[LABELS_ONLY][-1][0]  # then 1 answer epoch
+    assert set(demo["learning_levels"]) == {BAYES} and 0 < demo["learning_levels"][BAYES] <= 1
+    low, high = demo["bayes"]["testdev_interval_95"]
+    assert low < scores[BAYES]["overall"]["all"]["accuracy"] < high
+    assert sum(h.get("best", False) for h in demo["ceiling_history"]) == 1
+    assert all(0 <= f["accuracy"] <= 1 for f in demo["ceiling_concepts"].values()) and len(demo["ceiling_concepts"]) > 20
     for name, points in curves.items():
         seconds = [t for t, _ in points]
         assert seconds == sorted(seconds) and seconds[0] > 0, name

@@ -5,7 +5,7 @@ import torch
 
 from nablafol.pipeline.demo import _learning_curves
 from nablafol.pipeline.demo_beside import Beside, BesideRequest
-from nablafol.pipeline.demo_report import ANSWERS_ONLY, BLACK_BOX, PRETRAINED
+from nablafol.pipeline.demo_report import ANSWERS_ONLY, BLACK_BOX, LABELS_ONLY, PRETRAINED
 from nablafol.synthetic import generate_dataset
 
 
@@ -54,7 +54,8 @@ def test_the_learning_curves_count_every_second_and_continue_the_labels():
     black_box = [{"seconds": 1.5, "val_seconds": 0.5, "val_accuracy": 0.4}]
     curves = _learning_curves(answers, labels, pretrained, black_box)
     assert curves[ANSWERS_ONLY] == [(10.0, 0.5), (22.0, 0.6)]
-    assert curves[PRETRAINED] == [(4.0, 0.7), (13.0, 0.8)]
+    assert curves[LABELS_ONLY] == [(4.0, 0.7)]
+    assert curves[PRETRAINED] == [(13.0, 0.8)]  # continues the label curve's clock
     assert curves[BLACK_BOX] == [(2.0, 0.4)]
 
 

@@ -98,3 +98,79 @@ def test_pretrain_epochs_without_scene_graphs_is_a_usage_error(small_dataset, tm
     code = main(["train", "--data", str(small_dataset), "--pretrain-epochs", "2", "--out", str(tmp_path / "m")])
     err = capsys.readouterr().err
     assert code == 2 and "--pretrain-epochs needs --scene-graphs" in err and "Traceback" not in err
+
+
+def _tiny_model(onto, seed=0):
+    torch.manual_seed(seed)
+    return NeuralOracleModel.for_vocabulary(ConceptVocabulary.from_ontology(onto), feature_dim=16, hidden_dim=32,
+                                            embedding_dim=16, projection_dim=16, pair_hidden_dim=16)
+
+
+def test_early_stopping_keeps_the_best_epochs_weights(small_dataset):
+    """With a patience, training stops once that many epochs have not bettered the best
+    validation, and the model ends with the best epoch's weights, its record marked."""
+    data = small_dataset
+    onto = Ontology.from_folder(data / "ontology")
+    model = _tiny_model(onto)
+    scores, seen = iter([0.5, 0.7, 0.6, 0.65, 0.9, 0.95]), []
+
+    def validate():
+        seen.append({k: v.clone() for k, v in model.state_dict().items()})
+        return next(scores)
+    graphs = load_scene_graphs(data / "train_sceneGraphs.json")
+    history = train_on_labels(model, FeatureStore(data / "features"), graphs, onto,
+                              LabelConfig(epochs=6, batch_size=64, lr=1e-2, patience=2), validate=validate)
+    assert [h["epoch"] for h in history] == [0, 1, 2, 3] and [h.get("best", False) for h in history] == [
+        False, True, False, False]
+    for name, value in model.state_dict().items():
+        assert torch.equal(value, seen[1][name]), name
+    assert not torch.equal(seen[1]["unary_bias"], seen[3]["unary_bias"])  # it did train past the best
+    # no patience: every epoch, the last weights
+    model = _tiny_model(onto)
+    scores = iter([0.9, 0.1, 0.1])
+    assert len(train_on_labels(model, FeatureStore(data / "features"), graphs, onto,
+                               LabelConfig(epochs=3, batch_size=64, lr=1e-2), validate=lambda: next(scores))) == 3
+    with pytest.raises(ValueError, match="patience"):
+        LabelConfig(patience=-1)
+
+
+def test_concept_accuracy_counts_against_the_labels(small_dataset):
+    """Per concept, decisions at 0.5 against the graphs: the golden oracle itself is right on
+    every entry; an oracle that says no to everything finds no positive and is right exactly on
+    the negatives; the network's figures lie between and are counted over the same entries."""
+    from nablafol.graph_oracles import SceneGraphOracle
+    from nablafol.neural import FeatureBatch
+    from nablafol.neural.supervision import SceneGraphTeacher
+    from nablafol.pipeline.label_training import concept_accuracy
+    data = small_dataset
+    onto = Ontology.from_folder(data / "ontology")
+    model = _tiny_model(onto)
+    store, graphs = FeatureStore(data / "features"), load_scene_graphs(data / "val_sceneGraphs.json")
+    teacher = SceneGraphTeacher(graphs, model.vocabulary, onto)
+    batch = FeatureBatch.from_store(store, sorted(graphs)[:8])
+    golden = SceneGraphOracle([graphs[i] for i in batch.image_ids], ontology=onto)
+
+    class Reading:
+        """The golden tables through ``change`` (finite: a structural zero is no entry)."""
+
+        def __init__(self, change):
+            self.change, self.num_objects = change, golden.num_objects
+
+        def unary(self, requests):
+            return self.change(golden.unary(requests))
+
+        def binary(self, requests):
+            return self.change(golden.binary(requests))
+    said = teacher.concept_counts(Reading(lambda t: t.clamp(min=-30.0)), batch)
+    never = teacher.concept_counts(Reading(lambda t: torch.full_like(t, -30.0)), batch)
+    assert said.keys() == never.keys() and len(said) > 20
+    assert any(positives for _, _, positives, _ in said.values())
+    for concept, (entries, right, positives, found) in said.items():
+        assert (right, found) == (entries, positives), concept
+        n_entries, n_right, n_positives, n_found = never[concept]
+        assert (n_entries, n_positives, n_found, n_right) == (entries, positives, 0, entries - positives), concept
+    report = concept_accuracy(model, store, graphs, onto)
+    assert set(report) == {f"{kind} {name}" for kind, name in said}
+    for concept, figures in report.items():
+        assert 0 <= figures["accuracy"] <= 1 and figures["entries"] > 0, concept
+        assert (figures["recall"] is None) == (figures["positives"] == 0), concept

@@ -98,3 +98,126 @@ def test_sparse_relations_are_rebuilt_as_written_and_other_settings_refused(tmp_
     assert main([str(folder), "val", str(tmp_path / "x.json")]) == 1
     out = capsys.readouterr().out
     assert "differ from the written ones" in out and out.count("\n") == 1
+
+
+# --- given the features only -------------------------------------------------------------------
+
+SMALL_CLASSES = ("man", "boy", "hat", "cup", "dog")
+NOISE = 1.2  # in 16 dimensions: enough to leave classes and contexts in doubt
+
+
+@pytest.fixture(scope="module")
+def small_world():
+    """A five-class vocabulary, its codes (16-d), noisy features of a few scenes, the class prior."""
+    from nablafol.synthetic import Vocabulary
+    vocabulary = Vocabulary.default(classes=SMALL_CLASSES)
+    dataset = build_dataset(n_train=30, n_val=4, n_testdev=1, seed=3, vocabulary=vocabulary, questions_per_scene=1)
+    codes = ConceptCodes.draw(vocabulary, 16, np.random.default_rng(5))
+    rng = np.random.default_rng(1)
+    graphs = dataset.scenes["val"]
+    features = [image_features(g, codes, rng, noise_std=NOISE, context_scale=0.5)[0] for g in graphs]
+    return vocabulary, codes, graphs, features, ClassPrior(dataset.scenes["train"], vocabulary.classes)
+
+
+def brute_force_posterior(graph, features, codes, vocabulary, prior, noise_std, context_scale):
+    """Every object's class and attribute marginals and the scene's context posterior, by
+    enumerating each context and each object's every (class, values) one by one."""
+    import itertools
+    from math import log
+
+    from nablafol.synthetic.vocabulary import PRESENCE
+    per_context, context_logs = [], []
+    for ctx, share in prior.contexts.items():
+        context = context_scale * codes.signal([v for v in ctx if v is not None])
+        objects, total = [], log(share)
+        for obj, f in zip(graph.objects, features):
+            hypotheses = []
+            for name in prior.classes:
+                options = []
+                for type_name in vocabulary.types_of(name):
+                    palette = vocabulary.palette(name, type_name)
+                    p = PRESENCE[type_name]
+                    options.append([(None, 0.0)] + [(v, 0.0) for v in palette] if type_name == "size" else
+                                   [(None, log(1 - p))] + [(v, log(p / len(palette))) for v in palette])
+                for combination in itertools.product(*options):
+                    values = [v for v, _ in combination if v is not None]
+                    size = next((v for v in values if v in ("large", "small")), None)
+                    residual = f - context - codes.signal([name, *values])
+                    hypotheses.append((name, values, prior.log_share(ctx[0], name)
+                                       + prior.log_size_prior(obj, graph, name, size)
+                                       + sum(lp for _, lp in combination) - residual @ residual / (2 * noise_std ** 2)))
+            logs = np.array([h[2] for h in hypotheses])
+            evidence = np.logaddexp.reduce(logs)
+            total += evidence
+            objects.append([(name, values, np.exp(lp - evidence)) for name, values, lp in hypotheses])
+        per_context.append(objects)
+        context_logs.append(total)
+    weights = np.exp(np.array(context_logs) - np.logaddexp.reduce(context_logs))
+    classes, values = [], []
+    for i in range(len(graph.objects)):
+        c, v = {}, {}
+        for w, objects in zip(weights, per_context):
+            for name, chosen, p in objects[i]:
+                c[name] = c.get(name, 0.0) + w * p
+                for value in chosen:
+                    v[value] = v.get(value, 0.0) + w * p
+        classes.append(c), values.append(v)
+    return dict(zip(prior.contexts, weights)), classes, values
+
+
+def test_features_only_marginals_are_the_enumerated_posterior(small_world):
+    """Class and attribute marginals and the scene's context are those of the generator's model
+    summed hypothesis by hypothesis (the context and every object's values summed out)."""
+    from nablafol.synthetic.bayes import features_only_scene_graphs
+    vocabulary, codes, graphs, features, prior = small_world
+    bayes = features_only_scene_graphs(graphs, features, codes, vocabulary, prior, NOISE, 0.5, samples=16)
+    doubtful = 0
+    for graph, rows, posterior in zip(graphs, features, bayes):
+        contexts, classes, values = brute_force_posterior(graph, np.asarray(rows, np.float64), codes, vocabulary,
+                                                          prior, NOISE, 0.5)
+        assert (posterior.location, posterior.weather) == max(contexts, key=contexts.get)
+        for b, c, v in zip(posterior.objects, classes, values):
+            assert {k: p for k, p in c.items() if p > 1e-6} == pytest.approx(b.names, abs=1e-9)
+            assert {k: p for k, p in v.items() if p > 1e-6} == pytest.approx(b.attributes, abs=1e-9)
+            doubtful += max(c.values()) < 0.99
+        doubtful += max(contexts.values()) < 0.99
+    assert doubtful > 0  # the noise leaves something to doubt: not the truth copied
+
+
+def test_features_only_reads_nothing_but_features_and_boxes(small_world):
+    """The truth of names, attributes, relations and context is never read: scrubbed graphs give
+    the same posteriors; with little noise they are the truth, relations included."""
+    from dataclasses import replace
+
+    from nablafol.synthetic.bayes import features_only_scene_graphs
+    vocabulary, codes, graphs, features, prior = small_world
+    scrubbed = [replace(g, location=None, weather=None, objects=tuple(
+        replace(o, names={"cup": 1.0}, name="cup", attributes={}, relations=()) for o in g.objects)) for g in graphs]
+    run = lambda gs, fs, noise: features_only_scene_graphs(gs, fs, codes, vocabulary, prior, noise, 0.5, samples=16)
+    assert run(scrubbed, features, NOISE) == run(graphs, features, NOISE)
+    rng = np.random.default_rng(2)
+    clear = [image_features(g, codes, rng, noise_std=0.01, context_scale=0.5)[0] for g in graphs]
+    checked = 0
+    for truth, b in zip(graphs, run(scrubbed, clear, 0.01)):
+        assert (b.location, b.weather) == (truth.location, truth.weather)
+        for t, o in zip(truth.objects, b.objects):
+            if codes.strength(t.name) > 0.1:
+                assert o.names[t.name] > 0.99
+                checked += 1
+            if all(codes.strength(x) > 0.1 for g in (truth,) for x in (p.name for p in g.objects)):
+                assert sorted((r.name, r.object_id) for r in o.relations) == sorted((r.name, r.object_id) for r in t.relations)
+                assert all(r.p == 1.0 for r in o.relations)
+    assert checked > 10
+
+
+def test_the_features_only_oracle_is_written_by_default(data, tmp_path):
+    """``python -m nablafol.synthetic.bayes`` writes the features-only posteriors (relations
+    drawn, not copied); ``--given-truth`` the others, relations true."""
+    assert main([str(data), "val", str(tmp_path / "f.json")]) == 0
+    assert main([str(data), "val", str(tmp_path / "g.json"), "--given-truth"]) == 0
+    truth = load_scene_graphs(data / "val_sceneGraphs.json")
+    given, alone = load_scene_graphs(tmp_path / "g.json"), load_scene_graphs(tmp_path / "f.json")
+    assert all(g.objects[k].relations == t.objects[k].relations for g, t in zip(given.values(), truth.values())
+               for k in range(len(t.objects)))
+    assert any(r.p < 1 for g in alone.values() for o in g.objects for r in o.relations)
+    assert 0.8 < accuracy(data, tmp_path / "f.json", "val") < 1.0

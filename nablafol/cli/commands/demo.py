@@ -42,12 +42,12 @@ def add_arguments(parser) -> None:
     parser.add_argument("--blackbox-epochs", type=positive_int, default=None,
                         help="black-box baseline training epochs (default 10; quick: 8)")
     parser.add_argument("--ceiling-epochs", type=positive_int, default=None,
-                        help="epochs of the perception ceiling (the oracle trained on the scene graphs' labels; "
-                        "default 6; quick: 2)")
+                        help="most epochs of the supervised ceiling (the oracle trained on the scene graphs' labels, "
+                        "early stopping on validation; default 20; quick: 2)")
     parser.add_argument("--parser-epochs", type=positive_int, default=None,
                         help="semantic parser training epochs (default 4)")
     parser.add_argument("--pretrained-epochs", type=non_negative_int, default=None,
-                        help="epochs through the reasoning after the ceiling's label epochs, for the learning curves' "
+                        help="epochs through the reasoning after the ceiling's best label epoch, for the learning curves' "
                         "pretrained line (default 1; 0: the label epochs only)")
     parser.add_argument("--seed", type=seed_number, default=0)
     parser.add_argument("--one-process", action="store_true",
