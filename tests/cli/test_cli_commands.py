@@ -375,7 +375,7 @@ def test_a_generate_stopped_half_way_leaves_a_folder_generate_writes_again(tmp_p
     (("train", "--data", "d", "--out", "o", "--seed", str(2**63)), "--seed"),
     (("generate", "--out", "o", "--seed", str(2**70)), "--seed"),
     (("parser", "train", "--questions", "q", "--out", "o", "--seed", str(2**64)), "--seed"),
-    (("answer", "--parser", "p", "--scene-graph", "s", "--image", "1", "hi", "--threads", "100000"), "--threads"),
+    (("answer", "--parser", "p", "--scene-graphs", "s", "--image", "1", "hi", "--threads", "100000"), "--threads"),
     (("demo", "--out", "o", "--threads", "5000"), "--threads"),
     (("generate", "--out", "o", "--noise", "1e308"), "--noise")])
 def test_options_beyond_what_torch_takes_are_refused_by_the_parser(argv, option, capsys):
