@@ -62,6 +62,20 @@ def test_a_config_asking_for_10_to_the_12_layers_is_refused(tmp_path, capsys, mo
     assert "asks for" in assert_one_line_refusal(code, err, folder / "config.json")
 
 
+def test_a_config_number_no_float_holds_is_refused(tmp_path, capsys, model):
+    """Found by fuzzing the commands: `dropout: 10**400` (an int no float holds) raised
+    OverflowError from the finiteness check itself."""
+    folder = tmp_path / "m"
+    shutil.copytree(model, folder)
+    config = json.loads((folder / "config.json").read_text())
+    for key in ("dropout", "cosine_scale", "prior_logit"):
+        config["model"][key] = 10**400
+        (folder / "config.json").write_text(json.dumps(config))
+        code, _, err = _eval_features(capsys, tmp_path, FEATURES, folder)
+        assert f"{key} must be" in assert_one_line_refusal(code, err, folder / "config.json")
+        config["model"][key] = 0.5
+
+
 # -- HDF5 reaching outside its file ---------------------------------------------------------------
 def _replace_dataset(path: Path, name: str, make) -> None:
     with h5py.File(path, "a") as handle:
