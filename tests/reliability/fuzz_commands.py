@@ -11,7 +11,6 @@ tests/cli); every other command is here, with the file a user hands it.
 """
 from __future__ import annotations
 
-import argparse
 import contextlib
 import io
 import json
@@ -21,6 +20,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+import fuzz_targets
 from fuzz_targets import (EVERY, GQA, Target, encode, gen_predictions_file, gen_program_text, gen_questions_file,
                           gen_scene_graphs_file, gen_split_file, mutate_value, run_for)
 
@@ -225,21 +225,7 @@ def run_inputs(target: Target, inputs: int, seed: int, crashes: Path | None) -> 
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python tests/reliability/fuzz_commands.py", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--inputs", type=int, default=1000, help="per target (default 1000)")
-    parser.add_argument("--target", choices=sorted(TARGETS), action="append", help="default: all")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--crashes", type=Path, help="save crashing inputs here")
-    args = parser.parse_args(argv)
-    total = 0
-    print(f"{'target':<18} {'inputs':>8} {'accepted':>8} {'refused':>8} {'crashes':>7} {'seconds':>7}", flush=True)
-    for name in args.target or list(TARGETS):
-        counts = run_inputs(TARGETS[name], args.inputs, args.seed, args.crashes)
-        total += counts["crashes"]
-        print(f"{name:<18} {counts['inputs']:>8,} {counts['accepted']:>8,} {counts['refused']:>8,} "
-              f"{counts['crashes']:>7,} {counts['seconds']:>7.0f}", flush=True)
-    return 1 if total else 0
+    return fuzz_targets.main(argv, TARGETS, attempt, "python tests/reliability/fuzz_commands.py", __doc__)
 
 
 if __name__ == "__main__":

@@ -427,21 +427,27 @@ def run_for(target: Target, seconds: float, seed: int, crashes: Path | None, *, 
     return counts
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tests.reliability.fuzz_targets", description=__doc__,
+def main(argv=None, targets: dict | None = None, attempt_one=None, prog: str = "python -m tests.reliability.fuzz_targets",
+         description: str | None = None) -> int:
+    """The runner: every target (of ``targets``, default this module's) for ``--seconds`` each, or
+    ``--inputs`` inputs each; prints the counts, exits 1 when anything crashed."""
+    targets = targets or TARGETS
+    parser = argparse.ArgumentParser(prog=prog, description=description or __doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=float, default=60.0, help="per target (default 60)")
-    parser.add_argument("--target", choices=sorted(TARGETS), action="append", help="default: all")
+    parser.add_argument("--inputs", type=int, help="per target, instead of --seconds")
+    parser.add_argument("--target", choices=sorted(targets), action="append", help="default: all")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--crashes", type=Path, help="save crashing inputs here")
     args = parser.parse_args(argv)
     total = 0
     print(f"{'target':<18} {'seconds':>7} {'inputs':>8} {'accepted':>8} {'skipped':>8} {'refused':>8} "
-          f"{'crashes':>7}")
-    for name in args.target or list(TARGETS):
-        counts = run_for(TARGETS[name], args.seconds, args.seed, args.crashes)
+          f"{'crashes':>7}", flush=True)
+    for name in args.target or list(targets):
+        counts = run_for(targets[name], args.seconds, args.seed, args.crashes, inputs=args.inputs,
+                         attempt_one=attempt_one)
         total += counts["crashes"]
-        print(f"{name:<18} {args.seconds:>7.0f} {counts['inputs']:>8,} {counts['accepted']:>8,} "
+        print(f"{name:<18} {counts['seconds']:>7.0f} {counts['inputs']:>8,} {counts['accepted']:>8,} "
               f"{counts['skipped']:>8,} {counts['refused']:>8,} {counts['crashes']:>7,}", flush=True)
     return 1 if total else 0
 
