@@ -53,6 +53,28 @@ class _Entry(NamedTuple):
     height: float
 
 
+def _outside_reference(handle, name: str) -> str | None:
+    """How dataset ``name`` of an open HDF5 file would read outside the file (a link to another
+    file or within it, storage in raw external files, a virtual dataset mapping others), or None.
+    An HDF5 file can name any file of the machine, a pipe included (a read that never ends): the
+    link is read as a link, never followed, before the dataset is opened."""
+    import h5py
+    link = handle.get(name, getlink=True)
+    if link is None:
+        return None  # missing: the caller says what is needed
+    if isinstance(link, h5py.ExternalLink):
+        return f"is a link to {link.filename!r}"
+    if not isinstance(link, h5py.HardLink):
+        return f"is a link ({type(link).__name__}) to {getattr(link, 'path', '?')!r}"
+    dataset = handle.get(name)
+    if isinstance(dataset, h5py.Dataset):
+        if dataset.external:
+            return f"keeps its data in external files ({dataset.external[0][0]!r}...)"
+        if dataset.is_virtual:
+            return "is a virtual dataset (its data lie in other files)"
+    return None
+
+
 class FeatureStore:
     """``{imageId: ObjectFeatures}`` over a GQA features folder, read on demand.
 
@@ -133,14 +155,20 @@ class FeatureStore:
             import h5py
             path = self.folder / FILE_PATTERN.format(number)
             if not path.is_file():
-                raise InputFileError(path, "no such file (the features index points to it)",
-                                     f"image {image_id}")
+                what = "is not a regular file (a pipe, a device or a folder)" if os.path.lexists(path) else \
+                    "no such file"  # a pipe is never opened: its reader would wait for a writer
+                raise InputFileError(path, f"{what} (the features index points to it)", f"image {image_id}")
             try:
                 handle = h5py.File(path, "r")
             except OSError as error:
                 raise InputFileError(path, f"is not a readable HDF5 file ({error})",
                                      f"image {image_id}") from None
             for name, last in (("features", None), ("bboxes", 4)):
+                outside = _outside_reference(handle, name)
+                if outside is not None:
+                    handle.close()
+                    raise InputFileError(path, f"dataset {name!r} {outside}: features are read from the file "
+                                               f"itself only; copy the data in (h5repack)", f"image {image_id}")
                 dataset = handle.get(name)
                 if not isinstance(dataset, h5py.Dataset) or dataset.ndim != 3 or (
                         last is not None and dataset.shape[2] != last):

@@ -110,10 +110,44 @@ def atomic_writer(path: str | os.PathLike, mode: str = "w") -> Iterator[IO]:
             os.fsync(stream.fileno())  # on disk before the rename makes it the file
         os.chmod(temp_name, 0o666 & ~_umask())  # mkstemp makes 0600; a written file gets the usual mode
         os.replace(temp_name, path)
-    except BaseException:
+    except BaseException as error:
         with contextlib.suppress(OSError):
             os.unlink(temp_name)
+        if isinstance(error, OSError) and is_write_failure(error):  # the system's words name no file
+            raise write_failure(path, error) from None
         raise
+
+
+_FULL = {"ENOSPC": "the disk is full", "EDQUOT": "the disk quota is used up", "EFBIG": "the file is too large "
+         "for its file system"}
+
+
+def is_write_failure(error: OSError) -> bool:
+    """Whether ``error`` is a write that found no room (a full disk or quota), which names no file
+    of its own."""
+    import errno
+    return any(error.errno == getattr(errno, name, None) for name in _FULL)
+
+
+@contextlib.contextmanager
+def naming_full_disk(path: str | os.PathLike) -> Iterator[None]:
+    """Writes to ``path`` in the block: a full disk (or quota) is :func:`write_failure`'s line
+    naming ``path``, not the system's, which names no file."""
+    try:
+        yield
+    except OSError as error:
+        if is_write_failure(error):
+            raise write_failure(path, error) from None
+        raise
+
+
+def write_failure(path: str | os.PathLike, error: OSError) -> InputFileError:
+    """The one line for a file that could not be written because there was no room: the file,
+    and what to do (the system's words name no file)."""
+    import errno
+    reason = next((text for name, text in _FULL.items() if error.errno == getattr(errno, name, None)),
+                  error.strerror or str(error))
+    return InputFileError(path, f"cannot be written: {reason}; free space or write elsewhere (nothing was replaced)")
 
 
 def write_text(path: str | os.PathLike, text: str) -> None:

@@ -26,7 +26,49 @@ CHUNK_CHARS = 1 << 20
 # chunk boundary: the longest cut token is a ``\uXXXX\uXXXX`` escape pair (12 characters).
 _CUT_MARGIN = 16
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
-_DECODER = json.JSONDecoder()
+
+
+class RepeatedKey(ValueError):
+    """A JSON object gives one key twice (which value would count?): raised by the decoders
+    below, turned into one :class:`InputFileError` line naming the record by the readers."""
+
+    def __init__(self, key: str, pairs: list):
+        self.key = key
+        self.record = _record_name(pairs)
+        super().__init__(f"key {key!r} given twice in one object")
+
+    def message(self) -> str:
+        return f"{self.record} gives {json.dumps(self.key, ensure_ascii=False)} twice: which value counts " \
+               f"is unclear; keep one"
+
+
+_NAMING_KEYS = ("questionId", "imageId", "question_id", "image_id", "id", "name")
+
+
+def _record_name(pairs: list) -> str:
+    """An object of a file, named by its id where it has one (as the user finds it again)."""
+    for name in _NAMING_KEYS:
+        for key, value in pairs:
+            if key == name and isinstance(value, (str, int)) and not isinstance(value, bool):
+                return f"the object with {json.dumps(key)}: {json.dumps(value, ensure_ascii=False)}"
+    return "an object"
+
+
+def unique_object(pairs: list) -> dict:
+    """``object_pairs_hook`` of every decoder of the user's JSON: a key given twice is refused
+    (:class:`RepeatedKey`) where ``json`` would keep the last silently (an object id twice in
+    one image flipped an answer). A length comparison per object: the C scanner still reads."""
+    record = dict(pairs)
+    if len(record) != len(pairs):
+        seen = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise RepeatedKey(key, pairs)
+            seen.add(key)
+    return record
+
+
+_DECODER = json.JSONDecoder(object_pairs_hook=unique_object)
 _SCAN = _DECODER.scan_once  # (text, index) -> (value, end), as raw_decode calls it
 _PLAIN_KEY = re.compile(r'[ \t\n\r]*"([^"\\\x00-\x1f]*)"[ \t\n\r]*:[ \t\n\r]*').match  # a key without escapes
 _SEPARATOR = re.compile(r"[ \t\n\r]*([,}])").match
@@ -116,6 +158,8 @@ class _ObjectReader:
                     self._fill()
                     continue
                 raise self.error(error.msg, error.pos) from None
+            except RepeatedKey:
+                raise
             except (RecursionError, ValueError) as error:  # too deep, or an integer too long
                 raise self.error(decoder_limit(error)) from None
             # a number near the buffer's end may continue after it ("10" of "10.5", "1" of
@@ -142,9 +186,11 @@ def decoder_limit(error: Exception) -> str:
 def json_line(text: str, path: str | Path, where: str | None = None) -> Any:
     """One JSON value (a line of a JSON-lines file), with every failure as one InputFileError."""
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=unique_object)
     except json.JSONDecodeError as error:
         raise InputFileError(path, f"not valid JSON at column {error.colno}: {error.msg}", where) from None
+    except RepeatedKey as error:
+        raise InputFileError(path, error.message(), where) from None
     except (RecursionError, ValueError) as error:  # after its subclass above
         raise InputFileError(path, f"cannot be used: {decoder_limit(error)}", where) from None
 
@@ -216,6 +262,8 @@ def _members(path: Path, expected: str, chunk_chars: int, texts: bool) -> Iterat
                     try:
                         value, end = _SCAN(buffer, start)
                         separator = _SEPARATOR(buffer, end)
+                    except RepeatedKey as error:
+                        raise InputFileError(path, error.message(), f"record {key_match.group(1)}") from None
                     except (StopIteration, ValueError, RecursionError):
                         separator = None
                     if separator is not None:
@@ -231,7 +279,10 @@ def _members(path: Path, expected: str, chunk_chars: int, texts: bool) -> Iterat
                 reader.take(":", "':' after a key")
                 if not reader.peek():
                     raise reader.error("expected a value, found end of file")
-                value = reader.value()
+                try:
+                    value = reader.value()
+                except RepeatedKey as error:
+                    raise InputFileError(path, error.message(), f"record {key}") from None
                 yield key, value, (reader.buffer[reader.start:reader.pos] if texts else None)
                 reader.compact()
                 separator = reader.peek()
@@ -252,8 +303,15 @@ def load_json(path: str | Path, *, expected_type: type, expected: str) -> Any:
     path = Path(path)
     with open_text(path) as stream:
         try:
-            value = json.load(stream)
+            value = json.load(stream, object_pairs_hook=unique_object)
+        except RepeatedKey as error:
+            raise InputFileError(path, error.message()) from None
         except json.JSONDecodeError as error:
+            if not error.doc.strip():
+                raise InputFileError(path, f"is empty, expected {expected}") from None
+            if not error.doc[:error.pos].strip():  # not JSON from its first character: CSV, TSV, text
+                raise InputFileError(path, f"is not JSON (line {error.lineno}, column {error.colno}: {error.msg}); "
+                                           f"expected {expected}") from None
             raise InputFileError(path, f"not valid JSON at line {error.lineno}, column "
                                        f"{error.colno}: {error.msg}") from None
         except UnicodeDecodeError as error:

@@ -184,10 +184,8 @@ def parameter_count(config: NeuralOracleConfig) -> int:
         return inputs * outputs + outputs
 
     count = 2 * c.feature_dim  # input LayerNorm
-    width = c.feature_dim + BOX_FEATURES
-    for _ in range(c.hidden_layers):
-        count += linear(width, hidden)
-        width = hidden
+    if c.hidden_layers >= 1:  # a closed form, not a loop: a config's layer count is the user's (10**12 hung)
+        count += linear(c.feature_dim + BOX_FEATURES, hidden) + (c.hidden_layers - 1) * linear(hidden, hidden)
     count += linear(hidden, c.embedding_dim)  # unary projection
     count += linear(hidden, hidden) + linear(hidden, c.embedding_dim)  # scene encoder
     count += 2 * linear(hidden, c.projection_dim)  # subject and object projections
@@ -229,6 +227,7 @@ def _load_part(folder: Path, part: str, recorded: str | None = None) -> tuple[di
         raise InputFileError(folder / (candidates[0] if candidates else names[0]),
                              f"missing: the {part} tensors ({' or '.join(names)}) are not in the folder")
     path = folder / candidates[0]
+    readable(path)
     if path.suffix == ".safetensors":
         if _safetensors is None:
             raise InputFileError(path, "needs the safetensors package to be read (pip install safetensors)")
@@ -241,6 +240,18 @@ def _load_part(folder: Path, part: str, recorded: str | None = None) -> tuple[di
     if not isinstance(tensors, dict) or not all(isinstance(k, str) and torch.is_tensor(v) for k, v in tensors.items()):
         raise InputFileError(path, "must hold a {name: tensor} dictionary")
     return tensors, path
+
+
+def readable(path: Path) -> None:
+    """InputFileError when ``path`` cannot be opened for reading, said as what it is: the
+    safetensors library says "No such file" for a file it may not read."""
+    try:
+        with open(path, "rb"):
+            pass
+    except PermissionError:
+        raise InputFileError(path, "permission denied: give read permission (chmod u+r), or another folder") from None
+    except OSError as error:
+        raise InputFileError(path, f"cannot be read ({error.strerror or error})") from None
 
 
 def _check_ontology(data, path: Path) -> None:

@@ -64,6 +64,16 @@ HEADS = ("dot", "cosine")
 _MIN_EXTENT = 1e-3  # smallest box side, as a fraction of the image: keeps log ratios finite
 
 
+def _finite_number(value) -> bool:
+    """A number a float holds, finite (a config's 10**400 is an int no float holds)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
+
+
 @dataclass(frozen=True)
 class NeuralOracleConfig:
     """Sizes of the network. ``num_unary`` / ``num_binary`` are the vocabulary's row counts."""
@@ -91,10 +101,10 @@ class NeuralOracleConfig:
             if f.name == "head":
                 continue
             if f.name == "cosine_scale":
-                ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
+                ok = _finite_number(value) and value > 0
                 expected = "a positive number"
             elif f.name in ("dropout", "prior_logit"):
-                ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+                ok = _finite_number(value)
                 ok = ok and (0 <= value <= DROPOUT_MAX if f.name == "dropout" else True)
                 expected = f"a number from 0 to {DROPOUT_MAX}" if f.name == "dropout" else "a finite number"
             else:

@@ -27,6 +27,7 @@ class CalibrationTrainer(Trainer):
 
     state_name = CALIBRATOR_STATE_NAME
     metrics_name = "calibrator_metrics.jsonl"
+    written_files = CALIBRATOR_FILES
 
     def __init__(self, model, calibrator: TopDownCalibrator, *args, **kwargs):
         for p in model.parameters():

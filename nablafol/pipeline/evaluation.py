@@ -35,6 +35,7 @@ from typing import Callable, Iterable, Iterator, Optional, Sequence
 
 from nablafol.data import iter_questions, write_predictions
 from nablafol.data.details import exact_share
+from nablafol.data.files import naming_full_disk
 from nablafol.errors import InputFileError, NablafolError
 from nablafol.pipeline.answering import Answerer, Outcome, Skip
 from nablafol.pipeline.journal import FALLBACK, GUESS, PLAIN, EvalJournal
@@ -250,14 +251,20 @@ class DetailsStream:
                                       {"exact": o.exact, "attention": o.attention,
                                        **({"fallback": True} if o.fallback else {})}))
                  for o in results if isinstance(o, Outcome)]
-        self.stream.write("".join(lines).encode("utf-8"))
-        self.stream.flush()
-        os.fsync(self.stream.fileno())
+        with naming_full_disk(self.part):
+            self.stream.write("".join(lines).encode("utf-8"))
+            self.stream.flush()
+            os.fsync(self.stream.fileno())
         return self.stream.tell()
 
     def finish(self) -> None:
         self.stream.close()
         os.replace(self.part, self.path)
+
+    def abandon(self) -> None:
+        """Close and remove the part written (the details of a run whose answers are not kept)."""
+        self.stream.close()
+        self.part.unlink(missing_ok=True)
 
 
 # --- nablafol eval: the same loop, over files ------------------------------------------------
@@ -478,6 +485,13 @@ def _answer_into(journal, job: EvaluationJob, benchmark: str, resuming: bool, pr
     result = answer_stream(questions, answerer, scorer=_scorer(job, benchmark), chunk_size=job.chunk_size,
                            workers=job.workers, threads=job.threads, journal=journal, details=details,
                            progress=progress, source=str(job.questions))
+    try:
+        refuse_changed_inputs(journal.settings, job)
+    except InputFileError:  # what was answered mixes two contents: nothing of it is kept to resume
+        journal.close(remove=True)
+        if details is not None:
+            details.abandon()
+        raise
     if shard is not None:
         journal.seal()  # kept, finished, for the merge
         journal.close()
@@ -485,6 +499,32 @@ def _answer_into(journal, job: EvaluationJob, benchmark: str, resuming: bool, pr
             details.finish()
         return EvaluationReport(result, resuming, None, shard=shard)
     return _finish(job, benchmark, journal, result, resuming, details, lambda: answerer.perception)
+
+
+#: the settings that are input files' fingerprints (EvaluationJob.settings)
+_INPUT_SETTINGS = ("questions", "scene_graphs", "features", "model", "knowledge", "ontology", "parser")
+
+
+def refuse_changed_inputs(started: dict, job: EvaluationJob) -> None:
+    """InputFileError naming the first input file whose size or modification time is not what
+    it was when the run started (``started``: the settings then): answers read from two contents
+    of one file are no one's, and nothing is written from them."""
+    now = job.settings()
+    for key in _INPUT_SETTINGS:
+        changed = _changed_file(started.get(key), now.get(key))
+        if changed is not None:
+            raise InputFileError(changed, "changed while the run read it (size or modification time): its answers "
+                                          "would mix two contents; run again, without --resume, once it is final")
+
+
+def _changed_file(before, after) -> Optional[str]:
+    """The first file of fingerprint ``before`` (``[[path, size, time], ...]``, or a name) that is
+    not the same in ``after``, or None. A file new in a folder is not a change of what was read
+    (this run's journal may lie in an input's folder)."""
+    if not isinstance(before, list) or not isinstance(after, list):
+        return None if before == after else str(before)
+    now = {entry[0]: entry for entry in after}
+    return next((entry[0] for entry in before if now.get(entry[0]) != entry), None)
 
 
 def _finish(job: EvaluationJob, benchmark: str, journal, result: StreamResult, resumed: bool, details,
@@ -520,11 +560,13 @@ def _merge(job: EvaluationJob) -> EvaluationReport:
     details copied chunk by chunk; then the shards' files are removed."""
     from nablafol.pipeline.journal import ShardedJournal
     benchmark = job.benchmark
-    journal = ShardedJournal.find(job.predictions, job.settings())
+    started = job.settings()
+    journal = ShardedJournal.find(job.predictions, started)
     count = len(journal.journals)
     result = answer_stream(_questions(job, benchmark), _Unanswered(job.questions), scorer=_scorer(job, benchmark),
                            chunk_size=job.chunk_size, journal=journal, source=str(job.questions))
     details = _MergedDetails(job.details_path, journal) if job.details_path else None
+    refuse_changed_inputs(started, job)
     report = _finish(job, benchmark, journal, result, False, details, lambda: _answerer(job, benchmark).perception,
                      merged=count)
     if job.details_path:

@@ -37,7 +37,7 @@ from json.encoder import encode_basestring_ascii as _quoted
 from pathlib import Path
 from typing import Iterator, Optional
 
-from nablafol.data.files import atomic_writer
+from nablafol.data.files import atomic_writer, naming_full_disk
 from nablafol.errors import InputFileError
 
 FORMAT = "nablafol-eval"
@@ -167,8 +167,9 @@ class EvalJournal:
     def _append(self, lines: list[str]) -> None:
         if self._stream is None:
             self._stream = open(self.path, "a", encoding="utf-8", newline="\n")
-        self._stream.write("\n".join(lines) + "\n")
-        _sync(self._stream)
+        with naming_full_disk(self.path):  # a full disk: the last commit still describes finished work
+            self._stream.write("\n".join(lines) + "\n")
+            _sync(self._stream)
         self._end = self._stream.tell()
 
     def seal(self) -> None:

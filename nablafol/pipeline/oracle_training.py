@@ -312,6 +312,7 @@ class Trainer:
     # -- checkpoints ----------------------------------------------------------------------
     state_name = STATE_NAME
     metrics_name = METRICS_NAME
+    written_files = MODEL_FILES  # what save_trained writes (with the checkpoint and the metrics)
 
     def save_trained(self) -> None:
         """Write what was trained into the model folder (the oracle; a calibrator overrides this)."""
@@ -353,7 +354,7 @@ class Trainer:
         return {**position, "rngs": [states[shard] for shard in range(self.world.shards)]}
 
     def resume(self) -> bool:
-        """Load the last checkpoint of ``out`` if there is one; True when resumed. Temporary files
+        """Load the last checkpoint of ``out`` if there is one; True when resumed. Temporary files of its own
         a killed run left behind (written, never renamed) are removed: this run owns the folder.
         Rank 0 reads the folder and hands what it read to the other processes (they need no
         access to it)."""
@@ -381,9 +382,10 @@ class Trainer:
     def _read_checkpoint(self):
         """``(state, history)`` of the last checkpoint in ``out``, None when there is none, or the
         :class:`InputFileError` that refuses it (returned, so that it reaches every process)."""
-        if self.out.is_dir():
-            for stale in self.out.glob(".*.tmp"):
-                stale.unlink(missing_ok=True)
+        if self.out.is_dir():  # only the temporary files of what a run writes: a user's .tmp files are theirs
+            for name in {*self.written_files, self.state_name, self.metrics_name}:
+                for stale in self.out.glob(f".{name}.*.tmp"):
+                    stale.unlink(missing_ok=True)
         path = self.out / self.state_name
         if not path.exists():
             return None
@@ -644,6 +646,10 @@ def _oracle_trainer(job: TrainingJob, group, log, progress) -> "Trainer":
     if held:  # a new training would replace it (and leave its calibrator to a new oracle)
         raise InputFileError(out, f"already holds a trained model ({', '.join(held)}): --resume to continue it, "
                              f"or another --out")
+    metrics = out / METRICS_NAME
+    if metrics.exists() and not (job.resume and (out / STATE_NAME).exists()):  # not a training's we continue
+        raise InputFileError(metrics, "is not a checkpointed training's and this run would replace it: move it "
+                             "away, or give another --out")
     calibrated = held_files(out, CALIBRATOR_FILES) if job.resume else []
     if calibrated:  # trained on these weights: training on would leave it (or its checkpoint) stale
         raise InputFileError(out, f"this oracle was calibrated ({', '.join(calibrated)}): training it on would leave "

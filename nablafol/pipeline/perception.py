@@ -149,7 +149,8 @@ class FeaturePerception(Perception):
         from nablafol.neural import FeatureBatch
         batch = FeatureBatch.from_store(self.store, list(image_ids), device=self.device)
         counts = batch.counts.tolist()
-        return NamedObjects(self.model.bind(batch), lambda b: tuple(str(i) for i in range(counts[b])) + ("scene",))
+        return FeatureObjects(self.model.bind(batch), lambda b: tuple(str(i) for i in range(counts[b])) + ("scene",),
+                              list(image_ids), self.store)
 
 
 class NamedObjects:
@@ -160,3 +161,37 @@ class NamedObjects:
 
     def __getattr__(self, name):
         return getattr(self._oracle, name)
+
+
+class FeatureObjects(NamedObjects):
+    """A neural oracle's :class:`NamedObjects` whose probabilities are checked before the engine
+    reads them: a NaN (features finite but so large that the network overflows, or a network
+    gone non-finite) is refused naming the image and its feature file, with the features' largest
+    magnitude, where the engine could only name a scene of the batch. A ProbabilityError still,
+    which a training reads as its own divergence once it has taken steps."""
+
+    def __init__(self, oracle, object_ids, image_ids: Sequence[str], store):
+        super().__init__(oracle, object_ids)
+        self._image_ids, self._store = image_ids, store
+
+    def unary(self, requests):
+        return self._checked(self._oracle.unary(requests), requests)
+
+    def binary(self, requests):
+        return self._checked(self._oracle.binary(requests), requests)
+
+    def _checked(self, table, requests):
+        import torch
+
+        from nablafol.data.feature_files import FILE_PATTERN
+        from nablafol.errors import ProbabilityError
+        nan = torch.isnan(table)
+        if not bool(nan.any()):
+            return table
+        image = self._image_ids[int(requests.scene[int(nan.flatten(1).any(1).nonzero()[0])])]
+        store = getattr(self._store, "store", self._store)  # a FeatureMemory's own store
+        file, row = store.location(image)
+        largest = float(abs(store[image].features).max(initial=0.0))
+        raise ProbabilityError(f"{store.folder / FILE_PATTERN.format(file)} (image {image}, row {row}): the model's "
+                               f"probabilities for this image are NaN; its features reach {largest:.3g} in "
+                               f"magnitude: features that large overflow the network")

@@ -38,7 +38,7 @@ from nablafol.errors import InputFileError
 from nablafol.scoring.questions import ScoringError
 from nablafol.scoring.slices import SliceReport, score_slices
 
-__all__ = ["BenchmarkReport", "score_benchmark", "read_split", "LABELS"]
+__all__ = ["BenchmarkReport", "GqaAccuracy", "score_benchmark", "read_split", "LABELS"]
 
 #: How the table names each metric.
 LABELS = {"q2a": "Q→A", "qa2r": "QA→R", "q2ar": "Q→AR", "multiple_choice": "MC", "direct_answer": "DA",
@@ -80,8 +80,7 @@ class BenchmarkReport:
         for title, text in self.sections:
             lines += ["", title, text]
         if self.slices is not None:
-            lines += ["", f"by {self.slices.field} (gap: reference minus slice, in points)",
-                      self.slices.format_table(LABELS)]
+            lines += ["", self.slices.titled_table(LABELS)]
         return "\n".join(lines)
 
 
@@ -216,11 +215,12 @@ def _gqa(questions_path, predictions_path, exact: bool) -> _Benchmark:
     from nablafol.scoring.answers import exact_match, vocabulary_match
     match = exact_match if exact else vocabulary_match
     return _Benchmark(load_questions(questions_path), read_predictions(predictions_path),
-                      lambda: _GqaAccuracy(match), lambda q: q.to_record())
+                      lambda: GqaAccuracy(match), lambda q: q.to_record())
 
 
-class _GqaAccuracy:
-    """GQA's :func:`~nablafol.scoring.score` behind the metric interface slices use."""
+class GqaAccuracy:
+    """GQA's :func:`~nablafol.scoring.score` behind the metric interface slices use (also
+    :func:`~nablafol.scoring.inputs.score_files`' slices)."""
 
     def __init__(self, match):
         self._match, self._questions, self._predictions = match, [], {}

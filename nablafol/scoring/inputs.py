@@ -24,8 +24,14 @@ PathLike = str | os.PathLike
 def score_files(questions: PathLike, predictions: PathLike, *, split: PathLike | None = None,
                 choices: PathLike | None = None, attentions: PathLike | None = None,
                 attention_kind: str = "objects", scene_graphs: PathLike | None = None,
-                exact: bool = True) -> Scores:
-    """Every metric of a predictions file; ``exact=False`` compares answers by vocabulary form."""
+                exact: bool = True, by: str | None = None, reference: str | None = None) -> Scores:
+    """Every metric of a predictions file; ``exact=False`` compares answers by vocabulary form;
+    ``by`` adds the accuracy of every slice of that field of the question records, with its gap
+    to the ``reference`` slice (default: the largest; :func:`~nablafol.scoring.slices.score_slices`)."""
+    import dataclasses
+
+    from nablafol.scoring.benchmarks import GqaAccuracy
+    from nablafol.scoring.slices import score_slices
     from nablafol.data import load_questions, load_scene_graphs, read_predictions
     from nablafol.data.attentions import read_attentions
     from nablafol.data.choices import load_choices
@@ -36,12 +42,18 @@ def score_files(questions: PathLike, predictions: PathLike, *, split: PathLike |
     question_set = load_questions(questions)
     split_value = _read_split(split) if split is not None else None
     loaded_attentions = read_attentions(attentions, attention_kind) if attentions is not None else None
+    match = exact_match if exact else vocabulary_match
+    predicted = read_predictions(predictions)
     try:
-        return score(question_set.values(), read_predictions(predictions), split_value,
-                     match=exact_match if exact else vocabulary_match,
-                     choices=load_choices(choices) if choices is not None else None,
-                     attentions=loaded_attentions,
-                     scene_graphs=load_scene_graphs(scene_graphs) if scene_graphs is not None else None)
+        scores = score(question_set.values(), predicted, split_value, match=match,
+                       choices=load_choices(choices) if choices is not None else None,
+                       attentions=loaded_attentions,
+                       scene_graphs=load_scene_graphs(scene_graphs) if scene_graphs is not None else None)
+        if by is None:
+            return scores
+        slices = score_slices(question_set.values(), predicted, by, lambda: GqaAccuracy(match), reference,
+                              record=lambda q: q.to_record())
+        return dataclasses.replace(scores, slices=slices)
     except ScoringError as error:  # what does not fit the questions: name the file it came from
         if split is not None and str(error).startswith("split"):
             raise InputFileError(split, str(error)) from None

@@ -50,6 +50,7 @@ from nablafol.scoring.answers import AnswerMatch, exact_match
 from nablafol.scoring.questions import (ANSWER_GROUPS, BinaryOverride, ScorableQuestion, ScoringError,
                                         check_predictions, check_questions, prediction_of)
 from nablafol.scoring.scorer import Scorer, SubsetScore, update_together
+from nablafol.scoring.slices import SliceReport
 
 __all__ = ["Scores", "Split", "make_split", "score"]
 
@@ -144,13 +145,22 @@ def _percent(value: float | None) -> str:
 class Scores:
     """Scores of one predictions set: ``overall``, and ``hard`` / ``easy`` given a split.
 
-    ``unknown_predictions`` names predictions for questions outside the set (ignored).
+    ``unknown_predictions`` names predictions for questions outside the set (ignored);
+    ``slices`` the accuracy per value of a field (``nablafol score --by``), or None.
     """
 
     overall: SubsetScore
     hard: SubsetScore | None = None
     easy: SubsetScore | None = None
     unknown_predictions: tuple[str, ...] = ()
+    slices: SliceReport | None = None
+
+    @property
+    def nothing_matched(self) -> bool:
+        """No prediction is for a question of the set (another split's file, or ``[]``): every
+        score is 0 for a reason that is not the model's."""
+        count = self.overall.count["all"]
+        return count > 0 and len(self.missing) >= count
 
     @property
     def missing(self) -> tuple[str, ...]:
@@ -165,6 +175,8 @@ class Scores:
             result["hard"] = self.hard.to_json("accuracy")
             result["easy"] = self.easy.to_json("error")
         result["gqa"] = self.overall.gqa_json()
+        if self.slices is not None:
+            result["by"] = self.slices.to_json()
         return result
 
     def notes(self) -> list[str]:

@@ -77,6 +77,10 @@ class SliceReport:
                 "slices": {s.name: {"count": s.count, **dict(s.metrics),
                                     "gap": dict(s.gaps)} for s in self.slices}}
 
+    def titled_table(self, labels: Mapping[str, str] | None = None) -> str:
+        """:meth:`format_table` under its title line, as ``nablafol score --by`` prints it."""
+        return f"by {self.field} (gap: reference minus slice, in points)\n{self.format_table(labels)}"
+
     def format_table(self, labels: Mapping[str, str] | None = None) -> str:
         """Accuracy per slice in percent, with its gap to the reference slice in points."""
         # a metric no slice has (GD-VCR's rationales) stays in the JSON, not in the table
@@ -118,6 +122,9 @@ def score_slices(questions: Iterable, predictions: Mapping, field: str, make_met
             members.setdefault(name, []).append(q)
     if not members:
         raise ScoringError("no questions to slice")
+    if set(members) == {NONE}:  # one "(none)" slice of everything: a misspelt field, not a breakdown
+        raise ScoringError(f"--by {field}: no question record has this field; give a field the question "
+                           f"records have ('a.b' looks inside an object)")
     if reference is None:
         reference = min(members, key=lambda n: (-len(members[n]), n))
     elif reference not in members:

@@ -1,5 +1,6 @@
 """The `nablafol` command as a user meets it: outputs, exit statuses, one-line errors."""
 import json
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -378,7 +379,7 @@ def test_a_generate_stopped_half_way_leaves_a_folder_generate_writes_again(tmp_p
     (("train", "--data", "d", "--out", "o", "--seed", str(2**63)), "--seed"),
     (("generate", "--out", "o", "--seed", str(2**70)), "--seed"),
     (("parser", "train", "--questions", "q", "--out", "o", "--seed", str(2**64)), "--seed"),
-    (("answer", "--parser", "p", "--scene-graph", "s", "--image", "1", "hi", "--threads", "100000"), "--threads"),
+    (("answer", "--parser", "p", "--scene-graphs", "s", "--image", "1", "hi", "--threads", "100000"), "--threads"),
     (("demo", "--out", "o", "--threads", "5000"), "--threads"),
     (("generate", "--out", "o", "--noise", "1e308"), "--noise")])
 def test_options_beyond_what_torch_takes_are_refused_by_the_parser(argv, option, capsys):
@@ -573,3 +574,27 @@ def test_calibrate_refuses_to_replace_a_calibrator_and_to_train_on_nothing(train
                            "--model", model, "--epochs", "2", "--resume", capsys=capsys)
     _one_line(code, err, "no question to train on: 0 read")
     assert _snapshot(model) == before
+
+
+def test_train_resume_removes_only_its_own_temporary_files(tmp_path, capsys, tiny_set, trained):
+    model = tmp_path / "m"
+    shutil.copytree(trained, model)
+    (model / ".notes.tmp").write_text("a user's")
+    (model / ".draft.json.x1y2.tmp").write_text("a user's, named as nablafol names its own")
+    (model / ".metrics.jsonl.abcd1234.tmp").write_text("left by a killed run")
+    (model / ".training_state.pt.efgh5678.tmp").write_bytes(b"left by a killed run")
+    code, _, err = run_cli("train", "--data", tiny_set, "--out", model, *TRAIN, "--resume", capsys=capsys)
+    assert code == 0, err
+    assert sorted(p.name for p in model.glob(".*.tmp")) == [".draft.json.x1y2.tmp", ".notes.tmp"]
+
+
+def test_train_out_keeps_a_users_metrics_file(tmp_path, capsys, tiny_set):
+    out = tmp_path / "m"
+    out.mkdir()
+    (out / "metrics.jsonl").write_text('{"mine": 1}\n')
+    for resume in ((), ("--resume",)):  # --resume without a checkpoint starts afresh: the same file
+        code, _, err = run_cli("train", "--data", tiny_set, "--out", out, *TRAIN, *resume, capsys=capsys)
+        _one_line(code, err, str(out / "metrics.jsonl"), "is not a checkpointed training's and this run would "
+                  "replace it")
+    assert (out / "metrics.jsonl").read_text() == '{"mine": 1}\n'
+    assert sorted(p.name for p in out.iterdir()) == ["metrics.jsonl"]

@@ -319,6 +319,10 @@ BENCHMARK_FILES = {
 }
 
 
+# a field each benchmark's records have (--by refuses one that no record has)
+SLICED_BY = {"cric": "question_type", "aokvqa": "split", "vcr": "movie"}
+
+
 def _benchmark_generator(benchmark: str):
     questions_path, predictions_path, _ = BENCHMARK_FILES[benchmark]
 
@@ -356,7 +360,7 @@ def _benchmark_target(benchmark: str):
         _, _, suffix = BENCHMARK_FILES[benchmark]
         questions = _Scratch.file(f"{benchmark}-annotations{'.jsonl' if benchmark == 'vcr' else '.json'}", annotations)
         report = score_benchmark(benchmark, questions, _Scratch.file(f"{benchmark}-predictions{suffix}", predictions),
-                                 by="question_type" if benchmark == "cric" else "split")
+                                 by=SLICED_BY[benchmark])
         report.format_table(), json.dumps(report.to_json())
         if benchmark == "cric":
             compiler = CricCompiler(knowledge_relations={"CapableOf", "IsA"})
@@ -395,15 +399,22 @@ def attempt(target: Target, data) -> str:
 
 
 # ----------------------------------------------------------------------------- runner
-def run_for(target: Target, seconds: float, seed: int, crashes: Path | None) -> dict:
+def run_for(target: Target, seconds: float, seed: int, crashes: Path | None, *, inputs: int | None = None,
+            attempt_one: Callable[[Target, object], str] | None = None) -> dict:
+    """Run ``target`` for ``seconds`` (or, given ``inputs``, for that many inputs) from ``seed``;
+    the counts of each outcome. ``attempt_one`` runs one input (default :func:`attempt`)."""
     rng = random.Random(f"{target.name}:{seed}")
+    attempt_one = attempt_one or attempt
     counts = {"inputs": 0, "accepted": 0, "refused": 0, "skipped": 0, "not JSON": 0, "crashes": 0}
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
+    start = time.monotonic()
+    while counts["inputs"] < inputs if inputs is not None else time.monotonic() < start + seconds:
         data = target.generate(rng)
         counts["inputs"] += 1
+        if inputs is not None and counts["inputs"] % 1000 == 0:
+            print(f"  {target.name}: {counts['inputs']:,} inputs, {counts['crashes']} crashes", file=sys.stderr,
+                  flush=True)
         try:
-            counts[attempt(target, data)] += 1
+            counts[attempt_one(target, data)] += 1
         except Exception as error:  # a crash: keep the input and say what it was
             counts["crashes"] += 1
             line = traceback.format_exception_only(type(error), error)[-1].strip()
@@ -412,24 +423,31 @@ def run_for(target: Target, seconds: float, seed: int, crashes: Path | None) -> 
                 crashes.mkdir(parents=True, exist_ok=True)
                 raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
                 (crashes / f"{target.name}-{counts['inputs']}.bin").write_bytes(raw)
+    counts["seconds"] = time.monotonic() - start
     return counts
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tests.reliability.fuzz_targets", description=__doc__,
+def main(argv=None, targets: dict | None = None, attempt_one=None, prog: str = "python -m tests.reliability.fuzz_targets",
+         description: str | None = None) -> int:
+    """The runner: every target (of ``targets``, default this module's) for ``--seconds`` each, or
+    ``--inputs`` inputs each; prints the counts, exits 1 when anything crashed."""
+    targets = targets or TARGETS
+    parser = argparse.ArgumentParser(prog=prog, description=description or __doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=float, default=60.0, help="per target (default 60)")
-    parser.add_argument("--target", choices=sorted(TARGETS), action="append", help="default: all")
+    parser.add_argument("--inputs", type=int, help="per target, instead of --seconds")
+    parser.add_argument("--target", choices=sorted(targets), action="append", help="default: all")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--crashes", type=Path, help="save crashing inputs here")
     args = parser.parse_args(argv)
     total = 0
     print(f"{'target':<18} {'seconds':>7} {'inputs':>8} {'accepted':>8} {'skipped':>8} {'refused':>8} "
-          f"{'crashes':>7}")
-    for name in args.target or list(TARGETS):
-        counts = run_for(TARGETS[name], args.seconds, args.seed, args.crashes)
+          f"{'crashes':>7}", flush=True)
+    for name in args.target or list(targets):
+        counts = run_for(targets[name], args.seconds, args.seed, args.crashes, inputs=args.inputs,
+                         attempt_one=attempt_one)
         total += counts["crashes"]
-        print(f"{name:<18} {args.seconds:>7.0f} {counts['inputs']:>8,} {counts['accepted']:>8,} "
+        print(f"{name:<18} {counts['seconds']:>7.0f} {counts['inputs']:>8,} {counts['accepted']:>8,} "
               f"{counts['skipped']:>8,} {counts['refused']:>8,} {counts['crashes']:>7,}", flush=True)
     return 1 if total else 0
 

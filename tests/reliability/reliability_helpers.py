@@ -34,6 +34,14 @@ def assert_one_line_refusal(code: int, err: str, names: str | Path) -> str:
     return lines[0]
 
 
+def features_copy(tmp_path: Path) -> Path:
+    """A copy of the GQA feature fixture, to break."""
+    import shutil
+    folder = tmp_path / "features"
+    shutil.copytree(FEATURES, folder)
+    return folder
+
+
 def write_model_folder(folder: Path, calibrator: bool = False, seed: int = 0) -> Path:
     """A trained-shaped model folder over GQA's vocabulary for the 16-number feature fixture."""
     import torch

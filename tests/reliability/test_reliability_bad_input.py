@@ -14,7 +14,8 @@ import h5py
 import numpy as np
 import pytest
 
-from reliability_helpers import EVERY, FEATURES, FIX, assert_one_line_refusal, run_cli, write_model_folder
+from reliability_helpers import (EVERY, FEATURES, FIX, assert_one_line_refusal, features_copy, run_cli,
+                                 write_model_folder)
 
 DEEP = "[" * 100_000 + "]" * 100_000
 NOT_UTF8 = b'{"q": "\xff\xfe caf\xe9"}'
@@ -90,8 +91,9 @@ def _check(code, out, err, expected: str, path: Path) -> None:
 @pytest.mark.parametrize("name, content, expected", QUESTION_CASES, ids=[c[0] for c in QUESTION_CASES])
 def test_eval_with_a_bad_questions_file(tmp_path, capsys, name, content, expected):
     q = _write(tmp_path / "questions.json", content)
+    # its one question skipped answers nothing: an error of its own unless allowed (test_reliability_silent_results)
     code, out, err = run_cli(capsys, "eval", "--questions", q, "--scene-graphs", EVERY / "sceneGraphs.json",
-                             "--predictions", tmp_path / "p.json")
+                             "--predictions", tmp_path / "p.json", "--allow-no-answers")
     _check(code, out, err, expected, q)
     if expected == "skip":  # listed with its reason in the skipped file, and --strict refuses
         listed = json.loads((tmp_path / "p.skipped.json").read_text())
@@ -189,7 +191,8 @@ def test_score_and_split_with_a_bad_predictions_file(tmp_path, capsys, command, 
 
 def test_predictions_for_questions_that_do_not_exist_are_listed(tmp_path, capsys):
     """An id pointing nowhere is not an error (a submission may cover a larger set) but is never silent."""
-    p = _write(tmp_path / "predictions.json", '[{"questionId": "nowhere", "prediction": "yes"}]')
+    p = _write(tmp_path / "predictions.json", '[{"questionId": "nowhere", "prediction": "yes"}, '
+                                              '{"questionId": "op00", "prediction": "fork"}]')
     code, out, err = run_cli(capsys, "score", "--questions", EVERY / "questions.json", "--predictions", p)
     assert code == 0 and err == ""
     assert "predictions for questions outside the set: 1 (ignored), e.g. 'nowhere'" in out
@@ -258,12 +261,6 @@ def test_parse_refuses_a_bad_program_in_one_line(capsys, name, program):
 @pytest.fixture(scope="module")
 def model(tmp_path_factory):
     return write_model_folder(tmp_path_factory.mktemp("model"))
-
-
-def _features_copy(tmp_path) -> Path:
-    folder = tmp_path / "features"
-    shutil.copytree(FEATURES, folder)
-    return folder
 
 
 def _edit_info(folder: Path, image: str = "2354786", **fields) -> Path:
@@ -353,7 +350,7 @@ FEATURE_CASES = ["index idx a string", "index objectsNum missing", "index idx 10
 
 @pytest.mark.parametrize("how", FEATURE_CASES)
 def test_eval_with_bad_features(tmp_path, capsys, model, how):
-    folder = _features_copy(tmp_path)
+    folder = features_copy(tmp_path)
     broken = _break_features(folder, how)
     code, _, err = run_cli(capsys, "eval", "--questions", FIX / "val_balanced_questions.json", "--features", folder,
                            "--model", model, "--predictions", tmp_path / "p.json")
@@ -408,7 +405,7 @@ def test_eval_with_a_bad_model_config(tmp_path, capsys, model, how):
 def test_features_narrower_than_the_model_in_every_file(tmp_path, capsys, model):
     """All files agree with each other but not with the model: refused in one line naming the first
     file read (the feature store is told the model's width)."""
-    folder = _features_copy(tmp_path)
+    folder = features_copy(tmp_path)
     for number in (0, 1):
         path = folder / f"gqa_objects_{number}.h5"
         with h5py.File(path, "r") as handle:

@@ -209,7 +209,7 @@ def test_every_metric_equals_the_official_scripts(fixture, tmp_path, capsys, att
     code = main(["score", "--questions", str(fixture / "questions.json"), "--predictions",
                  str(fixture / "predictions.json"), "--choices", str(fixture / "data" / "val_choices.json"),
                  "--attentions", str(fixture / attentions), "--attention-kind", kind, "--scene-graphs",
-                 str(fixture / "data" / "val_sceneGraphs.json"), "--exact", "--json", str(out)])
+                 str(fixture / "data" / "val_sceneGraphs.json"), "--exact-match", "--json", str(out)])
     stdout = capsys.readouterr().out
     assert code == 0
     reference = official(fixture, attentions, spatial=kind == "spatial")

@@ -76,7 +76,7 @@ def test_score_with_attentions_prints_grounding_and_the_questions_without(tmp_pa
     questions, predictions, attentions = _files(tmp_path)
     (tmp_path / "sg.json").write_text(json.dumps({"img": GRAPH.to_record()}))
     code = main(["score", "--questions", str(questions), "--predictions", str(predictions), "--attentions",
-                 str(attentions), "--scene-graphs", str(tmp_path / "sg.json"), "--exact"])
+                 str(attentions), "--scene-graphs", str(tmp_path / "sg.json"), "--exact-match"])
     out = capsys.readouterr().out
     assert code == 0 and "Grounding: 50.00%" in out  # 1 on the cup, 0 for question 2 (no attention)
     assert "questions without attention: 1 (grounding 0)" in out and "Validity" not in out

@@ -99,7 +99,7 @@ def test_eval_with_a_parser_refuses_cric_questions(parser_folder, tmp_path, caps
 
 def test_answer_prints_the_program_formula_answer_candidates_and_grounding(dataset, parser_folder, capsys):
     question = simple_questions(dataset / "val_balanced_questions.json")[0]
-    args = ["answer", "--parser", parser_folder, "--scene-graph", dataset / "val_sceneGraphs.json",
+    args = ["answer", "--parser", parser_folder, "--scene-graphs", dataset / "val_sceneGraphs.json",
             "--image", question.image_id, question.question]
     code, printed, _ = run_cli(capsys, *args)
     assert code == 0
@@ -129,7 +129,7 @@ def test_answer_with_features_and_a_trained_model(dataset, parser_folder, tmp_pa
 
 def test_answer_a_question_it_cannot_read_or_answer_is_one_line(dataset, parser_folder, tmp_path, capsys):
     image = next(iter(json.loads((dataset / "val_sceneGraphs.json").read_text())))
-    code, printed, err = run_cli(capsys, "answer", "--parser", parser_folder, "--scene-graph",
+    code, printed, err = run_cli(capsys, "answer", "--parser", parser_folder, "--scene-graphs",
                                  dataset / "val_sceneGraphs.json", "--image", image, "?!")
     one_line_error(code, err)
     assert "cannot read the question '?!': it has no words" in err and printed == ""
@@ -145,14 +145,14 @@ def test_answer_a_question_it_cannot_read_or_answer_is_one_line(dataset, parser_
 
 def test_unusable_inputs_are_one_line(dataset, parser_folder, tmp_path, capsys):
     sg = dataset / "val_sceneGraphs.json"
-    code, _, err = run_cli(capsys, "answer", "--parser", tmp_path / "none", "--scene-graph", sg, "--image", "1", "Is it?")
+    code, _, err = run_cli(capsys, "answer", "--parser", tmp_path / "none", "--scene-graphs", sg, "--image", "1", "Is it?")
     one_line_error(code, err)
     assert "no such folder" in err
-    code, _, err = run_cli(capsys, "answer", "--parser", parser_folder, "--scene-graph", sg, "--model", tmp_path,
+    code, _, err = run_cli(capsys, "answer", "--parser", parser_folder, "--scene-graphs", sg, "--model", tmp_path,
                            "--image", "1", "Is it?")
     one_line_error(code, err)
     assert "--model goes with --features" in err
-    code, _, err = run_cli(capsys, "answer", "--parser", parser_folder, "--scene-graph", sg, "--image", "nowhere",
+    code, _, err = run_cli(capsys, "answer", "--parser", parser_folder, "--scene-graphs", sg, "--image", "nowhere",
                            "Is the cup red?")
     one_line_error(code, err)
     assert "no scene for image 'nowhere'" in err
@@ -164,7 +164,7 @@ def test_unusable_inputs_are_one_line(dataset, parser_folder, tmp_path, capsys):
 
 def test_answer_refuses_a_reading_below_min_probability_with_the_closest_guess(dataset, parser_folder, capsys):
     question = simple_questions(dataset / "val_balanced_questions.json")[0]
-    code, printed, err = run_cli(capsys, "answer", "--parser", parser_folder, "--scene-graph",
+    code, printed, err = run_cli(capsys, "answer", "--parser", parser_folder, "--scene-graphs",
                                  dataset / "val_sceneGraphs.json", "--image", question.image_id, question.question,
                                  "--min-probability", "1")
     one_line_error(code, err)

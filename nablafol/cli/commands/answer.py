@@ -2,7 +2,7 @@
 the engine answers that program over the image's scene graph (the golden oracle) or its
 object features (a trained oracle).
 
-    nablafol answer --parser runs/demo/parser --scene-graph val_sceneGraphs.json --image 2000001 \\
+    nablafol answer --parser runs/demo/parser --scene-graphs val_sceneGraphs.json --image 2000001 \\
                     "Is the cup on the left red?"
     nablafol answer --parser runs/demo/parser --model runs/demo/model --features data/features \\
                     --image 2000001 "What color is the cup?" [--json]
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 
-from .common import add_ontology_argument, add_threads_argument, load_ontology, positive_int, probability, with_threads
+from .common import add_ontology_argument, add_renamed_option, add_threads_argument, load_ontology, positive_int, probability, with_threads
 
 HELP = "answer a question in words about one image (semantic parser + reasoning)"
 
@@ -26,7 +26,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--parser", required=True, metavar="P", help="a parser folder (nablafol parser train)")
     parser.add_argument("--image", required=True, metavar="ID", help="the image's id")
     source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--scene-graph", metavar="SG", help="scene graphs JSON: the golden oracle answers")
+    source.add_argument("--scene-graphs", metavar="SG", help="scene graphs JSON: the golden oracle answers")
+    add_renamed_option(source, "--scene-graph", "--scene-graphs", takes_value=True)
     source.add_argument("--features", metavar="F", help="a features folder, with --model")
     parser.add_argument("--model", metavar="M", help="a trained model folder (with --features)")
     parser.add_argument("--top", type=positive_int, default=5, help="candidates shown (default 5)")
@@ -48,9 +49,9 @@ def _run(args) -> int:
     if args.features and not args.model:
         raise UsageError("--features needs --model (a trained model folder)")
     if args.model and not args.features:
-        raise UsageError("--model goes with --features (with --scene-graph the golden oracle answers)")
-    ontology = load_ontology(args.ontology, args.ontology_extension) if args.scene_graph else None
-    asker = Asker.from_folders(args.parser, scene_graphs=args.scene_graph, features=args.features,
+        raise UsageError("--model goes with --features (with --scene-graphs the golden oracle answers)")
+    ontology = load_ontology(args.ontology, args.ontology_extension) if args.scene_graphs else None
+    asker = Asker.from_folders(args.parser, scene_graphs=args.scene_graphs, features=args.features,
                                model=args.model, ontology=ontology, top=args.top)
     reply = asker.ask(args.image, args.question, min_probability=args.min_probability)
     print(json.dumps(reply.to_dict(), indent=1, ensure_ascii=False) if args.json else "\n".join(reply.lines()))

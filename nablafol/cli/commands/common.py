@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Mapping
 
@@ -19,7 +20,9 @@ def error_line(error: Exception) -> str | None:
     if isinstance(error, NablafolError):
         return str(error).splitlines()[0]
     if isinstance(error, OSError):
-        return f"{error.filename or ''}: {error.strerror or error}".lstrip(": ")
+        return os_error_line(error)
+    if isinstance(error, RuntimeError) and str(error).startswith(_LINK_LOOP):  # pathlib's resolve()
+        return f"{str(error)[len(_LINK_LOOP):].strip()}: {LINK_LOOP_LINE}"
     if isinstance(error, MemoryError) or (isinstance(error, RuntimeError) and _ALLOCATION_FAILED in str(error)):
         # sizes the machine cannot hold (numpy's MemoryError, torch's allocator): the options' doing
         first = str(error).splitlines()[0] if str(error) else type(error).__name__
@@ -28,6 +31,62 @@ def error_line(error: Exception) -> str | None:
 
 
 _ALLOCATION_FAILED = "can't allocate memory"  # torch's CPU allocator's words
+_LINK_LOOP = "Symlink loop from"  # pathlib's words
+LINK_LOOP_LINE = "a loop of symbolic links (each names the next, back to the first): give a real path"
+
+
+def os_error_line(error: OSError) -> str:
+    """One line for a failed system call: the file, then what happened in words a user acts on
+    (a full disk and a missing permission said as such)."""
+    import errno
+    advice = {errno.ENOSPC: "the disk is full: free space, or write elsewhere",
+              errno.EDQUOT: "the disk quota is used up: free space, or write elsewhere",
+              errno.EACCES: "permission denied: give read (or write) permission, or another path",
+              errno.ELOOP: LINK_LOOP_LINE}.get(error.errno)
+    what = advice or error.strerror or str(error)
+    return f"{error.filename or ''}: {what}".lstrip(": ")
+
+
+def is_link_loop(path) -> bool:
+    """Whether ``path`` is (or passes through) a loop of symbolic links."""
+    import errno
+    try:
+        os.stat(path)
+    except OSError as error:
+        return error.errno == errno.ELOOP
+    except ValueError:  # a NUL in the name: not a loop (opening it says what it is)
+        return False
+    return False
+
+
+def add_renamed_option(parser, old: str, new: str, *, takes_value: bool) -> None:
+    """Keep the old spelling ``old`` of option ``new`` working (docs/design.md, one vocabulary of
+    flags): it sets ``new``'s value, with one line on stderr naming the new spelling; hidden from
+    --help so that the help shows one vocabulary. ``parser`` may be a mutually exclusive group."""
+    import argparse
+
+    class Renamed(argparse.Action):
+        def __call__(self, parser, namespace, values, option_string=None):
+            print(f"nablafol: {old} is now spelled {new} (the old spelling still works)", file=sys.stderr)
+            setattr(namespace, self.dest, values if takes_value else True)
+
+    dest = new.lstrip("-").replace("-", "_")
+    parser.add_argument(old, dest=dest, action=Renamed, nargs=None if takes_value else 0, help=argparse.SUPPRESS,
+                        **({"metavar": dest.upper()} if takes_value else {}))
+
+
+def add_exact_match_argument(parser) -> None:
+    """``--exact-match``: answers compared as strings, as GQA's eval.py (``--exact`` before it
+    was renamed: read beside ``--exact-inference`` it said the opposite of what it does)."""
+    parser.add_argument("--exact-match", action="store_true", help="score by exact string match (GQA's eval.py) "
+                        "instead of vocabulary forms")
+    add_renamed_option(parser, "--exact", "--exact-match", takes_value=False)
+
+
+def add_allow_no_answers_argument(parser, help_text: str) -> None:
+    """``--allow-no-answers``: a run that answered or matched nothing is not an error (one name
+    across commands; without it such a run exits 2, its 0% being no one's accuracy)."""
+    parser.add_argument("--allow-no-answers", action="store_true", help=help_text)
 
 
 def add_ontology_argument(parser) -> None:
@@ -61,6 +120,9 @@ def output_file(path, inputs: Mapping | None = None, read_whole: tuple = ("--que
     folder is read whole (``read_whole``: every .json file of a questions folder; a later run
     would read the output as questions); its folder is created."""
     path = Path(path)
+    if is_link_loop(path):
+        raise UsageError(f"{path}: {LINK_LOOP_LINE}")
+    check_inputs(inputs or {})
     if path.is_dir():
         raise UsageError(f"{path}: is a folder; give a file path")
     if path.exists() and not path.is_file():  # is_file follows a link: a link to a file is written through
@@ -73,6 +135,31 @@ def output_file(path, inputs: Mapping | None = None, read_whole: tuple = ("--que
     # the folder of what is written: a link's target's (a link is written through)
     Path(os.path.realpath(path)).parent.mkdir(parents=True, exist_ok=True)
     return path
+
+
+#: the inputs a command reads more than once (its format told from its start, then read whole)
+READ_AGAIN = ("--questions",)
+
+
+def check_inputs(inputs: Mapping) -> None:
+    """Before any work, the input paths (option -> path, None: not given) that cannot be read as
+    the command reads them: a loop of symbolic links, and a pipe (``<(cat Q)``) or device given
+    for an input read more than once (its second reading would find it empty)."""
+    import stat
+    for option, given in inputs.items():
+        if given is None:
+            continue
+        if is_link_loop(given):
+            raise UsageError(f"{option} {given}: {LINK_LOOP_LINE}")
+        if option in READ_AGAIN:
+            try:
+                mode = os.stat(given).st_mode
+            except (OSError, ValueError):
+                continue  # missing or unreadable: its reader says so in its own line
+            if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+                raise UsageError(f"{option} {given}: is a pipe or a device (as <(...) gives), which can be read "
+                                 f"once; this command reads it twice (its format, then its questions): save it to "
+                                 f"a file and give that")
 
 
 def output_clash(out: Path, given: Path, read_whole: bool) -> str | None:

@@ -7,7 +7,8 @@ object features with a trained oracle; write GQA predictions; print accuracy and
 
 Questions that cannot be answered (malformed program, a concept the vocabulary lacks, an image
 without a scene) are skipped, counted as wrong and listed with their reasons; `--strict` makes
-any skip an error (exit status 2).
+any skip an error (exit status 2). A run that answers none of its questions exits 2 (its 0% is
+no one's accuracy: the scene graphs of another split?) unless `--allow-no-answers`.
 
 With `--parser P` (a folder from `nablafol parser train`) the questions are answered with the
 programs the parser reads from their words, not with their own (golden) programs: what parsing
@@ -40,8 +41,9 @@ from __future__ import annotations
 
 import sys
 
-from .common import (UsageError, add_ontology_argument, add_threads_argument, device, non_negative_int, output_file,
-                     positive_int, probability, whole_number, with_threads)
+from .common import (UsageError, add_allow_no_answers_argument, add_exact_match_argument, add_ontology_argument,
+                     add_threads_argument, check_inputs, device, non_negative_int, output_file, positive_int, probability,
+                     whole_number, with_threads)
 
 HELP = "answer questions over scene graphs or features; print accuracy and consistency"
 
@@ -66,8 +68,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--resume", action="store_true", help="continue an interrupted run from its journal "
                         "(OUT.journal); refused when the options or input files differ")
     parser.add_argument("--threshold", type=probability, default=0.5, help="θ of Algorithm 1 for yes/no questions")
-    parser.add_argument("--exact", action="store_true", help="score by exact string match (GQA's eval.py) "
-                        "instead of vocabulary forms")
+    add_exact_match_argument(parser)
     parser.add_argument("--exact-inference", action="store_true", help="the exact probability where a program "
                         "repeats uncertain atoms (conditioning on them; docs/exactness.md) instead of the paper's "
                         "approximation; each answer's flag in --details")
@@ -75,6 +76,8 @@ def add_arguments(parser) -> None:
                         "the most repeated uncertain atoms conditioned on per answer (2^K worlds; beyond, the "
                         "approximation, flagged; default 12)")
     parser.add_argument("--strict", action="store_true", help="any skipped question is an error (exit 2)")
+    add_allow_no_answers_argument(parser, "a run that answers no question (every one skipped) exits 0; without it "
+                                          "that is an error (exit 2): the scene graphs of another split?")
     parser.add_argument("--format", choices=("gqa", "cric"), help="the questions' format (default: told from the "
                         "file); CRIC questions are answered with CRIC's programs, and their predictions (answer "
                         "and grounding) are written in CRIC's format, the details beside them")
@@ -100,10 +103,23 @@ def _outputs_apart(job) -> None:
     derives) replaces an input, by any name, or another of them, or lands in a folder read whole
     (questions, scene graphs)."""
     written = job.inputs()
+    check_inputs(written)  # before job.outputs(), which reads the questions' format
     for name, out in job.outputs():
         if out is not None:
             output_file(out, written, read_whole=("--questions", "--scene-graphs"))
             written[name] = out
+
+
+def _locked_output(job):
+    """What this process writes alone, locked for the run: the predictions, or under --shard
+    (or torchrun, a shard per rank) its shard's, so that the shards of one run go side by side
+    and a second run on any of them is refused."""
+    from nablafol.pipeline.sharding import EvalShard
+    if job.shard is not None:
+        return job.shard.path(job.predictions)
+    if job.launch.world > 1:
+        return EvalShard(job.launch.rank, job.launch.world).path(job.predictions)
+    return job.predictions
 
 
 def exact_budget(text: str) -> int:
@@ -132,6 +148,7 @@ def run(args) -> int:
 
 
 def _run(args) -> int:
+    from nablafol.data.output_lock import output_lock
     from nablafol.pipeline.distributed import Launch
     from nablafol.pipeline.evaluation import EvaluationJob, run_evaluation
     from nablafol.progress import ProgressBar
@@ -155,20 +172,27 @@ def _run(args) -> int:
         skipped=args.skipped,
         knowledge=args.knowledge, ontology=args.ontology, ontology_extension=args.ontology_extension,
         batch_size=args.batch_size, chunk_size=args.chunk_size,
-        threshold=args.threshold, details_top=args.details_top, exact=args.exact, format=args.format,
+        threshold=args.threshold, details_top=args.details_top, exact=args.exact_match, format=args.format,
         exact_inference=args.exact_inference, exact_budget=args.exact_budget,
         parser=args.parser, workers=args.workers, threads=args.threads, device=args.device, resume=args.resume,
         shard=args.shard, merge=args.merge, launch=Launch.from_environment())
     if args.shard is not None and args.merge:
         raise UsageError("--shard answers one shard, --merge joins them: give one of the two")
     _outputs_apart(job)  # fail before the work, not after it
-    bar = ProgressBar("eval", unit="q") if job.launch.is_main and not args.merge else None
-    report = run_evaluation(job, progress=bar)
-    if bar is not None:
-        bar.close()
+    with output_lock(_locked_output(job), "--predictions"):
+        bar = ProgressBar("eval", unit="q") if job.launch.is_main and not args.merge else None
+        report = run_evaluation(job, progress=bar)
+        if bar is not None:
+            bar.close()
     for line in report.lines():
         print(line)
     if args.strict and report.result.skipped:
         print("nablafol eval: --strict: questions were skipped", file=sys.stderr)
+        return 2
+    result = report.result
+    if report.shard is None and result.done and not result.answered and not args.allow_no_answers:
+        print(f"nablafol eval: none of the {result.done:,} questions was answered ({result.skip_summary()}; "
+              f"listed in {report.skipped_file}): are the inputs of the same split? (--allow-no-answers makes "
+              f"this exit 0)", file=sys.stderr)
         return 2
     return 0

@@ -16,8 +16,9 @@ file `nablafol eval` reads as any other.
 """
 from __future__ import annotations
 
-from .common import (add_ontology_argument, add_threads_argument, load_ontology, output_file,
-                     positive_float, positive_int, probability, seed_number, with_threads, write_json)
+from .common import (LINK_LOOP_LINE, UsageError, add_ontology_argument, add_threads_argument, is_link_loop,
+                     load_ontology, output_clash, output_file, positive_float, positive_int, probability, seed_number,
+                     with_threads, write_json)
 
 HELP = "train, evaluate or apply the semantic parser (question text -> program)"
 
@@ -68,6 +69,7 @@ def _train(args) -> int:
     given = dict(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, hidden_dim=args.hidden_dim,
                  seed=args.seed, min_probability=args.min_probability)
     settings = TrainingSettings(**{name: value for name, value in given.items() if value is not None})
+    _parser_folder_apart(args.out, {"--questions": args.questions, "--val": args.val})
     bar = ProgressBar("parser train", unit="batches")
     result = train_parser(iter_questions(args.questions),
                           val_questions=iter_questions(args.val) if args.val else None,
@@ -80,6 +82,24 @@ def _train(args) -> int:
     for question_id, reason in result.skipped[:5]:
         print(f"  left out {question_id}: {reason}")
     return 0
+
+
+def _parser_folder_apart(out, inputs: dict) -> None:
+    """Before any training: the parser folder ``out`` is not a questions folder (read whole, a
+    later run would read its parser.json as questions), nor inside one, and its file replaces no
+    input (as `nablafol train --out` refuses)."""
+    from pathlib import Path
+
+    from nablafol.semantic_parser.folder import CONFIG_NAME
+    out = Path(out)
+    if is_link_loop(out):
+        raise UsageError(f"--out {out}: {LINK_LOOP_LINE}")
+    for option, given in inputs.items():
+        if given is None:
+            continue
+        clash = output_clash(out, Path(given), True) or output_clash(out / CONFIG_NAME, Path(given), True)
+        if clash is not None:
+            raise UsageError(f"--out {out}: {clash.format(f'{option} {given}')}: give another --out")
 
 
 def _evaluate(args) -> int:

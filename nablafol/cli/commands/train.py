@@ -81,6 +81,9 @@ def run(args) -> int:
 
 
 def _run(args) -> int:
+    import contextlib
+
+    from nablafol.data.output_lock import output_lock
     from nablafol.pipeline.distributed import Launch
     from nablafol.pipeline.oracle_training import TrainConfig, TrainingJob, train_oracle
     from nablafol.progress import ProgressBar
@@ -100,10 +103,12 @@ def _run(args) -> int:
                       device=device(args.device), resume=args.resume, shards=args.shards, launch=launch,
                       scene_graphs=Path(args.scene_graphs) if args.scene_graphs else None,
                       pretrain_epochs=args.pretrain_epochs or 6)
-    bar = ProgressBar("train", unit="q") if launch.is_main else None
-    history = train_oracle(job, progress=bar)
-    if bar is not None:
-        bar.close()
+    # rank 0 writes the folder: its lock is rank 0's (the other ranks of the launch share its run)
+    with output_lock(args.out, "--out") if launch.is_main else contextlib.nullcontext():
+        bar = ProgressBar("train", unit="q") if launch.is_main else None
+        history = train_oracle(job, progress=bar)
+        if bar is not None:
+            bar.close()
     if launch.is_main and history and history[-1].get("val_accuracy") is not None:
         print(f"final validation accuracy {100 * history[-1]['val_accuracy']:.2f}% -> model in {args.out}")
     return 0
