@@ -152,7 +152,7 @@ def test_what_cannot_be_answered_is_refused_naming_the_step(steps, message):
     ([_step("Initial"), _step("Relate", "under"), _step("Verify")], "∃X ∃Y: under(Y, X)"),
 ])
 def test_names_and_relations_outside_the_ontology_are_predicates_of_their_own(steps, formula):
-    """The open vocabulary (docs/design.md) holds for CRIC's programs as for GQA's."""
+    """The open vocabulary (docs/compiling-gqa.md) holds for CRIC's programs as for GQA's."""
     assert COMPILER.compile_json(steps).program.formula() == formula
 
 

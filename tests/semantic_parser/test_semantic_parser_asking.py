@@ -83,7 +83,7 @@ def test_what_cannot_be_read_or_answered_is_one_clear_line(trained, dataset):
         asker.ask(image, "?!")
     with pytest.raises(UnanswerableQuestionError, match="no scene for image 'nowhere'"):
         asker.ask("nowhere", "Is the cup red?")
-    # the open vocabulary (docs/design.md): a name no scene graph has is a predicate no object satisfies
+    # the open vocabulary (docs/compiling-gqa.md): a name no scene graph has is a predicate no object satisfies
     assert asker.ask(image, "Is the blorptangle red?").answer == "no"
 
 
