@@ -2,21 +2,20 @@
 
 An evaluation at GQA-validation scale holds millions of long-lived objects (scenes, compiled
 programs) that hold no reference cycles. With the collector's defaults each full collection
-rescans all of them, to free nothing (what that cost is measured in ``benchmarks/README.md``).
+rescans all of them, to free nothing (what that cost is measured in ``benchmarks/HISTORY.md``).
 The remedies, in one place:
 
 * :func:`loading` runs a bulk load with the collector off, then freezes what was loaded
   (:func:`gc.freeze`: no later collection scans it; reference counting still frees it);
 * :func:`long_run` keeps the collector off for the whole run: what the answering loop keeps
   (compiled programs, plans, results) would otherwise be scanned by the young generations'
-  collections once or twice each (5 s of a 92 s GQA-scale run with generation 0 every 20,000
-  allocations), while the cyclic garbage it makes is small (about 1,500 objects over 14,600
+  collections once or twice each (a measurable share of a GQA-scale run even with generation 0
+  every 20,000 allocations), while the cyclic garbage it makes is small (about 1,500 objects over 14,600
   questions, measured by one collection at the end); it goes at the first collection after the
   run, or, with ``collect_after=False``, at the first full one (the ``nablafol eval`` command,
   whose process ends after the run: :func:`nablafol.cli.entry` also freezes everything before
-  exiting, since the interpreter's last collection would scan the whole working set, ~2.7
-  million objects and 4-6 s at GQA-validation scale, to free memory the process is about to
-  hand back whole);
+  exiting, since the interpreter's last collection would scan the whole working set, millions of
+  objects at GQA-validation scale, to free memory the process is about to hand back whole);
 * :func:`frozen_for_fork` freezes everything before worker processes are forked: a
   collection in a worker would otherwise write to every object it scans and copy its page.
 
@@ -79,8 +78,7 @@ def loading() -> Iterator[None]:
 def long_run(collect_after: bool = True) -> Iterator[None]:
     """The collector is off inside; on leaving, it is on again if it was, and frozen objects are
     returned to it. ``collect_after``: what the run made stays in the young generation, so the
-    run's cyclic garbage goes at the next (young) collection, which scans all of it (0.6 s after
-    a GQA-scale eval); else everything goes to the oldest generation (a freeze and an unfreeze:
+    run's cyclic garbage goes at the next (young) collection, which scans all of it; else everything goes to the oldest generation (a freeze and an unfreeze:
     two list splices, nothing scanned) and the garbage waits for a full collection, which may
     not come soon: for a run its process ends after (the ``nablafol eval`` command)."""
     with _collector_off():

@@ -621,7 +621,7 @@ def _answerer(job: EvaluationJob, benchmark: str = "gqa") -> Answerer:
         else:
             graphs = SceneGraphTexts(job.scene_graphs) if job.workers > 1 else load_scene_graphs(job.scene_graphs)
         if benchmark != "cric":
-            # an open query's candidates are the ontology's and what the scene graphs hold (issue 16);
+            # an open query's candidates are the ontology's and what the scene graphs hold (the open vocabulary);
             # relations are left out: no open question competes them
             from nablafol.data import scene_graph_words
             names, values = scene_graph_words(graphs)

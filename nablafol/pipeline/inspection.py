@@ -66,7 +66,7 @@ def inspect_calibration(model_folder, what: str, question_files: Sequence = ()) 
     else:
         raise InspectionError(f"{what!r} is neither a GQA program line nor a question id of the given "
                               f"questions (name them with --questions, --val-questions or --data)")
-    # the vocabulary is open (issue 16): a concept the model never learned has no calibration to show
+    # the vocabulary is open: a concept the model never learned has no calibration to show
     unknown = next((p for p in compiled.program.predicates() if not folder.vocabulary.knows(p)), None)
     if unknown is not None:
         raise InspectionError(folder.vocabulary.not_learned(unknown))

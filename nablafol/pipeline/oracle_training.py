@@ -659,7 +659,7 @@ def _oracle_trainer(job: TrainingJob, group, log, progress) -> "Trainer":
     shards = run_shards(group, job.shards, out / STATE_NAME if job.resume else None)
     distribution, questions = plan_training(group, shards, store, files.train_questions, val, device)
     say = log if distribution.is_writer else (lambda *_: None)
-    # the vocabulary is open (issue 16): the model learns every concept its training questions name
+    # the vocabulary is open: the model learns every concept its training questions name
     base, ontology = ontology, _training_ontology(ontology, questions.values(), group)
     if ontology is not base:
         say(f"the training questions name {_new_concepts(base, ontology):,} concepts beyond the ontology: "

@@ -138,7 +138,7 @@ class FeaturePerception(Perception):
         return self.vocabulary.knows(predicate)
 
     def refusal(self, predicate: Predicate) -> tuple[str, str]:
-        """A concept the training data never named (issue 16): ``concept not learned: ...``."""
+        """A concept the training data never named (the open vocabulary): ``concept not learned: ...``."""
         return "concept not learned", self.vocabulary.not_learned(predicate)
 
     def regions(self, image_id: str) -> dict:
