@@ -28,6 +28,17 @@ def rows_of(result: dict) -> list[dict]:
             for c in result["checks"] if c["aim"] != NO_AIM]
 
 
+def machine_line(result: dict) -> str:
+    """The run's machine in a few words, with its matmul rate where the run calibrated it: figures
+    of two runs compare only as far as their machines do."""
+    m = result.get("machine") or {}
+    if not m:
+        return "unknown"
+    line = f"{m.get('cpus')} CPUs, {m.get('torch_threads')} torch thread(s), torch {m.get('torch')}"
+    rate = (m.get("calibration") or {}).get("mm_gflops")
+    return line + (f", float32 mm {rate:.0f} GFLOP/s" if rate else "")
+
+
 def merged(previous: list[dict], result: dict) -> list[dict]:
     """``previous`` with the rows of every suite ``result`` ran replaced by its own (an aim a suite no
     longer reports goes with it); the other suites' rows stay. Suites keep their place in the table,
@@ -63,6 +74,13 @@ def markdown(rows: list[dict], suites=(), measured=()) -> str:
         lines.append("| (no full-size run recorded yet) | | | | `python -m benchmarks.run` | |")
     seen = set(measured) | {row["suite"] for row in rows}
     missing = [suite for suite in suites if suite not in seen]
+    runs: dict[tuple, list[str]] = {}
+    for suite, run in dict(measured).items():
+        runs.setdefault((run.get("commit", "unknown"), run.get("date", "?"), run.get("machine", "unknown")), []).append(suite)
+    if runs:
+        lines += ["", "The runs the rows come from:", ""] + [
+            f"- {', '.join(f'`{suite}`' for suite in names)}: {commit}, {date}; {machine}"
+            for (commit, date, machine), names in runs.items()]
     if missing:
         lines += ["", "No full-size run recorded here has measured these suites yet: "
                   + ", ".join(f"`{suite_command(suite)}`" for suite in missing)
@@ -84,8 +102,8 @@ def write(result: dict, markdown_path: Path = DEFAULT_MARKDOWN, suites=()) -> li
     json_path = markdown_path.with_suffix(".json")
     previous = read(json_path)
     rows = merged(previous["rows"], result)
-    measured = {**previous["measured"], **{suite: {"commit": result.get("commit") or "unknown", "date": result["date"]}
-                                           for suite in result["suites"]}}
+    run = {"commit": result.get("commit") or "unknown", "date": result["date"], "machine": machine_line(result)}
+    measured = {**previous["measured"], **{suite: run for suite in result["suites"]}}
     markdown_path.parent.mkdir(parents=True, exist_ok=True)
     table = {"suites": list(suites), "measured": measured, "rows": rows}
     json_path.write_text(json.dumps(table, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")

@@ -58,10 +58,13 @@ def test_write_keeps_markdown_and_json_together(tmp_path):
     figures.write(FIRST, page)
     figures.write(fake_run("2026-11-21T09:00:00+00:00", "bbbbbbb", [("batched", "batched vs one at a time", "40x",
                                                                     ">= 50x", False)]), page)
-    rows = json.loads(page.with_suffix(".json").read_text())["rows"]
-    assert [(r["what"], r["commit"]) for r in rows] == [("batched vs one at a time", "bbbbbbb"),
-                                                       ("one engine call", "aaaaaaa")]
-    assert page.read_text() == figures.markdown(rows)
+    saved = json.loads(page.with_suffix(".json").read_text())
+    assert [(r["what"], r["commit"]) for r in saved["rows"]] == [("batched vs one at a time", "bbbbbbb"),
+                                                                ("one engine call", "aaaaaaa")]
+    assert {suite: run["commit"] for suite, run in saved["measured"].items()} == {"batched": "bbbbbbb",
+                                                                                  "limits": "aaaaaaa"}
+    assert page.read_text() == figures.markdown(saved["rows"], measured=saved["measured"])
+    assert "- `limits`: aaaaaaa, 2026-11-20T10:00:00+00:00; unknown" in page.read_text()
 
 
 def test_suites_no_run_measured_are_listed_with_their_command(tmp_path):
