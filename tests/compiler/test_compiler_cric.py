@@ -104,6 +104,7 @@ def _answer_and_modules(compiled, graph):
     return answers.predictions()[0], found
 
 
+@pytest.mark.slow
 @given(worlds(), cric_programs())
 def test_compiled_cric_programs_agree_with_the_crisp_executor(world, steps):
     """Answers and every module's objects, with the golden scene-graph and knowledge oracles."""

@@ -47,8 +47,10 @@ def test_readme_links_lead_to_files():
     assert not missing, f"README.md links to missing files: {missing}"
 
 
-@pytest.mark.parametrize("block", BLOCKS + LEARNING + [block for _, block in PAGES],
-                         ids=[f"block{i}" for i in range(len(BLOCKS))] + ["oracle-learning"] + [name for name, _ in PAGES])
+@pytest.mark.parametrize("block", [pytest.param(b, id=f"block{i}") for i, b in enumerate(BLOCKS)]
+                         # it trains an oracle: among the longest tests of a measured run
+                         + [pytest.param(b, id="oracle-learning", marks=pytest.mark.slow) for b in LEARNING]
+                         + [pytest.param(b, id=name) for name, b in PAGES])
 def test_readme_example_prints_what_it_says(block):
     expected = [m.group(1).strip() for line in block.splitlines()
                 if (m := re.match(r"\s*print\(.*\)\s*#\s*(.*)$", line))]

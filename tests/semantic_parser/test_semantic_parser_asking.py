@@ -11,6 +11,9 @@ from nablafol.semantic_parser import UnreadableQuestionError, same_program
 
 from conftest import simple_questions
 
+# its fixtures train or generate for the whole module: among the longest of a measured run
+pytestmark = pytest.mark.slow
+
 
 def test_exact_match_and_execution_accuracy_count_what_they_say(trained, dataset):
     parser, _ = trained

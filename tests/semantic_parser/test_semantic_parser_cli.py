@@ -24,6 +24,7 @@ def one_line_error(code, err):
     assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err
 
 
+@pytest.mark.slow
 def test_parser_train_writes_a_folder_that_loads(dataset, tmp_path, capsys):
     out = tmp_path / "p"
     code, printed, _ = run_cli(capsys, "parser", "train", "--questions", dataset / "train_balanced_questions.json",
