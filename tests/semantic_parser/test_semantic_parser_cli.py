@@ -13,6 +13,9 @@ from nablafol.semantic_parser import load_parser
 
 from conftest import simple_questions
 
+# its fixtures train or generate for the whole module: among the longest of a measured run
+pytestmark = pytest.mark.slow
+
 
 def run_cli(capsys, *args):
     code = main([str(a) for a in args])
@@ -24,7 +27,6 @@ def one_line_error(code, err):
     assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err
 
 
-@pytest.mark.slow
 def test_parser_train_writes_a_folder_that_loads(dataset, tmp_path, capsys):
     out = tmp_path / "p"
     code, printed, _ = run_cli(capsys, "parser", "train", "--questions", dataset / "train_balanced_questions.json",
