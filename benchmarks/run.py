@@ -21,13 +21,14 @@ import datetime
 import json
 import os
 import platform
+import subprocess
 import sys
 import time
 from pathlib import Path
 
 import torch
 
-from . import bench_batched, bench_engine, bench_exact, bench_limits, bench_problog, bench_scaling, bench_training
+from . import bench_batched, bench_engine, bench_exact, bench_limits, bench_problog, bench_scaling, bench_training, figures
 from .timing import best_time
 
 SUITES = ("problog", "exact", "batched", "engine", "scaling", "training", "limits")
@@ -185,6 +186,19 @@ def run_suite(name: str, size: str, plot_path: Path | None) -> tuple[dict, list[
     return r, training_checks(r), bench_training.report(r)
 
 
+def commit() -> str | None:
+    """The checkout's commit (``+changes`` when files differ from it), or None outside a git checkout."""
+    root = Path(__file__).resolve().parents[1]
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True,
+                              check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                               capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return head + ("+changes" if dirty else "")
+
+
 def machine() -> dict:
     return {"python": platform.python_version(), "torch": torch.__version__, "platform": platform.platform(),
             "processor": platform.processor() or platform.machine(), "cpus": os.cpu_count(),
@@ -263,10 +277,17 @@ def main(argv=None) -> int:
     ap.add_argument("--only", nargs="+", choices=SUITES, metavar="NAME", help=f"suites to run, of: {', '.join(SUITES)}")
     ap.add_argument("--json", type=Path, default=None, help="write every figure here")
     ap.add_argument("--plot", type=Path, default=DEFAULT_PLOT, help="where the scaling curves are drawn")
+    ap.add_argument("--figures", type=Path, default=figures.DEFAULT_MARKDOWN,
+                    help="the table of aims a full-size run updates (Markdown; its .json beside it)")
+    ap.add_argument("--from-json", type=Path, metavar="RESULT",
+                    help="run nothing: write the table of aims (--figures) from a full-size run's --json")
+    ap.add_argument("--commit", help="with --from-json: the commit that run measured, where its JSON does not say")
     ap.add_argument("--threads", type=int, default=1,
                     help="torch intra-op threads (default 1: on a machine shared with other jobs, ops split over "
                          "2 threads stall whenever one core is busy; 0 keeps torch's default)")
     args = ap.parse_args(argv)
+    if args.from_json:
+        return figures_from(ap, args)
     if args.threads < 0:
         ap.error(f"--threads must be >= 0, got {args.threads}")
     threads = torch.get_num_threads()
@@ -278,13 +299,30 @@ def main(argv=None) -> int:
         torch.set_num_threads(threads)  # the caller's setting back (tests call main in-process)
 
 
+def figures_from(ap: argparse.ArgumentParser, args) -> int:
+    """``--from-json``: the table of aims written again from a saved full-size run."""
+    try:
+        result = json.loads(args.from_json.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        ap.error(f"--from-json {args.from_json}: not a benchmark result ({exc})")
+    if not isinstance(result, dict) or not {"checks", "suites", "date", "size"} <= set(result):
+        ap.error(f"--from-json {args.from_json}: not a benchmark result (it needs checks, suites, date and size)")
+    if result["size"] != "full":
+        ap.error(f"--from-json {args.from_json}: a {result['size']} run; the aims are stated at full size")
+    if args.commit:
+        result["commit"] = args.commit
+    rows = figures.write(result, args.figures, SUITES)
+    print(f"{len(rows)} aims: {args.figures} and {args.figures.with_suffix('.json').name}")
+    return 0
+
+
 def _run(args, argv) -> int:
     size_name = "tiny" if args.tiny else "quick" if args.quick else "full"
     names = [s for s in SUITES if not args.only or s in args.only]
     started = datetime.datetime.now(datetime.timezone.utc)
     result = {"date": started.isoformat(timespec="seconds"), "command": " ".join(["python -m benchmarks.run"] + (
-        sys.argv[1:] if argv is None else list(argv))), "size": size_name, "machine": machine(), "suites": {},
-        "checks": []}
+        sys.argv[1:] if argv is None else list(argv))), "commit": commit(), "size": size_name, "machine": machine(),
+        "suites": {}, "checks": []}
     for name in names:
         start = time.perf_counter()
         print(f"[{name}] running ...", flush=True)
@@ -309,6 +347,9 @@ def _run(args, argv) -> int:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(result, indent=1, default=float) + "\n")
         print(f"figures: {args.json}")
+    if size_name == "full":  # the aims are stated at full size: smaller runs only print
+        figures.write(result, args.figures, SUITES)
+        print(f"table of aims: {args.figures}")
     return 0
 
 

@@ -6,7 +6,7 @@
     (False, ('angry bird', 'bird', 'eagle', 'owl', 'parrot', 'pigeon'))
 
 See :mod:`compiler.translate` for the table of translations and :mod:`compiler.concepts`
-for how GQA strings become predicates (the contract in docs/design.md).
+for how GQA strings become predicates (the contract in docs/compiling-gqa.md).
 """
 from .compiler import CompiledQuestion, Compiler, without_ids
 from .concepts import Concepts

@@ -1,4 +1,4 @@
-"""GQA concepts -> DFOL predicates, following the predicate contract of docs/design.md.
+"""GQA concepts -> DFOL predicates, following the predicate contract of docs/compiling-gqa.md.
 
 One :class:`Concepts` per ontology turns raw GQA strings into interned
 :class:`nablafol.ir.Predicate` objects (normalizing surface forms first) and lists the
@@ -12,7 +12,7 @@ Predicate(name='to the left of', arity=2, kind='rel'))
     >>> c.relation("bigger than")
     Predicate(name='larger', arity=2, kind='compare')
 
-The vocabulary is open (docs/design.md, "An open vocabulary"): a name, value or relation the
+The vocabulary is open (docs/compiling-gqa.md, "An open vocabulary"): a name, value or relation the
 ontology lacks is a predicate of its own, in its normalized form. A typed value is an
 attribute value of its type; an untyped one (`filter: baby`) is read as an attribute value
 when the vocabulary knows it as one (or knows it nowhere), else as a name:

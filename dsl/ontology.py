@@ -33,7 +33,7 @@ vocabulary forms, `normalize`, and `raw_form` maps back for reporting answers:
   raw_form(vocabulary form): GQA's spelling of it (`tenni` -> `tennis`); the identity
     for the forms GQA writes itself. normalize(raw_form(v)) == v for every form v.
 
-The vocabulary is open (docs/design.md, "An open vocabulary"). Besides categories and typed
+The vocabulary is open (docs/compiling-gqa.md, "An open vocabulary"). Besides categories and typed
 values, an ontology holds *uncategorized classes* (names no category lists), *untyped values*
 (attribute values no type lists: scene graphs write attributes untyped) and *pronouns*
 (dsl.words: `he` stands for the person classes a man may be, `this` for every class). What a

@@ -9,6 +9,16 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 settings.load_profile("default")
+# The fast tier (`-m "not slow"`, docs/testing.md) runs properties without an example count of their
+# own at a third of the examples; the full suite, which decides, keeps the default.
+settings.register_profile("fast", parent=settings.get_profile("default"),
+                          max_examples=int(os.environ.get("NABLAFOL_HYPOTHESIS_FAST_EXAMPLES", "20")))
+
+
+def pytest_configure(config):
+    if "not slow" in " ".join((config.getoption("markexpr") or "").split()):
+        settings.load_profile("fast")
+
 
 # One torch thread for the whole suite: its tensors are small, and on a 2-core machine that is
 # busy with anything else, ops split over 2 threads stall (measured: the training test took

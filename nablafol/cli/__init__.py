@@ -61,8 +61,8 @@ def entry() -> None:
     """The installed command (and ``python -m nablafol.cli``): :func:`main`, then exit.
 
     Everything the command made is frozen out of the interpreter's last collection first: at
-    GQA-validation scale that collection scanned ~2.7 million objects for 4-6 s after the
-    outputs were written (the process's memory goes back to the system whole). Not in
+    GQA-validation scale that collection scanned millions of objects after the outputs were
+    written, to free memory the process hands back to the system whole. Not in
     :func:`main`, which tests and scripts call in their own long-lived processes.
     """
     code = main()

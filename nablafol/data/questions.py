@@ -129,7 +129,7 @@ def encode_extra(extra: Mapping[str, Any]) -> str:
 
 
 # json.dumps(extra, sort_keys=True, ensure_ascii=False, separators=(",", ":")) calls this same C
-# encoder after 4 µs of Python (twice the encoding itself) per question; without the circular
+# encoder after Python work that costs twice the encoding itself per question; without the circular
 # check (markers None), which extras, plain JSON data, never need
 _C_ENCODER = None if c_make_encoder is None else c_make_encoder(
     None, json.JSONEncoder().default, encode_basestring, None, ":", ",", True, False, True)

@@ -1,4 +1,4 @@
-"""The GQA predicate contract (docs/design.md) as data: the kinds, and why a predicate is refused.
+"""The GQA predicate contract (docs/compiling-gqa.md) as data: the kinds, and why a predicate is refused.
 
 Every GQA oracle (scene graphs, the neural oracle) implements the same kinds; this module is
 where they are listed once, with the one-line reason an oracle gives for a predicate it does

@@ -6,7 +6,7 @@ downwards; the image is ``W x H`` pixels. Every rule is a small function over to
 answers many object pairs at once. All rules are crisp (a box is certain).
 
 Positions. A box is placed by its centre, in thirds of the image (the design table of
-``docs/design.md``; the same convention is used by public GQA tooling that derives
+``docs/compiling-gqa.md``; the same convention is used by public GQA tooling that derives
 positions from GQA scene graphs). A centre exactly on a boundary belongs to the middle third:
 ``left`` is ``cx < W/3``, ``right`` is ``cx > 2W/3``; ``top``/``bottom`` likewise with
 ``cy`` and ``H``. Centres outside the image (boxes that overflow it) fall in the outer thirds.

@@ -1,6 +1,6 @@
 """The golden oracle: GQA scene graphs (plain or probabilistic) answer GQA predicates.
 
-It implements the predicate table of ``docs/design.md`` ("GQA predicates: the contract
+It implements the predicate table of ``docs/compiling-gqa.md`` ("GQA predicates: the contract
 between the compiler and the oracles") over one batch of scene graphs. Scene ``b`` has its
 objects in file order, then one **scene pseudo-object** (so ``n_b = objects + 1``).
 

@@ -257,7 +257,7 @@ def readable(path: Path) -> None:
 def _check_ontology(data, path: Path) -> None:
     from nablafol.dsl import Ontology
     from nablafol.dsl.ontology import VOCABULARY_SHAPES
-    optional = {"classes", "untyped", "pronouns", "gendered_names"}  # what a vocabulary grown from data adds (issue 16)
+    optional = {"classes", "untyped", "pronouns", "gendered_names"}  # what a vocabulary grown from data adds (the open vocabulary)
     if not isinstance(data, Mapping) or not set(VOCABULARY_SHAPES) <= set(data) <= set(VOCABULARY_SHAPES) | optional:
         raise InputFileError(path, "extra.ontology must be an object of exactly "
                                    f"{', '.join(VOCABULARY_SHAPES)} (and optionally {', '.join(sorted(optional))})")

@@ -1,6 +1,6 @@
 """The concept vocabulary of the neural oracle: which embedding row answers which predicate.
 
-Every predicate of the contract in ``docs/design.md`` that the compiler can emit for an
+Every predicate of the contract in ``docs/compiling-gqa.md`` that the compiler can emit for an
 ontology gets a row, unary and binary predicates in two separate tables:
 
 | table | kind | rows |

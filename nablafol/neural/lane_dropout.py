@@ -1,8 +1,8 @@
 """Dropout with a mask drawn four units per random 64-bit word, and ``dropout(relu(x))`` in one step.
 
 The neural oracle's pair stage holds ``(S, M, M, H)`` hidden units (36 objects, 46 scenes:
-15M); ``nn.Dropout`` after ``nn.ReLU`` drew one Bernoulli number per unit (``bernoulli_``,
-about 8 ns each on one core), multiplied by the mask and kept it for the backward pass, besides
+15M); ``nn.Dropout`` after ``nn.ReLU`` drew one Bernoulli number per unit (``bernoulli_``),
+multiplied by the mask and kept it for the backward pass, besides
 what ReLU keeps: a sixth of a training step at 36 objects (``benchmarks/bench_limits.py``).
 Here one 64-bit random word gives four 16-bit lanes, a unit is dropped where its lane falls
 below ``k = round(p · 2^16)`` values of its range (probability ``p_eff = k / 2^16``, within

@@ -1,10 +1,9 @@
 """Adam for the oracle's training, fused where the device allows: :func:`adam`.
 
 torch's default Adam on CPU updates one parameter tensor after another, several passes each;
-the fused kernel does every update in one pass. Measured on this project's machine (1 thread,
-952k parameters in 8 tensors): 5.8 ms a step for the default, 1.0 ms fused; for the default
-oracle (2.7M parameters) the optimizer was 9% of a training step at 10 objects (issue 23,
-``python -m benchmarks.run --only limits``). The fused update rounds differently in the last
+the fused kernel does every update in one pass, several times faster on one thread, and the
+unfused optimizer was a noticeable share of a training step at 10 objects (measured by
+``python -m benchmarks.run --only limits``; figures in ``benchmarks/HISTORY.md``). The fused update rounds differently in the last
 place (2.4e-7 at most after 10 steps of unit-scale gradients): trainings are reproducible run
 to run, not bit-identical to the unfused update.
 

@@ -91,7 +91,7 @@ def calibrate_model(job: CalibrationJob, log=print, progress=None) -> list[dict]
     from nablafol.pipeline.distributed import Launch, peers_guard, plan_training, process_group, rank_device, run_shards
     from nablafol.pipeline.model_folder import feature_perception
     held = [] if job.resume else held_files(job.model, CALIBRATOR_FILES)
-    if held:  # a new calibrator would replace a trained one (docs/design.md)
+    if held:  # a new calibrator would replace a trained one (docs/calibration.md)
         raise InputFileError(job.model, f"already holds a calibrator ({', '.join(held)}): --resume to continue it, "
                              f"or calibrate a copy of the model folder")
     launch = job.launch or Launch()

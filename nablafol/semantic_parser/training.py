@@ -48,7 +48,7 @@ class TrainingSettings:
     """How to train: epochs, batch size, Adam's learning rate (warmed up over the first 5% of
     the updates, then down in a straight line), gradient clipping, word dropout, the network's
     widths, the seed, and the parser's refusal threshold (``min_probability``). The defaults
-    train on the embedded dataset (15,889 questions) in under two minutes on two cores
+    are sized for the embedded dataset (15,889 questions) on a small CPU machine
     (docs/semantic-parser.md)."""
 
     epochs: int = 4

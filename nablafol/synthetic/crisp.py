@@ -3,7 +3,7 @@
 This is the ground truth of the embedded dataset. It shares no code with the DFOL engine or
 the compiler: object sets are ``frozenset``s of object ids, yes/no results are ``bool``s and
 open answers are strings in GQA's raw form. It follows gqa-programs.md and the predicate
-contract of docs/design.md:
+contract of docs/compiling-gqa.md:
 
 * a NAME holds for an object whose class is NAME or lies under the category NAME;
 * attribute values are read as listed (untyped values match any type; the scene

@@ -60,7 +60,7 @@ POSITION_VALUES: Mapping[str, tuple[str, ...]] = MappingProxyType({
 LOCATIONS = ("indoors", "outdoors")
 WEATHERS = ("sunny", "cloudy", "rainy")
 # Relations the scene graphs store (rules in nablafol.synthetic.scenes), and the one the
-# predicate contract derives from attributes (docs/design.md: `same TYPE` relations).
+# predicate contract derives from attributes (docs/compiling-gqa.md: `same TYPE` relations).
 STORED_RELATIONS = ("to the left of", "to the right of", "above", "below", "on", "under", "near",
                     "wearing", "holding")
 DERIVED_RELATIONS = ("same color",)

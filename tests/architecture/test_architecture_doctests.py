@@ -14,7 +14,13 @@ from architecture_house import ROOT, modules
 NEEDS = {"nablafol.dsl.testing": "hypothesis", "nablafol.testing.strategies": "hypothesis"}
 
 
-@pytest.mark.parametrize("name", sorted(m for m in modules() if not m.endswith("__main__")))
+#: modules whose examples train a model or run a whole command: among the longest tests of a measured run
+SLOW_EXAMPLES = {"nablafol.semantic_parser", "nablafol.semantic_parser.training", "nablafol.asking.ask",
+                 "nablafol.asking.parser_evaluation", "nablafol.pipeline.collector", "nablafol.neural.optimizer"}
+
+
+@pytest.mark.parametrize("name", [pytest.param(m, marks=[pytest.mark.slow] if m in SLOW_EXAMPLES else [])
+                                  for m in sorted(m for m in modules() if not m.endswith("__main__"))])
 def test_docstring_examples(name, monkeypatch):
     if name in NEEDS:
         pytest.importorskip(NEEDS[name])

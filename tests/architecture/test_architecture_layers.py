@@ -14,10 +14,12 @@ def test_every_module_has_a_layer():
     assert unplaced == [], f"add these to a layer of tests/architecture/architecture_house.py: {unplaced}"
 
 
+@pytest.mark.slow
 def test_no_import_cycle_between_files():
     assert cycles(imports()) == []
 
 
+@pytest.mark.slow
 def test_imports_never_point_to_a_higher_layer():
     wrong = []
     for module, targets in imports().items():
@@ -29,6 +31,7 @@ def test_imports_never_point_to_a_higher_layer():
     assert wrong == [], "\n".join(wrong)
 
 
+@pytest.mark.slow
 def test_no_module_imports_the_card_folders_by_their_folder_names():
     """`dsl/`, `compiler/`, `calibration/` install as nablafol.dsl, nablafol.compiler,
     nablafol.calibration: an import of a bare `dsl` would work only inside the checkout."""

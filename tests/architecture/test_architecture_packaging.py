@@ -7,9 +7,12 @@ import subprocess
 import sys
 import zipfile
 
+import pytest
+
 from architecture_house import ROOT, setup_config
 
 
+@pytest.mark.slow
 def test_the_wheel_holds_one_top_level_package_with_its_data(tmp_path):
     source = tmp_path / "source"  # a clean copy: no build/ folder left by an earlier build
     shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(".git", ".venv", "build", "*.egg-info", "__pycache__",

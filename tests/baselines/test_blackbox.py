@@ -54,6 +54,7 @@ def test_model_shapes_and_attention_sums_to_one_over_real_objects():
         assert torch.allclose(att.sum(-1), torch.ones(2)) and bool((att[~mask] == 0).all())
 
 
+@pytest.mark.slow
 def test_it_learns_a_small_separable_task():
     train, images = _task(400, seed=1)
     test, test_images = _task(200, seed=2)

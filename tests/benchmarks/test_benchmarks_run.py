@@ -17,6 +17,7 @@ from nablafol.ir import Aggregate, Filter, Predicate, Program, Quantifier, Relat
 from nablafol.oracle import TableOracle  # noqa: E402
 
 
+@pytest.mark.slow
 def test_tiny_run_writes_every_suite_and_a_table(tmp_path, capsys):
     out, plot = tmp_path / "bench.json", tmp_path / "scaling.png"
     assert bench_run.main(["--tiny", "--json", str(out), "--plot", str(plot)]) == 0
@@ -64,6 +65,7 @@ def test_tiny_run_writes_every_suite_and_a_table(tmp_path, capsys):
     assert "its arithmetic alone" in printed and "by the arithmetic alone" in printed
 
 
+@pytest.mark.slow
 def test_only_runs_the_named_suites(tmp_path):
     out = tmp_path / "bench.json"
     assert bench_run.main(["--tiny", "--only", "batched", "--json", str(out)]) == 0
@@ -79,6 +81,7 @@ def test_bad_arguments_are_refused_in_one_line(capsys):
         assert len(capsys.readouterr().err.strip().splitlines()[-1]) > 0
 
 
+@pytest.mark.slow
 def test_compile_failure_falls_back_to_the_eager_q_product():
     chair, left = Predicate("chair"), Predicate("left", arity=2)
     program = Program.yes_no(Aggregate(Quantifier.EXISTS, Filter(chair, Relate.of(left, Quantifier.EXISTS, Top()))))
@@ -116,6 +119,7 @@ def test_the_gpu_script_runs_every_section_on_the_cpu_too(tmp_path, capsys):
         assert capsys.readouterr().out.startswith("bench_gpu: no CUDA device here")
 
 
+@pytest.mark.slow
 def test_the_eval_is_timed_in_two_passes_over_one_set():
     """Where an eval's time goes (issue 23, aim 2): the set answered twice by one answerer in one
     process; the first pass compiles every program, the second none (counted, not timed)."""

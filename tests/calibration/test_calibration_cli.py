@@ -46,6 +46,7 @@ def test_inspect_a_program_line_prints_the_table_and_draws(model_folder, tmp_pat
     assert not (folder / "calibrator_state.pt").exists()  # inspecting trains nothing
 
 
+@pytest.mark.slow
 def test_inspect_a_question_by_id(model_folder, capsys):
     folder, calibrator = model_folder
     code, out, err = run_cli(capsys, "calibrate", "--model", folder, "--inspect", "op00", "--questions", QUESTIONS)

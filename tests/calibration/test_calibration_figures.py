@@ -52,6 +52,7 @@ def test_bad_input_is_refused(conf, right, bins, message):
         expected_calibration_error(conf, right, bins)
 
 
+@pytest.mark.slow
 def test_pictures_are_written(tmp_path):
     params = [StepParameters(1, "name:chair", 3.0, 3.0, 0.5, 1.0, "sharpen"),
               StepParameters(2, "attr:red", 1.0, 1.0, 0.2, 1.0, "suppress")]

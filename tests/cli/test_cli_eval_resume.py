@@ -49,6 +49,7 @@ def reference(data, tmp_path_factory):
     return (*_outputs(out), took)
 
 
+@pytest.mark.slow
 def test_streaming_predictions_equal_the_whole_set_evaluation(data, reference, tmp_path):
     from nablafol.data import load_questions, load_scene_graphs, read_details
     from nablafol.dsl import Ontology
@@ -90,6 +91,7 @@ def _counting_answers(monkeypatch) -> list:
     return answered
 
 
+@pytest.mark.slow
 def test_journal_cut_at_any_byte_resumes_to_identical_outputs(data, reference, tmp_path, monkeypatch):
     """A kill can stop the journal at any byte (and the details file anywhere after its last commit)."""
     full = _full_journal(data, tmp_path / "full", monkeypatch)
@@ -142,6 +144,7 @@ def _run_child(processes, argv, kill_after=None) -> int:
     return child.exitcode
 
 
+@pytest.mark.slow
 def test_random_kills_then_resume_end_byte_identical(data, reference, processes, tmp_path, monkeypatch):
     out = tmp_path / "killed"
     out.mkdir()
@@ -218,6 +221,7 @@ def test_workers_give_byte_identical_outputs(data, reference, tmp_path):
     assert gc.get_freeze_count() == 0  # nothing left out of the collector's sight after the run
 
 
+@pytest.mark.slow
 def test_a_worker_that_dies_is_one_line_then_resume_finishes_identically(data, reference, tmp_path,
                                                                           monkeypatch, capsys):
     from nablafol.data import load_questions

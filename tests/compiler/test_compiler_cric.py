@@ -104,6 +104,7 @@ def _answer_and_modules(compiled, graph):
     return answers.predictions()[0], found
 
 
+@pytest.mark.slow
 @given(worlds(), cric_programs())
 def test_compiled_cric_programs_agree_with_the_crisp_executor(world, steps):
     """Answers and every module's objects, with the golden scene-graph and knowledge oracles."""
@@ -152,7 +153,7 @@ def test_what_cannot_be_answered_is_refused_naming_the_step(steps, message):
     ([_step("Initial"), _step("Relate", "under"), _step("Verify")], "∃X ∃Y: under(Y, X)"),
 ])
 def test_names_and_relations_outside_the_ontology_are_predicates_of_their_own(steps, formula):
-    """The open vocabulary (docs/design.md) holds for CRIC's programs as for GQA's."""
+    """The open vocabulary (docs/compiling-gqa.md) holds for CRIC's programs as for GQA's."""
     assert COMPILER.compile_json(steps).program.formula() == formula
 
 

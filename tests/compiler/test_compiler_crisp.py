@@ -2,6 +2,7 @@
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
+import pytest
 
 from nablafol.dsl import ast as A
 from nablafol.compiler import Compiler
@@ -133,6 +134,7 @@ def tables_for(program, world: World):
     return tables
 
 
+@pytest.mark.slow
 @settings(max_examples=150)
 @given(gqa_programs(), worlds())
 def test_compiled_programs_agree_with_crisp_gqa_semantics(program, world):

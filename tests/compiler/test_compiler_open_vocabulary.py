@@ -94,6 +94,7 @@ def test_a_knowledge_relation_without_a_knowledge_base_is_a_listed_reason():
         "select: plate->filter CapableOf: lift food [0]->exist: ? [1]").program.predicates()
 
 
+@pytest.mark.slow
 @given(st.from_regex(r"[a-z]{3,9}( [a-z]{3,9})?", fullmatch=True), st.sampled_from(["color", "material", None]))
 def test_any_word_compiles_and_a_known_one_keeps_its_ontology_predicate(word, type_):
     assume(word != "scene")  # `select: scene` is the image

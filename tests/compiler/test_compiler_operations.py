@@ -256,6 +256,7 @@ def test_lines_of_one_program_share_a_compilation_and_no_other_line_does():
     assert _IdFree(line, a.source) != _IdFree("select: cup->exist: ? [0]", a.source)
 
 
+@pytest.mark.slow
 def test_a_shared_compiler_answers_every_line_as_a_fresh_one_does():
     from hypothesis import given, settings
     from nablafol.dsl.testing import programs

@@ -254,6 +254,7 @@ def test_a_broken_metadata_file_names_itself(tmp_path):
         load_vcr(VCR / "val.jsonl", images=tmp_path / "nowhere")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("value, fragment", [("[" * 100_000 + "]" * 100_000, "nested too deeply"),
                                              ("9" * 5000, "a number too long to read")])
 def test_json_lines_beyond_the_decoders_limits_are_one_line(tmp_path, value, fragment):

@@ -35,6 +35,7 @@ def members(path: Path, chunk_chars: int = 1 << 20) -> list:
     return list(iter_object_members(path, expected="{key: value}", chunk_chars=chunk_chars))
 
 
+@pytest.mark.slow
 @HYPOTHESIS
 @given(document=documents, layout=layouts, chunk=st.integers(1, 40))
 def test_members_equal_json_loads_at_any_chunk_size(tmp_path, document, layout, chunk):
@@ -42,6 +43,7 @@ def test_members_equal_json_loads_at_any_chunk_size(tmp_path, document, layout, 
     assert members(path, chunk) == list(json.loads(path.read_text()).items())
 
 
+@pytest.mark.slow
 @HYPOTHESIS
 @given(document=documents.filter(bool), layout=layouts, chunk=st.integers(1, 40), data=st.data())
 def test_every_truncation_is_an_error_never_a_shorter_object(tmp_path, document, layout, chunk, data):

@@ -98,6 +98,7 @@ details = st.builds(
                     st.text(max_size=6) | st.integers(), max_size=2))
 
 
+@pytest.mark.slow
 @HYPOTHESIS
 @given(items=st.lists(details, max_size=8, unique_by=lambda d: d.question_id))
 def test_details_round_trip(tmp_path, items):

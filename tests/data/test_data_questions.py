@@ -156,6 +156,7 @@ records = st.fixed_dictionaries(
                                              st.dictionaries(st.text("0123:", max_size=3), ids))})
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(questions=st.dictionaries(ids, records, max_size=6))
 def test_write_then_read_gives_the_same_questions(tmp_path, questions):
@@ -203,6 +204,7 @@ def _interned(value) -> bool | None:
     return sys.intern(value) is value if type(value) is str else None
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.tuples(st.sampled_from([*_GQA_RECORD, "other"]), _WILD | st.lists(_STEP, max_size=3)), max_size=2),
        st.lists(st.sampled_from(list(_GQA_RECORD)), max_size=2),

@@ -218,6 +218,7 @@ def scene_graphs(draw) -> SceneGraph:
                       draw(st.none() | names), draw(st.none() | names))
 
 
+@pytest.mark.slow
 @settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(graphs=st.lists(scene_graphs(), max_size=3, unique_by=lambda g: g.image_id))
 def test_write_then_read_gives_the_same_graphs(tmp_path, graphs):
@@ -237,6 +238,7 @@ _WILD = st.one_of(_INTEGER, st.floats(allow_nan=True), st.text(max_size=2), st.b
                   st.lists(st.integers(), min_size=1, max_size=1), st.just({"man": 1.0}))
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(st.fixed_dictionaries(
     {"name": st.sampled_from(["man", "cup"]), "x": _INTEGER, "y": _INTEGER, "w": _INTEGER, "h": _INTEGER,

@@ -1,4 +1,5 @@
-"""The README's worked examples of the neighbouring benchmarks print what the README shows."""
+"""The worked examples of the neighbouring benchmarks (docs/benchmarks.md) and of `nablafol parse`
+(docs/commands.md) print what the pages show."""
 import re
 import shlex
 from pathlib import Path
@@ -8,11 +9,19 @@ import pytest
 from nablafol.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
-README = (ROOT / "README.md").read_text(encoding="utf-8")
-SECTION = README[README.index("## Other benchmarks"):]
+PAGE = (ROOT / "docs" / "benchmarks.md").read_text(encoding="utf-8")
+SECTION = PAGE[PAGE.index("## The commands, with a worked example each"):]
 SECTION = SECTION[:SECTION.index("\n## ", 1)]
-EXAMPLES = re.split(r"^\$ ", SECTION[SECTION.index("```\n$ ") + 4:SECTION.index("\n```\n", SECTION.index("```\n$ "))],
-                    flags=re.M)[1:]
+
+
+def console_examples(text: str) -> list[str]:
+    """The ``$ COMMAND`` examples of the first console block (```` ``` ```` then ``$ ``) of ``text``."""
+    start = text.index("```\n$ ") + 4
+    return re.split(r"^\$ ", text[start:text.index("\n```\n", start)], flags=re.M)[1:]
+
+
+EXAMPLES = console_examples(SECTION)
+COMMANDS_PAGE = console_examples((ROOT / "docs" / "commands.md").read_text(encoding="utf-8"))
 
 
 def _command_and_output(example: str) -> tuple[list[str], str]:
@@ -27,7 +36,8 @@ def test_every_benchmark_has_a_worked_example():
     assert len(EXAMPLES) == 4 and all("nablafol score" in e for e in EXAMPLES)
 
 
-@pytest.mark.parametrize("example", EXAMPLES, ids=[f"example{i}" for i in range(len(EXAMPLES))])
+@pytest.mark.parametrize("example", EXAMPLES + COMMANDS_PAGE,
+                         ids=[f"example{i}" for i in range(len(EXAMPLES))] + ["parse"])
 def test_the_worked_example_prints_what_the_readme_shows(example, tmp_path, capsys, monkeypatch):
     argv, expected = _command_and_output(example)
     assert argv[0] == "nablafol"

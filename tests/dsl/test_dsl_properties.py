@@ -4,6 +4,7 @@ from pathlib import Path
 
 from hypothesis import given
 from hypothesis import strategies as st
+import pytest
 
 from nablafol.dsl import Program, ProgramError, parse_program, program_from_semantic, validate_program
 from nablafol.dsl.parser import _read_exactly
@@ -25,6 +26,7 @@ def outcome(read, text):
         return ("error", error.message, error.line, error.column)
 
 
+@pytest.mark.slow
 @given(programs())
 def test_programs_round_trip_through_text(program):
     line = program.to_semantic_str()
@@ -32,6 +34,7 @@ def test_programs_round_trip_through_text(program):
     assert _read_exactly(line) == program  # the cached path and the reference path agree
 
 
+@pytest.mark.slow
 @given(programs())
 def test_programs_round_trip_through_the_semantic_list(program):
     steps = program.to_semantic()
@@ -39,6 +42,7 @@ def test_programs_round_trip_through_the_semantic_list(program):
     assert program_from_semantic(json.loads(json.dumps(steps))) == program  # as read from a file
 
 
+@pytest.mark.slow
 @given(programs())
 def test_drawn_programs_are_valid_and_well_formed(program):
     assert validate_program(program) is program
@@ -80,6 +84,7 @@ def mutations(draw):
     return line
 
 
+@pytest.mark.slow
 @given(mutations())
 def test_mutated_lines_are_read_or_refused_consistently(line):
     result = outcome(parse_program, line)
@@ -112,6 +117,7 @@ def semantic_lists(draw):
     return draw(st.one_of(st.just(steps), _JSON_VALUES))
 
 
+@pytest.mark.slow
 @given(semantic_lists())
 def test_any_semantic_value_is_read_or_refused_with_a_program_error(steps):
     try:
@@ -123,6 +129,7 @@ def test_any_semantic_value_is_read_or_refused_with_a_program_error(steps):
         assert parse_program(program.to_semantic_str()) == program
 
 
+@pytest.mark.slow
 @given(programs())
 def test_a_template_read_without_ids_is_the_line_read_with_its_ids_dropped(program):
     from dataclasses import replace

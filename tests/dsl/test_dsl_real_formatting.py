@@ -50,6 +50,7 @@ def _loosen(line: str, where: list[int]) -> str:
     return "".join((" " if i in chosen else "") + c for i, c in enumerate(line))
 
 
+@pytest.mark.slow
 @given(st.lists(st.integers(0, 50), max_size=6), st.sampled_from([
     "select: wall (722332)->filter color: white [0]->relate: _,on,s (722335) [1]->query: name [2]",
     "select: surfboard (429134)->choose rel: surfer,to the right of|to the left of,s (429131) [0]",

@@ -33,6 +33,7 @@ def test_the_sample_is_big_and_varied():
             "choose rel", "choose color", "same color", "different color", "verify color"} <= fields
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("question_id", sorted(WITH_SEMANTIC))
 def test_both_forms_of_a_real_question_give_the_same_program(question_id):
     record = WITH_SEMANTIC[question_id]
@@ -42,6 +43,7 @@ def test_both_forms_of_a_real_question_give_the_same_program(question_id):
     assert len(from_text) == len(record["semantic"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("question_id", sorted(WITH_SEMANTIC))
 def test_real_programs_are_written_back_verbatim(question_id):
     record = WITH_SEMANTIC[question_id]

@@ -16,6 +16,7 @@ from nablafol.testing.strategies import scenes_and_programs
 DEVICES = devices()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("device", DEVICES)
 @settings(max_examples=20)
 @given(case=scenes_and_programs(read_once=True, max_objects=3, enumerable=True))
@@ -26,6 +27,7 @@ def test_read_once_formulas_equal_brute_force_on_the_device(device, case):
     assert np.allclose(got, brute_force(case.program, case.tables), atol=1e-12, rtol=0), case.program.formula()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("device", DEVICES)
 @settings(max_examples=12)
 @given(case=scenes_and_programs(max_objects=3, enumerable=True))
@@ -37,6 +39,7 @@ def test_exact_mode_equals_brute_force_on_the_device(device, case):
     assert np.allclose(got, brute_force(case.program, case.tables), atol=1e-9, rtol=0), case.program.formula()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("device", DEVICES)
 @settings(max_examples=8)
 @given(cases=st.lists(scenes_and_programs(max_objects=5), min_size=2, max_size=5))

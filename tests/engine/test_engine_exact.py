@@ -30,6 +30,7 @@ def _candidates(answers, i, program, complement=False):
     return values[i, : program.n_candidates].exp().tolist()
 
 
+@pytest.mark.slow
 @given(scenes_and_programs(max_objects=3, enumerable=True))
 def test_exact_mode_equals_brute_force_on_any_program(case):
     answers = run_engine([case.program], [case.tables], dtype=torch.float64, engine=Engine(exact=True, exact_budget=22))
@@ -40,6 +41,7 @@ def test_exact_mode_equals_brute_force_on_any_program(case):
                        rtol=0)
 
 
+@pytest.mark.slow
 @given(scenes_and_programs(max_objects=3, enumerable=True))
 def test_the_flag_is_never_true_on_an_answer_that_differs_from_brute_force(case):
     answers = run_engine([case.program], [case.tables], dtype=torch.float64)
@@ -48,11 +50,13 @@ def test_the_flag_is_never_true_on_an_answer_that_differs_from_brute_force(case)
         assert np.allclose(_candidates(answers, 0, case.program), want, atol=1e-9, rtol=0), case.program.formula()
 
 
+@pytest.mark.slow
 @given(scenes_and_programs(max_objects=3, crisp=True))
 def test_every_answer_over_crisp_tables_is_exact(case):
     assert bool(run_engine([case.program], [case.tables]).exact[0])
 
 
+@pytest.mark.slow
 @given(scenes_and_programs(max_objects=3, enumerable=True))
 def test_read_once_programs_are_exact_over_any_tables(case):
     answers = run_engine([case.program], [case.tables], dtype=torch.float64)
@@ -62,6 +66,7 @@ def test_read_once_programs_are_exact_over_any_tables(case):
                            atol=1e-9, rtol=0)
 
 
+@pytest.mark.slow
 @settings(max_examples=30)
 @given(st.lists(scenes_and_programs(max_objects=3, enumerable=True), min_size=2, max_size=5), st.integers(0, 5))
 def test_a_batch_is_exact_within_the_budget_and_the_fast_path_beyond(cases, budget):
@@ -95,6 +100,7 @@ def test_the_two_hop_formula_of_the_spec():
     assert bool(run_engine([HOP], [sparse]).exact[0])
 
 
+@pytest.mark.slow
 @settings(max_examples=15)
 @given(programs(*default_vocabulary(), max_depth=3), st.integers(1, 3), st.integers(0, 2**31 - 1))
 def test_exact_mode_is_differentiable(program, n, seed):

@@ -18,6 +18,7 @@ def _leaf_tables(n, gen, dtype, low=0.05, high=0.95):
             for p in UNARY + BINARY}
 
 
+@pytest.mark.slow
 @settings(max_examples=20)
 @given(programs(UNARY, BINARY, max_depth=3), st.integers(1, 3), st.integers(0, 2**31 - 1))
 def test_gradcheck_float64(program, n, seed):

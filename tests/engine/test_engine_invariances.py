@@ -3,6 +3,7 @@ import numpy as np
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
+import pytest
 
 from engine_helpers import run_engine
 from nablafol.ir import Aggregate, Conjoin, Filter, Neg, Not, Predicate, Program, Quantifier, Top
@@ -15,6 +16,7 @@ def _probs(answers, k=0):
     return answers.log_probs[k].exp()
 
 
+@pytest.mark.slow
 @given(scenes_and_programs(max_objects=3), st.integers(1, 5))
 def test_padding_does_not_change_results(case, extra):
     """The same program on its scene alone, or batched beside a larger scene (so padded)."""
@@ -25,6 +27,7 @@ def test_padding_does_not_change_results(case, extra):
     assert torch.allclose(alone.log_probs[0, :k], both.log_probs[0, :k], atol=1e-6, equal_nan=False)
 
 
+@pytest.mark.slow
 @given(scenes_and_programs(max_objects=3), scenes_and_programs(max_objects=3))
 def test_batch_neighbours_do_not_change_results(a, b):
     alone = run_engine([a.program], [a.tables])
@@ -33,6 +36,7 @@ def test_batch_neighbours_do_not_change_results(a, b):
     assert torch.equal(alone.log_probs[0, :k], together.log_probs[1, :k])
 
 
+@pytest.mark.slow
 @given(st.lists(scenes_and_programs(max_objects=3), min_size=1, max_size=4))
 def test_answers_of_a_batch_are_each_programs_own_then_padding(cases):
     """Programs with different numbers of candidates batched: each row holds its program's own
@@ -48,6 +52,7 @@ def test_answers_of_a_batch_are_each_programs_own_then_padding(cases):
         assert (both.log_probs[k, n:] == float("-inf")).all() and (both.log_complement[k, n:] == 0).all()
 
 
+@pytest.mark.slow
 @given(scenes_and_programs(max_objects=4), st.randoms(use_true_random=False))
 def test_permuting_objects_does_not_change_answers(case, rnd):
     perm = list(range(case.n_objects))
@@ -100,6 +105,7 @@ def test_algorithm_1_predictions():
     assert answers.candidate_mask.tolist() == [[True, False], [True, True]]
 
 
+@pytest.mark.slow
 @given(scenes_and_programs(max_objects=3))
 def test_complements_agree_with_the_probabilities(case):
     answers = run_engine([case.program], [case.tables], dtype=torch.float64)
@@ -108,6 +114,7 @@ def test_complements_agree_with_the_probabilities(case):
     assert torch.allclose(p + q, torch.ones_like(p), atol=1e-12)
 
 
+@pytest.mark.slow
 @given(scenes_and_programs(max_objects=3), scenes_and_programs(max_objects=3))
 def test_a_kept_one_program_plan_answers_as_a_fresh_one(a, b):
     """One question at a time reuses the whole plan of a batch of one: the same answers, on any scene."""
@@ -153,6 +160,7 @@ def test_what_a_plan_keeps_is_found_by_the_array_itself_never_by_a_reused_id():
         seen.add(id(value))
 
 
+@pytest.mark.slow
 @given(scenes_and_programs(max_objects=4), st.booleans())
 def test_scenes_of_one_size_skip_the_masks_and_answer_the_same(a, two_scenes):
     """One scene, or scenes of one size, run without masks (``Tables.padded`` False): every answer,

@@ -104,6 +104,7 @@ def test_nodes_built_by_hand_are_still_checked():
         ir.Program((ir.Aggregate(Quantifier.EXISTS, Top()),) * 2)
 
 
+@pytest.mark.slow
 def test_a_program_pickled_in_one_process_is_found_by_an_equal_one_built_in_another():
     # string hashes differ between processes: a hash kept on a node must not travel with it
     import os

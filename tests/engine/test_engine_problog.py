@@ -24,6 +24,7 @@ from nablafol.testing import brute_force  # noqa: E402
 from nablafol.testing.strategies import scenes_and_programs  # noqa: E402
 
 
+@pytest.mark.slow
 @settings(max_examples=25)
 @given(scenes_and_programs(read_once=True, max_objects=4))
 def test_read_once_programs_equal_problog(case):
@@ -32,6 +33,7 @@ def test_read_once_programs_equal_problog(case):
     assert np.allclose(got.tolist(), want, atol=1e-6, rtol=0), (case.program.formula(), got.tolist(), want)
 
 
+@pytest.mark.slow
 @settings(max_examples=15)
 @given(scenes_and_programs(max_objects=2, max_depth=3, enumerable=True))
 def test_problog_translation_equals_brute_force_on_any_program(case):
@@ -56,6 +58,7 @@ BINARY_FAMILIES = ("relate", "verify rel after relate", "two hops", "and/or, sam
                    "same (two inputs)")
 
 
+@pytest.mark.slow
 @settings(max_examples=6)
 @given(st.integers(0, 2**31 - 1))
 def test_gqa_questions_that_repeat_atoms_over_probabilistic_scene_graphs_equal_problog_in_exact_mode(seed):

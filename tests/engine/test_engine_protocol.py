@@ -41,6 +41,7 @@ def _scene(n, seed):
     return {p: rng.random((n,) * p.arity) for p in UNARY + BINARY}
 
 
+@pytest.mark.slow
 @settings(max_examples=30)
 @given(st.lists(programs(UNARY, BINARY), min_size=1, max_size=8), st.integers(1, 3), st.data())
 def test_oracle_is_asked_once_per_distinct_scene_and_predicate(progs, n_scenes, data):
@@ -54,6 +55,7 @@ def test_oracle_is_asked_once_per_distinct_scene_and_predicate(progs, n_scenes, 
     assert set(asked) == needed  # exactly what the batch needs: never the whole vocabulary
 
 
+@pytest.mark.slow
 @settings(max_examples=5)
 @given(st.lists(programs(UNARY, BINARY, max_depth=6), min_size=40, max_size=40))
 def test_kernel_count_does_not_grow_with_the_batch(sample):
@@ -224,6 +226,7 @@ def test_table_oracle_follows_the_protocol():
     assert oracle.unary(req).shape == (1, 1)
 
 
+@pytest.mark.slow
 def test_compiled_q_product_matches_eager():
     """Engine(compile=True) fuses the Q-product with torch.compile; results must not change."""
     rng = np.random.default_rng(1)

@@ -28,6 +28,7 @@ def _same(a, b, k=0):
         assert x.dtype == y.dtype and torch.equal(x, y), name
 
 
+@pytest.mark.slow
 @settings(max_examples=80, deadline=None)
 @given(scenes_and_programs(max_objects=4), st.sampled_from([torch.float32, torch.float64]), st.integers(0, 2))
 def test_rowwise_equals_batched(case, dtype, scene):
@@ -46,6 +47,7 @@ def test_rowwise_equals_batched(case, dtype, scene):
     assert alone.labels == [case.program.labels]
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None)
 @given(programs(*default_vocabulary()), programs(*default_vocabulary()), st.integers(5, 40), st.integers(0, 2 ** 32 - 1))
 def test_rowwise_equals_batched_on_larger_scenes(program, neighbour, n, seed):
@@ -71,6 +73,7 @@ def test_rowwise_equals_batched_on_larger_scenes(program, neighbour, n, seed):
     assert torch.equal(alone.focus[0], beside.focus[1])
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None)
 @given(scenes_and_programs(max_objects=3))
 def test_rowwise_gradients_equal_batched(case):

@@ -6,6 +6,7 @@ import numpy as np
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+import pytest
 
 from engine_helpers import run_engine
 from nablafol.engine import Engine
@@ -105,6 +106,7 @@ def packed_with_predicates(registry, program):
         x.tolist() for x in dataclasses.astuple(pack.grounding)]
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(programs(UNARY, BINARY, max_depth=4), renamings())
 def test_a_program_planned_from_its_shape_is_packed_as_if_planned_alone(program, rename):
@@ -117,6 +119,7 @@ def test_a_program_planned_from_its_shape_is_packed_as_if_planned_alone(program,
                                                       == len(program.predicates()))
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(programs(UNARY, BINARY, max_depth=4), st.integers(0, 5))
 def test_programs_differing_beyond_their_predicates_do_not_share_a_plan(program, site):
@@ -126,6 +129,7 @@ def test_programs_differing_beyond_their_predicates_do_not_share_a_plan(program,
     assert packed_with_predicates(shared, other) == packed_with_predicates(_Registry(), other)
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(programs(UNARY, BINARY, max_depth=4), st.integers(-2, 4))
 def test_programs_wired_otherwise_do_not_share_a_plan(program, site):
@@ -175,6 +179,7 @@ def test_a_program_with_a_node_of_a_subclass_is_planned_alone():
     assert [row[4] for row in packed_with_predicates(shared, odd)[0] if row[4] is not None] == [p, q, p]
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(programs(UNARY, BINARY, max_depth=4), renamings(), st.data())
 def test_answers_of_a_program_planned_from_its_shape_equal_those_planned_alone(program, rename, data):

@@ -6,6 +6,7 @@ import numpy as np
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+import pytest
 
 from engine_helpers import classical, run_engine
 from nablafol.ir import Aggregate, AggregateEach, AnyOfGroups, Filter, Pairwise, Predicate, Program, Quantifier, Relate, Top
@@ -13,6 +14,7 @@ from nablafol.testing import brute_force, repeated_predicates
 from nablafol.testing.strategies import attentions, default_vocabulary, scenes_and_programs
 
 
+@pytest.mark.slow
 @given(scenes_and_programs(crisp=True, max_objects=4))
 def test_crisp_tables_give_classical_truth(case):
     answers = run_engine([case.program], [case.tables])
@@ -21,6 +23,7 @@ def test_crisp_tables_give_classical_truth(case):
     assert got == want  # exactly 0 or 1, no rounding
 
 
+@pytest.mark.slow
 @given(scenes_and_programs(read_once=True, max_objects=3, enumerable=True))
 def test_read_once_formulas_equal_brute_force(case):
     answers = run_engine([case.program], [case.tables])
@@ -29,6 +32,7 @@ def test_read_once_formulas_equal_brute_force(case):
     assert np.allclose(got, want, atol=1e-6, rtol=0), (case.program.formula(), got, want)
 
 
+@pytest.mark.slow
 @given(scenes_and_programs(read_once=True, max_objects=3, enumerable=True))
 def test_read_once_formulas_equal_brute_force_in_float64(case):
     answers = run_engine([case.program], [case.tables], dtype=torch.float64)
@@ -64,6 +68,7 @@ def test_many_objects_stay_finite_in_float32(n, p):
     assert math.isclose(answers.log_probs[1, 0].item(), n * math.log1p(-p), rel_tol=1e-5)
 
 
+@pytest.mark.slow
 @given(st.data())
 def test_groups_of_truths_equal_the_disjunctions_they_stand_for(data):
     """``AnyOfGroups`` (GQA's ``common``) against its expansion into one ``Or`` per group, on
@@ -88,6 +93,7 @@ def test_groups_of_truths_equal_the_disjunctions_they_stand_for(data):
     assert torch.allclose(one_node.log_probs[0, :len(sizes)], expanded.log_probs[0, :len(sizes)], atol=1e-12, rtol=0)
 
 
+@pytest.mark.slow
 @settings(max_examples=60)
 @given(st.data())
 def test_long_candidate_lists_equal_their_expansion(data):

@@ -166,6 +166,7 @@ def oracle_tables(oracle, program):
     return tables
 
 
+@pytest.mark.slow
 @given(graph_and_program())
 def test_engine_equals_brute_force_on_probabilistic_scene_graphs(case):
     program, graph = case
@@ -182,6 +183,7 @@ def test_engine_equals_brute_force_on_probabilistic_scene_graphs(case):
     np.testing.assert_allclose(got, expected, atol=2e-5)
 
 
+@pytest.mark.slow
 @given(graph_and_program(crisp=True))
 def test_plain_scene_graphs_give_zero_one_tables_and_classical_answers(case):
     program, graph = case

@@ -419,6 +419,7 @@ def _facts_one_by_one(oracle, graphs) -> tuple[np.ndarray, list]:
     return out, unknown
 
 
+@pytest.mark.slow
 @given(_probabilistic_scenes())
 @example([_graph({"0": {"names": {"girls": 0.5}, "attributes": {"female": 0.0}}})])  # a value replaces a name's
 def test_name_and_value_facts_equal_the_plain_loop_bit_for_bit(graphs):
@@ -434,6 +435,7 @@ def test_name_and_value_facts_equal_the_plain_loop_bit_for_bit(graphs):
     assert list(oracle.unknown_concepts.items()) == list(Counter(unknown).items())  # counts, in order met
 
 
+@pytest.mark.slow
 @given(_probabilistic_scenes())
 def test_padding_is_an_exact_zero_of_every_kind(graphs):
     oracle = SceneGraphOracle(graphs + [_graph({str(k): {"name": "man"} for k in range(6)})])

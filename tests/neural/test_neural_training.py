@@ -83,6 +83,7 @@ def test_the_network_fits_a_few_unary_facts_quickly():
     assert torch.equal(scene.exp() > 0.5, sunny_scene.bool())
 
 
+@pytest.mark.slow
 def test_the_network_learns_from_answers_alone_through_the_engine():
     """Yes/no answers to `is there something red?` and `is there a chair left of something?`."""
     torch.manual_seed(1)

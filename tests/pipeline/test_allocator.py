@@ -43,6 +43,7 @@ print(json.dumps(out))
 """
 
 
+@pytest.mark.slow
 def test_a_freed_block_stays_inside_and_goes_back_after():
     r = json.loads(subprocess.run([sys.executable, "-c", _PROBE], check=True, capture_output=True, text=True).stdout)
     assert r["kept"] is True

@@ -3,6 +3,7 @@ import json
 import re
 
 import numpy as np
+import pytest
 import torch
 
 from nablafol.cli import main
@@ -22,6 +23,7 @@ def _is_png(path) -> bool:
     return data.startswith(PNG) and len(data) > 5_000
 
 
+@pytest.mark.slow
 def test_pictures_are_png_files(tmp_path):
     history = [{"epoch": e, "train_loss": 1.0 / (e + 1), "val_accuracy": 0.5 + e / 10, "val_open": 0.4,
                 "val_binary": None} for e in range(3)]
@@ -72,6 +74,7 @@ def test_step_recorder_keeps_every_step_and_changes_nothing():
     np.testing.assert_allclose(recorded[left_of], expected, rtol=1e-5)
 
 
+@pytest.mark.slow
 def test_demo_quick_writes_its_report(tmp_path):
     out = tmp_path / "demo"
     assert main(["demo", "--quick", "--epochs", "2", "--blackbox-epochs", "2", "--parser-epochs", "1",

@@ -22,6 +22,7 @@ def request_for(data, out, **change):
     return BesideRequest(data, out, **{**settings, **change})
 
 
+@pytest.mark.slow
 def test_a_second_process_gives_what_this_one_gives(tiny, tmp_path):
     here = Beside(request_for(tiny, tmp_path / "here"), one_process=True).result()
     there = Beside(request_for(tiny, tmp_path / "there")).result()
@@ -41,6 +42,7 @@ def test_a_second_process_gives_what_this_one_gives(tiny, tmp_path):
     assert len(there["pretrained_history"]) == 1 and there["pretrained_history"][0]["val_accuracy"] is not None
 
 
+@pytest.mark.slow
 def test_a_failure_beside_is_one_line_here(tmp_path):
     beside = Beside(request_for(tmp_path / "no such data", tmp_path / "out"))
     with pytest.raises(RuntimeError, match=r"^demo, stages beside the training: \w+Error: .*no such data"):

@@ -11,6 +11,9 @@ from nablafol.cli import main
 from distributed_helpers import (TRAIN_ARGS, context, kill_at, largest_difference, metrics, run_processes,
                                  tiny_dataset, torchrun, weights)
 
+# its fixtures train or generate for the whole module: among the longest of a measured run
+pytestmark = pytest.mark.slow
+
 TOLERANCE = 1e-5
 
 

@@ -16,6 +16,7 @@ from nablafol.graph_oracles import KnowledgeBase
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "gqa"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("folder, questions, graphs, knowledge", [
     (FIXTURES, "val_balanced_questions.json", "val_sceneGraphs.json", False),
     (FIXTURES / "every_operation", "questions.json", "sceneGraphs.json", True),

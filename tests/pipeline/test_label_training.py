@@ -16,6 +16,9 @@ from nablafol.pipeline.label_training import LabelConfig, train_on_labels
 from nablafol.pipeline.perception import FeaturePerception
 from nablafol.scoring import score, vocabulary_match
 
+# its fixtures train or generate for the whole module: among the longest of a measured run
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def small_dataset(tmp_path_factory):

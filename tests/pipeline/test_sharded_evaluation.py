@@ -62,6 +62,7 @@ def _attentions(kind: str, out: Path) -> list[str]:
     return ["--attentions", str(out / "attentions.json")] if kind == "golden" else []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["golden", "features", "cric"])
 def test_shards_merged_equal_one_process_byte_for_byte(inputs, kind, tmp_path, capsys):
     one, split = tmp_path / "one", tmp_path / "split"
@@ -80,6 +81,7 @@ def test_shards_merged_equal_one_process_byte_for_byte(inputs, kind, tmp_path, c
         assert {"pred.skipped.json", "attentions.json"} <= set(_files(one))
 
 
+@pytest.mark.slow
 def test_torchrun_eval_answers_a_shard_per_process_and_rank_0_merges(inputs, tmp_path, capsys):
     one, split = tmp_path / "one", tmp_path / "split"
     code, single_out, _ = _eval(capsys, one, inputs["features"])

@@ -2,6 +2,7 @@
 validation accuracy ends well above the majority answer, within a test-sized budget (~30 s)."""
 import collections
 
+import pytest
 import torch
 
 from nablafol.compiler import Compiler
@@ -13,6 +14,7 @@ from nablafol.synthetic import generate_dataset
 from nablafol.pipeline.oracle_training import Trainer, TrainConfig, prepare_examples
 
 
+@pytest.mark.slow
 def test_training_beats_the_majority_answer_by_far(tmp_path):
     generate_dataset(tmp_path / "data", n_train=400, n_val=80, n_testdev=2, seed=5, feature_dim=32)
     data = tmp_path / "data"

@@ -95,6 +95,7 @@ def _trainer(data, out, epochs, seed=0):
                    compiler=compiler, val_perception=perception, val_questions=val, ontology=onto, log=lambda *_: None)
 
 
+@pytest.mark.slow
 def test_resume_gives_the_same_result_as_an_uninterrupted_run(tiny_dataset, tmp_path):
     straight = _trainer(tiny_dataset, tmp_path / "a", epochs=3)
     straight.train()

@@ -198,6 +198,7 @@ def _crowd(n: int, seed: int):
     return graph(objects, image_id="crowd", location="outdoors", weather=str(vocabulary.weathers[0])), vocabulary
 
 
+@pytest.mark.slow
 def test_500_objects_generated_questions_match_the_crisp_answers():
     crowd, vocabulary = _crowd(500, seed=11)
     generated = QuestionGenerator(vocabulary).for_scene(crowd, np.random.default_rng(12), count=30)

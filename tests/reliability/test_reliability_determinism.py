@@ -72,11 +72,13 @@ def reference(data, tmp_path_factory) -> dict:
     return run_in_process(data, tmp_path_factory.mktemp("reference"))
 
 
+@pytest.mark.slow
 def test_same_seed_same_process_is_bit_identical(data, reference, tmp_path, capsys):
     assert_identical(run_in_process(data, tmp_path), reference)
     assert b'"answers"' in reference["neural.jsonl"]  # the details carry the probabilities compared
 
 
+@pytest.mark.slow
 def test_same_seed_fresh_process_other_hash_seed_is_bit_identical(data, reference, tmp_path):
     # the same torch thread count as the reference: results are promised per thread count
     # (a reduction split over more threads sums in another order), see docs/reliability.md

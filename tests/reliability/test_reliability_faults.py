@@ -19,6 +19,9 @@ import torch
 from nablafol.errors import InputFileError
 from nablafol.pipeline.oracle_training import STATE_NAME, TrainConfig
 
+# its fixtures train or generate for the whole module: among the longest of a measured run
+pytestmark = pytest.mark.slow
+
 PRELOAD = ["torch", "nablafol.compiler", "nablafol.dsl", "nablafol.data", "nablafol.pipeline.answering",
            "nablafol.neural", "nablafol.pipeline.oracle_training"]
 

@@ -15,6 +15,7 @@ EXAMPLES = {"program_text": 300, "semantic_list": 300, "questions_file": 150, "s
             "predictions_file": 200, "split_file": 100, "cric_files": 100, "aokvqa_files": 100, "vcr_files": 100}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(TARGETS))
 def test_target_never_crashes(name):
     target = TARGETS[name]
@@ -27,6 +28,7 @@ def test_target_never_crashes(name):
     run()
 
 
+@pytest.mark.slow
 def test_generators_reach_both_outcomes():
     """The generators are neither all-valid nor all-garbage: each target accepts some inputs and
     refuses others, so the runs above exercise both paths."""

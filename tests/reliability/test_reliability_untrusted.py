@@ -56,6 +56,7 @@ CASES = [(part, fmt, enc) for part in ("model", "calibrator") for fmt in ("torch
          for enc in ("torch zip", "raw pickle")]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("part, file_format, encoding", CASES)
 @pytest.mark.parametrize("command", ["eval", "calibrate --inspect"])
 def test_a_crafted_pickle_is_refused_in_one_line_and_never_runs(tmp_path, capsys, part, file_format, encoding,
@@ -97,6 +98,7 @@ def test_the_payload_is_live_when_unpickled_without_restriction(tmp_path):
     assert marker.exists()
 
 
+@pytest.mark.slow
 def test_the_refusal_in_a_real_process_prints_one_line_and_runs_nothing(tmp_path, encoding="raw pickle"):
     """(The raw pickle: the one that made torch print a warning on stderr.)"""
     folder = write_model_folder(tmp_path / "model")

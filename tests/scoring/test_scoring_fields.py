@@ -36,6 +36,7 @@ def _texts(extra: dict) -> list[str]:
             json.dumps(dict(reversed(extra.items())), separators=(",", ":"))]
 
 
+@pytest.mark.slow
 @PROPERTY
 @given(extras)
 def test_a_questions_extra_fields_read_from_its_text_are_the_decoded_ones(extra):

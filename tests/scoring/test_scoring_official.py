@@ -203,6 +203,7 @@ def printed(result: dict) -> list[str]:
 
 # --------------------------------------------------------------------------- the comparison
 
+@pytest.mark.slow
 @pytest.mark.parametrize("attentions, kind", [("objects.json", "objects"), ("spatial.json", "spatial")])
 def test_every_metric_equals_the_official_scripts(fixture, tmp_path, capsys, attentions, kind):
     out = tmp_path / "scores.json"

@@ -11,6 +11,9 @@ from nablafol.semantic_parser import UnreadableQuestionError, same_program
 
 from conftest import simple_questions
 
+# its fixtures train or generate for the whole module: among the longest of a measured run
+pytestmark = pytest.mark.slow
+
 
 def test_exact_match_and_execution_accuracy_count_what_they_say(trained, dataset):
     parser, _ = trained
@@ -84,7 +87,7 @@ def test_what_cannot_be_read_or_answered_is_one_clear_line(trained, dataset):
         asker.ask(image, "?!")
     with pytest.raises(UnanswerableQuestionError, match="no scene for image 'nowhere'"):
         asker.ask("nowhere", "Is the cup red?")
-    # the open vocabulary (docs/design.md): a name no scene graph has is a predicate no object satisfies
+    # the open vocabulary (docs/compiling-gqa.md): a name no scene graph has is a predicate no object satisfies
     assert asker.ask(image, "Is the blorptangle red?").answer == "no"
 
 

@@ -13,6 +13,9 @@ from nablafol.semantic_parser import load_parser
 
 from conftest import simple_questions
 
+# its fixtures train or generate for the whole module: among the longest of a measured run
+pytestmark = pytest.mark.slow
+
 
 def run_cli(capsys, *args):
     code = main([str(a) for a in args])

@@ -13,6 +13,7 @@ from pathlib import Path
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+import pytest
 
 from nablafol.dsl import Kind, parse_program
 from nablafol.dsl.testing import programs
@@ -73,6 +74,7 @@ def spec_for(program_list):
     return DecodingSpec(ProgramUnits(heads, sorted(words), max_steps=steps), max_phrase_words=longest)
 
 
+@pytest.mark.slow
 @given(programs())
 def test_every_valid_program_can_be_decoded_and_reads_back_the_same(program):
     spec = spec_for([program])  # the tightest limits the program fits in: its own length and words

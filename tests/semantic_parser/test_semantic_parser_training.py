@@ -28,6 +28,7 @@ def test_names_never_seen_in_training_are_copied_from_the_question(trained):
     assert read.text.startswith("select: zebra->")
 
 
+@pytest.mark.slow
 def test_a_word_may_be_copied_in_its_vocabulary_form():
     questions = [Question(str(k), "1", f"Are there {plural}?", None, None, f"select: {name} (-)->exist: ? [0]")
                  for k, (plural, name) in enumerate([("cups", "cup"), ("dogs", "dog"), ("benches", "bench"),

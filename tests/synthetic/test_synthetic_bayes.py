@@ -33,6 +33,7 @@ def accuracy(data, graphs_path, split):
     return scorer.compute().accuracy["all"]
 
 
+@pytest.mark.slow
 def test_the_posteriors_are_probabilities_and_mostly_the_truth(data, tmp_path):
     n = write_bayes_scene_graphs(data, "val", tmp_path / "bayes.json")
     bayes, truth = load_scene_graphs(tmp_path / "bayes.json"), load_scene_graphs(data / "val_sceneGraphs.json")

@@ -1,6 +1,8 @@
 """The embedded dataset's choices files and annotations, checked against the scene graphs."""
 from __future__ import annotations
 
+import pytest
+
 from nablafol.data import load_questions
 from nablafol.data.choices import load_choices
 from nablafol.dsl import program_from_semantic
@@ -8,6 +10,9 @@ from nablafol.synthetic import CrispExecutor
 from nablafol.synthetic.annotations import tokens
 from nablafol.synthetic.choices import dataset_choices
 from nablafol.synthetic.text import plural
+
+# its fixtures train or generate for the whole module: among the longest of a measured run
+pytestmark = pytest.mark.slow
 
 
 def test_choices_files_cover_every_question_and_hold_the_gold_answer(written):

@@ -183,6 +183,7 @@ def test_probabilistic_graph_and_malformed_program_are_refused(executor, graph):
         executor.run(dangling, graph)
 
 
+@pytest.mark.slow
 @given(st.lists(st.tuples(st.integers(0, 600), st.integers(0, 440), st.integers(1, 300), st.integers(1, 300)),
                 min_size=2, max_size=6))
 def test_positions_and_comparatives_agree_with_the_geometry_rules(boxes):

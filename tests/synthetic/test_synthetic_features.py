@@ -7,6 +7,9 @@ import pytest
 from nablafol.synthetic import ConceptCodes, Vocabulary
 from nablafol.synthetic.object_features import image_features, object_concepts, scene_context
 
+# its fixtures train or generate for the whole module: among the longest of a measured run
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def codes():

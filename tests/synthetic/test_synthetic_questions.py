@@ -59,6 +59,7 @@ def test_programs_parse_both_ways_and_round_trip(records):
         assert list(question.semantic) == program.to_semantic()
 
 
+@pytest.mark.slow
 def test_answers_are_the_crisp_executors_and_ids_its_grounding(dataset, records):
     executor = CrispExecutor(dataset.vocabulary.ontology())
     for _, question, program, graph in records:

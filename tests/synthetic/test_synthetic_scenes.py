@@ -125,6 +125,7 @@ def test_a_vocabulary_without_standing_things_is_refused_in_one_line():
     assert "cannot be built" in str(caught.value) and "\n" not in str(caught.value)
 
 
+@pytest.mark.slow
 def test_large_scenes_are_a_share_drawn_above_the_ordinary_range():
     vocabulary = Vocabulary.default()
     ids = (str(n) for n in itertools.count(10_000))

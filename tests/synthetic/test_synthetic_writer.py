@@ -43,6 +43,7 @@ def test_files_are_gqas_and_read_back(written):
             assert np.array_equal(boxes, np.array(expected, dtype=np.float32))
 
 
+@pytest.mark.slow
 def test_answers_in_the_files_equal_a_rerun_of_the_crisp_executor(written, written_sizes):
     folder, _, _ = written
     executor = CrispExecutor(Ontology.from_folder(folder / "ontology"))
@@ -82,6 +83,7 @@ def test_progress_reaches_its_total(written):
     assert done == sorted(done) and done[-1] == 140 and calls[-1][2] == "features"
 
 
+@pytest.mark.slow
 def test_same_seed_gives_byte_identical_files_in_another_process(written, written_sizes, tmp_path):
     folder, _, _ = written
     code = (f"import sys; from nablafol.synthetic import generate_dataset; "

@@ -30,7 +30,7 @@ def add_arguments(parser) -> None:
     train.add_argument("--out", required=True, metavar="P", help="the parser folder to write")
     train.add_argument("--val", metavar="Q2", help="validation questions: the epoch that reads them best is kept")
     # defaults are TrainingSettings' own, filled in by _train: reading them here would import torch
-    # for every command's start (2 s)
+    # at every command's start, which costs more than the rest of the start
     own = "default: the parser's own, see docs/semantic-parser.md"
     train.add_argument("--epochs", type=positive_int, help=own)
     train.add_argument("--batch-size", type=positive_int, help=own)

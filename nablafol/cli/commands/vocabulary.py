@@ -1,6 +1,6 @@
 """The concepts a questions file names (and its scene graphs hold), by kind and type: which the
 ontology knows, which a trained model knows, which are new, with counts. What a user runs
-before training on a new dataset (real GQA's vocabulary is open: docs/design.md).
+before training on a new dataset (real GQA's vocabulary is open: docs/compiling-gqa.md).
 
     nablafol vocabulary --questions Q [--scene-graphs SG] [--model M] [--ontology DIR] [--json OUT]
 
