@@ -96,51 +96,61 @@ def feature_wait(objects: int, batch: int, scenes: int, rounds: int, feature_dim
                  seed: int = 0) -> dict:
     """The share of a training step the epoch loop waits for its features, reading them in the
     step (``before``: ``Trainer.read_ahead`` off) and ahead in a background thread (``after``), on
-    the CPU, ``objects`` objects a scene, ``feature_dim``-wide features (GQA's 2048), every image
-    already in the ``FeatureMemory`` (as after a first epoch). Each way trains ``rounds`` epochs
-    (every question once: the curriculum admits every program), alternating, each from the same
-    weights and optimizer state; the two ways' weights after an epoch are compared bit for bit.
-    The share is over the steps after each epoch's first: the first has nothing to overlap its
-    read with (its wait is kept apart, ``first_wait_s``), once an epoch of thousands of steps."""
+    the CPU, ``objects`` objects a scene, ``feature_dim``-wide features (GQA's 2048): read from
+    the files (``files``: as every epoch on GQA, whose images outgrow the ``FeatureMemory``), then
+    with every image in the memory (``memory``: as after a first epoch on a small set). Each way
+    trains ``rounds`` epochs (every question once: the curriculum admits every program),
+    alternating, each from the same weights and optimizer state; the two ways' weights after an
+    epoch are compared bit for bit. The share is over the steps after each epoch's first: the
+    first has nothing to overlap its read with (its wait is kept apart, ``first_wait_s``)."""
     import copy
-
-    from nablafol.pipeline.perception import FeaturePerception
-    from nablafol.pipeline.prefetch import Prefetch
 
     with tempfile.TemporaryDirectory() as scratch:
         every_question = dict(curriculum_start=1 << 20, checkpoint_seconds=0)  # no checkpoint timed
         model, trainer, examples = trainer_on_generated_data(
             Path(scratch), batch, seed, feature_dim, train=every_question, n_train=scenes, n_val=1, n_testdev=1,
             min_objects=objects, max_objects=objects, questions_per_scene=4)
-        memory = trainer.train_perception.store
-        memory.get_many(sorted({e.image_id for e in examples}))  # every image in memory, as after an epoch
         start_state = copy.deepcopy((model.state_dict(), trainer.optimizer.state_dict()))
-        # what the step's own thread spends on its features, reading them or waiting for them, so
-        # far: noted with the clock at the end of every step
-        waited, ends = {"wait": 0.0}, []
-        trainer.callbacks.append(lambda event: ends.append((time.perf_counter(), waited["wait"]))
-                                 if event.kind == "step" else None)
-        ways = {"before": (False, FeaturePerception, "read"), "after": (True, Prefetch, "take")}
-        spent = {way: {"wait": 0.0, "first_wait": 0.0, "seconds": 0.0, "steps": 0, "epochs": 0} for way in ways}
-        weights = {}
-        for _ in range(rounds):
-            for way, (ahead, owner, name) in ways.items():
-                model.load_state_dict(start_state[0])
-                trainer.optimizer.load_state_dict(start_state[1])
-                trainer.read_ahead = ahead
-                waited["wait"], ends[:] = 0.0, []
-                with calls_timed(owner, name, waited, "wait"):
-                    trainer._epoch(0)
-                t, (first_end, first_wait), (last_end, last_wait) = spent[way], ends[0], ends[-1]
-                t["first_wait"] += first_wait
-                t["wait"] += last_wait - first_wait  # over the steps after the first
-                t["seconds"] += last_end - first_end
-                t["steps"] += len(ends) - 1
-                t["epochs"] += 1
-                weights[way] = {k: v.detach().clone() for k, v in model.state_dict().items()}
-        same = all(torch.equal(weights["before"][k], weights["after"][k]) for k in weights["before"])
-    out = {"objects": objects, "batch": batch, "training_questions": len(examples), "rounds": rounds,
-           "weights_identical": same}
+        perception = trainer.train_perception
+        memory = perception.store
+        out = {"objects": objects, "batch": batch, "training_questions": len(examples), "rounds": rounds}
+        perception.store = memory.store
+        out["files"] = _waits_both_ways(trainer, start_state, rounds)
+        perception.store = memory
+        memory.get_many(sorted({e.image_id for e in examples}))
+        out["memory"] = _waits_both_ways(trainer, start_state, rounds)
+    return out
+
+
+def _waits_both_ways(trainer, start_state, rounds: int) -> dict:
+    from nablafol.pipeline.perception import FeaturePerception
+    from nablafol.pipeline.prefetch import Prefetch
+
+    # what the step's own thread spends on its features, reading them or waiting for them, so
+    # far: noted with the clock at the end of every step
+    waited, ends = {"wait": 0.0}, []
+    tell = lambda event: ends.append((time.perf_counter(), waited["wait"])) if event.kind == "step" else None  # noqa: E731
+    trainer.callbacks.append(tell)
+    ways = {"before": (False, FeaturePerception, "read"), "after": (True, Prefetch, "take")}
+    spent = {way: {"wait": 0.0, "first_wait": 0.0, "seconds": 0.0, "steps": 0, "epochs": 0} for way in ways}
+    weights = {}
+    for _ in range(rounds):
+        for way, (ahead, owner, name) in ways.items():
+            trainer.model.load_state_dict(start_state[0])
+            trainer.optimizer.load_state_dict(start_state[1])
+            trainer.read_ahead = ahead
+            waited["wait"], ends[:] = 0.0, []
+            with calls_timed(owner, name, waited, "wait"):
+                trainer._epoch(0)
+            t, (first_end, first_wait), (last_end, last_wait) = spent[way], ends[0], ends[-1]
+            t["first_wait"] += first_wait
+            t["wait"] += last_wait - first_wait  # over the steps after the first
+            t["seconds"] += last_end - first_end
+            t["steps"] += len(ends) - 1
+            t["epochs"] += 1
+            weights[way] = {k: v.detach().clone() for k, v in trainer.model.state_dict().items()}
+    trainer.callbacks.remove(tell)
+    out = {"weights_identical": all(torch.equal(weights["before"][k], weights["after"][k]) for k in weights["before"])}
     for way, t in spent.items():
         out[way] = {"steps": t["steps"], "step_s": t["seconds"] / t["steps"], "wait_s": t["wait"] / t["steps"],
                     "wait_share": t["wait"] / t["seconds"], "first_wait_s": t["first_wait"] / t["epochs"]}
@@ -157,13 +167,16 @@ def report(result: dict) -> list[str]:
 
 
 def wait_report(w: dict) -> list[str]:
-    b, a = w["before"], w["after"]
-    return [f"Waiting for features, N={w['objects']} batch {w['batch']} ({b['steps']} steps each way after an "
-            f"epoch's first): "
-            f"{b['wait_share']:.1%} of a step read in the step ({b['wait_s'] * 1e3:,.0f} of {b['step_s'] * 1e3:,.0f} ms) "
-            f"-> {a['wait_share']:.1%} read ahead ({a['wait_s'] * 1e3:,.0f} of {a['step_s'] * 1e3:,.0f} ms); "
-            f"an epoch's first step waits {b['first_wait_s'] * 1e3:,.0f} -> {a['first_wait_s'] * 1e3:,.0f} ms; "
-            f"weights identical: {'yes' if w['weights_identical'] else 'NO'}"]
+    lines = [f"Waiting for features, N={w['objects']} batch {w['batch']}, the share of a step (the steps after "
+             f"an epoch's first), read in the step -> read ahead:"]
+    for source, label in (("files", "from the files"), ("memory", "from memory")):
+        c = w[source]
+        b, a = c["before"], c["after"]
+        lines.append(f"  {label} ({b['steps']} steps each way): {b['wait_share']:.1%} ({b['wait_s'] * 1e3:,.0f} of "
+                     f"{b['step_s'] * 1e3:,.0f} ms) -> {a['wait_share']:.1%} ({a['wait_s'] * 1e3:,.0f} of "
+                     f"{a['step_s'] * 1e3:,.0f} ms); an epoch's first step waits {b['first_wait_s'] * 1e3:,.0f} -> "
+                     f"{a['first_wait_s'] * 1e3:,.0f} ms; weights identical: {'yes' if c['weights_identical'] else 'NO'}")
+    return lines
 
 
 def main(argv=None) -> None:

@@ -157,12 +157,13 @@ def training_checks(r: dict) -> list[dict]:
     out = [check(f"training, batches of {r['batch']}", f"{r['questions_per_s']:,.0f} questions/s "
                  f"({r['steps']} steps)", "-", None, r["questions_per_s"])]
     w = r.get("feature_wait")
-    if w is not None:
-        before, after = w["before"]["wait_share"], w["after"]["wait_share"]
-        out.append(check(f"reading features, share of a step, N={w['objects']} batch {w['batch']}",
+    for source in ("files", "memory") if w is not None else ():
+        c = w[source]
+        before, after = c["before"]["wait_share"], c["after"]["wait_share"]
+        out.append(check(f"waiting for features ({source}), share of a step, N={w['objects']} batch {w['batch']}",
                          f"{after:.1%} read ahead ({before:.1%} read in the step); weights identical: "
-                         f"{'yes' if w['weights_identical'] else 'NO'}", f"< {bench_training.WAIT_SHARE_AIM:.0%}",
-                         after < bench_training.WAIT_SHARE_AIM and w["weights_identical"], after))
+                         f"{'yes' if c['weights_identical'] else 'NO'}", f"< {bench_training.WAIT_SHARE_AIM:.0%}",
+                         after < bench_training.WAIT_SHARE_AIM and c["weights_identical"], after))
     return out
 
 
