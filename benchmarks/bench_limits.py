@@ -195,7 +195,7 @@ def roofline_case(objects: int, batch: int, n_scenes: int, steps: int, seed: int
     ``device`` (the CPU by default; on an accelerator the profile's shares are of its busy time)."""
     from torch.utils.flop_counter import FlopCounterMode
 
-    from nablafol.neural.feature_batch import FeatureBatch
+    from nablafol.pipeline.perception import FeaturePerception
     from nablafol.pipeline.oracle_training import answer_loss
 
     from .bench_training import trainer_on_generated_data
@@ -213,7 +213,8 @@ def roofline_case(objects: int, batch: int, n_scenes: int, steps: int, seed: int
         store = trainer.train_perception.store  # a FeatureMemory, as in `nablafol train`: after the first
         store.get_many(sorted({e.image_id for e in examples}))  # epoch every image is in memory
         times, spent = [], {"read features": 0.0, "optimizer": 0.0}
-        with calls_timed(FeatureBatch, "from_store", spent, "read features", sync), \
+        # read, padded and copied to the device, in the step (trainer._step reads its own features)
+        with calls_timed(FeaturePerception, "read", spent, "read features", sync), \
                 calls_timed(trainer.optimizer, "step", spent, "optimizer", sync):
             for b in batches[1:]:
                 start = time.perf_counter()
