@@ -31,7 +31,6 @@
 """
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import statistics
@@ -45,7 +44,7 @@ import numpy as np
 import torch
 
 from .suite_cli import suite_main
-from .timing import best_time, synchronizer
+from .timing import best_time, calls_timed, synchronizer
 
 FEATURE_DIM = 2048
 ROOFLINE_AIM = 0.60  # of the measured matmul rate
@@ -128,31 +127,6 @@ MATMUL_OPS = {"aten::mm", "aten::addmm", "aten::bmm", "aten::matmul"}
 DROPOUT_OPS = {"aten::bernoulli_", "aten::random_", "aten::ge"}
 
 
-@contextlib.contextmanager
-def _timing(owner, name: str, spent: dict, label: str, sync=lambda: None):
-    """Adds the wall time of every call of ``owner.name`` to ``spent[label]`` while inside (its
-    device work included: ``sync`` waits for the device before and after)."""
-    original = getattr(owner, name)
-    kept = owner.__dict__.get(name, None) if isinstance(owner, type) else None  # a classmethod stays one
-
-    def timed(*args, **kwargs):
-        sync()
-        start = time.perf_counter()
-        try:
-            return original(*args, **kwargs)
-        finally:
-            sync()
-            spent[label] += time.perf_counter() - start
-    setattr(owner, name, timed)
-    try:
-        yield
-    finally:
-        if kept is not None:
-            setattr(owner, name, kept)
-        else:
-            delattr(owner, name)
-
-
 def _device_work(events) -> list:
     """The accelerator's own rows of a profile (kernels, copies), not the host's operators that
     launched them (which carry the same device time again) nor the profiler's own buffers."""
@@ -221,7 +195,7 @@ def roofline_case(objects: int, batch: int, n_scenes: int, steps: int, seed: int
     ``device`` (the CPU by default; on an accelerator the profile's shares are of its busy time)."""
     from torch.utils.flop_counter import FlopCounterMode
 
-    from nablafol.neural.feature_batch import FeatureBatch
+    from nablafol.pipeline.perception import FeaturePerception
     from nablafol.pipeline.oracle_training import answer_loss
 
     from .bench_training import trainer_on_generated_data
@@ -239,8 +213,9 @@ def roofline_case(objects: int, batch: int, n_scenes: int, steps: int, seed: int
         store = trainer.train_perception.store  # a FeatureMemory, as in `nablafol train`: after the first
         store.get_many(sorted({e.image_id for e in examples}))  # epoch every image is in memory
         times, spent = [], {"read features": 0.0, "optimizer": 0.0}
-        with _timing(FeatureBatch, "from_store", spent, "read features", sync), \
-                _timing(trainer.optimizer, "step", spent, "optimizer", sync):
+        # read, padded and copied to the device, in the step (trainer._step reads its own features)
+        with calls_timed(FeaturePerception, "read", spent, "read features", sync), \
+                calls_timed(trainer.optimizer, "step", spent, "optimizer", sync):
             for b in batches[1:]:
                 start = time.perf_counter()
                 trainer._step(b)

@@ -155,8 +155,17 @@ def scaling_checks(r: dict) -> list[dict]:
 
 
 def training_checks(r: dict) -> list[dict]:
-    return [check(f"training, batches of {r['batch']}", f"{r['questions_per_s']:,.0f} questions/s "
-                  f"({r['steps']} steps)", "-", None, r["questions_per_s"])]
+    out = [check(f"training, batches of {r['batch']}", f"{r['questions_per_s']:,.0f} questions/s "
+                 f"({r['steps']} steps)", "-", None, r["questions_per_s"])]
+    w = r.get("feature_wait")
+    for source in ("files", "memory") if w is not None else ():
+        c = w[source]
+        before, after = c["before"]["wait_share"], c["after"]["wait_share"]
+        out.append(check(f"waiting for features ({source}), share of a step, N={w['objects']} batch {w['batch']}",
+                         f"{after:.1%} read ahead ({before:.1%} read in the step); weights identical: "
+                         f"{'yes' if c['weights_identical'] else 'NO'}", f"< {bench_training.WAIT_SHARE_AIM:.0%}",
+                         after < bench_training.WAIT_SHARE_AIM and c["weights_identical"], after))
+    return out
 
 
 def run_suite(name: str, size: str, plot_path: Path | None) -> tuple[dict, list[dict], list[str]]:

@@ -1,7 +1,9 @@
 """Wall-clock timing that is right on any device: wait for an accelerator's queued work before
-reading the clock (a clock read right after a launch times the launch), best of some repeats."""
+reading the clock (a clock read right after a launch times the launch), best of some repeats;
+the time spent in every call of a method, while a block runs."""
 from __future__ import annotations
 
+import contextlib
 import time
 
 import torch
@@ -36,3 +38,28 @@ def timed(work, sync=lambda: None) -> float:
 def best_time(work, repeats: int, sync=lambda: None) -> float:
     """The best of ``repeats`` timings of ``work()``."""
     return min(timed(work, sync) for _ in range(repeats))
+
+
+@contextlib.contextmanager
+def calls_timed(owner, name: str, spent: dict, label: str, sync=lambda: None):
+    """Adds the wall time of every call of ``owner.name`` to ``spent[label]`` while inside (its
+    device work included: ``sync`` waits for the device before and after)."""
+    original = getattr(owner, name)
+    kept = owner.__dict__.get(name, None) if isinstance(owner, type) else None  # a classmethod stays one
+
+    def timed(*args, **kwargs):
+        sync()
+        start = time.perf_counter()
+        try:
+            return original(*args, **kwargs)
+        finally:
+            sync()
+            spent[label] += time.perf_counter() - start
+    setattr(owner, name, timed)
+    try:
+        yield
+    finally:
+        if kept is not None:
+            setattr(owner, name, kept)
+        else:
+            delattr(owner, name)

@@ -30,6 +30,7 @@ import json
 import math
 import time
 from collections import Counter
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable, Optional, Sequence
@@ -158,6 +159,11 @@ def prepare_examples(questions, compiler: Compiler, has_image: Callable[[str], b
             else:
                 examples.append(TrainingExample(q.id, q.image_id, compiled, target, len(compiled.source.steps)))
     return examples, skips
+
+
+def step_images(batch: Sequence[TrainingExample]) -> tuple[str, ...]:
+    """The images a batch's questions ask about, each once, in order: the oracle's scenes."""
+    return tuple(sorted({e.image_id for e in batch}))
 
 
 def answer_loss(answers: Answers, targets: torch.Tensor, binary: torch.Tensor) -> torch.Tensor:
@@ -440,6 +446,11 @@ class Trainer:
         return out
 
     # -- training -------------------------------------------------------------------------
+    # the coming step's features read and decoded in a background thread while a step runs
+    # (docs/design.md); False: each step reads its own, as a step run alone does
+    read_ahead = True
+    _ahead = None  # the epoch's Prefetch, while one runs
+
     def train(self) -> list[dict]:
         cfg = self.config
         self._last_checkpoint = time.monotonic()
@@ -476,29 +487,30 @@ class Trainer:
         begin = getattr(self.progress, "begin", None)  # a ProgressBar: the pass's rate counts from now
         if begin is not None:
             begin(count)
-        for b in range(first, len(plan)):
-            parts = [[self.examples[i] for i in part] for part in plan[b]]
-            try:
-                loss = self._step(parts)
-            except OracleError as error:  # probabilities out of range: from the data, or from the training
-                self._check_weights(b)
-                if self._steps:  # after steps taken, finite but huge weights give NaN as well
-                    steps = f"{self._steps:,} training step{'s' if self._steps > 1 else ''}"
-                    raise DivergedError(f"{str(error).splitlines()[0]}, after {steps}: training may have diverged "
-                                        "(lower --lr), or the features are not finite") from None
-                raise
-            share, n, due = self._agree(loss, parts, b + 1)
-            if not math.isfinite(share):  # the same on every process: their losses are summed
-                raise self._diverged("loss", b + 1)
-            total += share
-            count += n
-            self._steps += 1
-            self._tell("step", b + 1)
-            if due:
-                self._check_weights(b + 1)
-                self.save({"batch": b + 1, "total": total, "count": count})
-            if self.progress is not None:
-                self.progress(count, plan.examples, note=f"epoch {epoch + 1} loss {total / count:.4f}")
+        with self._features_ahead(plan, first):  # read in a background thread (pipeline.prefetch)
+            for b in range(first, len(plan)):
+                parts = [[self.examples[i] for i in part] for part in plan[b]]
+                try:
+                    loss = self._step(parts)
+                except OracleError as error:  # probabilities out of range: from the data, or from the training
+                    self._check_weights(b)
+                    if self._steps:  # after steps taken, finite but huge weights give NaN as well
+                        steps = f"{self._steps:,} training step{'s' if self._steps > 1 else ''}"
+                        raise DivergedError(f"{str(error).splitlines()[0]}, after {steps}: training may have diverged "
+                                            "(lower --lr), or the features are not finite") from None
+                    raise
+                share, n, due = self._agree(loss, parts, b + 1)
+                if not math.isfinite(share):  # the same on every process: their losses are summed
+                    raise self._diverged("loss", b + 1)
+                total += share
+                count += n
+                self._steps += 1
+                self._tell("step", b + 1)
+                if due:
+                    self._check_weights(b + 1)
+                    self.save({"batch": b + 1, "total": total, "count": count})
+                if self.progress is not None:
+                    self.progress(count, plan.examples, note=f"epoch {epoch + 1} loss {total / count:.4f}")
         self._check_weights(len(plan))  # before they are validated or saved
         val = self.validate()
         extra = {"val_skipped": val["skipped"]} if "skipped" in val else {}
@@ -552,11 +564,32 @@ class Trainer:
         self.optimizer.step()
         return float(loss.detach())
 
+    @contextmanager
+    def _features_ahead(self, plan, first: int):
+        """While inside, the features of the steps ``first ..`` of ``plan`` are read in a background
+        thread ahead of the steps that use them (``read_ahead`` False: each step reads its own)."""
+        if not self.read_ahead:
+            yield
+            return
+        from nablafol.pipeline.prefetch import Prefetch
+        keys = (step_images([self.examples[i] for i in part]) for b in range(first, len(plan)) for part in plan[b])
+        with Prefetch(self.train_perception.read, keys) as self._ahead:
+            try:
+                yield
+            finally:
+                self._ahead = None
+
+    def _oracle(self, images: tuple):
+        """The oracle over ``images``: their features read ahead when they were (in order)."""
+        if self._ahead is None:
+            return self.train_perception.oracle(images)
+        return self.train_perception.oracle_of(self._ahead.take(images))
+
     def _loss(self, batch: list[TrainingExample]) -> torch.Tensor:
         """The mean answer loss of ``batch`` (Algorithm 1's two cases), with its graph."""
-        images = sorted({e.image_id for e in batch})
+        images = step_images(batch)
         index = {image: b for b, image in enumerate(images)}
-        oracle = self.train_perception.oracle(images)
+        oracle = self._oracle(images)
         scenes = np.array([index[e.image_id] for e in batch], dtype=np.int64)
         answers = self.engine([e.compiled.program for e in batch], oracle, scenes)
         device = answers.log_probs.device

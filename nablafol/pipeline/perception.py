@@ -13,6 +13,9 @@ Every member the pipeline reads is declared on :class:`Perception`, with its def
 * ``refusal(predicate)``: the skip's reason and line for a question naming a predicate the
   perception does not know (a trained model: ``concept not learned: name 'unicorn'``);
 * ``before_fork()``: release what must not cross a fork (open HDF5 files);
+* ``read(image_ids)`` / ``oracle_of(read)``: ``oracle`` in two halves, the reading (safe to run
+  in another thread, as training's :class:`~nablafol.pipeline.prefetch.Prefetch` does) and the
+  binding (by default the reading is the ids themselves and ``oracle_of`` is ``oracle``);
 * ``regions(image_id)``: each object's box (fractions of the image; ``scene``: the whole image),
   for writing the engine's attention as GQA's attentions file.
 
@@ -59,6 +62,15 @@ class Perception:
 
     def before_fork(self) -> None:
         """Release what must not cross a fork (nothing, unless a perception holds files)."""
+
+    def read(self, image_ids: Sequence[str]):
+        """What ``oracle_of`` needs of these images, read without touching the model (another
+        thread may call it): ``oracle(ids)`` is ``oracle_of(read(ids))``."""
+        return list(image_ids)
+
+    def oracle_of(self, read):
+        """The oracle over what ``read`` returned."""
+        return self.oracle(read)
 
     def regions(self, image_id: str) -> dict:
         """``{object id: (x0, y0, x1, y1)}`` as fractions of the image, the objects named as the
@@ -146,8 +158,15 @@ class FeaturePerception(Perception):
         return feature_regions(self.store[image_id])
 
     def oracle(self, image_ids: Sequence[str]):
+        return self.oracle_of(self.read(image_ids))
+
+    def read(self, image_ids: Sequence[str]):
+        """The images' :class:`~nablafol.neural.FeatureBatch`, read, decoded and on the device
+        (from pinned memory, without blocking the device's work: ``FeatureBatch.to_device``)."""
         from nablafol.neural import FeatureBatch
-        batch = FeatureBatch.from_store(self.store, list(image_ids), device=self.device)
+        return FeatureBatch.from_store(self.store, list(image_ids)).to_device(self.device)
+
+    def oracle_of(self, batch):
         counts = batch.counts.tolist()
         return FeatureObjects(self.model.bind(batch), lambda b: tuple(str(i) for i in range(counts[b])) + ("scene",),
                               list(image_ids), self.store)

@@ -39,6 +39,11 @@ def test_tiny_run_writes_every_suite_and_a_table(tmp_path, capsys):
     # exactness is a property, not a timing: it holds at any size
     assert by_name["exact: engine = ProbLog"]["value"] <= 1e-6
     assert by_name["batched = one at a time"]["value"] == 0.0
+    # features read ahead train the same weights as features read in the step (a property: the
+    # shares of a step are timings, printed, not asserted)
+    for source in ("files", "memory"):
+        wait = result["suites"]["training"]["feature_wait"][source]
+        assert wait["weights_identical"] is True and wait["before"]["steps"] == wait["after"]["steps"] > 0
     curves = result["suites"]["scaling"]["curves"]
     assert set(curves) == {"objects_relate", "objects_filter", "batch", "length"}
     assert all(len(c["x"]) == len(c["seconds"]) >= 3 for c in curves.values())
