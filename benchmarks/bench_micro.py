@@ -1,7 +1,7 @@
 """What a micro-optimisation is worth end to end: each figure with it and without it, side by side.
 
     python -m benchmarks.bench_micro allocator [--objects 36] [--batch 64] [--steps 4] [--pairs 3]
-    python -m benchmarks.bench_micro pick-branch [--objects 36] [--batch 64] [--steps 4] [--scenes 1000]
+    python -m benchmarks.bench_micro pick-branch [--objects 36] [--batch 64] [--steps 4] [--scenes 1000] [--rounds 5]
 
 ``allocator``: a training step of the neural oracle inside and outside
 ``nablafol.pipeline.allocator.keep_freed_memory`` (as ``nablafol train`` runs it). The block changes
@@ -31,6 +31,8 @@ from pathlib import Path
 
 import numpy as np
 import torch
+
+from nablafol.numerics import log_half
 
 from .bench_training import trainer_on_generated_data
 
@@ -85,7 +87,7 @@ def allocator(objects: int, batch: int, steps: int, pairs: int) -> dict:
 # --- pick_branch: both variants in one process ------------------------------------------------
 
 def _plain_pick(x, near, far):
-    from nablafol.numerics import log_half
+    # what the call sites would write without pick_branch (log_half imported once, not per call)
     return torch.where(x > log_half(x.dtype), near, far, out=near)
 
 
@@ -139,14 +141,16 @@ def golden_eval(scratch: Path, scenes: int):
     return answer, len(questions)
 
 
-def pick_branch(objects: int, batch: int, steps: int, scenes: int) -> dict:
+def pick_branch(objects: int, batch: int, steps: int, scenes: int, rounds: int) -> dict:
+    """The training step's figure over ``steps`` rounds (none: 0), the golden eval's over ``rounds``."""
+    out = {}
     with tempfile.TemporaryDirectory() as scratch:
-        step = _training(Path(scratch) / "train", objects, batch)
-        training = _alternate(step, steps)
+        if steps:
+            step = _training(Path(scratch) / "train", objects, batch)
+            out["training_step"] = {"objects": objects, "batch": batch, **_alternate(step, steps)}
         answer, questions = golden_eval(Path(scratch) / "golden", scenes)
-        answering = _alternate(answer, max(3, steps // 2))
-    return {"training_step": {"objects": objects, "batch": batch, **training},
-            "golden_eval": {"questions": questions, **answering}}
+        out["golden_eval"] = {"questions": questions, **_alternate(answer, rounds)}
+    return out
 
 
 def main(argv=None) -> None:
@@ -157,6 +161,7 @@ def main(argv=None) -> None:
     ap.add_argument("--steps", type=int, default=4)
     ap.add_argument("--pairs", type=int, default=3)
     ap.add_argument("--scenes", type=int, default=1000)
+    ap.add_argument("--rounds", type=int, default=5, help="pick-branch: the golden eval's rounds")
     ap.add_argument("--keep", action="store_true", help=argparse.SUPPRESS)  # step: inside the block
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
@@ -165,7 +170,7 @@ def main(argv=None) -> None:
     elif args.what == "allocator":
         print(json.dumps(allocator(args.objects, args.batch, args.steps, args.pairs), indent=1))
     else:
-        print(json.dumps(pick_branch(args.objects, args.batch, args.steps, args.scenes), indent=1))
+        print(json.dumps(pick_branch(args.objects, args.batch, args.steps, args.scenes, args.rounds), indent=1))
 
 
 if __name__ == "__main__":
