@@ -58,8 +58,7 @@ def _log1mexp_forward(x: torch.Tensor, guard: bool = True) -> torch.Tensor:
     if x.is_cpu and x.numel() == 1:
         return _log1mexp_one(x, guard)
     # each branch in place on its own new tensor: the same operations as log(-expm1(x)) and
-    # log1p(-exp(x)), with two allocations where there were six (a fifth of a small call's
-    # time, half of a large one's)
+    # log1p(-exp(x)), with two allocations where there were six
     if guard:
         x = x.clamp(max=0.0)  # log-probabilities are <= 0; guard against round-off above 0
     near = _near_zero(x)
