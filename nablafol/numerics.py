@@ -44,44 +44,6 @@ def _log_half_of(dtype: torch.dtype) -> tuple:
     return made
 
 
-#: Elements from which a CPU tensor's branch is picked by :func:`pick_branch`'s five integer passes
-#: rather than a comparison and ``torch.where`` (measured per element, in cache, 1 thread, float32:
-#: 0.8 + 2.9 ns against 0.7 ns for the five; at 4,096 elements about even, the passes' fixed costs).
-PICK_BY_BITS_FROM = 1 << 13
-
-# not the half types: their arithmetic rounds through float32, and bfloat16's rounding of a NaN
-# sets its sign bit (a NaN x would pick the other branch than torch.where's comparison)
-_SAME_WIDTH_INT = {torch.float64: torch.int64, torch.float32: torch.int32}
-
-
-def pick_branch(x: torch.Tensor, near: torch.Tensor, far: torch.Tensor) -> torch.Tensor:
-    """``near`` where ``x > -log 2`` (:func:`log_half`), else ``far``, written into ``near`` and
-    returned: ``torch.where(x > log_half(x.dtype), near, far, out=near)`` to the bit.
-
-    On the CPU, from :data:`PICK_BY_BITS_FROM` elements of float32 or float64, the choice is made
-    on the bits: the sign of ``-log 2 - x`` (exact: a difference of two floats is 0 only when they
-    are equal, and rounding keeps a sign) spread over the word by an arithmetic shift, then
-    ``far ^ ((near ^ far) & sign)``. A NaN ``x`` with its sign bit set may pick ``near`` where the
-    comparison picks ``far`` (the processor's NaN keeps its sign): both branches of
-    :func:`log1mexp` are then NaN.
-
-        >>> x = torch.tensor([0.0, -0.5, -0.6931472, -1.0, float("-inf")]).repeat(1000)
-        >>> picked = pick_branch(x, torch.ones_like(x), torch.zeros_like(x))
-        >>> picked[:5].tolist(), torch.equal(picked, (x > log_half(x.dtype)).float())
-        ([1.0, 1.0, 0.0, 0.0, 0.0], True)
-    """
-    ints = _SAME_WIDTH_INT.get(x.dtype)
-    if (ints is None or not x.is_cpu or x.numel() < PICK_BY_BITS_FROM or not near.dtype == far.dtype == x.dtype
-            or not (x.shape == near.shape == far.shape and near.is_contiguous() and far.is_contiguous())
-            or near.requires_grad or far.requires_grad  # torch.where refuses to write into such a near
-            or near.untyped_storage().data_ptr() == far.untyped_storage().data_ptr()):  # near ^ far would be 0
-        return torch.where(x > log_half(x.dtype), near, far, out=near)
-    sign = torch.rsub(x, _log_half_of(x.dtype)[1]).view(ints).bitwise_right_shift_(x.element_size() * 8 - 1)
-    far_bits = far.view(ints)
-    near.view(ints).bitwise_xor_(far_bits).bitwise_and_(sign).bitwise_xor_(far_bits)
-    return near
-
-
 def _near_zero(x: torch.Tensor) -> torch.Tensor:
     """``log(-expm1(x))`` in place on the new tensor: accurate for x in (-log 2, 0]."""
     return torch.expm1(x).neg_().log_()
@@ -96,11 +58,11 @@ def _log1mexp_forward(x: torch.Tensor, guard: bool = True) -> torch.Tensor:
     if x.is_cpu and x.numel() == 1:
         return _log1mexp_one(x, guard)
     # each branch in place on its own new tensor: the same operations as log(-expm1(x)) and
-    # log1p(-exp(x)), with two allocations where there were six (a fifth of a small call's
-    # time, half of a large one's)
+    # log1p(-exp(x)), with two allocations where there were six
     if guard:
         x = x.clamp(max=0.0)  # log-probabilities are <= 0; guard against round-off above 0
-    return pick_branch(x, _near_zero(x), _far(x))
+    near = _near_zero(x)
+    return torch.where(x > log_half(x.dtype), near, _far(x), out=near)
 
 
 def _log1mexp_one(x: torch.Tensor, guard: bool) -> torch.Tensor:

@@ -25,7 +25,7 @@ import enum
 
 import torch
 
-from .numerics import log1mexp, log1mexp_nonpositive, masked_sum, pick_branch
+from .numerics import log1mexp, log1mexp_nonpositive, log_half, masked_sum
 
 NEG_INF = float("-inf")
 
@@ -174,7 +174,7 @@ def _none_true_blocks(log_r: torch.Tensor, log_y: torch.Tensor, step: int) -> to
                 continue
             ak = torch.expm1(tk, out=a[:k]).neg_().log_()  # log(-expm1(t)): accurate near t = 0
             bk = torch.exp(tk, out=b[:k]).neg_().log1p_()  # log1p(-e^t): accurate below -log 2
-            pick_branch(tk, ak, bk)
+            torch.where(tk > log_half(tk.dtype), ak, bk, out=ak)
             torch.sum(ak, dim=-1, out=out[s:s + k])
     return out
 

@@ -2,12 +2,13 @@
 
 A training step of the neural oracle at 36 objects makes about a dozen ``(S, M, M, 256)``
 temporaries of 40-90 MB. glibc serves a block that big from fresh ``mmap`` pages and unmaps it
-when it is freed, so every step touched its temporaries' pages anew: 45,000-68,000 page faults a
-step, each new tensor's first pass several times slower than a pass over warm memory. Inside
-:func:`keep_freed_memory` no block is mapped on its own and the heap's top is never trimmed
-(``mallopt(M_MMAP_MAX, 0)``, ``mallopt(M_TRIM_THRESHOLD, -1)``): the next step reuses the same
-pages (2,900-6,400 faults a step; the step's median 598-694 -> 494-560 ms, four pairs of fresh
-processes, ``docs/design.md``). The price: the process holds its peak heap until the block ends.
+when it is freed, so every step touched its temporaries' pages anew: tens of thousands of page
+faults a step, each new tensor's first pass several times slower than a pass over warm memory.
+Inside :func:`keep_freed_memory` no block is mapped on its own and the heap's top is never
+trimmed (``mallopt(M_MMAP_MAX, 0)``, ``mallopt(M_TRIM_THRESHOLD, -1)``): the next step reuses the
+same pages. What that saves a training step is measured side by side in ``benchmarks/README.md``
+(``python -m benchmarks.bench_micro allocator``). The price: the process holds its peak heap
+until the block ends.
 
 glibc's own adjustment of these thresholds (it raises them as big blocks are freed, up to a 32 MiB
 mmap threshold) stops for the life of the process at the first ``mallopt``. So the block does not

@@ -7,7 +7,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nablafol.numerics import PICK_BY_BITS_FROM, log1mexp, log1mexp_nonpositive, log_half, pick_branch
+from nablafol.numerics import log1mexp, log1mexp_nonpositive, log_half
 
 SWITCH = -0.6931471805599453
 DTYPES = [torch.float16, torch.bfloat16, torch.float32, torch.float64]
@@ -29,48 +29,6 @@ def test_log1mexp_is_the_two_branch_formula_bit_for_bit(dtype):
     with torch.no_grad():
         assert torch.equal(log1mexp(x), _plain(x))
     assert log_half(dtype).dtype == dtype and log_half(dtype).item() == torch.tensor(SWITCH, dtype=dtype).item()
-
-
-_INTS = {torch.float16: torch.int16, torch.bfloat16: torch.int16, torch.float32: torch.int32,
-         torch.float64: torch.int64}
-
-
-@settings(max_examples=60, deadline=None)
-@given(st.sampled_from(DTYPES), st.sampled_from([7, PICK_BY_BITS_FROM - 1, PICK_BY_BITS_FROM, 3 * PICK_BY_BITS_FROM + 5]),
-       st.integers(0, 2**32 - 1), st.floats(0.0, 1.0))
-def test_pick_branch_is_where_bit_for_bit_whatever_the_bits(dtype, size, seed, near_switch):
-    """Any bit pattern of ``x`` (infinities, zeros of both signs, subnormals, NaNs), ``near_switch``
-    of it within a few ulps of the switch, below and above the size where the choice is made on
-    the bits: ``torch.where``'s choice, except that a NaN with its sign bit set may pick ``near``."""
-    g = torch.Generator().manual_seed(seed)
-    ints = _INTS[dtype]
-    info = torch.iinfo(ints)
-    x = torch.randint(info.min, info.max, (size,), generator=g, dtype=torch.int64).to(ints).view(dtype)
-    switch_bits = torch.tensor(SWITCH, dtype=dtype).view(ints).to(torch.int64)
-    close = torch.rand(size, generator=g) < near_switch
-    x[close] = (switch_bits + torch.randint(-3, 4, (int(close.sum()),), generator=g)).to(ints).view(dtype)
-    x[: min(size, 6)] = torch.tensor([0.0, -0.0, float("inf"), float("-inf"), SWITCH, float("nan")], dtype=dtype)[:size]
-    near, far = torch.randn(size, generator=g).to(dtype), torch.randn(size, generator=g).to(dtype)
-    expected = torch.where(x > log_half(dtype), near, far)
-    got = pick_branch(x, near.clone(), far)
-    either = torch.isnan(x) & torch.signbit(x)  # documented: may pick near
-    assert torch.equal(got.view(ints)[~either], expected.view(ints)[~either])
-    assert ((got.view(ints) == near.view(ints)) | (got.view(ints) == far.view(ints)))[either].all()
-
-
-def test_pick_branch_given_one_tensor_for_both_or_a_tracked_one_is_torch_where():
-    """``near`` and ``far`` one tensor (``near ^ far`` would be all zeros), or a leaf that requires
-    grad as ``near`` (``torch.where`` refuses to write into it; the bits would overwrite it)."""
-    x = torch.linspace(-3.0, 0.0, 3 * PICK_BY_BITS_FROM)
-    t = torch.randn(x.shape)
-    assert torch.equal(pick_branch(x, t, t), torch.where(x > log_half(x.dtype), t, t))
-    tracked = torch.randn(x.shape, requires_grad=True)
-    with pytest.raises(RuntimeError):
-        torch.where(x > log_half(x.dtype), tracked, t, out=tracked)
-    kept = tracked.detach().clone()
-    with pytest.raises(RuntimeError):
-        pick_branch(x, tracked, t)
-    assert torch.equal(tracked.detach(), kept)
 
 
 @settings(max_examples=200, deadline=None)
