@@ -64,6 +64,7 @@ class Step(NamedTuple):
 class Steps(NamedTuple):
     steps: tuple
     zero_rows: tuple  # Top rows only Filter rows read: a 0-dim +0.0 there (``0 + x`` is the same sum)
+    answer: int  # the one answer's row, when no other step reads it (its pair handed over as is), else -1
     n_vectors: int
     n_scalars: int  # the scalar store's rows, its two constant rows too
     candidates: tuple
@@ -101,8 +102,10 @@ def _build(plan: BatchPlan) -> Optional[Steps]:
         for row in step.inputs.values():
             readers.setdefault(row, set()).add(step.operator)
     zero = {s.out for s in steps if s.operator is TOP and s.out != focus and readers.get(s.out) == {FILTER}}
-    return Steps(tuple(s for s in steps if s.out not in zero or not s.operator.vector), tuple(zero), len(plan.v_scene),
-                 SCALAR_CONSTANTS + plan.n_scalars, tuple(plan.candidate_rows.tolist()), focus)
+    candidates = tuple(plan.candidate_rows.tolist())
+    answer = candidates[0] if len(candidates) == 1 and not any(candidates[0] in s.truths for s in steps) else -1
+    return Steps(tuple(s for s in steps if s.out not in zero or not s.operator.vector), tuple(zero), answer,
+                 len(plan.v_scene), SCALAR_CONSTANTS + plan.n_scalars, candidates, focus)
 
 
 class _OneRow:
@@ -165,13 +168,17 @@ def run_rows(steps: Steps, plan: BatchPlan, tables: Tables, q_product: Callable)
     row = _OneRow(None, vec, sca, tables, n, q_product)
     for step in steps.steps:
         row.step = step
-        out = step.operator.run(row)
         if step.operator.vector:
-            vec[step.out] = out
+            vec[step.out] = step.operator.run(row)
+        elif step.out == steps.answer:  # its two (1, 1) fields, not stacked and split
+            sca[step.out] = step.operator.run_pair(row)
         else:
-            sca[step.out] = out
+            sca[step.out] = step.operator.run(row)
     candidates = steps.candidates
-    if len(candidates) == 1:
+    if steps.answer >= 0:  # copies where autograd may have saved them, as the focus
+        picked = sca[steps.answer]
+        log_probs, log_complement = (t.clone() for t in picked) if picked[0].requires_grad else picked
+    elif len(candidates) == 1:
         picked = sca[candidates[0]]
         log_probs, log_complement = picked[:, :1], picked[:, 1:]
     else:
