@@ -440,7 +440,7 @@ class Engine(torch.nn.Module):
             cand = rows.view(shape)
             log_probs, log_complement = sca[:, 0][cand], sca[:, 1][cand]  # each its own contiguous tensor
             cand_mask = torch.ones(shape, dtype=torch.bool, device=device)
-        else:  # the entries written into padding (gathering a padded matrix cost 40 ms a batch of GQA's)
+        else:  # the entries written into padding (gathering a padded matrix cost more than the batch)
             at = (idx(plan.candidate_program), idx(plan.candidate_position))
             log_probs = sca.new_full(shape, NEG_INF)
             log_probs[at] = sca[rows, 0]

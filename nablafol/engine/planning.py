@@ -456,7 +456,7 @@ def _padded(owner: np.ndarray, values: np.ndarray, n_rows: int, fill: int) -> np
 #: Packed programs an engine keeps, the most recently used, bounded by their summed rows
 #: (caching rule 2: nablafol.caching): a GQA validation run meets ~73,000 distinct programs, nearly
 #: all of ~20 rows, and a few thousand open questions of ~2,500 rows each (a block per candidate):
-#: a count bound that holds the small ones held the open ones too (0.7 GB at GQA's size)
+#: a count bound that holds the small ones held the open ones too (most of an eval's memory)
 PACKED_ROWS = 1 << 21
 _PACK_OVERHEAD_ROWS = 16  # the arrays and objects of a pack weigh about this many rows
 #: Plans of program shapes an engine keeps (most recently used, bounded by their rows)
@@ -586,7 +586,7 @@ def build_batch_plan(programs: Sequence[Program], scenes: np.ndarray, registry: 
         raise ShapeError(f"scene index {int(scenes.min())} is negative")
     # a program object met again in the batch (a compiler hands out one object per question text)
     # is looked up once: the registry's look-up compares an equal program of another compiler
-    # node by node (5-9 µs, most of planning a batch)
+    # node by node (most of planning a batch)
     by_object: dict = {}  # id -> (the program, its pack): holding the program keeps its id its own
     packs = []
     for p in programs:
