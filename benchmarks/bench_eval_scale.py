@@ -160,7 +160,7 @@ def phases(eval_argv: list[str]) -> None:
     timed(questions, "question_from_record", "read questions (record -> Question)")
     timed(answering, "compile_question", "compile (parse + translate, LRU cache)")
     timed(answering.Answerer, "_unknown_predicate", "check the predicates are known")
-    timed(planning._Registry, "packed", "engine: plan one program (cached)")
+    timed(planning.Registry, "packed", "engine: plan one program (cached)")
     timed(perception.SceneGraphPerception, "oracle", "build oracle tables per batch")
     timed(engine.Engine, "plan", "engine: plan")
     timed(engine.Engine, "tables", "engine: ask the oracle (tables)")

@@ -340,7 +340,7 @@ with long_run():
         start = time.perf_counter()
         answer_stream(questions, answerer, scorer=Scorer(vocabulary_match))
         passes.append(time.perf_counter() - start)
-        packs.append(answerer.engine._registry._packed.cache_info().misses - sum(packs))
+        packs.append(answerer.engine.registry._packed.cache_info().misses - sum(packs))
 print(json.dumps({"import_s": imported - began, "read_s": read - imported, "first_pass_s": passes[0],
                   "second_pass_s": passes[1], "programs": answerer.compiler.cache_info().misses,
                   "packs": packs}))
@@ -406,8 +406,8 @@ def one_call(calls: int, device=None) -> dict:
         # the two executors on the same plan, alternating (oracle asked, then run): row by row, and
         # batched (the same plan with its row-by-row steps taken away)
         from nablafol.engine.planning import build_batch_plan
-        rowwise, batched = (build_batch_plan([program], np.zeros(1, dtype=np.int64), engine._registry) for _ in "rb")
-        batched.__dict__["_rowwise"] = None
+        rowwise, batched = (build_batch_plan([program], np.zeros(1, dtype=np.int64), engine.registry) for _ in "rb")
+        batched.derived["rowwise"] = None  # no row-by-row steps: run batched
         spent = {"rowwise": [], "batched": []}
         for _ in range(calls // 2):
             for name, plan in (("rowwise", rowwise), ("batched", batched)):

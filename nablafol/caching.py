@@ -51,7 +51,7 @@ def memo(obj, name: str, compute: Callable[[], T]) -> T:
     object stays immutable in every field that equality and hashing read.
     """
     values = obj.__dict__
-    value = values.get(name, _ABSENT)  # not try/except: a raised KeyError costs microseconds
+    value = values.get(name, _ABSENT)  # not try/except: a raised KeyError costs more than the look-up
     if value is _ABSENT:
         value = values[name] = compute()
     return value

@@ -755,6 +755,12 @@ class Program(_Hashed):
             return _shape_again(kept, values["_predicates"])
         return self._walked(keep_shape=False).shape
 
+    def release_shape(self) -> None:
+        """Forget the shape the walk kept until first asked for (an engine that found this
+        program's plan by an equal program never asks; an open question's shape holds its
+        candidates)."""
+        self.__dict__.pop("_shape", None)
+
     def _walked(self, keep_shape: bool = True) -> "_Walk":
         walk = _walk(self)
         values = self.__dict__  # what one walk makes, kept (memo, by hand: it makes three values)
@@ -984,20 +990,20 @@ def _walk(program: "Program") -> _Walk:
                 if kind is Filter:
                     p = node.predicate
                     used[p] = None
-                    entry = (1, unary.setdefault(p, len(unary)), x)
+                    entry = (Filter, unary.setdefault(p, len(unary)), x)
                 elif kind is Aggregate:
-                    entry = (2, node.quantifier, x)
+                    entry = (Aggregate, node.quantifier, x)
                 elif kind is Neg:
-                    entry = (4, x)
+                    entry = (Neg, x)
                 elif all(type(a) is Atom for a in node.atoms):  # a Relate
                     atoms = []
                     for a in node.atoms:
                         p = a.predicate
                         used[p] = None
                         atoms.append((binary.setdefault(p, len(binary)), a.reverse))
-                    entry = (3, node.quantifier, x, tuple(atoms))
+                    entry = (Relate, node.quantifier, x, tuple(atoms))
             elif kind is Top:
-                entry = (0,)
+                entry = (Top,)
             else:
                 pending = [c for c in node.children() if id(c) not in position]
                 if pending:
@@ -1005,24 +1011,23 @@ def _walk(program: "Program") -> _Walk:
                     continue
                 if kind is AggregateEach:
                     used.update(_keys_of(node.predicates))
-                    entry = (6, node.quantifier, node.negate, position[id(node.input)],
+                    entry = (AggregateEach, node.quantifier, node.negate, position[id(node.input)],
                              number_predicates(unary, node.predicates))
                 elif kind is Conjoin:
-                    entry = (5, position[id(node.left)], position[id(node.right)])
+                    entry = (Conjoin, position[id(node.left)], position[id(node.right)])
                 elif kind is Pairwise:
-                    entry = (7, position[id(node.left)], position[id(node.right)])
+                    entry = (Pairwise, position[id(node.left)], position[id(node.right)])
                 elif kind is AnyOfGroups:
-                    entry = (8, position[id(node.each)], node.sizes)
+                    entry = (AnyOfGroups, position[id(node.each)], node.sizes)
                 elif kind is AnyOf or kind is AllOf:
-                    entry = (9 if kind is AnyOf else 10, position[id(node.each)])
+                    entry = (kind, position[id(node.each)])
                 elif kind is AllSame:
-                    entry = (11, position[id(node.nonempty)], position[id(node.each)], position[id(node.input)])
+                    entry = (AllSame, position[id(node.nonempty)], position[id(node.each)], position[id(node.input)])
                 elif kind is Not or kind is And or kind is Or:
-                    entry = (12 if kind is Not else 13 if kind is And else 14,
-                             tuple([position[id(c)] for c in node.children()]))
+                    entry = (kind, tuple([position[id(c)] for c in node.children()]))
             if entry is None:  # a class the walk does not know: merged by its own equality
                 known = False
-                entry = (-1, node)
+                entry = (None, node)
                 if isinstance(node, Filter):
                     used[node.predicate] = None
                 elif isinstance(node, AggregateEach):
@@ -1098,7 +1103,9 @@ class _Uses:
             k = len(node.predicates)
             return self.add(self.times(self.of(node.input), k if k > 1 else 1),
                             dict.fromkeys(node.predicates, 1))
-        raise ProgramStructureError(f"unknown node {type(node).__name__}")
+        # a kind this analysis does not know (added with its own lowering): every predicate
+        # below it counted twice, so that the engine's analysis of its rows decides
+        return self.times(self.add(*(self.of(c, inside) for c in node.children())), 2)
 
     def per_truth(self, each, repeat: int) -> dict:
         """Uses in ``repeat`` truths of a per-predicate node (their inputs ``repeat`` times,

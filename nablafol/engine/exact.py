@@ -34,7 +34,7 @@ import torch
 
 from nablafol.engine.answers import Answers, Tables
 from nablafol.engine.grounding import RepeatedAtoms, repeated_atoms
-from nablafol.engine.planning import V_FILTER, V_RELATE_A, V_RELATE_E, V_RELATE_N, BatchPlan, build_batch_plan
+from nablafol.engine.planning import BatchPlan, build_batch_plan
 from nablafol.ir import Program
 from nablafol.numerics import log1mexp, log_sum_exp
 
@@ -69,10 +69,10 @@ def _shared_atoms(engine, programs, plan: BatchPlan, tables) -> tuple[np.ndarray
     if need.size == len(programs):
         sub, sub_tables = plan, tables
     else:  # analyse only the programs that can repeat an atom, over the tables already fetched
-        sub = build_batch_plan([programs[i] for i in need], plan.program_scene[need], engine._registry)
+        sub = build_batch_plan([programs[i] for i in need], plan.program_scene[need], engine.registry)
         u_rows, b_rows = _request_rows(sub, plan)
         sub_tables = _gather(tables, u_rows, b_rows)
-    rows = [engine._registry.packed(programs[i]).grounding for i in need]
+    rows = [engine.registry.packed(programs[i]).grounding for i in need]
     atoms = repeated_atoms(sub, rows, sub_tables.unary, sub_tables.binary, sub_tables.object_mask)
     count[need] = atoms.count
     if sub is not plan:  # back to the whole batch's numbering
@@ -194,7 +194,7 @@ def _worlds(engine, programs, plan: BatchPlan, tables, atoms: RepeatedAtoms, run
     world = run[owner, 1] + np.arange(owner.size) - np.repeat(np.cumsum(n_worlds) - n_worlds, n_worlds)  # its number
     n_scenes = tables.object_mask.shape[0]
     world_plan = build_batch_plan([programs[chunk[o]] for o in owner], n_scenes + np.arange(owner.size),
-                                  engine._registry)  # each world a scene of its own, after the batch's
+                                  engine.registry)  # each world a scene of its own, after the batch's
     base_scene = np.concatenate([np.arange(n_scenes), plan.program_scene[chunk[owner]]])
     place = np.full(len(programs), -1, dtype=np.int64)
     place[chunk] = np.arange(len(chunk))
@@ -215,9 +215,9 @@ def _worlds(engine, programs, plan: BatchPlan, tables, atoms: RepeatedAtoms, run
     (unary, u_remap), (binary, b_remap) = rebuilt
     for vgroups, _ in world_plan.levels:  # the world plan reads the rebuilt tables
         for g in vgroups:
-            if g.kind == V_FILTER:
+            if "table" in g.arrays:
                 g.arrays["table"] = u_remap[g.arrays["table"]]
-            elif g.kind in (V_RELATE_E, V_RELATE_A, V_RELATE_N):
+            if "tables" in g.arrays:
                 g.arrays["tables"] = b_remap[g.arrays["tables"]]
     result = engine.execute(world_plan, Tables(unary, binary, tables.object_mask[torch.as_tensor(base_scene, device=device)],
                                             tables.dtype, tables.padded, neutral=True))

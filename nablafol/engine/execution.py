@@ -43,11 +43,9 @@ from nablafol.oracle import Oracle, Requests
 
 from nablafol.engine.answers import Answers, Tables
 from nablafol.engine.exact import exact_answers, exact_flags, shared_atom_counts
+from nablafol.engine.lowering import TOP
 from nablafol.engine.rowwise import run_rows, steps_of
-from nablafol.engine.truth_kernels import combine_truths
-from nablafol.engine.planning import (AGGREGATE_QUANTIFIER, NEG_INF, RELATE_QUANTIFIER, S_AGG_N, S_ALLSAME, V_CONJOIN,
-                                      V_FILTER, V_NEG, V_TOP, BatchPlan, ProgramPlan, _Group, _Registry,
-                                      build_batch_plan)
+from nablafol.engine.planning import NEG_INF, BatchPlan, Group, ProgramPlan, Registry, build_batch_plan
 
 __all__ = ["Engine", "Calibration", "EXACT_BUDGET"]
 
@@ -108,11 +106,9 @@ def _kept_on_plan(plan: BatchPlan, kind: str, array: np.ndarray, device, make: C
     time (``Engine.plan``) is run again and again, and remaking what it reads (its index tensors,
     its oracle requests) was a fifth of such a call. The entry holds ``array`` itself, so an id
     is never taken for another array's."""
-    cache = plan.__dict__.setdefault("_kept", {})
-    key = (kind, id(array), device)
-    entry = cache.get(key)
-    if entry is None or entry[0] is not array:
-        entry = cache[key] = (array, make())
+    entry = plan.kept((kind, id(array), device), lambda: (array, make()))
+    if entry[0] is not array:  # another array at a freed one's id
+        entry = plan.derived[(kind, id(array), device)] = (array, make())
     return entry[1]
 
 
@@ -149,17 +145,56 @@ def _plan_rows(plan: BatchPlan, idx: Callable[[np.ndarray], torch.Tensor]) -> Ca
     return rows
 
 
-def _relate_columns(g: _Group, device) -> list:
+def _relate_columns(plan: BatchPlan, g: Group, device) -> list:
     """A relate group's atoms, column by column: ``(table rows, flip)``, ``flip`` a ``(G, 1, 1)``
-    bool tensor where some atom of the column is reversed, else None. Kept on the group."""
-    kept = g.arrays.get("_columns")
+    bool tensor where some atom of the column is reversed, else None. Kept with the plan."""
     tables, reverse = g.arrays["tables"], g.arrays["reverse"]
-    if kept is None or kept[0] != device or kept[1] is not tables or kept[2] is not reverse:
-        columns = [(np.ascontiguousarray(tables[:, k]),
-                    torch.as_tensor(reverse[:, k], device=device)[:, None, None] if reverse[:, k].any() else None)
-                   for k in range(tables.shape[1])]
-        kept = g.arrays["_columns"] = (device, tables, reverse, columns)
-    return kept[3]
+
+    def make() -> list:
+        return [(np.ascontiguousarray(tables[:, k]),
+                 torch.as_tensor(reverse[:, k], device=device)[:, None, None] if reverse[:, k].any() else None)
+                for k in range(tables.shape[1])]
+    return _kept_on_plan(plan, "columns", tables, device, make)
+
+
+class _GroupRows:
+    """What a group's operator reads, batched (the reader :mod:`~nablafol.engine.lowering`
+    describes): its inputs gathered from the rows computed so far."""
+
+    __slots__ = ("plan", "group", "vec", "sca", "tables", "mask", "rows_of", "q_product")
+
+    def __init__(self, plan: BatchPlan, group: Group, vec, sca, tables: Tables, mask, rows_of, q_product):
+        self.plan, self.group, self.vec, self.sca, self.tables, self.mask = plan, group, vec, sca, tables, mask
+        self.rows_of, self.q_product = rows_of, q_product
+
+    def vector(self, name: str) -> torch.Tensor:
+        return self.vec[self.rows_of(self.group.arrays[name])]
+
+    def unary(self) -> torch.Tensor:
+        return self.tables.unary[self.rows_of(self.group.arrays["table"])]
+
+    def relation(self) -> torch.Tensor:
+        log_r = None
+        for column, flip in _relate_columns(self.plan, self.group, self.vec.device):
+            t = self.tables.binary[self.rows_of(column)]
+            if flip is not None:
+                t = torch.where(flip, t.transpose(1, 2), t)
+            log_r = t if log_r is None else log_r + t
+        return log_r
+
+    def truths(self) -> torch.Tensor:
+        return self.sca[self.rows_of(self.group.arrays["args"])]  # (G, K, 2)
+
+    def pad(self) -> torch.Tensor:
+        return torch.as_tensor(self.group.arrays["pad"], device=self.vec.device)
+
+    def objects(self) -> Optional[torch.Tensor]:
+        return self.mask
+
+    def all_objects(self) -> torch.Tensor:
+        g, vec = self.group, self.vec
+        top = torch.zeros((g.stop - g.start, vec.shape[1]), dtype=vec.dtype, device=vec.device)
+        return top if self.mask is None else top.masked_fill(~self.mask, NEG_INF)
 
 
 # --- the engine ---------------------------------------------------------------------------
@@ -223,16 +258,16 @@ class Engine(torch.nn.Module):
         self.calibration = calibration
         self.validate = validate
         self.exact, self.exact_budget = bool(exact), exact_budget
-        self._registry = _Registry()
+        self.registry = Registry()
         self._q_product = _CompiledQProduct() if compile else ops.q_product
 
     def plan(self, programs: Sequence[Program], scenes=None) -> BatchPlan:
         if scenes is None and len(programs) == 1:  # one question: no arrays
-            return self._registry.single(programs[0], 0)
+            return self.registry.single(programs[0], 0)
         scenes = np.zeros(len(programs), dtype=np.int64) if scenes is None else np.asarray(scenes, dtype=np.int64)
         if len(programs) == 1 and scenes.shape == (1,):
-            return self._registry.single(programs[0], int(scenes[0]))
-        return build_batch_plan(programs, scenes, self._registry)
+            return self.registry.single(programs[0], int(scenes[0]))
+        return build_batch_plan(programs, scenes, self.registry)
 
     def forward(self, programs: Sequence[Program], oracle: Oracle, scenes=None) -> Answers:
         """Evaluate ``programs``; program ``k`` runs on scene ``scenes[k]`` of the oracle's batch.
@@ -386,14 +421,17 @@ class Engine(torch.nn.Module):
             for g in vgroups:
                 rows = slice(g.start, g.stop)
                 mask = object_mask[v_scene[rows]] if masked else None
-                out = self._vector_kernel(g, vec.rows, unary, binary, mask, idx, rows_of)
-                if self.calibration is not None and g.kind != V_TOP:
+                out = g.operator.run(_GroupRows(plan, g, vec.rows, sca.rows, tables, mask, rows_of, self._q_product))
+                if self.calibration is not None and g.operator is not TOP:
                     out = self.calibration(out, mask, idx(plan.v_program)[rows], idx(plan.v_step)[rows])
                     out = out.masked_fill(~mask, NEG_INF)
                 outs.append(out)
             vec.extend(outs)
-            sca.extend([self._scalar_kernel(g, vec.rows, sca.rows, object_mask if tables.padded else None, v_scene, idx,
-                                            rows_of) for g in sgroups])
+            outs = []
+            for g in sgroups:
+                mask = object_mask[v_scene[rows_of(g.arrays["vin"])]] if tables.padded and "vin" in g.arrays else None
+                outs.append(g.operator.run(_GroupRows(plan, g, vec.rows, sca.rows, tables, mask, rows_of, self._q_product)))
+            sca.extend(outs)
         vec, sca = vec.rows, sca.rows
 
         shape = (plan.n_programs, plan.candidate_width)
@@ -402,7 +440,7 @@ class Engine(torch.nn.Module):
             cand = rows.view(shape)
             log_probs, log_complement = sca[:, 0][cand], sca[:, 1][cand]  # each its own contiguous tensor
             cand_mask = torch.ones(shape, dtype=torch.bool, device=device)
-        else:  # the entries written into padding (gathering a padded matrix cost 40 ms a batch of GQA's)
+        else:  # the entries written into padding (gathering a padded matrix cost more than the batch)
             at = (idx(plan.candidate_program), idx(plan.candidate_position))
             log_probs = sca.new_full(shape, NEG_INF)
             log_probs[at] = sca[rows, 0]
@@ -420,32 +458,3 @@ class Engine(torch.nn.Module):
         return Answers(log_probs, cand_mask, plan.labels, focus, object_mask[idx(plan.program_scene)],
                        log_complement)
 
-    def _vector_kernel(self, g: _Group, vec, unary, binary, mask, idx, rows_of) -> torch.Tensor:
-        if g.kind == V_TOP:
-            top = torch.zeros((g.stop - g.start, vec.shape[1]), dtype=vec.dtype, device=vec.device)
-            return top if mask is None else top.masked_fill(~mask, NEG_INF)
-        x = vec[rows_of(g.arrays["in0"])]
-        if g.kind == V_FILTER:
-            return ops.filter_(x, unary[rows_of(g.arrays["table"])], mask)
-        if g.kind == V_NEG:
-            return ops.neg(x, mask)
-        if g.kind == V_CONJOIN:
-            return ops.conjoin(x, vec[rows_of(g.arrays["in1"])], mask)
-        log_r = None
-        for column, flip in _relate_columns(g, vec.device):
-            t = binary[rows_of(column)]
-            if flip is not None:
-                t = torch.where(flip, t.transpose(1, 2), t)
-            log_r = t if log_r is None else log_r + t
-        quantifier = RELATE_QUANTIFIER[g.kind]
-        return self._q_product(log_r, x, mask, mask, quantifier)
-
-    def _scalar_kernel(self, g: _Group, vec, sca, object_mask, v_scene, idx, rows_of) -> torch.Tensor:
-        if g.kind <= S_AGG_N:
-            rows = rows_of(g.arrays["vin"])
-            quantifier = AGGREGATE_QUANTIFIER[g.kind]
-            mask = None if object_mask is None else object_mask[v_scene[rows]]
-            return torch.stack(ops.aggregate_pair(vec[rows], mask, quantifier), dim=-1)
-        args = sca[rows_of(g.arrays["args"])]  # (G, K, 2)
-        pad = torch.as_tensor(g.arrays["pad"], device=args.device) if g.kind == S_ALLSAME else None
-        return combine_truths(g.kind, args, pad)

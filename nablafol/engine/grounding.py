@@ -45,13 +45,10 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from nablafol.engine.planning import (SCALAR_CONSTANTS, S_AGG_A, S_AGG_E, S_AGG_N, S_ALLSAME, S_AND, S_NOT, S_OR,
-                                      V_CONJOIN, V_FILTER, V_NEG, V_RELATE_A, V_RELATE_E, V_RELATE_N, V_TOP, BatchPlan,
-                                      _GroundingRows)
+from nablafol.engine.lowering import CAP
+from nablafol.engine.planning import SCALAR_CONSTANTS, BatchPlan, GroundingRows
 
 __all__ = ["RepeatedAtoms", "repeated_atoms"]
-
-CAP = 2  # counts are capped here: all that matters is "twice or more"
 
 
 @dataclass
@@ -85,22 +82,10 @@ class _Kleene:
         return self.sp[rows] & ~self.sc[rows]
 
 
-def _quantify(possible, certain, valid, kind: str):
-    """Kleene values of ∃ / ∀ / ∄ over the last dimension (``valid`` objects only)."""
-    if kind == "forall":
-        return (possible | ~valid).all(-1), (certain | ~valid).all(-1)
-    some_p, some_c = (possible & valid).any(-1), (certain & valid).any(-1)
-    return (some_p, some_c) if kind == "exists" else (~some_c, ~some_p)
-
-
-_RELATE = {V_RELATE_E: "exists", V_RELATE_A: "forall", V_RELATE_N: "not_exists"}
-_AGG = {S_AGG_E: "exists", S_AGG_A: "forall", S_AGG_N: "not_exists"}
-
-
 class _Analysis:
     """One plan with its tables: the up pass at construction, down passes per candidate entry."""
 
-    def __init__(self, plan: BatchPlan, rows: Sequence[_GroundingRows], unary, binary, object_mask):
+    def __init__(self, plan: BatchPlan, rows: Sequence[GroundingRows], unary, binary, object_mask):
         self.plan, self.object_mask = plan, object_mask
         device = object_mask.device
         self.device = device
@@ -125,10 +110,10 @@ class _Analysis:
         for vgroups, _ in plan.levels:
             for g in vgroups:
                 programs = plan.v_program[g.start:g.stop]
-                if g.kind == V_FILTER:
+                if "table" in g.arrays:
                     u_owner.append(programs)
                     u_req.append(g.arrays["table"])
-                elif g.kind in _RELATE:
+                if "tables" in g.arrays:
                     tables = g.arrays["tables"]
                     b_owner.append(np.repeat(programs[:, None], tables.shape[1], 1).ravel())
                     b_req.append(tables.ravel())
@@ -138,13 +123,13 @@ class _Analysis:
         self.u_slots, self.b_slots = np.unique(u_pairs), np.unique(b_pairs)
         self.n_req_u, self.n_req_b = n_req_u, n_req_b
 
-    def _slot(self, kind: str, programs: np.ndarray, requests: np.ndarray) -> np.ndarray:
+    def slot(self, kind: str, programs: np.ndarray, requests: np.ndarray) -> np.ndarray:
         if kind == "u":
             return np.searchsorted(self.u_slots, programs * (self.n_req_u + 1) + requests)
         return np.searchsorted(self.b_slots, programs * (self.n_req_b + 1) + requests)
 
     # -- the programs' grounding rows, in the plan's sorted numbering ------------------------
-    def _program_rows(self, rows: Sequence[_GroundingRows]):
+    def _program_rows(self, rows: Sequence[GroundingRows]):
         plan = self.plan
 
         def stacked(name: str, width: int):
@@ -181,61 +166,15 @@ class _Analysis:
             self.same_values[values[:, 0], np.arange(len(values)) - starts[values[:, 0]]] = values[:, 1]
 
     # -- up: Kleene values -------------------------------------------------------------------
-    def _relation(self, g):
-        """Possible / certain of the conjunction of a relate group's atoms, ``(G, N, N)``."""
-        tables, reverse = self.idx(g.arrays["tables"]), g.arrays["reverse"]
-        poss = cert = None
-        for j in range(tables.shape[1]):
-            p, c = self.b_poss[tables[:, j]], self.b_cert[tables[:, j]]
-            if reverse[:, j].any():
-                flip = torch.as_tensor(reverse[:, j], device=self.device)[:, None, None]
-                p, c = torch.where(flip, p.transpose(1, 2), p), torch.where(flip, c.transpose(1, 2), c)
-            poss, cert = (p, c) if poss is None else (poss & p, cert & c)
-        return poss, cert
-
     def _up(self):
-        k, plan, idx = self.k, self.plan, self.idx
-        for vgroups, sgroups in plan.levels:
+        k = self.k
+        for vgroups, sgroups in self.plan.levels:
             for g in vgroups:
                 rows = slice(g.start, g.stop)
-                mask = self.object_mask[self.v_scene[rows]]
-                if g.kind == V_TOP:
-                    poss, cert = mask, mask
-                elif g.kind == V_FILTER:
-                    x, t = idx(g.arrays["in0"]), idx(g.arrays["table"])
-                    poss, cert = k.vp[x] & self.u_poss[t], k.vc[x] & self.u_cert[t]
-                elif g.kind == V_NEG:
-                    x = idx(g.arrays["in0"])
-                    poss, cert = ~k.vc[x] & mask, ~k.vp[x] & mask
-                elif g.kind == V_CONJOIN:
-                    x, y = idx(g.arrays["in0"]), idx(g.arrays["in1"])
-                    poss, cert = k.vp[x] & k.vp[y], k.vc[x] & k.vc[y]
-                else:
-                    y = idx(g.arrays["in0"])
-                    r_poss, r_cert = self._relation(g)
-                    poss, cert = _quantify(r_poss & k.vp[y][:, None, :], r_cert & k.vc[y][:, None, :],
-                                           mask[:, None, :], _RELATE[g.kind])
-                    poss, cert = poss & mask, cert & mask
-                k.vp[rows], k.vc[rows] = poss, cert
+                k.vp[rows], k.vc[rows] = g.operator.kleene(_KleeneRows(self, g, rows))
             for g in sgroups:
                 rows = slice(SCALAR_CONSTANTS + g.start, SCALAR_CONSTANTS + g.stop)
-                if g.kind in _AGG:
-                    x = idx(g.arrays["vin"])
-                    poss, cert = _quantify(k.vp[x], k.vc[x], self.object_mask[self.v_scene[x]], _AGG[g.kind])
-                else:
-                    args = idx(g.arrays["args"])
-                    ap, ac = k.sp[args], k.sc[args]
-                    if g.kind == S_NOT:
-                        poss, cert = ~ac[:, 0], ~ap[:, 0]
-                    elif g.kind == S_AND:
-                        poss, cert = ap.all(1), ac.all(1)
-                    elif g.kind == S_OR:
-                        poss, cert = ap.any(1), ac.any(1)
-                    else:  # AllSame: "no one attended" (¬ first argument) or "all have π" (¬ each other one)
-                        real = ~torch.as_tensor(g.arrays["pad"], device=self.device)
-                        poss = ~ac[:, 0] | (~ac[:, 1:] & real).any(1)
-                        cert = ~ap[:, 0] | (~ap[:, 1:] & real).any(1)
-                k.sp[rows], k.sc[rows] = poss, cert
+                k.sp[rows], k.sc[rows] = g.operator.kleene(_KleeneRows(self, g, rows))
 
     # -- down: counts ------------------------------------------------------------------------
     def repeated(self) -> tuple[torch.Tensor, torch.Tensor]:
@@ -252,47 +191,29 @@ class _Analysis:
     def _down(self, entry: int):
         k, plan, idx = self.k, self.plan, self.idx
         n = self.object_mask.shape[1]
-        vcount = torch.zeros((len(plan.v_scene), n), dtype=torch.int32, device=self.device)
-        scount = torch.zeros(SCALAR_CONSTANTS + plan.n_scalars, dtype=torch.int32, device=self.device)
-        u_count = torch.zeros((len(self.u_slots), n), dtype=torch.int32, device=self.device)
-        b_count = torch.zeros((len(self.b_slots), n, n), dtype=torch.int32, device=self.device)
+        counts = _Counts(
+            vector=torch.zeros((len(plan.v_scene), n), dtype=torch.int32, device=self.device),
+            scalar=torch.zeros(SCALAR_CONSTANTS + plan.n_scalars, dtype=torch.int32, device=self.device),
+            unary=torch.zeros((len(self.u_slots), n), dtype=torch.int32, device=self.device),
+            binary=torch.zeros((len(self.b_slots), n, n), dtype=torch.int32, device=self.device),
+            merged=np.full(len(plan.v_scene), -1, dtype=np.int64))  # vector row -> its (block, group) key
         roots = self.roots[self.roots[:, 0] == entry, 1]
-        scount.index_add_(0, idx(roots), torch.ones(len(roots), dtype=torch.int32, device=self.device))
+        counts.scalar.index_add_(0, idx(roots), torch.ones(len(roots), dtype=torch.int32, device=self.device))
         merges = self.merges[self.merges[:, 0] == entry]
-        merged = np.full(len(plan.v_scene), -1, dtype=np.int64)  # vector row -> its (block, group) key
-        merged[merges[:, 1]] = merges[:, 2]
+        counts.merged[merges[:, 1]] = merges[:, 2]
         # counts are capped when read (only "twice or more" matters), so no sum can overflow
         for vgroups, sgroups in reversed(plan.levels):
             for g in sgroups:
                 rows = slice(SCALAR_CONSTANTS + g.start, SCALAR_CONSTANTS + g.stop)
-                c = scount[rows].clamp(max=CAP) * k.s_open(rows)
-                if g.kind in _AGG:
-                    x = idx(g.arrays["vin"])
-                    vcount.index_add_(0, x, c[:, None] * self.object_mask[self.v_scene[x]])
-                elif g.kind == S_ALLSAME:
-                    self._down_all_same(g, rows, c, scount, vcount)
-                else:
-                    args = idx(g.arrays["args"])
-                    scount.index_add_(0, args.reshape(-1), c[:, None].expand(args.shape).reshape(-1))
+                c = counts.scalar[rows].clamp(max=CAP) * k.s_open(rows)
+                g.operator.count_down(_CountRows(self, g, rows, counts), c)
             for g in vgroups:
-                if g.kind == V_TOP:
-                    continue
                 rows = slice(g.start, g.stop)
-                c = vcount[rows].clamp(max=CAP) * k.v_open(rows)
-                if g.kind == V_FILTER:
-                    self._to_input(g, c, vcount, merged)
-                    slots = self._slot("u", plan.v_program[rows], g.arrays["table"])
-                    u_count.index_add_(0, idx(slots), c)
-                elif g.kind == V_NEG:
-                    vcount.index_add_(0, idx(g.arrays["in0"]), c)
-                elif g.kind == V_CONJOIN:
-                    self._to_input(g, c, vcount, merged)
-                    vcount.index_add_(0, idx(g.arrays["in1"]), c)
-                else:
-                    self._down_relate(g, rows, c, vcount, b_count)
-        return u_count, b_count
+                c = counts.vector[rows].clamp(max=CAP) * k.v_open(rows)
+                g.operator.count_down(_CountRows(self, g, rows, counts), c)
+        return counts.unary, counts.binary
 
-    def _to_input(self, g, c, vcount, merged):
+    def to_input(self, g, c, vcount, merged):
         """What a group's rows pass to their first input; the rows of a block of many candidates
         pass the sum within one candidate (group), maximized over the block's candidates."""
         inputs = g.arrays["in0"]
@@ -315,46 +236,125 @@ class _Analysis:
         block_input[block_at[key_at.reshape(-1)]] = inputs[~plain]  # a block's rows share their input
         vcount.index_add_(0, self.idx(block_input), best)
 
-    def _down_relate(self, g, rows, c, vcount, b_count):
-        k, idx = self.k, self.idx
-        mask = self.object_mask[self.v_scene[rows]]
-        y = idx(g.arrays["in0"])
-        r_poss, r_cert = self._relation(g)
-        # a pair's term ∧Π(x, y) ∧ G(y) is open unless impossible or certain
-        term_open = (r_poss & k.vp[y][:, None, :]) & ~(r_cert & k.vc[y][:, None, :]) & mask[:, None, :]
-        w = c[:, :, None] * term_open  # (G, N, N): uses of each (x, y) term
-        vcount.index_add_(0, y, w.sum(1, dtype=torch.int32).clamp_(max=CAP))
-        tables, reverse = g.arrays["tables"], g.arrays["reverse"]
-        programs = self.plan.v_program[rows]
+
+class _KleeneRows:
+    """What a group's operator reads in the up pass (the reader :mod:`~nablafol.engine.lowering`
+    describes): ``(possible, certain)`` of its inputs, from the rows computed so far."""
+
+    def __init__(self, analysis: _Analysis, g, rows: slice):
+        self.analysis, self.group, self.rows = analysis, g, rows
+
+    def vector(self, name: str):
+        k, x = self.analysis.k, self.analysis.idx(self.group.arrays[name])
+        return k.vp[x], k.vc[x]
+
+    def unary(self):
+        t = self.analysis.idx(self.group.arrays["table"])
+        return self.analysis.u_poss[t], self.analysis.u_cert[t]
+
+    def relation(self):
+        """Possible / certain of the conjunction of the rows' atoms, ``(G, N, N)``."""
+        a, g = self.analysis, self.group
+        tables, reverse = a.idx(g.arrays["tables"]), g.arrays["reverse"]
+        poss = cert = None
         for j in range(tables.shape[1]):
-            real = tables[:, j] < self.n_req_b  # not the neutral table
+            p, c = a.b_poss[tables[:, j]], a.b_cert[tables[:, j]]
+            if reverse[:, j].any():
+                flip = torch.as_tensor(reverse[:, j], device=a.device)[:, None, None]
+                p, c = torch.where(flip, p.transpose(1, 2), p), torch.where(flip, c.transpose(1, 2), c)
+            poss, cert = (p, c) if poss is None else (poss & p, cert & c)
+        return poss, cert
+
+    def truths(self):
+        k, args = self.analysis.k, self.analysis.idx(self.group.arrays["args"])
+        return k.sp[args], k.sc[args]
+
+    def open_truths(self) -> torch.Tensor:
+        return self.analysis.k.s_open(self.analysis.idx(self.group.arrays["args"]))
+
+    def pad(self) -> torch.Tensor:
+        return torch.as_tensor(self.group.arrays["pad"], device=self.analysis.device)
+
+    def objects(self) -> torch.Tensor:
+        """The objects of the rows' scenes (a truth's: those of the attention it reads)."""
+        a, arrays = self.analysis, self.group.arrays
+        rows = a.idx(arrays["vin"]) if "vin" in arrays else self.rows
+        return a.object_mask[a.v_scene[rows]]
+
+
+class _Counts:
+    """The down pass' use counts: of vector and scalar rows, of unary and binary atom slots."""
+
+    def __init__(self, vector, scalar, unary, binary, merged):
+        self.vector, self.scalar, self.unary, self.binary, self.merged = vector, scalar, unary, binary, merged
+
+
+class _CountRows:
+    """What a group's operator passes its use counts to in the down pass (the reader
+    :mod:`~nablafol.engine.lowering` describes); ``kleene`` reads the up pass' values."""
+
+    def __init__(self, analysis: _Analysis, g, rows: slice, counts: _Counts):
+        self.analysis, self.group, self.rows, self.counts = analysis, g, rows, counts
+        self.kleene = _KleeneRows(analysis, g, rows)
+
+    def objects(self) -> torch.Tensor:
+        return self.kleene.objects()
+
+    def width(self) -> int:
+        return self.group.arrays["args"].shape[1]
+
+    def add_vector(self, name: str, counts: torch.Tensor) -> None:
+        if name == "in0":  # the last rows of a block of many candidates: within a candidate only
+            self.analysis.to_input(self.group, counts, self.counts.vector, self.counts.merged)
+        else:
+            self.counts.vector.index_add_(0, self.analysis.idx(self.group.arrays[name]), counts)
+
+    def add_unary(self, counts: torch.Tensor) -> None:
+        a, g = self.analysis, self.group
+        slots = a.slot("u", a.plan.v_program[self.rows], g.arrays["table"])
+        self.counts.unary.index_add_(0, a.idx(slots), counts)
+
+    def add_relation(self, uses: torch.Tensor) -> None:
+        """``uses`` ``(G, N, N)`` of each (x, y) pair: each atom of the pair used as often."""
+        a, g = self.analysis, self.group
+        tables, reverse = g.arrays["tables"], g.arrays["reverse"]
+        programs = a.plan.v_program[self.rows]
+        for j in range(tables.shape[1]):
+            real = tables[:, j] < a.n_req_b  # not the neutral table
             if not real.any():
                 continue
-            wj = w[torch.as_tensor(real, device=self.device)]
+            wj = uses[torch.as_tensor(real, device=a.device)]
             flip = reverse[real, j]
             if flip.any():
-                f = torch.as_tensor(flip, device=self.device)[:, None, None]
+                f = torch.as_tensor(flip, device=a.device)[:, None, None]
                 wj = torch.where(f, wj.transpose(1, 2), wj)
-            b_count.index_add_(0, idx(self._slot("b", programs[real], tables[real, j])), wj)
+            self.counts.binary.index_add_(0, a.idx(a.slot("b", programs[real], tables[real, j])), wj)
 
-    def _down_all_same(self, g, rows, c, scount, vcount):
-        k, idx = self.k, self.idx
-        args = g.arrays["args"]
-        a = self.same_index[rows]
-        x, values = self.same_input[a], self.same_values[a, :args.shape[1] - 1]  # (G,), (G, K) with -1 padding
-        real = torch.as_tensor(~g.arrays["pad"] & (values >= 0), device=self.device)
-        mask = self.object_mask[self.v_scene[idx(x)]]
-        value_poss = k.vp[idx(np.maximum(values, 0))]  # (G, K, N)
-        reachable = (value_poss & (k.vp[idx(x)] & mask)[:, None, :]).any(-1)
-        used = k.s_open(idx(args[:, 1:])) & reachable & real  # values some attended object may have
-        n_used = used.sum(1)
-        scount.index_add_(0, idx(args[:, 1:]).reshape(-1), (c[:, None] * used).reshape(-1).to(torch.int32))
-        scount.index_add_(0, idx(args[:, 0]), c * (n_used == 0))
-        # two values or more: exact only with a crisp input, so every atom of the input counts twice
-        vcount.index_add_(0, idx(x), (CAP * c * (n_used >= 2))[:, None].expand(-1, mask.shape[1]) * mask)
+    def add_truths(self, counts: torch.Tensor) -> None:
+        """``counts`` ``(G, K)``: uses of each truth the rows combine."""
+        args = self.analysis.idx(self.group.arrays["args"])
+        self.counts.scalar.index_add_(0, args.reshape(-1), counts.reshape(-1).to(torch.int32))
+
+    def _all_same(self):
+        a = self.analysis
+        at = a.same_index[self.rows]
+        width = self.group.arrays["args"].shape[1] - 1
+        return a.same_input[at], a.same_values[at, :width]  # (G,), (G, K) with -1 padding
+
+    def all_same_values(self):
+        """For AllSame rows: ((possible, valid) of the input, possible of each value's
+        ``Filter_π[1]`` row ``(G, K, N)``, which values are real ``(G, K)``)."""
+        a = self.analysis
+        x, values = self._all_same()
+        real = torch.as_tensor(~self.group.arrays["pad"][:, 1:] & (values >= 0), device=a.device)
+        valid = a.object_mask[a.v_scene[a.idx(x)]]
+        return (a.k.vp[a.idx(x)], valid), a.k.vp[a.idx(np.maximum(values, 0))], real
+
+    def add_all_same_input(self, counts: torch.Tensor) -> None:
+        self.counts.vector.index_add_(0, self.analysis.idx(self._all_same()[0]), counts)
 
 
-def repeated_atoms(plan: BatchPlan, rows: Sequence[_GroundingRows], unary, binary, object_mask) -> RepeatedAtoms:
+def repeated_atoms(plan: BatchPlan, rows: Sequence[GroundingRows], unary, binary, object_mask) -> RepeatedAtoms:
     """The repeated uncertain atoms of each program of ``plan`` (``rows[p]``: program ``p``'s
     grounding rows), over the log-probability tables the engine got for it: ``unary`` ``(R, N)``,
     ``binary`` ``(R', N, N)`` with the relates' neutral table last, ``object_mask`` ``(B, N)``."""

@@ -2,7 +2,7 @@
 plans concatenated and ordered by ``(level, operator kind)`` for :mod:`nablafol.engine.execution`.
 
 Numpy only: no tensor is made here. A program's packed plan depends on the program and on the
-registry's predicate ids, so the registry keeps it (``_Registry.packed``).
+registry's predicate ids, so the registry keeps it (``Registry.packed``).
 """
 from __future__ import annotations
 
@@ -13,28 +13,17 @@ import numpy as np
 
 from nablafol.caching import bounded_cache, memo, weighted_cache
 from nablafol.errors import ProgramStructureError, ShapeError
-from nablafol.ir import (Aggregate, AggregateEach, AllOf, AllSame, And, AnyOf, AnyOfGroups, Attention, Conjoin, Filter,
-                         Neg, Not, Or, Pairwise, Predicate, Program, Relate, Top, Truths, number_predicates)
-from nablafol.operators import Quantifier
+from nablafol.engine.lowering import OPERATORS, Operator, ScalarRow, VectorRow, lowering_of
+from nablafol.ir import AnyOfGroups, Pairwise, Predicate, Program, number_predicates
 
 __all__ = ["ProgramPlan", "BatchPlan", "build_batch_plan"]
 
 NEG_INF = float("-inf")
-_QUANTS = (Quantifier.EXISTS, Quantifier.FORALL, Quantifier.NOT_EXISTS)
 
-# operator kinds (vector-valued, then scalar-valued); the order is the order of execution within a level
-V_TOP, V_FILTER, V_NEG, V_CONJOIN, V_RELATE_E, V_RELATE_A, V_RELATE_N = range(7)
-S_AGG_E, S_AGG_A, S_AGG_N, S_NOT, S_AND, S_OR, S_ALLSAME = range(7)
-_V_RELATE = {Quantifier.EXISTS: V_RELATE_E, Quantifier.FORALL: V_RELATE_A, Quantifier.NOT_EXISTS: V_RELATE_N}
-_S_AGG = {Quantifier.EXISTS: S_AGG_E, Quantifier.FORALL: S_AGG_A, Quantifier.NOT_EXISTS: S_AGG_N}
-RELATE_QUANTIFIER = {kind: q for q, kind in _V_RELATE.items()}  # a relate kind's quantifier (executors)
-AGGREGATE_QUANTIFIER = {kind: q for q, kind in _S_AGG.items()}  # an aggregation kind's quantifier
 SCALAR_CONSTANTS = 2  # the scalar store's rows 0 and 1 hold log 1 and log 0 (padding of And / Or)
 
 
 # --- one program, flattened ------------------------------------------------------------
-
-_TOP = Top()
 
 
 class _NodeIndex:
@@ -77,12 +66,106 @@ class _NodeIndex:
 
 _MISSING = object()
 
+class PlanBuilder:
+    """One program's rows as its nodes' lowerings (:mod:`~nablafol.engine.lowering`) add them:
+    vector rows ``(operator, level, first, second, predicate)`` with a relate's atoms beside,
+    scalar rows ``(operator, level, attention)`` with the truths they combine beside. A row's
+    level is one more than its deepest input's."""
+
+    def __init__(self):
+        # node -> its row (a range for a node of many truths). Nodes come from Program.nodes(),
+        # deduplicated; a child may still be an equal but distinct object (found by equality)
+        self.rows = _NodeIndex()
+        self.v_rows, self.s_rows = _Rows(5), _Rows(3)
+        self.atoms: list = []  # (vector row, local binary predicate, reversed)
+        self.edges: list = []  # (scalar row, scalar input), as tuples and (n, 2) blocks
+        self.steps: list = []  # what each vector row computes (ProgramPlan.attention_steps, compact)
+        self.unary_index: dict = {}
+        self.binary_index: dict = {}
+        self.last_vector_rows = _NodeIndex()  # AggregateEach -> its last vector rows
+        self.value_rows = _NodeIndex()  # a negated AggregateEach -> its Filter_π[1] rows
+        self.all_same: list = []  # (AllSame row, input row, Filter_π[1] rows), for the grounding analysis
+
+    def row(self, node):
+        """The row of a node already lowered (its inputs are lowered before it)."""
+        return self.rows[node]
+
+    def row_or_none(self, node):
+        return self.rows.get(node)
+
+    def unary(self, predicate: Predicate) -> int:
+        """The local number of a unary predicate."""
+        return self.unary_index.setdefault(predicate, len(self.unary_index))
+
+    def binary(self, predicate: Predicate) -> int:
+        return self.binary_index.setdefault(predicate, len(self.binary_index))
+
+    def unary_block(self, predicates: tuple) -> np.ndarray:
+        """The local numbers of many unary predicates (an open question's up to 1,232)."""
+        numbers = number_predicates(self.unary_index, predicates)
+        return np.fromiter(numbers, dtype=np.int64, count=len(numbers))
+
+    def vector(self, row: VectorRow, node, atoms=()) -> int:
+        """Add one vector row computing attention ``node`` (``atoms``: a relate's (binary
+        predicate, reversed) pairs)."""
+        levels = self.v_rows.levels
+        level = 0 if row.first < 0 else 1 + max(levels[row.first], levels[row.second] if row.second >= 0 else 0)
+        i = self.v_rows.add((row.operator.id, level, row.first, row.second, row.predicate))
+        self.steps.append(node)
+        self.atoms.extend((i, p, reverse) for p, reverse in atoms)
+        return i
+
+    def vector_block(self, operator: Operator, node, first, second=-1, predicate=-1) -> range:
+        """Add one vector row per truth of ``node`` (a Truths node): ``first``, ``second`` and
+        ``predicate`` are numbers or arrays (a row each), the inputs of one level."""
+        k = len(node.predicates)
+        levels = self.v_rows.levels
+        level = 1 + max(levels[int(np.min(first))], levels[int(np.min(second))] if np.min(second) >= 0 else 0)
+        self.steps.append((node, 1))
+        return self.v_rows.add_block(_block(k, operator.id, level, first, second, predicate), level)
+
+    def scalar(self, row: ScalarRow) -> int:
+        """Add one scalar row; ``row.truths`` may be a range (a node of many truths)."""
+        truths = row.truths
+        if row.attention >= 0:
+            level = 1 + self.v_rows.levels[row.attention]
+        else:
+            levels = self.s_rows.levels
+            level = 1 + (max(levels[truths.start:truths.stop]) if isinstance(truths, range)
+                         else max(levels[t] for t in truths))
+        j = self.s_rows.add((row.operator.id, level, row.attention))
+        if isinstance(truths, range):
+            self.edges.append(_block(len(truths), j, np.arange(truths.start, truths.stop)))
+        else:
+            self.edges.extend((j, t) for t in truths)
+        return j
+
+    def scalar_block(self, operator: Operator, attention=None, truths=None, groups=None) -> range:
+        """Add a block of scalar rows: one per ``attention`` row, one per pair (row) of ``truths``
+        ``(k, width)``, or one per group of ``groups`` ``(sizes, truth rows)``."""
+        if attention is not None:
+            level = 1 + self.v_rows.levels[int(attention[0])]
+            return self.s_rows.add_block(_block(len(attention), operator.id, level, attention), level)
+        levels = self.s_rows.levels
+        if truths is not None:
+            level = 1 + max(levels[int(t)] for t in truths[0])
+            rows = self.s_rows.add_block(_block(len(truths), operator.id, level, -1), level)
+            owners = np.repeat(np.arange(rows.start, rows.stop), truths.shape[1])
+            self.edges.append(np.stack([owners.reshape(truths.shape).T.ravel(), truths.T.ravel()], 1))
+            return rows
+        sizes, members = groups
+        level = 1 + levels[int(members[0])]
+        rows = self.s_rows.add_block(_block(len(sizes), operator.id, level, -1), level)
+        self.edges.append(np.stack([np.repeat(np.arange(rows.start, rows.stop), sizes), members], 1))
+        return rows
+
+
 @dataclass(frozen=True)
 class ProgramPlan:
     """A program as arrays of local indices (see the module docstring)."""
 
     # vector (attention) nodes
-    v_kind: np.ndarray
+    v_kind: np.ndarray  # the row's Operator, by its number in lowering.OPERATORS
     v_level: np.ndarray
     v_in0: np.ndarray  # local vector input (-1: none)
     v_in1: np.ndarray
@@ -92,7 +175,7 @@ class ProgramPlan:
     a_pred: np.ndarray
     a_rev: np.ndarray
     # scalar (truth) nodes
-    s_kind: np.ndarray
+    s_kind: np.ndarray  # likewise
     s_level: np.ndarray
     s_vin: np.ndarray  # local vector input (Aggregate), else -1
     # scalar arguments of Not/And/Or: (node, local scalar input)
@@ -105,7 +188,7 @@ class ProgramPlan:
     _steps: tuple  # compact form of `attention_steps` (AggregateEach blocks not expanded)
     # the row matrices the columns above are views of (what packing copies in one go)
     _tables: tuple = field(default=(), repr=False, compare=False)
-    grounding: "_GroundingRows | None" = field(default=None, repr=False, compare=False)
+    grounding: "GroundingRows | None" = field(default=None, repr=False, compare=False)
 
     @classmethod
     def of(cls, program: Program) -> "ProgramPlan":
@@ -115,120 +198,28 @@ class ProgramPlan:
 
     @classmethod
     def _build(cls, program: Program) -> "ProgramPlan":
-        # node -> its row(s). Nodes come from Program.nodes(), already deduplicated; a child may
-        # still be an equal but distinct object, so a miss by identity falls back to equality
-        vec, sca, each = _NodeIndex(), _NodeIndex(), _NodeIndex()
-        tops, values = _NodeIndex(), _NodeIndex()  # AggregateEach -> its last vector rows, its Filter_π[1] rows
-        allsame: list = []  # (AllSame row, input row, Filter_π[1] rows), for the grounding analysis
-        unary: dict = {}
-        binary: dict = {}
-        v_rows, s_rows = _Rows(5), _Rows(3)  # (kind, level, in0, in1, pred), (kind, level, vin)
-        atoms, edges, steps = [], [], []
-        for node in program.nodes():
-            if isinstance(node, Attention):
-                i = vec[node] = v_rows.n
-                steps.append(node)
-                in0 = in1 = pred = -1
-                if isinstance(node, Top):
-                    kind = V_TOP
-                elif isinstance(node, Filter):
-                    kind, in0 = V_FILTER, vec[node.input]
-                    pred = unary.setdefault(node.predicate, len(unary))
-                elif isinstance(node, Neg):
-                    kind, in0 = V_NEG, vec[node.input]
-                elif isinstance(node, Conjoin):
-                    kind, in0, in1 = V_CONJOIN, vec[node.left], vec[node.right]
-                elif isinstance(node, Relate):
-                    kind, in0 = _V_RELATE[node.quantifier], vec[node.input]
-                    for a in node.atoms:
-                        atoms.append((i, binary.setdefault(a.predicate, len(binary)), a.reverse))
-                else:
-                    raise ProgramStructureError(f"unknown attention node {type(node).__name__}")
-                level = 0 if in0 < 0 else 1 + max(v_rows.levels[in0], v_rows.levels[in1] if in1 >= 0 else 0)
-                v_rows.add((kind, level, in0, in1, pred))
-            elif isinstance(node, AggregateEach):
-                # K rows per operator on the shared input, then K aggregations: numpy blocks,
-                # since an open question may have 1,232 candidates
-                vin, k = vec[node.input], len(node.predicates)
-                preds = _local_ids(unary, node.predicates)
-                ks = np.arange(k)
-                if not node.negate:  # A_q(Filter_π[α])
-                    level = 1 + v_rows.levels[vin]
-                    last = v_rows.add_block(_block(k, V_FILTER, level, vin, -1, preds), level)
-                    steps.append((node, 1))
-                else:  # A_q(α ⊙ Neg[Filter_π[1]])
-                    top = vec.get(_TOP)
-                    if top is None:
-                        top = vec[_TOP] = v_rows.add((V_TOP, 0, -1, -1, -1))
-                        steps.append(_TOP)
-                    filters = v_rows.add_block(_block(k, V_FILTER, 1, top, -1, preds), 1)
-                    negs = v_rows.add_block(_block(k, V_NEG, 2, filters.start + ks, -1, -1), 2)
-                    level = 1 + max(2, v_rows.levels[vin])
-                    last = v_rows.add_block(_block(k, V_CONJOIN, level, vin, negs.start + ks, -1), level)
-                    steps.append((node, 3))
-                    values[node] = filters
-                tops[node] = last
-                each[node] = s_rows.add_block(_block(k, _S_AGG[node.quantifier], level + 1, last.start + ks), level + 1)
-            elif isinstance(node, Pairwise):
-                left, right = each[node.left], each[node.right]
-                level = 1 + max(s_rows.levels[left.start], s_rows.levels[right.start])
-                rows = s_rows.add_block(_block(len(left), S_AND, level, -1), level)
-                ks = np.arange(len(left))
-                pairs = np.empty((2 * len(left), 2), dtype=np.int64)
-                pairs[:, 0] = np.concatenate([rows.start + ks] * 2)
-                pairs[:, 1] = np.concatenate([left.start + ks, right.start + ks])
-                edges.append(pairs)
-                each[node] = rows
-            elif isinstance(node, AnyOfGroups):  # one Or row per group, its arguments in one block
-                rows = each[node.each]
-                level = 1 + s_rows.levels[rows.start]
-                groups = s_rows.add_block(_block(len(node.sizes), S_OR, level, -1), level)
-                pairs = np.empty((len(rows), 2), dtype=np.int64)
-                pairs[:, 0] = np.repeat(np.arange(groups.start, groups.stop), node.sizes)
-                pairs[:, 1] = np.arange(rows.start, rows.stop)
-                edges.append(pairs)
-                each[node] = groups
-            elif isinstance(node, (AnyOf, AllOf)):
-                rows = each[node.each]
-                level = 1 + s_rows.levels[rows.start]
-                j = sca[node] = s_rows.add((S_OR if isinstance(node, AnyOf) else S_AND, level, -1))
-                edges.append(_block(len(rows), j, np.arange(rows.start, rows.stop)))
-            elif isinstance(node, AllSame):  # arguments: A_∃(α), then A_∃(α ⊙ Neg[Filter_π[1]]) per value
-                nonempty, rows = sca[node.nonempty], each[node.each]
-                level = 1 + max(s_rows.levels[nonempty], s_rows.levels[rows.start])
-                j = sca[node] = s_rows.add((S_ALLSAME, level, -1))
-                edges.append((j, nonempty))
-                edges.append(_block(len(rows), j, np.arange(rows.start, rows.stop)))
-                allsame.append((j, vec[node.input], values[node.each]))
-            else:
-                if isinstance(node, Aggregate):
-                    kind, vin = _S_AGG[node.quantifier], vec[node.input]
-                    level = 1 + v_rows.levels[vin]
-                    args = ()
-                elif isinstance(node, (Not, And, Or)):
-                    kind = S_NOT if isinstance(node, Not) else S_AND if isinstance(node, And) else S_OR
-                    vin = -1
-                    args = [sca[a] for a in node.children()]
-                    level = 1 + max(s_rows.levels[a] for a in args)
-                else:
-                    raise ProgramStructureError(f"unknown truth node {type(node).__name__}")
-                j = sca[node] = s_rows.add((kind, level, vin))
-                edges.extend((j, a) for a in args)
-        v, s = v_rows.array(), s_rows.array()
-        a = np.array(atoms, dtype=np.int64).reshape(-1, 3)
-        e = _stack_pairs(edges)
-        candidates = np.concatenate([np.arange(each[c].start, each[c].stop) if c in each else [sca[c]]
-                                     for c in program.candidates]).astype(np.int64)
-        grounding = _GroundingRows.of(program, sca, each, tops, allsame)
+        plan = PlanBuilder()
+        for node in program.nodes():  # each after its inputs
+            lowering = lowering_of(type(node))
+            if lowering is None:
+                raise ProgramStructureError(f"unknown node {type(node).__name__}: no lowering is registered for it")
+            plan.rows[node] = lowering(node, plan)
+        v, s = plan.v_rows.array(), plan.s_rows.array()
+        a = np.array(plan.atoms, dtype=np.int64).reshape(-1, 3)
+        e = _stack_pairs(plan.edges)
+        rows = plan.rows
+        candidates = np.concatenate([np.arange(r.start, r.stop) if isinstance(r, range) else [r]
+                                     for r in map(rows.__getitem__, program.candidates)]).astype(np.int64)
+        grounding = GroundingRows.of(program, plan)
         return cls(
             v_kind=v[:, 0], v_level=v[:, 1], v_in0=v[:, 2], v_in1=v[:, 3], v_pred=v[:, 4],
             a_node=a[:, 0], a_pred=a[:, 1], a_rev=a[:, 2].astype(bool),
             s_kind=s[:, 0], s_level=s[:, 1], s_vin=s[:, 2],
             e_node=e[:, 0], e_arg=e[:, 1],
             candidates=candidates,
-            focus=vec[program.focus] if program.focus is not None else -1,
-            unary=tuple(unary), binary=tuple(binary), _steps=tuple(steps), _tables=(v, a, s, e),
-            grounding=grounding,
+            focus=rows[program.focus] if program.focus is not None else -1,
+            unary=tuple(plan.unary_index), binary=tuple(plan.binary_index), _steps=tuple(plan.steps),
+            _tables=(v, a, s, e), grounding=grounding,
         )
 
     def weight(self) -> int:
@@ -253,7 +244,7 @@ class ProgramPlan:
 
 
 @dataclass(frozen=True)
-class _GroundingRows:
+class GroundingRows:
     """What the grounding analysis (:mod:`nablafol.engine.grounding`) needs of a program beyond
     its rows, in local row indices. Candidates are separate formulas, so the analysis counts
     atoms once per candidate *entry* of ``Program.candidates``:
@@ -272,13 +263,14 @@ class _GroundingRows:
     allsame_values: np.ndarray
 
     @classmethod
-    def of(cls, program: Program, sca, each, tops, allsame: list) -> "_GroundingRows":
+    def of(cls, program: Program, plan: PlanBuilder) -> "GroundingRows":
         roots, merges = [], []
+        tops, allsame = plan.last_vector_rows, plan.all_same
         for u, c in enumerate(program.candidates):
-            if not isinstance(c, Truths):
-                roots.append(np.array([[u, sca[c]]]))
+            rows = plan.row(c)
+            if not isinstance(rows, range):
+                roots.append(np.array([[u, rows]]))
                 continue
-            rows = each[c]
             roots.append(_block(len(rows), u, np.arange(rows.start, rows.stop)))
             inner = c.each if isinstance(c, AnyOfGroups) else c
             group = (np.repeat(np.arange(len(c.sizes)), c.sizes) if isinstance(c, AnyOfGroups)
@@ -388,8 +380,12 @@ class _Shape:
 # --- a batch of programs, as sorted index arrays ----------------------------------------
 
 @dataclass
-class _Group:
-    kind: int
+class Group:
+    """Rows ``start:stop`` of one level and operator, in the sorted order of their store, and
+    the index arrays their operator reads (``in0``, ``in1``, ``table``, ``tables``/``reverse``:
+    a relate's atoms, ``vin``, ``args``/``pad``: the truths combined and which are padding)."""
+
+    operator: Operator
     start: int  # first row (sorted order) of this group in its store
     stop: int
     arrays: dict = field(default_factory=dict)  # numpy index arrays the kernel needs
@@ -421,6 +417,16 @@ class BatchPlan:
     s_rank: np.ndarray = field(default=None, repr=False)
     v_offset: np.ndarray = field(default=None, repr=False)
     s_offset: np.ndarray = field(default=None, repr=False)
+    # what executors derive from the plan (index tensors, oracle requests, steps), made once:
+    # a plan kept for one question at a time (Engine.plan) is run again and again
+    derived: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def kept(self, key, make):
+        """``make()``, computed once for this plan under the hashable ``key``."""
+        found = self.derived.get(key, _MISSING)
+        if found is _MISSING:
+            found = self.derived[key] = make()
+        return found
 
     @property
     def n_scalars(self) -> int:
@@ -450,7 +456,7 @@ def _padded(owner: np.ndarray, values: np.ndarray, n_rows: int, fill: int) -> np
 #: Packed programs an engine keeps, the most recently used, bounded by their summed rows
 #: (caching rule 2: nablafol.caching): a GQA validation run meets ~73,000 distinct programs, nearly
 #: all of ~20 rows, and a few thousand open questions of ~2,500 rows each (a block per candidate):
-#: a count bound that holds the small ones held the open ones too (0.7 GB at GQA's size)
+#: a count bound that holds the small ones held the open ones too (most of an eval's memory)
 PACKED_ROWS = 1 << 21
 _PACK_OVERHEAD_ROWS = 16  # the arrays and objects of a pack weigh about this many rows
 #: Plans of program shapes an engine keeps (most recently used, bounded by their rows)
@@ -459,7 +465,7 @@ SHAPE_ROWS = 1 << 20
 SINGLE_PLANS = 1 << 10
 
 
-class _Registry:
+class Registry:
     """Predicate -> small int, per engine, and the programs packed with those ids (kept here,
     since they depend on this registry's ids)."""
 
@@ -485,21 +491,17 @@ class _Registry:
         if not isinstance(program, Program):
             ProgramPlan.of(program)  # raises, naming what it was given
         packed = self._packed(program)
-        # hashing the program kept its shape on it for _pack; a cache hit for an equal program, or a
-        # plan kept on it, never took it: dropped here (an open question's shape holds its candidates)
-        program.__dict__.pop("_shape", None)
+        program.release_shape()  # a look-up that found an equal program's pack never took it
         return packed
 
     def _pack(self, program: Program) -> "_Packed":
         # the plan is built for packing only, not kept: the packed rows are all a batch needs;
         # programs of one shape (GQA: ~1,700 shapes for ~73,000 programs) share one plan
-        # (a program whose plan is kept on it, or with a node of a subclass, which the shape's key
-        # cannot see through as _build's isinstance does, is packed from its own plan)
-        plan = program.__dict__.get("_plan")
-        shape = _Shape.of(program) if plan is None else None
+        # (a program with a node of a kind the shape does not know is packed from its own plan)
+        shape = _Shape.of(program)
         if shape is not None:
             return _Packed.of(self._shaped(shape), self._ids(shape.unary + shape.binary))
-        plan = plan or ProgramPlan._build(program)
+        plan = ProgramPlan._build(program)
         return _Packed.of(plan, self._ids(plan.unary + plan.binary))
 
     def _ids(self, preds) -> np.ndarray:
@@ -522,13 +524,13 @@ class _Packed(NamedTuple):
     predicates in one pass (planning is per-program work). A named tuple: one is made per
     distinct program, and a frozen dataclass cost more to make."""
 
-    v: np.ndarray  # (nv, 5): kind, level, in0, in1, local unary predicate (-1: none); the plan's own
+    v: np.ndarray  # (nv, 5): operator number, level, in0, in1, local unary predicate (-1: none); the plan's own
     a: np.ndarray  # (na, 3): node, local binary predicate, reversed
-    s: np.ndarray  # (ns, 3): kind, level, vector input
+    s: np.ndarray  # (ns, 3): operator number, level, vector input
     e: np.ndarray  # (ne, 2): node, scalar argument
     candidates: np.ndarray
     focus: int
-    grounding: _GroundingRows
+    grounding: GroundingRows
     rows: int  # its weight (_weight), its plan's
     ids: np.ndarray  # engine-wide id of each local predicate, unary then binary
     n_unary: int
@@ -544,10 +546,10 @@ class _Packed(NamedTuple):
         return self.rows
 
 
-_GROUNDING_ARRAYS = tuple(f.name for f in fields(_GroundingRows))  # once: dataclasses.fields is slow
+_GROUNDING_ARRAYS = tuple(f.name for f in fields(GroundingRows))  # once: dataclasses.fields is slow
 
 
-def _weight(tables, candidates: np.ndarray, grounding: _GroundingRows) -> int:
+def _weight(tables, candidates: np.ndarray, grounding: GroundingRows) -> int:
     """What keeping a plan or a pack costs, in rows: its tables', its candidates', its grounding
     rows', and a fixed part for its arrays and objects (what the engine's caches are bounded by)."""
     grounding_rows = sum(len(getattr(grounding, name)) for name in _GROUNDING_ARRAYS)
@@ -579,12 +581,12 @@ def _distinct(keys: np.ndarray, bound: int) -> np.ndarray:
     return np.flatnonzero(seen)
 
 
-def build_batch_plan(programs: Sequence[Program], scenes: np.ndarray, registry: _Registry) -> BatchPlan:
+def build_batch_plan(programs: Sequence[Program], scenes: np.ndarray, registry: Registry) -> BatchPlan:
     if scenes.size and scenes.min() < 0:  # an index into the oracle's batch (a request's key is scene * n + id)
         raise ShapeError(f"scene index {int(scenes.min())} is negative")
     # a program object met again in the batch (a compiler hands out one object per question text)
     # is looked up once: the registry's look-up compares an equal program of another compiler
-    # node by node (5-9 µs, most of planning a batch)
+    # node by node (most of planning a batch)
     by_object: dict = {}  # id -> (the program, its pack): holding the program keeps its id its own
     packs = []
     for p in programs:
@@ -670,17 +672,15 @@ def build_batch_plan(programs: Sequence[Program], scenes: np.ndarray, registry: 
         kinds = v_sorted_kind[lo:hi]
         for kind in np.unique(kinds):
             a, b = lo + np.searchsorted(kinds, kind), lo + np.searchsorted(kinds, kind, side="right")
-            g = _Group(int(kind), int(a), int(b))
+            g = Group(OPERATORS[kind], int(a), int(b))
             orig = v_order[a:b]
-            if kind == V_FILTER:
-                g.arrays["in0"] = vrow(v_in0[orig])
+            for name, inputs in (("in0", v_in0), ("in1", v_in1)):
+                if (inputs[orig[:1]] >= 0).any():  # a row kind's inputs are all there or none
+                    g.arrays[name] = vrow(inputs[orig])
+            if has[orig[:1]].any():
                 g.arrays["table"] = np.searchsorted(unary_keys, u_key_per_node[orig])
-            elif kind in (V_NEG,) or kind >= V_RELATE_E:
-                g.arrays["in0"] = vrow(v_in0[orig])
-            elif kind == V_CONJOIN:
-                g.arrays["in0"], g.arrays["in1"] = vrow(v_in0[orig]), vrow(v_in1[orig])
-            if kind >= V_RELATE_E:
-                sel = (a_owner >= a) & (a_owner < b)
+            sel = (a_owner >= a) & (a_owner < b)
+            if sel.any():
                 neutral = len(binary_keys)  # an all-ones table appended after the oracle's
                 g.arrays["tables"] = _padded(a_owner[sel] - a, a_req[sel], b - a, neutral)
                 g.arrays["reverse"] = _padded(a_owner[sel] - a, a_rev[sel].astype(np.int64), b - a, 0).astype(bool)
@@ -689,16 +689,15 @@ def build_batch_plan(programs: Sequence[Program], scenes: np.ndarray, registry: 
         kinds = s_sorted_kind[lo:hi]
         for kind in np.unique(kinds):
             a, b = lo + np.searchsorted(kinds, kind), lo + np.searchsorted(kinds, kind, side="right")
-            g = _Group(int(kind), int(a), int(b))
+            g = Group(OPERATORS[kind], int(a), int(b))
             orig = s_order[a:b]
-            if kind <= S_AGG_N:
+            if (s_vin[orig[:1]] >= 0).any():
                 g.arrays["vin"] = vrow(s_vin[orig])
-            else:
-                sel = (e_owner >= a) & (e_owner < b)
-                fill = 1 if kind == S_OR else 0  # Or pads with log 0, And/Not with log 1
+            sel = (e_owner >= a) & (e_owner < b)
+            if sel.any():  # padded with log 1 (row 0), or log 0 (row 1) for an operator that says so
+                fill = 0 if g.operator.pads_with_true else 1
                 g.arrays["args"] = _padded(e_owner[sel] - a, e_row[sel], b - a, fill)
-                if kind == S_ALLSAME:  # its values' padding is masked (a ratio of 1), its first argument is A_∃(α)
-                    g.arrays["pad"] = g.arrays["args"][:, 1:] < CONST
+                g.arrays["pad"] = g.arrays["args"] < CONST
             sgroups.append(g)
         levels.append((vgroups, sgroups))
 

@@ -101,6 +101,19 @@ _box = attrgetter("x", "y", "w", "h")
 _values_of = methodcaller("values")
 
 
+#: Raw strings of graphs whose columns a vocabulary keeps at most, per kind (names, values,
+#: relations); cleared when full, so that a stream of distinct spellings does not grow them
+#: without end. Only the look-up is forgotten: a column, once numbered, keeps its number, and
+#: the strings outside the ontology stay recorded (as they stay counted, with their columns)
+RAW_STRINGS_KEPT = 1 << 16
+
+
+def _room(cache: dict) -> None:
+    """Make room in a raw-string cache."""
+    if len(cache) >= RAW_STRINGS_KEPT:
+        cache.clear()
+
+
 def _default_ontology():
     from nablafol.dsl import Ontology  # imported late: dsl is torch-free and optional for TableOracle users
     return Ontology.gqa()
@@ -190,6 +203,7 @@ class PredicateColumns:
             keys += [("name", p) for p in ("he", "she") if gender in (None, PERSON_PRONOUNS[p])]
         if gender is not None and group:  # a group's name tells its members' gender
             keys.append(("attr", gender))
+        _room(self.label_cache)
         found = self.label_cache[raw] = tuple(self._column(*k) for k in keys)
         if outside:
             self.outside_names.add(raw)
@@ -211,6 +225,7 @@ class PredicateColumns:
         value = self.ontology.normalize(raw)
         outside = not self.ontology.is_attribute_value(value)
         keys = [("attr", value)] + [("trait", t) for t, vals in traits.TRAIT_ATTRIBUTES.items() if value in vals]
+        _room(self.value_cache)
         found = self.value_cache[raw] = tuple(self._column(*k) for k in keys)
         if outside:
             self.outside_values.add(raw)
@@ -227,12 +242,15 @@ class PredicateColumns:
         found = self.relation_cache.get(raw)
         if found is not None:
             return found, raw in self.outside_relations
+        name = self.ontology.normalize(raw)
         col = self.relations.get(raw.strip())
         if col is None:
-            col = self.relations.get(self.ontology.normalize(raw))
-        outside = col is None
+            col = self.relations.get(name)
+        # asked of the ontology, not of the columns (which number outside names too once met)
+        outside = raw.strip() not in self.ontology.relations and name not in self.ontology.relations
         if col is None:
-            col = self.relations[self.ontology.normalize(raw)] = len(self.relations)
+            col = self.relations[name] = len(self.relations)
+        _room(self.relation_cache)
         self.relation_cache[raw] = col
         if outside:
             self.outside_relations.add(raw)
@@ -327,8 +345,9 @@ class SceneGraphOracle:
             value_cols = list(map(cols.value_cache.__getitem__, value_raws))
         except KeyError:
             self._in_file_order(names, values, scene_pairs, len(graphs), count=False)
-            label_cols = list(map(cols.label_cache.__getitem__, name_raws))
-            value_cols = list(map(cols.value_cache.__getitem__, value_raws))
+            # one by one if the batch held more new strings than a cache keeps
+            label_cols = list(map(cols.label_columns, name_raws))
+            value_cols = list(map(cols.value_columns, value_raws))
         if not (cols.outside_names.isdisjoint(name_raws) and cols.outside_values.isdisjoint(value_raws)):
             self._in_file_order(names, values, scene_pairs, len(graphs), count=True)
         n_columns = cols.n_unary
@@ -426,7 +445,7 @@ class SceneGraphOracle:
         except KeyError:  # names new to the vocabulary: numbered as met in the batch's set of names
             for name in set(names):
                 cols.relation_column(name)
-            column = np.fromiter(map(cols.relation_cache.__getitem__, names), dtype=np.int64, count=len(names))
+            column = np.fromiter(map(cols.relation_column, names), dtype=np.int64, count=len(names))
         n_columns = max(1, len(self.columns.relations))
         owner = np.asarray(owner, dtype=np.int64)
         target = np.asarray(targets, dtype=np.int64)

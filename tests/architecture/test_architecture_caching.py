@@ -57,15 +57,15 @@ def test_a_weighted_cache_keeps_the_most_recent_results_within_its_budget():
 
 
 def test_an_engine_keeps_packed_programs_by_their_rows_not_their_number():
-    from nablafol.engine.planning import _Registry
+    from nablafol.engine.planning import Registry
     from nablafol.ir import Aggregate, AggregateEach, Filter, Predicate, Program, Quantifier, Top
     names = tuple(Predicate(f"n{i}") for i in range(300))
     small = [Program.yes_no(Aggregate(Quantifier.EXISTS, Filter(Predicate(f"s{i}"), Top()))) for i in range(40)]
     big = [Program((AggregateEach(Quantifier.EXISTS, names, Filter(Predicate(f"b{i}"), Top())),),
                    tuple(p.name for p in names)) for i in range(10)]
-    heavy, light = _Registry().packed(big[0]).weight(), _Registry().packed(small[0]).weight()
+    heavy, light = Registry().packed(big[0]).weight(), Registry().packed(small[0]).weight()
     assert heavy > 20 * light
-    registry = _Registry(cache_rows=heavy + 5 * light)  # one open program and five yes/no ones
+    registry = Registry(cache_rows=heavy + 5 * light)  # one open program and five yes/no ones
     for program in small + big:
         registry.packed(program)
     assert registry._packed.cache_info().currsize == 1  # the last open program pushed out the rest

@@ -127,21 +127,21 @@ def test_a_kept_one_program_plan_answers_as_a_fresh_one(a, b):
     assert engine.plan([a.program], [1]) is engine.plan([a.program], [1])  # kept, not rebuilt
     engine([b.program], oracle, scenes=[0])  # another program in between
     again = engine([a.program], oracle, scenes=[1])
-    fresh = engine.run(build_batch_plan([a.program], np.array([1]), engine._registry), oracle)
+    fresh = engine.run(build_batch_plan([a.program], np.array([1]), engine.registry), oracle)
     assert torch.equal(first.log_probs, again.log_probs) and torch.equal(again.log_probs, fresh.log_probs)
     assert torch.equal(again.focus, fresh.focus) and again.labels == fresh.labels
     # the kept plan keeps its index tensors and oracle requests: another oracle's tables are still read
     other = TableOracle([a.tables, b.tables])
     kept = engine([a.program], other, scenes=[1])
-    fresh = engine.run(build_batch_plan([a.program], np.array([1]), engine._registry), other)
+    fresh = engine.run(build_batch_plan([a.program], np.array([1]), engine.registry), other)
     assert torch.equal(kept.log_probs, fresh.log_probs) and torch.equal(kept.focus, fresh.focus)
 
 
 def test_what_a_plan_keeps_is_found_by_the_array_itself_never_by_a_reused_id():
     from nablafol.engine.execution import _kept_on_plan
-    from nablafol.engine.planning import _Registry, build_batch_plan
+    from nablafol.engine.planning import Registry, build_batch_plan
     program = Program.yes_no(Aggregate(Quantifier.EXISTS, Filter(Predicate("p0"), Top())))
-    plan = build_batch_plan([program], np.array([0]), _Registry())
+    plan = build_batch_plan([program], np.array([0]), Registry())
     made = []
 
     def make(a):

@@ -10,7 +10,7 @@ import pytest
 
 from engine_helpers import run_engine
 from nablafol.engine import Engine
-from nablafol.engine.planning import ProgramPlan, _Registry, _Shape
+from nablafol.engine.planning import ProgramPlan, Registry, _Shape
 from nablafol.ir import (AggregateEach, And, Aggregate, AnyOfGroups, Atom, Conjoin, Filter, Node, Not, Or, Pairwise,
                          Predicate, Program, Quantifier, Relate, Top)
 from nablafol.testing.strategies import default_vocabulary, programs, tables_for
@@ -111,9 +111,9 @@ def packed_with_predicates(registry, program):
 @given(programs(UNARY, BINARY, max_depth=4), renamings())
 def test_a_program_planned_from_its_shape_is_packed_as_if_planned_alone(program, rename):
     other = renamed(program, rename)
-    shared = _Registry()
+    shared = Registry()
     shared.packed(program)  # the shape's plan is built from `program`
-    alone = _Registry()
+    alone = Registry()
     assert packed_with_predicates(shared, other) == packed_with_predicates(alone, other)
     assert (_Shape.of(other) == _Shape.of(program)) == (len(set(rename[p] for p in program.predicates()))
                                                       == len(program.predicates()))
@@ -124,9 +124,9 @@ def test_a_program_planned_from_its_shape_is_packed_as_if_planned_alone(program,
 @given(programs(UNARY, BINARY, max_depth=4), st.integers(0, 5))
 def test_programs_differing_beyond_their_predicates_do_not_share_a_plan(program, site):
     other = perturbed(program, site)
-    shared = _Registry()
+    shared = Registry()
     shared.packed(program)
-    assert packed_with_predicates(shared, other) == packed_with_predicates(_Registry(), other)
+    assert packed_with_predicates(shared, other) == packed_with_predicates(Registry(), other)
 
 
 @pytest.mark.slow
@@ -134,9 +134,9 @@ def test_programs_differing_beyond_their_predicates_do_not_share_a_plan(program,
 @given(programs(UNARY, BINARY, max_depth=4), st.integers(-2, 4))
 def test_programs_wired_otherwise_do_not_share_a_plan(program, site):
     other = rewired(program, site)
-    shared = _Registry()
+    shared = Registry()
     shared.packed(program)
-    assert packed_with_predicates(shared, other) == packed_with_predicates(_Registry(), other)
+    assert packed_with_predicates(shared, other) == packed_with_predicates(Registry(), other)
 
 
 def _wirings():
@@ -159,9 +159,9 @@ def _wirings():
 def test_the_shape_tells_apart_programs_wired_otherwise():
     for first, second in _wirings():
         for a, b in ((first, second), (second, first)):
-            shared = _Registry()
+            shared = Registry()
             shared.packed(a)
-            assert packed_with_predicates(shared, b) == packed_with_predicates(_Registry(), b), (a, b)
+            assert packed_with_predicates(shared, b) == packed_with_predicates(Registry(), b), (a, b)
 
 
 def test_a_program_with_a_node_of_a_subclass_is_planned_alone():
@@ -173,9 +173,9 @@ def test_a_program_with_a_node_of_a_subclass_is_planned_alone():
     plain = Program.yes_no(And((Aggregate(Quantifier.EXISTS, Filter(p, Top())), Aggregate(Quantifier.EXISTS, Filter(q, Top())),
                                 Aggregate(Quantifier.EXISTS, Filter(p, Top())))))
     assert _Shape.of(odd) is None
-    shared = _Registry()
+    shared = Registry()
     shared.packed(plain)
-    assert packed_with_predicates(shared, odd) == packed_with_predicates(_Registry(), odd)
+    assert packed_with_predicates(shared, odd) == packed_with_predicates(Registry(), odd)
     assert [row[4] for row in packed_with_predicates(shared, odd)[0] if row[4] is not None] == [p, q, p]
 
 
@@ -193,15 +193,16 @@ def test_answers_of_a_program_planned_from_its_shape_equal_those_planned_alone(p
 
 
 def test_programs_that_differ_in_predicates_only_build_one_plan():
-    registry = _Registry()
+    registry = Registry()
     made = [Program.yes_no(Aggregate(Quantifier.EXISTS, Filter(p, Top()))) for p in UNARY]
     for program in made:
         registry.packed(program)
     info = registry._shaped.cache_info()
     assert (info.misses, info.hits) == (1, len(made) - 1)
-    # a program whose plan is already kept on it is packed from that plan, not from its shape
+    # a program whose plan is kept on it (ProgramPlan.of) is packed by its shape all the same
+    # (the registry reads nothing another module keeps on a program), to the same rows
     kept = Program.yes_no(Aggregate(Quantifier.FORALL, Filter(UNARY[0], Top())))
     ProgramPlan.of(kept)
-    fresh = _Registry()
-    assert np.array_equal(fresh.packed(kept).v, ProgramPlan._build(kept)._tables[0])
-    assert fresh._shaped.cache_info().misses == 0
+    fresh = Registry()
+    assert np.array_equal(fresh.packed(kept).v, ProgramPlan.of(kept)._tables[0])
+    assert fresh._shaped.cache_info().misses == 1

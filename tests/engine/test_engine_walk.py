@@ -145,11 +145,11 @@ def test_equal_programs_hash_equal_whichever_walk_made_the_hash(program, picks, 
 
 
 def test_the_shape_is_kept_only_until_planning_takes_it():
-    from nablafol.engine.planning import _Registry
+    from nablafol.engine.planning import Registry
     program = Program.yes_no(Aggregate(E, Filter(UNARY[0], Relate.of(BINARY[0], E, Top()))))
     program.predicates()  # the walk made the shape too
     assert program.__dict__.get("_shape") is not None
-    _Registry().packed(program)
+    Registry().packed(program)
     assert "_shape" not in program.__dict__  # taken: a shape weighs as much as the predicates
     assert program.shape() == program.shape() and "_shape" not in program.__dict__
 
@@ -157,9 +157,9 @@ def test_the_shape_is_kept_only_until_planning_takes_it():
 def test_an_equal_program_served_from_the_cache_keeps_no_shape_either():
     import copy
 
-    from nablafol.engine.planning import _Registry
+    from nablafol.engine.planning import Registry
     program = Program.yes_no(Aggregate(E, Filter(UNARY[0], Relate.of(BINARY[0], E, Top()))))
-    registry = _Registry()
+    registry = Registry()
     registry.packed(program)
     twin = copy.deepcopy(program)
     hash(twin)  # the walk keeps its shape for packing; the pack comes from the cache instead
@@ -228,8 +228,8 @@ def test_a_shape_is_made_again_by_the_nodes_kinds_not_the_predicates_arities(mon
 
 
 def test_a_program_packed_again_after_its_pack_was_evicted_is_not_walked_again(monkeypatch):
-    from nablafol.engine.planning import _Registry
-    registry = _Registry(cache_rows=1)  # room for no pack: each is evicted at once
+    from nablafol.engine.planning import Registry
+    registry = Registry(cache_rows=1)  # room for no pack: each is evicted at once
     program = Program.yes_no(Aggregate(E, Filter(UNARY[0], Relate.of(BINARY[0], E, Top()))))
     first = registry.packed(program)
     walked = walks_counted(monkeypatch)

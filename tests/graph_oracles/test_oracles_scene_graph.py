@@ -480,3 +480,18 @@ def test_only_the_scene_graph_oracle_itself_promises_zeros_at_padding():
 
     graphs = [_graph({"1": {"name": "man"}})]
     assert SceneGraphOracle(graphs).pads_with_zeros and not Noisy(graphs).pads_with_zeros
+
+
+@given(_probabilistic_scenes(), _relation_scenes())
+def test_a_vocabulary_keeps_few_raw_strings_and_answers_the_same(graphs, relation_graphs):
+    """The raw-string caches are bounded (cleared when full): with room for two strings, the facts,
+    the unknown strings' counts and the relation tables are those of the plain loops."""
+    from nablafol.graph_oracles import scene_graph
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(scene_graph, "RAW_STRINGS_KEPT", 2)
+        columns = SceneGraphOracle(graphs).columns  # shared by every oracle over the ontology
+        for cache in (columns.label_cache, columns.value_cache, columns.relation_cache):
+            cache.clear()
+        test_name_and_value_facts_equal_the_plain_loop_bit_for_bit.hypothesis.inner_test(graphs)
+        test_relation_tables_equal_the_plain_loop_bit_for_bit.hypothesis.inner_test(relation_graphs)
+        assert max(map(len, (columns.label_cache, columns.value_cache, columns.relation_cache))) <= 2
