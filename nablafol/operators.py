@@ -25,7 +25,7 @@ import enum
 
 import torch
 
-from .numerics import log1mexp, log1mexp_nonpositive, masked_sum, pick_branch
+from .numerics import log1mexp, log1mexp_nonpositive, log1mexp_slope, masked_sum, pick_branch
 
 NEG_INF = float("-inf")
 
@@ -234,6 +234,9 @@ class _NoneTrue(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad):
         log_r, log_y = ctx.saved_tensors
+        if torch.is_grad_enabled():  # create_graph=True: the backward itself is differentiated
+            d = log1mexp_slope(log_r + log_y[:, None, :]) * grad[:, :, None]
+            return (d if ctx.needs_input_grad[0] else None), (d.sum(1) if ctx.needs_input_grad[1] else None), None
         rows = log_r.shape[0]
         grad_r = torch.empty_like(log_r) if ctx.needs_input_grad[0] else None
         grad_y = torch.empty_like(log_y) if ctx.needs_input_grad[1] else None
