@@ -28,10 +28,19 @@ import torch
 from .numerics import log1mexp, log1mexp_nonpositive, log1mexp_slope, masked_sum, pick_branch
 
 NEG_INF = float("-inf")
+_SYMBOLS = {"forall": "∀", "exists": "∃", "not_exists": "∄"}
 
 
 class Quantifier(str, enum.Enum):
-    """A quantifier and its aggregation ``A_q`` (paper, eqs. 6-8)."""
+    """A quantifier and its aggregation ``A_q`` (paper, eqs. 6-8): ``FORALL`` is ``∀`` (``A_∀``),
+    ``EXISTS`` is ``∃`` (``A_∃``), ``NOT_EXISTS`` is ``∄`` (``A_∄``, "none"). Each is found by its
+    value, its symbol or its name:
+
+        >>> Quantifier("∄") is Quantifier("NOT_EXISTS") is Quantifier("not_exists") is Quantifier.NOT_EXISTS
+        True
+        >>> [q.symbol for q in Quantifier]
+        ['∀', '∃', '∄']
+    """
 
     FORALL = "forall"
     EXISTS = "exists"
@@ -39,7 +48,15 @@ class Quantifier(str, enum.Enum):
 
     @property
     def symbol(self) -> str:
-        return {"forall": "∀", "exists": "∃", "not_exists": "∄"}[self.value]
+        return _SYMBOLS[self.value]
+
+    @classmethod
+    def _missing_(cls, value):
+        if isinstance(value, str):
+            for q in cls:
+                if value in (q.name, _SYMBOLS[q.value]):
+                    return q
+        return None
 
     def __str__(self) -> str:
         return self.symbol
