@@ -19,7 +19,6 @@ Every case :func:`scenes_and_programs` draws is one :func:`brute_force` enumerat
 """
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,6 +30,7 @@ except ImportError as e:  # pragma: no cover - hypothesis is a test dependency
 
 from ..ir import (AllOf, AllSame, Aggregate, AggregateEach, And, AnyOf, AnyOfGroups, Atom, Attention, Conjoin, Filter,
                   Neg, Not, Or, Pairwise, Predicate, Program, Quantifier, Relate, Top, Truth, Truths)
+from ..caching import bounded_cache
 from .reference import MAX_UNCERTAIN_ATOMS, repeated_predicates
 
 quantifiers = st.sampled_from(list(Quantifier))
@@ -198,8 +198,10 @@ _CRISP, _ANY, _UNCERTAIN = probabilities(crisp=True), probabilities(), uncertain
 _SPREAD = st.integers(0, 2 ** 31 - 1)
 
 
-@functools.lru_cache(maxsize=64)
-def _programs_of(unary: tuple, binary: tuple, max_depth: int):
-    """:func:`programs`, made once per vocabulary: hypothesis validates a new recursive strategy on
-    its first draw, most of a case's drawing when made anew for each case."""
+def _new_programs(unary: tuple, binary: tuple, max_depth: int):
+    """:func:`programs`, made once per vocabulary (:data:`_programs_of`): hypothesis validates a new
+    recursive strategy on its first draw, most of a case's drawing when made anew for each case."""
     return programs(unary, binary, max_depth)
+
+
+_programs_of = bounded_cache(_new_programs, 64)
