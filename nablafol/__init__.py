@@ -24,6 +24,7 @@ _EXPORTS = {
     "Or": "ir",
     "Quantifier": "operators",
     "Oracle": "oracle", "Requests": "oracle", "TableOracle": "oracle",
+    "answer_loss": "losses", "explain": "explain",
 }
 __all__ = list(_EXPORTS)
 

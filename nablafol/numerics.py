@@ -83,6 +83,20 @@ def _log1mexp_derivative(x: torch.Tensor) -> torch.Tensor:
     return torch.where(x == 0, torch.zeros_like(x), -1.0 / denom)
 
 
+def log1mexp_slope(x: torch.Tensor) -> torch.Tensor:
+    """``d/dx log(1 - e^x) = -e^x / (1 - e^x)`` as plain operations that autograd differentiates
+    again (gradients of any order), 0 at the exact end ``x = 0`` as the first-order backward, and
+    ``-exp(x - log(1 - e^x))`` rather than ``-1 / expm1(-x)``: at ``x = -inf`` (an exact 0, padding)
+    the latter's own derivative is ``0 · inf = nan``, this one's is 0.
+
+    >>> log1mexp_slope(torch.log(torch.tensor([0.0, 0.5, 1.0])))
+    tensor([-0., -1., 0.])
+    """
+    end = x >= 0
+    inside = x.masked_fill(end, -1.0)  # the end's values are replaced below: nothing flows through them
+    return (-torch.exp(inside - log1mexp(inside))).masked_fill(end, 0.0)
+
+
 class _Log1mExp(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, guard):
@@ -92,6 +106,8 @@ class _Log1mExp(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad):
         (x,) = ctx.saved_tensors
+        if torch.is_grad_enabled():  # create_graph=True: this backward is differentiated in turn
+            return grad * log1mexp_slope(x), None
         return grad * _log1mexp_derivative(x), None
 
 

@@ -25,13 +25,22 @@ import enum
 
 import torch
 
-from .numerics import log1mexp, log1mexp_nonpositive, log_half, masked_sum
+from .numerics import log1mexp, log1mexp_nonpositive, log1mexp_slope, log_half, masked_sum
 
 NEG_INF = float("-inf")
+_SYMBOLS = {"forall": "∀", "exists": "∃", "not_exists": "∄"}
 
 
 class Quantifier(str, enum.Enum):
-    """A quantifier and its aggregation ``A_q`` (paper, eqs. 6-8)."""
+    """A quantifier and its aggregation ``A_q`` (paper, eqs. 6-8): ``FORALL`` is ``∀`` (``A_∀``),
+    ``EXISTS`` is ``∃`` (``A_∃``), ``NOT_EXISTS`` is ``∄`` (``A_∄``, "none"). Each is found by its
+    value, its symbol or its name:
+
+        >>> Quantifier("∄") is Quantifier("NOT_EXISTS") is Quantifier("not_exists") is Quantifier.NOT_EXISTS
+        True
+        >>> [q.symbol for q in Quantifier]
+        ['∀', '∃', '∄']
+    """
 
     FORALL = "forall"
     EXISTS = "exists"
@@ -39,7 +48,15 @@ class Quantifier(str, enum.Enum):
 
     @property
     def symbol(self) -> str:
-        return {"forall": "∀", "exists": "∃", "not_exists": "∄"}[self.value]
+        return _SYMBOLS[self.value]
+
+    @classmethod
+    def _missing_(cls, value):
+        if isinstance(value, str):
+            for q in cls:
+                if value in (q.name, _SYMBOLS[q.value]):
+                    return q
+        return None
 
     def __str__(self) -> str:
         return self.symbol
@@ -233,6 +250,9 @@ class _NoneTrue(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad):
         log_r, log_y = ctx.saved_tensors
+        if torch.is_grad_enabled():  # create_graph=True: the backward itself is differentiated
+            d = log1mexp_slope(log_r + log_y[:, None, :]) * grad[:, :, None]
+            return (d if ctx.needs_input_grad[0] else None), (d.sum(1) if ctx.needs_input_grad[1] else None), None
         rows = log_r.shape[0]
         grad_r = torch.empty_like(log_r) if ctx.needs_input_grad[0] else None
         grad_y = torch.empty_like(log_y) if ctx.needs_input_grad[1] else None

@@ -82,6 +82,35 @@ class Oracle(Protocol):
         """``(R, N, N)`` log-probabilities of binary predicates."""
 
 
+def scene_sizes(num_objects) -> torch.Tensor:
+    """An oracle's ``num_objects`` as the engine reads it, a ``(B,)`` int64 tensor: given as such a
+    tensor (any integer dtype), a list or tuple of whole numbers, or one whole number (one scene).
+    Anything else is refused in one line.
+
+        >>> scene_sizes(3), scene_sizes([2, 4]), scene_sizes(torch.tensor([5], dtype=torch.int32))
+        (tensor([3]), tensor([2, 4]), tensor([5]))
+    """
+    if type(num_objects) is torch.Tensor and num_objects.dtype == torch.long and num_objects.dim() == 1:
+        return num_objects  # the common case: nothing to convert
+    if torch.is_tensor(num_objects):
+        if num_objects.dtype.is_floating_point or num_objects.dtype.is_complex or num_objects.dtype == torch.bool:
+            raise ShapeError(f"num_objects: expected whole numbers, got a tensor of dtype {num_objects.dtype}")
+        sizes = num_objects.reshape(-1) if num_objects.dim() == 0 else num_objects
+        if sizes.dim() != 1:
+            raise ShapeError(f"num_objects: expected one size per scene, got a tensor of shape {tuple(num_objects.shape)}")
+        sizes = sizes.long()
+    else:
+        values = [num_objects] if isinstance(num_objects, (int, np.integer)) else num_objects
+        if not isinstance(values, (list, tuple, np.ndarray)) or not all(
+                isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in values):
+            raise ShapeError(f"num_objects: expected a tensor, a list of whole numbers or a whole number, "
+                             f"got {num_objects!r:.80}")
+        sizes = torch.tensor([int(v) for v in values], dtype=torch.long)
+    if sizes.numel() and bool((sizes < 0).any()):
+        raise ShapeError(f"num_objects: a scene cannot have {int(sizes.min())} objects")
+    return sizes
+
+
 def _check_probabilities(tables: list) -> None:
     """Every table of ``tables`` (``(scene, predicate, values)`` in the order given) holds
     probabilities (no NaN, nothing outside [0, 1]); else the first bad value is named. One check
@@ -111,8 +140,43 @@ def _check_probabilities(tables: list) -> None:
         bad = ~inside(t)
         if bool(bad.any()):
             first = tuple(int(i) for i in bad.nonzero()[0])
-            raise ProbabilityError(f"scene {b}, predicate {pred.name!r}: value {t[first].item()!r} at {first} "
+            raise ProbabilityError(f"scene {b}, predicate {pred.name!r}: value {t[first].detach().item()!r} at {first} "
                                    f"is not a probability in [0, 1]")
+
+
+def _plain_match(predicate: Predicate, tables: Mapping) -> "Predicate | None | list":
+    """The one key of ``tables`` that answers ``predicate`` by its name and arity, where one side
+    names no kind (a plain ``"red"`` table answers a compiled ``Predicate("red", kind="attr")``, a
+    table given for ``Predicate("red", kind="attr")`` answers a plain ``Predicate("red")``); None
+    when there is none, the list of them when there are several (ambiguous)."""
+    kinds = [k for k in tables if k.name == predicate.name and k.arity == predicate.arity
+             and (k.kind == "" or predicate.kind == "") and k != predicate]
+    return kinds[0] if len(kinds) == 1 else (kinds or None)
+
+
+def _shown(key: Predicate) -> str:
+    return repr(key.name) if not key.kind else f"Predicate({key.name!r}, kind={key.kind!r})" if key.arity == 1 else \
+        f"Predicate({key.name!r}, arity={key.arity}, kind={key.kind!r})"
+
+
+def _table_key(scene: int, predicate: Predicate, tables: Mapping) -> Predicate:
+    """The key of scene ``scene``'s ``tables`` that answers ``predicate`` (:func:`_plain_match`); a
+    predicate none answers, or several, is refused in one line listing the keys to use."""
+    match = _plain_match(predicate, tables)
+    if isinstance(match, Predicate):
+        return match
+    what = f"predicate {predicate.name!r} (kind {predicate.kind!r}, arity {predicate.arity})"
+    if match:
+        raise UnknownPredicateError(f"TableOracle: scene {scene}: {what} is ambiguous: its tables "
+                                    f"{', '.join(map(_shown, sorted(match)))} all answer it; give the program's "
+                                    f"predicate one of their kinds")
+    same_name = [k for k in tables if k.name == predicate.name]
+    keys = sorted(tables, key=lambda k: (k.name, k.kind))
+    listed = ", ".join(map(_shown, keys[:12])) + (f", ... ({len(keys)} in all)" if len(keys) > 12 else "")
+    hint = (f"; give it under {predicate.name!r} (any kind) or {_shown(predicate)}" if not same_name else
+            f"; {', '.join(map(_shown, same_name))} has another arity or kind")
+    raise UnknownPredicateError(f"TableOracle: scene {scene} has no table for {what}{hint}; "
+                                f"its {'unary' if predicate.arity == 1 else 'binary'} tables: {listed or 'none'}")
 
 
 _FEW_TABLES = 32  # up to this many tables, their sizes are checked in Python (numpy's calls cost more)
@@ -123,17 +187,25 @@ class TableOracle(torch.nn.Module):
 
     ``scenes[b]`` maps a predicate (a :class:`Predicate`, or a plain name: arity is then
     read from the value's shape) to a probability vector ``(n_b,)`` or matrix
-    ``(n_b, n_b)``. Values may be tensors that require grad: gradients flow back to them.
-    ``num_objects`` gives scene sizes when a scene has no table to infer it from.
+    ``(n_b, n_b)``. A plain name answers a predicate of that name and arity of any kind (a
+    compiled GQA program's ``Predicate("red", kind="attr")``), and a table keyed by a kind's
+    predicate answers the plain one, unless several tables would (then the error lists them). Values may be tensors that require grad: gradients flow back to them.
+    ``num_objects`` (a tensor, a list, or one number for one scene: :func:`scene_sizes`) gives scene
+    sizes when a scene has no table to infer it from.
 
     It is the building block of other oracles: anything that can produce such tables
     (scene graphs, detectors) can hand them to this class.
     """
 
-    def __init__(self, scenes: Sequence[Mapping], num_objects: Sequence[int] | None = None, device=None):
+    def __init__(self, scenes: Sequence[Mapping], num_objects: Sequence[int] | int | torch.Tensor | None = None,
+                 device=None):
         super().__init__()
         if isinstance(scenes, Mapping):
             scenes = [scenes]
+        if num_objects is not None:
+            num_objects = scene_sizes(num_objects).tolist()
+            if len(num_objects) != len(scenes):
+                raise ShapeError(f"num_objects gives {len(num_objects)} sizes for {len(scenes)} scenes")
         self._unary: list[dict[Predicate, torch.Tensor]] = []
         self._binary: list[dict[Predicate, torch.Tensor]] = []
         sizes, checked = [], []
@@ -167,6 +239,7 @@ class TableOracle(torch.nn.Module):
         _check_probabilities(checked)
         self.register_buffer("_num_objects", torch.tensor(sizes, dtype=torch.long, device=device), persistent=False)
         self._max_objects = max(sizes, default=0)  # a plain int: no device sync per request
+        self._keys: dict = {}  # (scene, predicate asked) -> the key of its table, where they differ (_key)
 
     @property
     def num_objects(self) -> torch.Tensor:
@@ -183,16 +256,22 @@ class TableOracle(torch.nn.Module):
 
     def knows(self, predicate: Predicate) -> bool:
         store = self._unary if predicate.arity == 1 else self._binary
-        return any(predicate in tables for tables in store)
+        return any(predicate in tables or _plain_match(predicate, tables) is not None for tables in store)
+
+    def _key(self, scene: int, predicate: Predicate, tables: Mapping) -> Predicate:
+        """:func:`_table_key`, found once per scene and predicate (a model asks the same ones at every step)."""
+        key = self._keys.get((scene, predicate))
+        if key is None:
+            key = self._keys[(scene, predicate)] = _table_key(scene, predicate, tables)
+        return key
 
     def _gather(self, requests: Requests, store, arity: int) -> torch.Tensor:
         n = self._max_objects
         try:
             found = [store[scene][pred] for scene, pred in requests.pairs()]
-        except KeyError:
-            scene, pred = next((s, p) for s, p in requests.pairs() if p not in store[s])
-            raise UnknownPredicateError(f"TableOracle: scene {scene} has no table for predicate {pred.name!r} "
-                                        f"(arity {pred.arity})") from None
+        except KeyError:  # a plain name for a kind's predicate, or the other way round; else refused
+            found = [tables[pred] if pred in tables else tables[self._key(scene, pred, tables)]
+                     for scene, pred in requests.pairs() for tables in (store[scene],)]
         if not found:
             return safe_log(torch.zeros((0,) + (n,) * arity, device=self._num_objects.device))
         # one stack and one pad per scene size, not one per request (the tables of a batch of

@@ -23,7 +23,7 @@ from nablafol.data import Question
 from nablafol.errors import NablafolError
 from nablafol.semantic_parser import SemanticParser, load_parser
 
-from .execution import Outcome, answer_questions, feature_perception, golden_perception
+from .execution import Outcome, answer_questions, explain_question, feature_perception, golden_perception
 
 __all__ = ["Asker", "Reply", "UnanswerableQuestionError", "LOW_READING"]
 
@@ -55,6 +55,7 @@ class Reply:
     attention: dict = field(default_factory=dict)  # object id -> attention of the answer step
     guessed: bool = False  # every candidate at probability 0: the answer is the first, by no evidence
     fallback: bool = False  # its objects were none under the ontology: answered widened (the FOL shown is that one)
+    explanation: object = None  # a nablafol.explain.Explanation when asked for (``nablafol answer --explain``)
 
     def to_dict(self) -> dict:
         """The reply as JSON-ready data (``nablafol answer --json``)."""
@@ -63,7 +64,8 @@ class Reply:
                 "probability": self.probability,
                 "candidates": [{"answer": a, "probability": p} for a, p in self.candidates],
                 "grounding": [{"object": o, "name": n, "attention": a} for o, n, a in self.grounding],
-                "attention": self.attention, "guessed": self.guessed, "presuppositionFallback": self.fallback}
+                "attention": self.attention, "guessed": self.guessed, "presuppositionFallback": self.fallback,
+                **({"explanation": self.explanation.to_dict()} if self.explanation is not None else {})}
 
     def lines(self) -> list[str]:
         """The reply as ``nablafol answer`` prints it."""
@@ -78,7 +80,7 @@ class Reply:
                    if self.guessed else "; a presupposition fallback: the objects asked about are none under the "
                    "ontology, the question's category widened to every class)" if self.fallback else ")"),
                 f"top:      {shown}",
-                f"grounding (attention >= 0.5): {grounded}"]
+                f"grounding (attention >= 0.5): {grounded}"] + (self.explanation.lines() if self.explanation else [])
 
 
 class Asker:
@@ -104,11 +106,12 @@ class Asker:
                       else feature_perception(features, model))
         return cls(load_parser(parser), perception, top)
 
-    def ask(self, image_id: str, question: str, *, min_probability: float | None = None) -> Reply:
+    def ask(self, image_id: str, question: str, *, min_probability: float | None = None, explain: int = 0) -> Reply:
         """Read ``question`` and answer it about image ``image_id``; raise
         :class:`~nablafol.semantic_parser.UnreadableQuestionError` when the parser cannot read
         it (``min_probability``: refuse programs read with less; default the parser's own),
-        :class:`UnanswerableQuestionError` when its program cannot be answered here."""
+        :class:`UnanswerableQuestionError` when its program cannot be answered here. ``explain``:
+        name that many facts moving the answer most, with each step's most attended objects."""
         read = self.parser.parse(question, min_probability=min_probability)
         if not self.perception.has_image(image_id):
             raise UnanswerableQuestionError(f"no scene for image {image_id!r}")
@@ -120,9 +123,10 @@ class Asker:
         names = self._names(image_id)
         grounding = tuple((o, names.get(o), outcome.attention.get(o, 1.0)) for o in outcome.grounding)
         candidates = tuple(sorted(outcome.answers.items(), key=lambda kv: -kv[1]))
+        why = explain_question(self.perception, asked, k=self.top, facts=explain) if explain else None
         return Reply(question, image_id, read.text, read.program, read.probability, outcome.formula,
                      outcome.prediction, outcome.answers.get(outcome.prediction, 0.0), candidates, grounding,
-                     dict(outcome.attention), outcome.guessed, outcome.fallback)
+                     dict(outcome.attention), outcome.guessed, outcome.fallback, why)
 
     def _names(self, image_id: str) -> dict:
         """Object id -> name, where the perception knows names (scene graphs do; features do not)."""

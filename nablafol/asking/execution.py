@@ -16,7 +16,8 @@ from nablafol.pipeline import model_folder
 from nablafol.pipeline.answering import Answerer, Outcome, Skip, compile_question
 from nablafol.pipeline.perception import FeaturePerception, SceneGraphPerception
 
-__all__ = ["golden_perception", "feature_perception", "answer_questions", "Outcome", "Skip", "compile_question"]
+__all__ = ["golden_perception", "feature_perception", "answer_questions", "explain_question", "Outcome", "Skip",
+           "compile_question"]
 
 
 def golden_perception(scene_graphs, ontology=None) -> SceneGraphPerception:
@@ -40,3 +41,15 @@ def answer_questions(perception, questions: Sequence, *, keep_outcomes: bool = F
     calibrates the engine)."""
     answerer = Answerer(perception, keep_outcomes=keep_outcomes, details_top=details_top)
     return answerer.answer_chunk(list(questions))
+
+
+def explain_question(perception, question, *, k: int = 3, facts: int = 5):
+    """Why the question's program answers as it does over its image (:func:`nablafol.explain`, facts
+    left out one by one), by the engine and compiler the answering loop uses; None when the
+    question cannot be answered (its :class:`Skip` says why)."""
+    from nablafol.explain import explain
+    answerer = Answerer(perception)
+    compiled = compile_question(question, answerer.compiler)
+    if isinstance(compiled, Skip):
+        return None
+    return explain(answerer.engine, compiled.program, perception.oracle([question.image_id]), 0, k=k, facts=facts)

@@ -19,9 +19,17 @@ import torch
 from nablafol.errors import ShapeError
 from nablafol.numerics import log1mexp
 
-__all__ = ["Answers", "Tables"]
+__all__ = ["Answers", "Tables", "LOG_FLOOR", "floor_zeros"]
 
 NEG_INF = float("-inf")
+#: An exact zero probability (``log = -inf``, no gradient there) counts as this log-probability where
+#: answers are normalized or scored (:meth:`Answers.normalized_log_probs`, :func:`nablafol.answer_loss`)
+LOG_FLOOR = -100.0
+
+
+def floor_zeros(log_p: torch.Tensor) -> torch.Tensor:
+    """Exact zeros (``-inf``) as :data:`LOG_FLOOR`; every finite value, and its gradient, untouched."""
+    return torch.where(torch.isneginf(log_p), torch.full_like(log_p, LOG_FLOOR), log_p)
 
 
 @dataclass
@@ -132,9 +140,30 @@ class Answers:
             out[i] = g
         return out
 
-    def distribution(self, i: int) -> dict[str, float]:
-        """Candidate -> probability for program ``i`` (``{"yes": p, "no": 1 - p}`` for yes/no)."""
+    def candidate_probabilities(self, i: int) -> dict[str, float]:
+        """Candidate -> the probability of its own formula, for program ``i``: independent numbers,
+        which need not sum to 1 (two candidates can both be likely, or none). A yes/no program:
+        ``{"yes": p, "no": 1 - p}``. :meth:`answer_distribution` normalizes them."""
         p = self.log_probs[i].detach().exp().tolist()
         if self.labels[i] is None:
-            return {"yes": p[0], "no": 1.0 - p[0]}
-        return dict(zip(self.labels[i], p))
+            return {"yes": p[0], "no": float(self.log_complement[i, 0].detach().exp())}
+        return dict(zip(self.labels[i], p[: len(self.labels[i])]))
+
+    def answer_distribution(self, i: int) -> dict[str, float]:
+        """Candidate -> probability that it is *the* answer, for program ``i``: the candidates'
+        probabilities normalized to sum to 1 (:meth:`normalized_log_probs`, what
+        :func:`nablafol.answer_loss` trains), uniform when every candidate has probability 0.
+        A yes/no program: ``{"yes": p, "no": 1 - p}``, as :meth:`candidate_probabilities`."""
+        if self.labels[i] is None:
+            return self.candidate_probabilities(i)
+        q = self.normalized_log_probs()[i].detach().exp().tolist()
+        return dict(zip(self.labels[i], q[: len(self.labels[i])]))
+
+    def normalized_log_probs(self) -> torch.Tensor:
+        """``(P, K)``: each program's candidates' log-probabilities normalized over its candidates
+        (``log_softmax``; ``-inf`` at padding), an exact zero counted as :data:`LOG_FLOOR` so that a
+        program whose every candidate has probability 0 (nothing in the scene, zero objects) gets
+        a uniform distribution, never NaN. A yes/no program's one candidate normalizes to 1: use
+        ``log_probs`` and ``log_complement`` for ``P(yes)`` and ``P(no)``."""
+        scores = floor_zeros(self.log_probs).masked_fill(~self.candidate_mask, NEG_INF)
+        return torch.log_softmax(scores, dim=1)

@@ -39,7 +39,7 @@ from nablafol import operators as ops
 from nablafol.operators import Quantifier  # noqa: F401 (the module's example uses it)
 from nablafol.errors import ProbabilityError, ProgramStructureError, ShapeError
 from nablafol.ir import Program
-from nablafol.oracle import Oracle, Requests
+from nablafol.oracle import Oracle, Requests, scene_sizes
 
 from nablafol.engine.answers import Answers, Tables
 from nablafol.engine.exact import exact_answers, exact_flags, shared_atom_counts
@@ -276,11 +276,12 @@ class Engine(torch.nn.Module):
         and to all zeros when it holds a single scene.
         """
         programs = list(programs)
-        one_question = scenes is None and len(programs) == 1 and oracle.num_objects.shape[0] == 1
+        num_objects = scene_sizes(oracle.num_objects)
+        one_question = scenes is None and len(programs) == 1 and num_objects.shape[0] == 1
         plan = self.plan(programs, None if one_question else self._scenes(programs, oracle, scenes))
         prepare = getattr(self.calibration, "prepare", None)
         if prepare is not None:  # a calibrator that reads the programs first (e.g. their predicate sequences)
-            prepare(programs, device=oracle.num_objects.device)
+            prepare(programs, device=num_objects.device)
         tables = self.tables(plan, oracle)
         if self.exact:
             return exact_answers(self, programs, plan, tables.with_neutral())
@@ -300,8 +301,7 @@ class Engine(torch.nn.Module):
 
     @staticmethod
     def _scenes(programs: list, oracle: Oracle, scenes) -> np.ndarray:
-        num_objects = oracle.num_objects
-        n_scenes = int(num_objects.shape[0])
+        n_scenes = int(scene_sizes(oracle.num_objects).shape[0])
         if scenes is None:
             if n_scenes == len(programs):
                 return np.arange(len(programs), dtype=np.int64)
@@ -366,7 +366,7 @@ class Engine(torch.nn.Module):
                 r = int(bad.flatten(1).any(1).nonzero()[0])
                 pred = requests.predicates[int(requests.predicate[r])]
                 idx = tuple(int(i) for i in bad[r].nonzero()[0])
-                value = float(table[r][idx].exp()) if not torch.isnan(table[r][idx]) else float("nan")
+                value = float(table[r][idx].detach().exp()) if not torch.isnan(table[r][idx]) else float("nan")
                 raise ProbabilityError(f"{type(oracle).__name__}: predicate {pred.name!r} (scene "
                                        f"{int(requests.scene[r])}, objects {idx}) has probability {value!r}, "
                                        f"outside [0, 1]")
@@ -378,7 +378,7 @@ class Engine(torch.nn.Module):
 
     def tables(self, plan: BatchPlan, oracle: Oracle) -> Tables:
         """What the oracle says about every ``(scene, predicate)`` pair the plan needs."""
-        num_objects = oracle.num_objects
+        num_objects = scene_sizes(oracle.num_objects)
         device = num_objects.device
         if num_objects.shape[0] <= _FEW_SCENES:  # one call to read them, not two reductions and two syncs
             sizes = num_objects.tolist()

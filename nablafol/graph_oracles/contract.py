@@ -28,6 +28,11 @@ _REASONS = {
 def refusal(predicate: Predicate, owner: str) -> str:
     """Why ``owner`` (e.g. "the scene-graph oracle") cannot answer ``predicate``, in one line."""
     kind = predicate.kind
+    if kind == "" and predicate.arity in (1, 2):
+        kinds, words = ((UNARY_KINDS, "name, attribute value or position") if predicate.arity == 1 else
+                        (BINARY_KINDS, "relation, comparative or attribute type"))
+        return (f"a plain name that is no {words} of {owner}'s vocabulary; give its kind: "
+                f"Predicate({predicate.name!r}, arity={predicate.arity}, kind=K), K one of {', '.join(kinds)}")
     if kind not in UNARY_KINDS + BINARY_KINDS:
         return f"{owner}'s kinds are {', '.join(UNARY_KINDS + BINARY_KINDS)}"
     arity = 1 if kind in UNARY_KINDS else 2

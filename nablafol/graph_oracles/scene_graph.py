@@ -88,6 +88,7 @@ SCENE_FIELDS = ("location", "weather", "place", "room")  # what the pseudo-objec
 _GEOMETRY_TYPES = ("hposition", "vposition")
 _SAME_CHUNK = 1 << 24  # elements of the (rows, values, N, N) temporary of `same`
 _OPEN_KINDS = ("name", "class", "attr")
+_PLAIN_UNARY_KINDS = tuple(k for k in UNARY_KINDS if k != "class")  # the kinds a plain unary name may be
 # one column per gender serves every person pronoun of it (`him`, `his` read as `he`)
 _PRONOUN_COLUMN = {word: {"male": "he", "female": "she"}[gender] for word, gender in PERSON_PRONOUNS.items()}  # unary kinds whose vocabulary is open
 ABSENT = -1  # the column of a predicate no graph of the batch holds: false of every object
@@ -597,6 +598,9 @@ class SceneGraphOracle:
         """``(found, lasting)``: the predicate in the vocabulary as it is now (before the batch's
         bound is applied), and whether every later look-up finds the same."""
         kind, name, columns = predicate.kind, predicate.name, self.columns
+        if kind == "":  # a plain name: the one kind that holds it (never kept: the vocabulary may grow)
+            matches = self._plain_matches(predicate)
+            return (matches[0][1] if len(matches) == 1 else None), False
         if predicate.arity == 1 and kind == "name" and name in OBJECT_PRONOUNS:
             return (kind, EVERY_OBJECT), True
         if predicate.arity == 1 and kind in UNARY_KINDS:  # an open kind's name absent from the batch is false
@@ -627,7 +631,20 @@ class SceneGraphOracle:
                                         f"(kind {predicate.kind!r}, arity {predicate.arity}): {self._why(predicate)}")
         return found
 
+    def _plain_matches(self, predicate: Predicate) -> list:
+        """``[(kind, found), ...]``: the kinds whose vocabulary holds a plain predicate's name (of its
+        arity; ``class`` is left out, as every class is also a ``name``)."""
+        kinds = _PLAIN_UNARY_KINDS if predicate.arity == 1 else BINARY_KINDS if predicate.arity == 2 else ()
+        found = [(kind, self._look_up(Predicate(predicate.name, predicate.arity, kind))[0]) for kind in kinds]
+        return [(kind, f) for kind, f in found if f is not None and f[1] != ABSENT]
+
     def _why(self, predicate: Predicate) -> str:
+        if predicate.kind == "":
+            matches = [kind for kind, _ in self._plain_matches(predicate)]
+            if len(matches) > 1:
+                return (f"ambiguous: the vocabulary holds it as {' and as '.join(matches)}; use "
+                        + " or ".join(f"Predicate({predicate.name!r}, arity={predicate.arity}, kind={k!r})"
+                                      for k in matches))
         return refusal(predicate, "the scene-graph oracle")
 
     def __repr__(self) -> str:

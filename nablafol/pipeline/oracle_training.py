@@ -45,6 +45,7 @@ from nablafol.calibration.storage import CONFIG_NAME as CALIBRATOR_CONFIG, PART 
 from nablafol.data.files import atomic_writer
 from nablafol.engine import Answers, Engine
 from nablafol.errors import InputFileError, NablafolError, OracleError
+from nablafol.losses import answer_loss
 from nablafol.neural.checkpoint import CONFIG_NAME as MODEL_CONFIG, MODEL_PART, tensor_file_names
 from nablafol.neural.optimizer import adam
 from nablafol.pipeline.answering import Answerer, Skip, compile_question
@@ -56,7 +57,6 @@ from nablafol.scoring import vocabulary_match
 __all__ = ["TrainConfig", "TrainingExample", "TrainingEvent", "Curriculum", "answer_loss", "prepare_examples",
            "Trainer", "TrainingJob", "train_oracle"]
 
-LOG_FLOOR = -100.0  # an exact zero probability (log = -inf, no gradient) costs this much in the loss
 STATE_NAME = "training_state.pt"
 METRICS_NAME = "metrics.jsonl"
 CALIBRATOR_STATE_NAME = "calibrator_state.pt"  # CalibrationTrainer's checkpoint
@@ -164,26 +164,6 @@ def prepare_examples(questions, compiler: Compiler, has_image: Callable[[str], b
 def step_images(batch: Sequence[TrainingExample]) -> tuple[str, ...]:
     """The images a batch's questions ask about, each once, in order: the oracle's scenes."""
     return tuple(sorted({e.image_id for e in batch}))
-
-
-def answer_loss(answers: Answers, targets: torch.Tensor, binary: torch.Tensor) -> torch.Tensor:
-    """Mean negative log-likelihood of the right answers (Algorithm 1's two cases).
-
-    ``targets`` ``(P,)``: yes/no -> 0 (yes) or 1 (no); open -> the right candidate's index.
-    ``log P(no)`` is the engine's exact complement (``Answers.log_complement``), so a
-    confidently wrong "yes" still gets its full, informative gradient. Only an exact zero
-    probability (no gradient exists there) counts as ``LOG_FLOOR`` instead of ``-inf``.
-    """
-    lp = answers.log_probs
-    binary_ll = torch.where(targets == 0, lp[:, 0], answers.log_complement[:, 0])
-    scores = _finite(lp).masked_fill(~answers.candidate_mask, float("-inf"))
-    open_ll = torch.log_softmax(scores, dim=1).gather(1, targets.clamp(max=lp.shape[1] - 1)[:, None])[:, 0]
-    return -_finite(torch.where(binary, binary_ll, open_ll)).mean()
-
-
-def _finite(log_p: torch.Tensor) -> torch.Tensor:
-    """Exact zeros (``-inf``) as ``LOG_FLOOR``; every finite value, and its gradient, untouched."""
-    return torch.where(torch.isneginf(log_p), torch.full_like(log_p, LOG_FLOOR), log_p)
 
 
 def read_metrics(path: Path) -> list[dict]:

@@ -2,14 +2,20 @@
 
 Use them to property-test a DSL built on the engine: generate programs and scenes, run
 them through your compiler and the engine, and compare with :func:`brute_force` or with
-your own crisp semantics::
+your own crisp semantics (:func:`nablafol.testing.check_dsl` does the latter in one call).
+Every case :func:`scenes_and_programs` draws is one :func:`brute_force` enumerates:
 
-    from hypothesis import given
-    from nablafol.testing.strategies import scenes_and_programs
-
-    @given(scenes_and_programs(read_once=True))
-    def test_soundness(case):
-        ...  # compare the engine with nablafol.testing.brute_force(case.program, case.tables)
+    >>> import numpy as np
+    >>> from hypothesis import given, settings
+    >>> from nablafol import Engine, TableOracle
+    >>> from nablafol.testing import brute_force
+    >>> @settings(max_examples=25, derandomize=True, database=None)
+    ... @given(scenes_and_programs(read_once=True, max_objects=6))
+    ... def test_soundness(case):
+    ...     answers = Engine()([case.program], TableOracle([case.tables]))
+    ...     got = answers.probs()[0, : case.program.n_candidates].tolist()
+    ...     assert np.allclose(got, brute_force(case.program, case.tables), atol=1e-5, rtol=0)
+    >>> test_soundness()
 """
 from __future__ import annotations
 
@@ -18,14 +24,14 @@ from dataclasses import dataclass
 import numpy as np
 
 try:
-    from hypothesis import assume
     from hypothesis import strategies as st
 except ImportError as e:  # pragma: no cover - hypothesis is a test dependency
     raise ImportError("nablafol.testing.strategies needs hypothesis: pip install hypothesis") from e
 
 from ..ir import (AllOf, AllSame, Aggregate, AggregateEach, And, AnyOf, AnyOfGroups, Atom, Attention, Conjoin, Filter,
                   Neg, Not, Or, Pairwise, Predicate, Program, Quantifier, Relate, Top, Truth, Truths)
-from .reference import MAX_UNCERTAIN_ATOMS, repeated_predicates, uncertain_atoms
+from ..caching import bounded_cache
+from .reference import MAX_UNCERTAIN_ATOMS, repeated_predicates
 
 quantifiers = st.sampled_from(list(Quantifier))
 
@@ -133,21 +139,69 @@ def default_vocabulary(n_unary: int = 3, n_binary: int = 2):
             [Predicate(f"r{i}", arity=2) for i in range(n_binary)])
 
 
+#: Uncertain ground atoms of a drawn case at most, by default: :func:`~nablafol.testing.brute_force`
+#: enumerates ``2 ** 12`` worlds at most, a few milliseconds (it refuses more than ``MAX_UNCERTAIN_ATOMS``)
+DEFAULT_MAX_UNCERTAIN = 12
+
+
+def uncertain_probabilities():
+    """Probabilities strictly between 0 and 1 (an uncertain atom's), 0.5 well represented."""
+    return st.one_of(st.just(0.5), st.floats(0.0, 1.0, exclude_min=True, exclude_max=True, width=32))
+
+
 @st.composite
 def scenes_and_programs(draw, max_objects: int = 3, max_depth: int = 4, crisp: bool = False,
-                        read_once: bool = False, vocabulary=None, enumerable: bool = False):
-    """A random program with tables for one scene of 1..``max_objects`` objects.
+                        read_once: bool = False, vocabulary=None, enumerable: bool = True,
+                        max_uncertain: int = DEFAULT_MAX_UNCERTAIN):
+    """A random program with tables for one scene of 1..``max_objects`` objects, of which at most
+    ``max_uncertain`` ground atoms of the program's predicates are uncertain (strictly between 0
+    and 1; the program's other atoms are 0 or 1): every case is one :func:`brute_force` enumerates.
 
-    ``read_once=True`` makes certain (0/1) every predicate whose atoms could repeat in the
-    grounding (:func:`repeated_predicates`), so the exact probability is what the engine
-    must return. ``enumerable=True`` keeps only draws :func:`brute_force` can enumerate (at most
-    ``MAX_UNCERTAIN_ATOMS`` uncertain atoms: three objects and the default vocabulary can hold 27).
+    The object count and the share of uncertain atoms are drawn first, each uniformly over its
+    range (hypothesis spreads its first draws; one drawn after a program leans to its minimum),
+    then the program, then which of its atoms are uncertain: ``k`` of ``max_uncertain`` drawn,
+    ``k · min(max_uncertain, A) / max_uncertain`` of the program's ``A`` atoms that may be. ``read_once=True`` makes certain
+    (0/1) every predicate whose atoms could repeat in the grounding
+    (:func:`repeated_predicates`), so the exact probability is what the engine must return;
+    ``crisp=True`` makes every atom certain. ``enumerable`` is kept for older callers: every
+    case is enumerable (``max_uncertain`` at most ``MAX_UNCERTAIN_ATOMS``).
     """
+    if not 0 <= max_uncertain <= MAX_UNCERTAIN_ATOMS:
+        raise ValueError(f"max_uncertain must be 0..{MAX_UNCERTAIN_ATOMS} (what brute_force enumerates), "
+                         f"got {max_uncertain}")
     unary, binary = vocabulary or default_vocabulary()
-    program = draw(programs(unary, binary, max_depth))
-    n = draw(st.integers(1, max_objects))
-    certain = repeated_predicates(program) if read_once else ()
-    tables = draw(tables_for(list(unary) + list(binary), n, crisp=crisp, certain=certain))
-    if enumerable:
-        assume(uncertain_atoms(program, tables) <= MAX_UNCERTAIN_ATOMS)
+    n = 1 + draw(_SPREAD) % max_objects
+    wanted = 0 if crisp else draw(_SPREAD) % (max_uncertain + 1)
+    program = draw(_programs_of(tuple(unary), tuple(binary), max_depth))
+    certain = repeated_predicates(program) if read_once else set()
+    atoms = [(p, idx) for p in program.predicates() if p not in certain for idx in np.ndindex(*(n,) * p.arity)]
+    k = round(wanted * min(max_uncertain, len(atoms)) / max_uncertain) if max_uncertain else 0  # scaled to what it has
+    chosen = draw(st.lists(st.integers(0, len(atoms) - 1), min_size=k, max_size=k, unique=True)) if k else []
+    values = iter(draw(st.lists(_UNCERTAIN, min_size=k, max_size=k))) if k else iter(())
+    used = set(program.predicates())
+    tables = {}
+    for p in list(unary) + list(binary):
+        shape = (n,) * p.arity
+        size = int(np.prod(shape))
+        cells = np.asarray(draw(st.lists(_CRISP if p in used or crisp else _ANY, min_size=size, max_size=size)),
+                           dtype=np.float64).reshape(shape)
+        tables[p] = cells
+    for i in sorted(chosen):  # the chosen atoms: uncertain values in place of their 0/1
+        p, idx = atoms[i]
+        tables[p][idx] = next(values)
     return Case(program, tables, n)
+
+
+_CRISP, _ANY, _UNCERTAIN = probabilities(crisp=True), probabilities(), uncertain_probabilities()
+# a count is a wide integer's remainder: hypothesis's small integers cluster on the ends of their range
+# (a draw of 1..5 gave one value 2 times in 150), a wide one's remainders spread over it
+_SPREAD = st.integers(0, 2 ** 31 - 1)
+
+
+def _new_programs(unary: tuple, binary: tuple, max_depth: int):
+    """:func:`programs`, made once per vocabulary (:data:`_programs_of`): hypothesis validates a new
+    recursive strategy on its first draw, most of a case's drawing when made anew for each case."""
+    return programs(unary, binary, max_depth)
+
+
+_programs_of = bounded_cache(_new_programs, 64)

@@ -19,7 +19,7 @@ LAYERS = (
     ("text", ("nablafol.dsl", "nablafol.data")),
     ("dfol", ("nablafol.operators", "nablafol.ir")),
     ("compiler", ("nablafol.compiler",)),
-    ("engine", ("nablafol.oracle", "nablafol.engine", "nablafol.testing")),
+    ("engine", ("nablafol.oracle", "nablafol.engine", "nablafol.losses", "nablafol.explain", "nablafol.testing")),
     ("perception", ("nablafol.graph_oracles", "nablafol.neural", "nablafol.calibration", "nablafol.baselines",
                     "nablafol.synthetic", "nablafol.semantic_parser")),
     ("answers", ("nablafol.scoring",)),

@@ -11,7 +11,8 @@ import pytest
 from architecture_house import ROOT, modules
 
 #: modules whose examples need an optional package
-NEEDS = {"nablafol.dsl.testing": "hypothesis", "nablafol.testing.strategies": "hypothesis"}
+NEEDS = {"nablafol.dsl.testing": "hypothesis", "nablafol.testing.strategies": "hypothesis",
+         "nablafol.testing.dsl_check": "hypothesis"}
 
 
 #: modules whose examples train a model or run a whole command: among the longest tests of a measured run

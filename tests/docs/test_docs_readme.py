@@ -1,5 +1,6 @@
-"""The Python examples of the README and of docs/*.md run, and print what they say they print; the README
-stays a page for users (at most 300 lines) whose links lead somewhere.
+"""The Python examples of the README and of docs/*.md (library.md, oracle-learning.md and the pages
+the README's examples moved to) run, and print what they say they print; the README stays a page
+for users (at most 300 lines) whose links lead somewhere.
 
 Each ```python block runs as is; every `print(...)` line ending in `# TEXT` must print TEXT.
 """
@@ -19,8 +20,7 @@ MOVED = {"scoring.md": 1, "benchmarks.md": 1}
 PAGES = [(f"{page}:{i}", block) for page in MOVED for i, block in enumerate(
     re.findall(r"```python\n(.*?)```", (ROOT / "docs" / page).read_text(encoding="utf-8"), flags=re.S))]
 README_MAX_LINES = 300
-#: links to pages other branches write; the lead deletes an entry when its page lands
-NOT_YET_HERE = {"docs/library.md"}
+LIBRARY = re.findall(r"```python\n(.*?)```", (ROOT / "docs" / "library.md").read_text(encoding="utf-8"), flags=re.S)
 
 
 def test_readme_has_examples():
@@ -29,6 +29,13 @@ def test_readme_has_examples():
 
 def test_oracle_learning_has_its_example():
     assert len(LEARNING) == 1, "docs/oracle-learning.md: one ```python example (your own oracle through the engine)"
+
+
+def test_library_page_shows_its_four_examples():
+    """docs/library.md: second-order gradients, the public loss, an explanation, a user-DSL check."""
+    assert len(LIBRARY) == 4
+    for block, name in zip(LIBRARY, ("create_graph=True", "answer_loss", "explain(", "check_dsl(")):
+        assert name in block
 
 
 def test_moved_examples_are_where_they_moved():
@@ -43,14 +50,15 @@ def test_readme_links_lead_to_files():
     text = README.read_text(encoding="utf-8")
     links = [link for link in re.findall(r"\]\(([^)#]+)\)", text) if "://" not in link]
     assert "benchmarks/FIGURES.md" in links and "docs/library.md" in links
-    missing = [link for link in links if not (ROOT / link).exists() and link not in NOT_YET_HERE]
+    missing = [link for link in links if not (ROOT / link).exists()]
     assert not missing, f"README.md links to missing files: {missing}"
 
 
 @pytest.mark.parametrize("block", [pytest.param(b, id=f"block{i}") for i, b in enumerate(BLOCKS)]
                          # it trains an oracle: among the longest tests of a measured run
                          + [pytest.param(b, id="oracle-learning", marks=pytest.mark.slow) for b in LEARNING]
-                         + [pytest.param(b, id=name) for name, b in PAGES])
+                         + [pytest.param(b, id=name) for name, b in PAGES]
+                         + [pytest.param(b, id=f"library{i}") for i, b in enumerate(LIBRARY)])
 def test_readme_example_prints_what_it_says(block):
     expected = [m.group(1).strip() for line in block.splitlines()
                 if (m := re.match(r"\s*print\(.*\)\s*#\s*(.*)$", line))]

@@ -101,7 +101,7 @@ def test_algorithm_1_predictions():
     # P(yes) = 1 - 0.6*0.7 = 0.58
     assert answers.predictions() == ["yes", "blue"]
     assert answers.predictions(threshold=0.6) == ["no", "blue"]
-    assert abs(answers.distribution(0)["no"] - 0.42) < 1e-6
+    assert abs(answers.candidate_probabilities(0)["no"] - 0.42) < 1e-6
     assert answers.candidate_mask.tolist() == [[True, False], [True, True]]
 
 

@@ -57,7 +57,7 @@ def test_query_name_picks_the_most_specific_class(plain):
     candidates = tuple(Aggregate(E, Filter(Predicate(c, kind="class"), ridden)) for c in labels)
     answers = Engine()([Program(candidates, labels)], oracle)
     assert answers.predictions() == ["horse"]
-    assert answers.distribution(0) == {"horse": 1.0, "cow": 0.0, "animal": 0.0}
+    assert answers.candidate_probabilities(0) == {"horse": 1.0, "cow": 0.0, "animal": 0.0}
 
 
 def test_scene_question_and_comparatives(plain):

@@ -113,6 +113,25 @@ def test_answer_prints_the_program_formula_answer_candidates_and_grounding(datas
     assert code == 0 and reply["imageId"] == question.image_id and reply["program"] == \
         load_parser(parser_folder).parse(question.question).text
     assert reply["answer"] == reply["candidates"][0]["answer"]
+    assert "explanation" not in reply
+
+
+def test_answer_explain_says_why(dataset, parser_folder, capsys):
+    """``--explain``: each step's most attended objects and the facts whose removal moves the answer
+    most, printed and in the JSON, the facts' effects those of leaving each out and answering again."""
+    from nablafol.asking import Asker
+    from nablafol.asking.execution import golden_perception
+    question = simple_questions(dataset / "val_balanced_questions.json")[0]
+    args = ["answer", "--parser", parser_folder, "--scene-graph", dataset / "val_sceneGraphs.json",
+            "--image", question.image_id, question.question, "--explain", "2"]
+    code, printed, _ = run_cli(capsys, *args)
+    assert code == 0 and "why " in printed and "facts moving it most (leaving each fact out):" in printed
+    code, printed, _ = run_cli(capsys, *args, "--json")
+    why = json.loads(printed)["explanation"]
+    assert code == 0 and why["method"] == "remove" and len(why["facts"]) <= 2 and why["steps"]
+    reply = Asker(load_parser(parser_folder), golden_perception(dataset / "val_sceneGraphs.json")).ask(
+        question.image_id, question.question, explain=2)
+    assert reply.explanation.answer == reply.answer and reply.explanation.to_dict() == why
 
 
 def test_answer_with_features_and_a_trained_model(dataset, parser_folder, tmp_path, capsys):

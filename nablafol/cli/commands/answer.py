@@ -8,7 +8,9 @@ object features (a trained oracle).
                     --image 2000001 "What color is the cup?" [--json]
 
 Prints the program read, its FOL formula, the answer with its probability, the top
-candidates and the grounding (objects the answer step attends to at 0.5 or more). A question
+candidates and the grounding (objects the answer step attends to at 0.5 or more); with
+``--explain``, each step's most attended objects and the facts whose removal moves the answer
+most (:mod:`nablafol.explain`). A question
 the parser cannot read, or whose program cannot be answered here, is one line on stderr
 (exit status 2).
 """
@@ -34,6 +36,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--min-probability", type=probability, default=None, metavar="P",
                         help="refuse a question whose program is read with a lower probability (default: the "
                              "parser's own threshold; a reading below 0.5 is flagged either way)")
+    parser.add_argument("--explain", type=positive_int, nargs="?", const=5, default=0, metavar="N",
+                        help="also say why: each step's most attended objects and the N facts (default 5) whose "
+                             "removal moves the answer most")
     parser.add_argument("--json", action="store_true", help="print the reply as JSON")
     add_ontology_argument(parser)
     add_threads_argument(parser)
@@ -53,6 +58,6 @@ def _run(args) -> int:
     ontology = load_ontology(args.ontology, args.ontology_extension) if args.scene_graphs else None
     asker = Asker.from_folders(args.parser, scene_graphs=args.scene_graphs, features=args.features,
                                model=args.model, ontology=ontology, top=args.top)
-    reply = asker.ask(args.image, args.question, min_probability=args.min_probability)
+    reply = asker.ask(args.image, args.question, min_probability=args.min_probability, explain=args.explain)
     print(json.dumps(reply.to_dict(), indent=1, ensure_ascii=False) if args.json else "\n".join(reply.lines()))
     return 0
