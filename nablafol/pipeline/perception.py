@@ -169,7 +169,7 @@ class FeaturePerception(Perception):
     def oracle_of(self, batch):
         counts = batch.counts.tolist()
         return FeatureObjects(self.model.bind(batch), lambda b: tuple(str(i) for i in range(counts[b])) + ("scene",),
-                              list(image_ids), self.store)
+                              list(batch.image_ids), self.store)
 
 
 class NamedObjects:
