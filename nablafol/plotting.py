@@ -53,7 +53,7 @@ def learning_curves(curves: dict[str, Sequence[tuple[float, Optional[float]]]], 
     ax.set(xlabel="seconds of training and validation (one torch thread)", ylabel="validation accuracy (%)",
            title=title)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="lower right")  # clear of the bounds drawn at the top
     return _save(plt, fig, path)
 
 

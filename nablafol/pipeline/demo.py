@@ -226,7 +226,7 @@ def run_demo(args: DemoSettings) -> int:
         learning_curves(curves, folder / "learning_curves.png", levels=levels)
 
         # 7. tables
-        say(ceiling_table(scores[CEILING], scores[BAYES], scores, ceiling_history, bayes_interval,
+        say(ceiling_table(scores[CEILING], scores[BAYES], scores, ceiling_epochs, ceiling_history, bayes_interval,
                           side["ceiling_concepts"]))
         say(learning_curves_section(curves, pretrained_epochs, levels))
         ceiling_score, bayes_score = scores.pop(CEILING), scores.pop(BAYES)

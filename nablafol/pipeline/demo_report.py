@@ -59,7 +59,8 @@ def _split_table(scores: dict) -> str:
     return "\n".join(lines)
 
 
-def ceiling_table(ceiling, bayes, scores: dict, history: list, bayes_interval: tuple, concepts: dict) -> str:
+def ceiling_table(ceiling, bayes, scores: dict, epochs: int, history: list, bayes_interval: tuple,
+                  concepts: dict) -> str:
     """The rows above Table 1: the Bayes oracle of the generator, and the same oracle network
     trained on the train scene graphs' labels, each answering through the same engine and golden
     programs, beside the base model and the black box; the ceiling's least recalled concepts."""
@@ -77,8 +78,8 @@ def ceiling_table(ceiling, bayes, scores: dict, history: list, bayes_interval: t
         "the training graphs, objects independent given the scene), relations by the generator's rules over draws "
         f"from that posterior; its 95% interval over these questions {_pct(low)} to {_pct(high)}. "
         f"The supervised ceiling: the base model's network trained on the train scene graphs' labels (every "
-        f"object's name and attributes, every pair's relations) instead of the answers, at most {len(history)} "
-        f"epochs, early stopping on validation: the weights of epoch {best['epoch'] + 1} (validation "
+        f"object's name and attributes, every pair's relations) instead of the answers, at most {epochs} epochs, "
+        f"early stopping on validation (it ran {len(history)}): the weights of epoch {best['epoch'] + 1} (validation "
         f"{_pct(best.get('val_accuracy'))}, label loss {best['label_loss']:.3f}). Both answer through the same "
         "engine and golden programs; the base model learns from answers alone (`docs/oracle-learning.md`).\n",
         "| model | open | binary | all |", "|---|---:|---:|---:|", *rows,
