@@ -6,7 +6,6 @@ stderr naming the file or question and the problem, never a traceback).
 from __future__ import annotations
 
 import argparse
-import functools
 import gc
 import sys
 
@@ -27,10 +26,7 @@ SUBCOMMANDS = {
 }
 
 
-@functools.lru_cache(maxsize=1)
 def build_parser() -> argparse.ArgumentParser:
-    """The command line's parser, built once per process (it holds no state between parses):
-    building it is most of the time of a quick command run in-process (tests, fuzzing)."""
     parser = argparse.ArgumentParser(prog="nablafol", description="∇-FOL: differentiable first-order logic for VQA")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, module in SUBCOMMANDS.items():

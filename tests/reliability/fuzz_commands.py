@@ -12,6 +12,7 @@ tests/cli); every other command is here, with the file a user hands it.
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import json
 import random
@@ -72,9 +73,12 @@ class _Setup:
 
 
 def _main(argv: list[str]) -> int:
-    from nablafol.cli import main
+    import nablafol.cli
+    if not hasattr(nablafol.cli.build_parser, "cache_info"):
+        # the parser holds no state between parses, and building it is most of a quick run's time
+        nablafol.cli.build_parser = functools.cache(nablafol.cli.build_parser)
     try:
-        return main(argv)
+        return nablafol.cli.main(argv)
     except SystemExit as stop:  # argparse's refusal of an option
         return stop.code if isinstance(stop.code, int) else 2
 
