@@ -18,10 +18,6 @@ TIMING = re.compile(r"(?<![\w.])\d[\d,.]*(?:\s*(?:-|–|to)\s*\d[\d,.]*)?"
                     r"(?:\s*(?:µs|us|ns|ms|secs?|seconds?|minutes?|mins?|hours?)\b|\s+[sh]\b)")
 ISSUE = re.compile(r"\b(?:issues?|PR|pull request)\s*#?\d+|(?<![\w&])#\d+\b", re.I)
 
-#: files the core engineers clean on their branches; the lead deletes this list when they land
-NOT_YET_CLEANED = {"nablafol/ir.py", "nablafol/numerics.py", "nablafol/operators.py", "nablafol/pipeline/allocator.py"}
-NOT_YET_CLEANED_FOLDERS = ("nablafol/engine/",)
-
 
 def comments_and_docstrings(source: str):
     """(line, text) of every comment and every docstring (module, class, function) of ``source``."""
@@ -51,8 +47,6 @@ def test_no_comment_or_docstring_names_a_timing_or_an_issue():
     found = []
     for path in library_files():
         name = path.relative_to(ROOT).as_posix()
-        if name in NOT_YET_CLEANED or name.startswith(NOT_YET_CLEANED_FOLDERS):
-            continue
         found += [f"{name}:{line}: {what!r}" for line, what in offences(path.read_text(encoding="utf-8"))]
     assert not found, "timings or issue numbers in comments or docstrings (their home is benchmarks/):\n" + "\n".join(found)
 
