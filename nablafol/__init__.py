@@ -12,6 +12,8 @@ space, batched) over what a visual oracle says about the objects of a scene:
 The names below load on first use, so that torch-free parts (``nablafol.data``,
 ``nablafol.scoring``) can be imported without torch.
 """
+import sys
+import types
 from importlib import import_module
 
 __version__ = "0.1.0"
@@ -40,3 +42,17 @@ def __getattr__(name):
 
 def __dir__():
     return sorted(list(globals()) + __all__)
+
+
+class _Package(types.ModuleType):
+    """The package, keeping an exported function whose module has its name (``explain``): the
+    import system sets a submodule as an attribute of its package once loaded, which would make
+    ``from nablafol import explain`` give the module after anything had imported it."""
+
+    def __setattr__(self, name, value):
+        if isinstance(value, types.ModuleType) and _EXPORTS.get(name) == name and hasattr(value, name):
+            value = getattr(value, name)
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package

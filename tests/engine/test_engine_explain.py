@@ -81,3 +81,17 @@ def test_explanations_refuse_what_they_cannot_do_in_one_line():
     with pytest.raises(ShapeError, match=re.escape("explain: scene 3 out of range for an oracle of 1 scenes")):
         explain(Engine(), program, oracle, scene=3)
     assert torch.is_grad_enabled()
+
+
+def test_the_package_name_stays_the_function_once_its_module_is_loaded(monkeypatch):
+    """The import system sets a loaded submodule on its package: ``nablafol.explain`` the module
+    would shadow ``nablafol.explain`` the function for whoever imports it after."""
+    import importlib
+    import sys
+    import types
+    import nablafol
+    monkeypatch.setattr(nablafol, "explain", nablafol.explain)  # put back after the test, as the fresh load below
+    monkeypatch.delitem(sys.modules, "nablafol.explain")       # and the module loaded before
+    module = importlib.import_module("nablafol.explain")  # loaded afresh, as the answering loop loads it
+    from nablafol import explain as exported
+    assert exported is module.explain and not isinstance(exported, types.ModuleType)
