@@ -61,6 +61,7 @@ class Outcome:
     # the objects an open question presupposes were none under the ontology (every candidate at 0):
     # answered with their category widened to every class (Compiler.widened; docs/design.md)
     fallback: bool = False
+    explanation: dict | None = None  # nablafol.explain's, as JSON data, when asked for (``eval --explain``)
 
 
 def compile_question(question, compiler: Compiler) -> CompiledQuestion | Skip:
@@ -87,10 +88,13 @@ class Answerer:
     images by size so that a batch pads few objects.
     ``details_top``: how many candidates of an open question an :class:`Outcome` keeps
     (0: all); outcomes are produced only when ``keep_outcomes`` (they cost formulas).
+    ``explain``: with ``keep_outcomes``, each outcome also says why (:func:`nablafol.explain`, that
+    many objects per step and facts); 0: not asked.
     """
 
     def __init__(self, perception: Perception, compiler: Optional[Compiler] = None, engine: Optional[Engine] = None,
-                 batch_size: int = 1024, threshold: float = 0.5, keep_outcomes: bool = False, details_top: int = 10):
+                 batch_size: int = 1024, threshold: float = 0.5, keep_outcomes: bool = False, details_top: int = 10,
+                 explain: int = 0):
         if not (isinstance(batch_size, int) and batch_size >= 1):
             raise ValueError(f"batch_size must be a whole number >= 1, got {batch_size!r}")
         self.perception = perception
@@ -98,7 +102,7 @@ class Answerer:
                                              cache_size=CACHED_PROGRAMS)
         self.engine = engine or Engine(calibration=perception.calibrator)
         self.batch_size, self.threshold = batch_size, threshold
-        self.keep_outcomes, self.details_top = keep_outcomes, details_top
+        self.keep_outcomes, self.details_top, self.explain = keep_outcomes, details_top, explain
         self._known: set[Predicate] = set()  # predicates the perception was asked about and knows
         self._unknown: set[Predicate] = set()  # ... and does not know
         # per answerer (another perception may know other predicates); caching rule 2
@@ -195,7 +199,14 @@ class Answerer:
             grounding = tuple(names[i] for i in np.nonzero(attention[k] >= 0.5)[0])
             att = {names[i]: round(float(attention[k, i]), 6) for i in range(min(len(names), attention.shape[1]))}
             yield Outcome(q.id, predictions[k], dist, grounding, compiled.formula(), att, exact[k], guesses[k],
-                          widened)
+                          widened, self._explanation(q, compiled) if self.explain else None)
+
+    def _explanation(self, question, compiled: CompiledQuestion) -> dict:
+        """Why the program answered (the widened one, when that answered) on the question's scene
+        alone: the same numbers as :func:`nablafol.explain` called on that question directly."""
+        from nablafol.explain import explain
+        oracle = self.perception.oracle([question.image_id])
+        return explain(self.engine, compiled.program, oracle, 0, k=self.explain, facts=self.explain).to_dict()
 
     def _fall_back(self, batch, rows: list, guessed: list, oracle, scenes) -> None:
         """Answer again, widened (``Compiler.widened``), the open questions whose every candidate

@@ -249,7 +249,8 @@ class DetailsStream:
         from nablafol.data.details import Details, details_line
         lines = [details_line(Details(o.question_id, o.prediction, o.answers, list(o.grounding), o.formula,
                                       {"exact": o.exact, "attention": o.attention,
-                                       **({"fallback": True} if o.fallback else {})}))
+                                       **({"fallback": True} if o.fallback else {}),
+                                       **({"explanation": o.explanation} if o.explanation is not None else {})}))
                  for o in results if isinstance(o, Outcome)]
         with naming_full_disk(self.part):
             self.stream.write("".join(lines).encode("utf-8"))
@@ -288,6 +289,7 @@ class EvaluationJob:
     chunk_size: int = CHUNK_SIZE
     threshold: float = 0.5
     details_top: int = 10
+    explain: int = 0  # with details: each answer's explanation, that many objects per step and facts (0: none)
     exact: bool = False  # compare answers as exact strings (GQA's eval.py)
     exact_inference: bool = False  # exact probabilities where atoms repeat (Engine(exact=True), docs/exactness.md)
     exact_budget: int = 12  # with exact_inference: the most repeated uncertain atoms conditioned on, per answer
@@ -315,6 +317,8 @@ class EvaluationJob:
                     "exact_inference": self.exact_budget if self.exact_inference else False}
         if self.ontology_extension is not None:  # only when given: a journal written before it resumes
             settings["ontology_extension"] = input_fingerprint(self.ontology_extension)
+        if self.explain:  # likewise
+            settings["explain"] = self.explain
         return json.loads(json.dumps(settings))
 
     @property
@@ -696,7 +700,8 @@ def _answerer(job: EvaluationJob, benchmark: str = "gqa") -> Answerer:
                                             "probabilities: --exact-inference evaluates without one (docs/exactness.md)")
         engine = Engine(exact=True, exact_budget=job.exact_budget)
     return Answerer(perception, compiler=compiler, engine=engine, batch_size=job.batch_size, threshold=job.threshold,
-                    keep_outcomes=bool(job.details_path), details_top=job.details_top)
+                    keep_outcomes=bool(job.details_path), details_top=job.details_top,
+                    explain=job.explain)
 
 
 def _write_json(path: Path, obj) -> None:

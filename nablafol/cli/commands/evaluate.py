@@ -60,6 +60,10 @@ def add_arguments(parser) -> None:
                         "attentions file (object-based; `nablafol score --attentions A` scores its grounding)")
     parser.add_argument("--details-top", type=non_negative_int, default=10, metavar="K",
                         help="candidates of an open question kept in details (0: all; default 10)")
+    parser.add_argument("--explain", type=positive_int, nargs="?", const=5, default=0, metavar="K",
+                        help="with --details: each line also says why (\"explanation\", as `nablafol answer "
+                             "--explain --json`): each step's K most attended objects and the K facts (default 5) "
+                             "whose removal moves the answer most")
     parser.add_argument("--skipped", metavar="PATH", help="write the skipped questions here (JSON); default "
                         "OUT with suffix .skipped.json when any")
     parser.add_argument("--batch-size", type=positive_int, default=1024)
@@ -162,6 +166,8 @@ def _run(args) -> int:
                          "was trained with (train it with --ontology-extension)")
     if args.attentions and not args.details:
         raise UsageError("--attentions is written from the details: give --details too")
+    if args.explain and not args.details:
+        raise UsageError("--explain writes its explanations into the details: give --details too")
     args.device = device(args.device)
     if args.workers > 1 and args.device.type != "cpu":
         raise UsageError(f"--workers {args.workers} runs on the CPU only (a forked process cannot use "
@@ -172,7 +178,8 @@ def _run(args) -> int:
         skipped=args.skipped,
         knowledge=args.knowledge, ontology=args.ontology, ontology_extension=args.ontology_extension,
         batch_size=args.batch_size, chunk_size=args.chunk_size,
-        threshold=args.threshold, details_top=args.details_top, exact=args.exact_match, format=args.format,
+        threshold=args.threshold, details_top=args.details_top, explain=args.explain, exact=args.exact_match,
+        format=args.format,
         exact_inference=args.exact_inference, exact_budget=args.exact_budget,
         parser=args.parser, workers=args.workers, threads=args.threads, device=args.device, resume=args.resume,
         shard=args.shard, merge=args.merge, launch=Launch.from_environment())
