@@ -104,7 +104,15 @@ def test_an_interrupted_run_resumed_gives_byte_identical_explanations(data, refe
 
 
 def test_workers_give_byte_identical_explanations(data, reference, tmp_path):
+    # each question is explained on its own scene: nothing depends on which process answers it
     assert main(_argv(data, tmp_path, "--workers", "2")) == 0
+    assert _outputs(tmp_path) == reference
+
+
+def test_shards_merged_give_byte_identical_explanations(data, reference, tmp_path):
+    for shard in ("0/2", "1/2"):
+        assert main(_argv(data, tmp_path, "--shard", shard)) == 0
+    assert main(_argv(data, tmp_path, "--merge")) == 0
     assert _outputs(tmp_path) == reference
 
 
