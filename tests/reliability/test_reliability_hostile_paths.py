@@ -260,6 +260,8 @@ def test_a_second_merge_into_the_same_predictions_is_refused_and_the_first_is_un
         for extra in (("--merge",), ()):
             code, _, err = _eval_graphs(capsys, predictions, *extra)
             assert "is being written by another run" in assert_one_line_refusal(code, err, predictions)
+        code, _, err = _eval_graphs(capsys, predictions, "--shard", "1/2")  # would replace a journal it reads
+        assert "is being written by another run" in assert_one_line_refusal(code, err, "p.json.shard-1-of-2")
         assert sorted(p.name for p in tmp_path.iterdir()) == shards  # the shards the first merges, untouched
     finally:
         release.set()

@@ -114,8 +114,14 @@ def _locked_outputs(job) -> list:
     """What this process writes alone, locked for the run: the predictions (a merge's too), or
     under --shard (or torchrun, a shard per rank) its shard's, so that the shards of one run go
     side by side and a second run on any of them is refused; under torchrun rank 0 also holds the
-    predictions from the start, as it merges the shards into them at the end."""
+    predictions from the start, as it merges the shards into them at the end; a merge also holds
+    the shards it reads (an `eval --shard` meanwhile would replace its journal)."""
+    from nablafol.pipeline.journal import ShardedJournal
     from nablafol.pipeline.sharding import EvalShard
+    if job.merge and job.launch.world == 1:
+        counts = ShardedJournal.shard_counts(job.predictions)  # none or several: the merge says so, locked
+        count = counts[0] if len(counts) == 1 else 0
+        return [job.predictions] + [EvalShard(index, count).path(job.predictions) for index in range(count)]
     if job.shard is not None:
         return [job.shard.path(job.predictions)]
     if job.launch.world > 1:
