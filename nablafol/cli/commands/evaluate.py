@@ -110,26 +110,6 @@ def _outputs_apart(job) -> None:
             written[name] = out
 
 
-def _locked_outputs(job) -> list:
-    """What this process writes alone, locked for the run: the predictions (a merge's too), or
-    under --shard (or torchrun, a shard per rank) its shard's, so that the shards of one run go
-    side by side and a second run on any of them is refused; under torchrun rank 0 also holds the
-    predictions from the start, as it merges the shards into them at the end; a merge also holds
-    the shards it reads (an `eval --shard` meanwhile would replace its journal)."""
-    from nablafol.pipeline.journal import ShardedJournal
-    from nablafol.pipeline.sharding import EvalShard
-    if job.merge and job.launch.world == 1:
-        counts = ShardedJournal.shard_counts(job.predictions)  # none or several: the merge says so, locked
-        count = counts[0] if len(counts) == 1 else 0
-        return [job.predictions] + [EvalShard(index, count).path(job.predictions) for index in range(count)]
-    if job.shard is not None:
-        return [job.shard.path(job.predictions)]
-    if job.launch.world > 1:
-        shard = EvalShard(job.launch.rank, job.launch.world).path(job.predictions)
-        return [shard, job.predictions] if job.launch.is_main else [shard]
-    return [job.predictions]
-
-
 def exact_budget(text: str) -> int:
     """``--exact-budget K``: as the engine takes it, 0 to its most."""
     from nablafol.pipeline.evaluation import most_exact_budget
@@ -190,7 +170,7 @@ def _run(args) -> int:
         raise UsageError("--shard answers one shard, --merge joins them: give one of the two")
     _outputs_apart(job)  # fail before the work, not after it
     with contextlib.ExitStack() as locks:
-        for output in _locked_outputs(job):
+        for output in job.written_alone():
             locks.enter_context(output_lock(output, "--predictions"))
         bar = ProgressBar("eval", unit="q") if job.launch.is_main and not args.merge else None
         report = run_evaluation(job, progress=bar)
