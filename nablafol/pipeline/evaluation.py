@@ -38,7 +38,7 @@ from nablafol.data.details import exact_share
 from nablafol.data.files import naming_full_disk
 from nablafol.errors import InputFileError, NablafolError
 from nablafol.pipeline.answering import Answerer, Outcome, Skip
-from nablafol.pipeline.journal import FALLBACK, GUESS, PLAIN, EvalJournal
+from nablafol.pipeline.journal import FALLBACK, GUESS, PLAIN, EvalJournal, ShardedJournal
 from nablafol.pipeline.sharding import EvalShard
 
 __all__ = ["answer_stream", "answer_all", "StreamResult", "DetailsStream", "EvaluationJob", "run_evaluation",
@@ -372,6 +372,23 @@ class EvaluationJob:
         return [("--predictions", self.predictions), ("the journal of --predictions", self.journal_file),
                 ("--details", details), ("the part file of --details", part),
                 ("--attentions", self.attentions), ("--skipped", self.skipped_path)]
+
+    def written_alone(self) -> list:
+        """The outputs this process must hold alone for the run (their locks): the predictions, or
+        under ``--shard`` (or torchrun, a shard per rank) its shard's, so that the shards of one run
+        go side by side and a second run on any of them is refused; under torchrun rank 0 also holds
+        the predictions from the start, as it merges the shards into them at the end; a merge also
+        holds the shards it reads (an ``eval --shard`` meanwhile would replace its journal)."""
+        if self.merge and (self.launch is None or self.launch.world == 1):
+            counts = ShardedJournal.shard_counts(self.predictions)  # none or several: the merge says so, locked
+            count = counts[0] if len(counts) == 1 else 0
+            return [self.predictions] + [EvalShard(index, count).path(self.predictions) for index in range(count)]
+        if self.shard is not None:
+            return [self.shard.path(self.predictions)]
+        if self.launch is not None and self.launch.world > 1:
+            shard = EvalShard(self.launch.rank, self.launch.world).path(self.predictions)
+            return [shard, self.predictions] if self.launch.is_main else [shard]
+        return [self.predictions]
 
 
 def most_exact_budget() -> int:

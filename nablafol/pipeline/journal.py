@@ -240,9 +240,7 @@ class ShardedJournal:
         ``settings`` (plus its shard) and required finished; one line when one is missing."""
         from nablafol.pipeline.sharding import EvalShard
         predictions_path = Path(predictions_path)
-        pattern = re.compile(re.escape(predictions_path.name) + r"\.shard-(\d+)-of-(\d+)\.journal$")
-        counts = sorted({int(m.group(2)) for m in (pattern.match(p.name) for p in predictions_path.parent.glob(
-            predictions_path.name + ".shard-*-of-*.journal")) if m})
+        counts = cls.shard_counts(predictions_path)
         if not counts:
             raise InputFileError(predictions_path, "no shard journal to merge (run `nablafol eval --shard I/N` "
                                                    "with the same options first)")
@@ -257,6 +255,15 @@ class ShardedJournal:
                 raise InputFileError(path, f"is missing: shard {shard} has not run (or ran elsewhere)")
             journals.append(EvalJournal.open_sealed(path, shard_settings(settings, shard)))
         return cls(journals)
+
+    @staticmethod
+    def shard_counts(predictions_path) -> list[int]:
+        """The shard counts N of the ``--shard I/N`` journals lying beside ``predictions_path``
+        (one for a run ready to merge), in increasing order."""
+        predictions_path = Path(predictions_path)
+        pattern = re.compile(re.escape(predictions_path.name) + r"\.shard-(\d+)-of-(\d+)\.journal$")
+        return sorted({int(m.group(2)) for m in (pattern.match(p.name) for p in predictions_path.parent.glob(
+            predictions_path.name + ".shard-*-of-*.journal")) if m})
 
     def pieces(self) -> Iterator[tuple[int, int, int, list[Entry]]]:
         """``(shard, details_start, details_end, entries)`` of every chunk, in stream order."""

@@ -19,9 +19,10 @@ benchmark   annotations (A) / predictions (P)             metrics
 ==========  ============================================  ===========================================
 
 With ``--split`` (a ``nablafol split`` file of any benchmark's question ids) the hard and
-easy sets are scored too, each as a set of its own; with ``--by`` every slice
-(:mod:`nablafol.scoring.slices`). In JSON every metric is a number in [0, 1] (None where
-nothing was scored).
+easy sets are scored too, each as a set of its own: the hard set by its metrics (Acc_h), the
+easy set by their errors, one minus each (Err_e), as the GQA report shows them; with ``--by``
+every slice (:mod:`nablafol.scoring.slices`). In JSON every metric is a number in [0, 1] (None
+where nothing was scored); the easy set's are under ``"error"``.
 
     >>> report = score_benchmark("vcr", "tests/fixtures/gdvcr/val.jsonl", "tests/fixtures/gdvcr/predictions.csv",
     ...                          by="region")
@@ -57,6 +58,7 @@ class BenchmarkReport:
     missing: int
     sections: tuple[tuple[str, str], ...] = ()
     details: Mapping[str, object] = field(default_factory=dict)
+    #: ``"hard"``: (count, metrics), Acc_h; ``"easy"``: (count, one minus each metric), Err_e
     subsets: Mapping[str, tuple[int, Mapping[str, float | None]]] = field(default_factory=dict)
     slices: SliceReport | None = None
 
@@ -64,7 +66,7 @@ class BenchmarkReport:
         out: dict = {"benchmark": self.benchmark, "count": self.count, "missing": self.missing,
                      **dict(self.metrics), **dict(self.details)}
         for name, (count, metrics) in self.subsets.items():
-            out[name] = {"count": count, **dict(metrics)}
+            out[name] = {"count": count, **({"error": dict(metrics)} if name == "easy" else dict(metrics))}
         if self.slices is not None:
             out["by"] = self.slices.to_json()
         return out
@@ -72,16 +74,22 @@ class BenchmarkReport:
     def format_table(self) -> str:
         lines = [f"{self.benchmark}: {self.count:,} questions"
                  + (f" ({self.missing:,} without a prediction, counted wrong)" if self.missing else "")]
-        rows = [("all", self.count, self.metrics)] + [(n, c, m) for n, (c, m) in self.subsets.items()]
+        rows = [("all", self.count, self.metrics)] + [(_SUBSET_LABELS[n], c, m) for n, (c, m) in self.subsets.items()]
         names = [n for n in self.metrics if any(m[n] is not None for _, _, m in rows)] or list(self.metrics)
         table = [["set", "count"] + [LABELS.get(n, n) for n in names]]
         table += [[name, f"{count:,}"] + [_percent(m[n]) for n in names] for name, count, m in rows]
         lines.append(_aligned(table))
+        if "easy" in self.subsets:
+            lines.append("(easy: the error on the easy set, 100% minus each metric, as GQA's Err_e)")
         for title, text in self.sections:
             lines += ["", title, text]
         if self.slices is not None:
             lines += ["", self.slices.titled_table(LABELS)]
         return "\n".join(lines)
+
+
+#: How the table names the split's sets: the hard set shows its metrics, the easy set their errors.
+_SUBSET_LABELS = {"hard": "hard (Acc_h)", "easy": "easy (Err_e)"}
 
 
 def _percent(x: float | None) -> str:
@@ -135,7 +143,10 @@ def score_benchmark(benchmark: str, questions_path: str | os.PathLike, predictio
             subset_metric = bench.make_metric()
             subset_metric.update([bench.questions[i] for i in ids], bench.predictions)
             subset = subset_metric.compute()
-            subsets[name] = (subset.count, subset.metrics())
+            metrics = subset.metrics()
+            if name == "easy":  # Err_e: the base model answered these right, so what counts is what goes wrong
+                metrics = {n: None if v is None else 1 - v for n, v in metrics.items()}
+            subsets[name] = (subset.count, metrics)
     slices = None
     if by is not None:
         slices = score_slices(questions, bench.predictions, by, bench.make_metric, reference, record=bench.record)

@@ -58,17 +58,55 @@ def test_gdvcr_regions_with_the_west_as_reference(tmp_path, capsys):
     assert "west (reference)" in out and "+16.67" in out
 
 
-def test_a_split_scores_the_hard_and_easy_sets(tmp_path, capsys):
+def test_a_split_scores_the_hard_set_by_accuracy_and_the_easy_set_by_error(tmp_path, capsys):
+    """Acc_h and Err_e, as the GQA report: the easy set shows 100% minus each metric."""
     split = tmp_path / "split.json"
-    split.write_text(json.dumps({"easy": ["1001", "1003"], "hard": ["1002", "1004", "1005", "1006", "1007"]}))
+    split.write_text(json.dumps({"hard": ["1001", "1003"], "easy": ["1002", "1004", "1005", "1006", "1007"]}))
     questions, predictions = FILES["cric"]
     out_json = tmp_path / "s.json"
     code, out, err = run_cli("score", "--questions", questions, "--predictions", predictions, "--split", split,
                              "--json", out_json, capsys=capsys)
     assert code == 0, err
     scores = json.loads(out_json.read_text())
-    assert scores["easy"] == {"count": 2, "answer": 1.0, "grounding": 1.0, "final": 1.0}
-    assert scores["hard"]["answer"] == pytest.approx(2 / 5)
+    assert scores["hard"] == {"count": 2, "answer": 1.0, "grounding": 1.0, "final": 1.0}
+    # the other five: 2 of 5 answers right, 1 of 5 grounded, none both
+    assert scores["easy"] == {"count": 5, "error": pytest.approx({"answer": 3 / 5, "grounding": 4 / 5, "final": 1.0})}
+    easy_row = next(line for line in out.splitlines() if line.startswith("easy"))
+    assert easy_row.split() == ["easy", "(Err_e)", "5", "60.00%", "80.00%", "100.00%"]
+    assert any(line.split()[:4] == ["hard", "(Acc_h)", "2", "100.00%"] for line in out.splitlines())
+
+
+def _ids(name):
+    from nablafol.data.aokvqa import load_aokvqa
+    from nablafol.data.cric import load_cric_questions
+    from nablafol.data.vcr import load_vcr
+    loader = {"cric": load_cric_questions, "aokvqa": load_aokvqa, "vcr": load_vcr, "gdvcr": load_vcr}[name]
+    return list(loader(FILES[name][0]))
+
+
+@pytest.mark.parametrize("sliced", [False, True])
+@pytest.mark.parametrize("name", sorted(FILES))
+def test_every_benchmark_shows_the_easy_set_as_err_e_with_or_without_by(name, sliced, tmp_path, capsys):
+    """Everything easy: Err_e is one minus each overall metric; everything hard: Acc_h is each."""
+    questions, predictions = FILES[name]
+    ids = _ids(name)
+    by = ("img_fn" if name in ("vcr", "gdvcr") else "image_id") if sliced else None
+    for easy, hard in ((ids, []), ([], ids)):
+        split = tmp_path / "split.json"
+        split.write_text(json.dumps({"easy": easy, "hard": hard}))
+        out_json = tmp_path / "s.json"
+        code, out, err = run_cli("score", "--questions", questions, "--predictions", predictions, "--split", split,
+                                 "--json", out_json, *(("--by", by) if by else ()), capsys=capsys)
+        assert code == 0, err
+        scores = json.loads(out_json.read_text())
+        overall = {k: scores[k] for k in EXPECTED[name]}
+        if easy:
+            assert scores["easy"]["error"] == pytest.approx({k: None if v is None else 1 - v
+                                                             for k, v in overall.items()})
+            assert "Err_e" in out
+        else:
+            assert {k: scores["hard"][k] for k in overall} == pytest.approx(overall)
+        assert ("by" in scores) == (by is not None)
 
 
 def _broken(tmp_path, name, text):

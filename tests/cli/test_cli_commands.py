@@ -576,6 +576,61 @@ def test_calibrate_refuses_to_replace_a_calibrator_and_to_train_on_nothing(train
     assert _snapshot(model) == before
 
 
+def _held_calibration(args, holding, release) -> None:
+    """A child process: a calibration whose training waits, its model folder locked, until ``release``."""
+    import os
+
+    import nablafol.pipeline.calibration_training as calibration_training
+    real = calibration_training.calibrate_model
+
+    def paused(job, **kwargs):
+        holding.set()
+        release.wait()
+        return real(job, **kwargs)
+    calibration_training.calibrate_model = paused  # imported from the module at run time
+    os._exit(main([str(a) for a in args]))
+
+
+def test_a_second_calibration_of_one_model_folder_is_refused_and_the_first_is_unharmed(trained, tiny_set, tmp_path,
+                                                                                        capsys):
+    """Two processes synchronised by events: the second `calibrate` (or a `train --out` of the
+    folder) is refused in one line while the first holds the folder; the first then writes what a
+    run alone writes."""
+    import multiprocessing
+    held, alone = tmp_path / "held", tmp_path / "alone"
+    shutil.copytree(trained, held)
+    shutil.copytree(trained, alone)
+    calibrate = ["calibrate", "--data", tiny_set, "--epochs", "1", "--batch-size", "16"]
+    context = multiprocessing.get_context("fork")
+    # the run alone first, forked from this process as it is now, as the first run will be
+    done = context.Event()
+    done.set()
+    lone = context.Process(target=_held_calibration, args=([*calibrate, "--model", alone], context.Event(), done))
+    lone.start()
+    lone.join()
+    assert lone.exitcode == 0
+    holding, release = context.Event(), context.Event()
+    first = context.Process(target=_held_calibration, args=([*calibrate, "--model", held], holding, release))
+    first.start()
+    try:
+        assert holding.wait(120), "the first run never took its model folder"
+        before = _snapshot(held)
+        code, _, err = run_cli(*calibrate, "--model", held, capsys=capsys)
+        _one_line(code, err, str(held), "is being written by another run", "--model")
+        code, _, err = run_cli("train", "--data", tiny_set, "--out", held, *TRAIN, "--resume", capsys=capsys)
+        _one_line(code, err, str(held), "is being written by another run", "--out")
+        assert _snapshot(held) == before
+    finally:
+        release.set()
+        first.join()
+    assert first.exitcode == 0
+    def written(folder):  # every file, byte for byte, but the clock readings
+        import re
+        return {name: re.sub(rb'"(val_)?seconds": [0-9.e+-]+', b"", data) for name, data in _snapshot(folder).items()}
+    assert written(held) == written(alone) and "calibrator.safetensors" in written(held)
+    assert not (tmp_path / "held.lock").exists()
+
+
 def test_train_resume_removes_only_its_own_temporary_files(tmp_path, capsys, tiny_set, trained):
     model = tmp_path / "m"
     shutil.copytree(trained, model)

@@ -204,8 +204,9 @@ def test_a_full_disk_names_the_file_being_written(tmp_path, capsys, monkeypatch)
 
 
 # -- one run per output, inputs unchanged through the run -----------------------------------------
-def _held_eval(predictions: Path, holding, release) -> None:
-    """A child process: an eval whose answering waits, its output locked, until ``release``."""
+def _held_eval(predictions: Path, holding, release, extra=()) -> None:
+    """A child process: an eval (with ``extra`` options) whose answering waits, its output locked,
+    until ``release``."""
     import nablafol.pipeline.evaluation as evaluation
     from nablafol.cli import main
     real = evaluation.run_evaluation
@@ -217,7 +218,7 @@ def _held_eval(predictions: Path, holding, release) -> None:
     import nablafol.cli.commands.evaluate  # noqa: F401 (run_evaluation is imported from the module at run time)
     evaluation.run_evaluation = paused
     code = main(["eval", "--questions", str(EVERY / "questions.json"), "--scene-graphs",
-                 str(EVERY / "sceneGraphs.json"), "--predictions", str(predictions)])
+                 str(EVERY / "sceneGraphs.json"), "--predictions", str(predictions), *extra])
     os._exit(code)
 
 
@@ -240,6 +241,52 @@ def test_a_second_run_on_the_same_output_is_refused_and_the_first_is_unharmed(tm
     for name in ("p.json", "p.skipped.json"):  # what the first wrote is what a run alone writes
         assert (tmp_path / name).read_bytes() == (tmp_path / name.replace("p.", "alone.")).read_bytes()
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("p.")) == ["p.json", "p.skipped.json"]
+
+
+def test_a_second_merge_into_the_same_predictions_is_refused_and_the_first_is_unharmed(tmp_path, capsys):
+    """`eval --merge` holds the predictions it writes: a second merge (or a plain eval) of them is
+    refused in one line while the first waits (events, no clock); the first then writes what one
+    process writes."""
+    predictions = tmp_path / "p.json"
+    for index in range(2):
+        assert _eval_graphs(capsys, predictions, "--shard", f"{index}/2")[0] == 0
+    context = multiprocessing.get_context("fork")
+    holding, release = context.Event(), context.Event()
+    first = context.Process(target=_held_eval, args=(predictions, holding, release, ("--merge",)))
+    first.start()
+    try:
+        assert holding.wait(120), "the merge never took its output"
+        shards = sorted(p.name for p in tmp_path.iterdir())
+        for extra in (("--merge",), ()):
+            code, _, err = _eval_graphs(capsys, predictions, *extra)
+            assert "is being written by another run" in assert_one_line_refusal(code, err, predictions)
+        code, _, err = _eval_graphs(capsys, predictions, "--shard", "1/2")  # would replace a journal it reads
+        assert "is being written by another run" in assert_one_line_refusal(code, err, "p.json.shard-1-of-2")
+        assert sorted(p.name for p in tmp_path.iterdir()) == shards  # the shards the first merges, untouched
+    finally:
+        release.set()
+        first.join()
+    assert first.exitcode == 0
+    assert _eval_graphs(capsys, tmp_path / "alone.json")[0] == 0
+    assert predictions.read_bytes() == (tmp_path / "alone.json").read_bytes()
+
+
+def test_rank_0_of_a_torchrun_eval_holds_the_predictions_it_merges_into(tmp_path, capsys, monkeypatch):
+    """Under torchrun rank 0 merges the shards into the predictions at the end: it holds their
+    lock from the start, so a run already writing them refuses the launch before any work."""
+    import nablafol.pipeline.evaluation as evaluation
+    from nablafol.data.output_lock import output_lock
+
+    def must_not_run(job, **kwargs):
+        raise AssertionError("the launch ran while another run held its predictions")
+    monkeypatch.setattr(evaluation, "run_evaluation", must_not_run)
+    for name, value in (("RANK", "0"), ("WORLD_SIZE", "2"), ("LOCAL_RANK", "0")):
+        monkeypatch.setenv(name, value)
+    predictions = tmp_path / "p.json"
+    with output_lock(predictions, "--predictions"):  # a plain eval, or a merge, of the same file
+        code, _, err = _eval_graphs(capsys, predictions)
+    assert "is being written by another run" in assert_one_line_refusal(code, err, predictions)
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
 
 
 def test_an_input_rewritten_during_the_run_is_an_error_naming_it(tmp_path, capsys, monkeypatch):

@@ -83,7 +83,7 @@ def test_a_split_scores_hard_and_easy_sets_of_any_benchmark():
     from nablafol.scoring import Split
     split = Split(easy=("val-0", "val-1", "val-3"), hard=("val-2", "val-4", "val-5", "val-6", "val-7"))
     report = score_benchmark("vcr", GDVCR / "val.jsonl", GDVCR / "predictions.csv", split=split)
-    assert report.subsets["easy"] == (3, {"q2a": 1.0, "qa2r": None, "q2ar": None})
+    assert report.subsets["easy"] == (3, {"q2a": 0.0, "qa2r": None, "q2ar": None})  # Err_e: all three right
     assert report.subsets["hard"][1]["q2a"] == 2 / 5
     with pytest.raises(ScoringError, match="1 hard question"):
         score_benchmark("vcr", GDVCR / "val.jsonl", GDVCR / "predictions.csv",

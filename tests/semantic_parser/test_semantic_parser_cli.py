@@ -67,6 +67,20 @@ def test_parser_apply_writes_questions_with_the_programs_read(dataset, parser_fo
     assert code == 0 and "answered" in printed
 
 
+def test_parser_apply_refuses_a_question_id_given_twice(dataset, parser_folder, tmp_path, capsys):
+    """Found by fuzzing the command: the streamed questions do not see a top-level id given twice,
+    and the writer's refusal came out as a traceback."""
+    text = (dataset / "val_balanced_questions.json").read_text()
+    first_id, record = next(iter(json.loads(text).items()))
+    questions = tmp_path / "q.json"
+    questions.write_text(text.rstrip().removesuffix("}") + f", {json.dumps(first_id)}: {json.dumps(record)}}}")
+    out = tmp_path / "read.json"
+    code, _, err = run_cli(capsys, "parser", "apply", "--questions", questions, "--parser", parser_folder, "--out", out)
+    one_line_error(code, err)
+    assert str(questions) in err and f"question {first_id}" in err and "appears twice" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["q.json"]
+
+
 def test_eval_with_a_parser_answers_the_programs_it_reads(dataset, parser_folder, tmp_path, capsys):
     """`eval --parser P` gives the predictions of `parser apply` then `eval`; a question the parser
     cannot read is a listed skip ("unreadable question"), and the journal knows the parser."""

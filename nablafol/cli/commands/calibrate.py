@@ -48,6 +48,9 @@ def run(args) -> int:
         raise UsageError("--plot draws what --inspect reads: give --inspect PROGRAM")
     if args.inspect is not None:
         return _inspect(args)
+    import contextlib
+
+    from nablafol.data.output_lock import output_lock
     from nablafol.pipeline.calibration_training import CalibrationJob, calibrate_model
     from nablafol.pipeline.distributed import Launch
     from nablafol.pipeline.oracle_training import TrainConfig
@@ -61,10 +64,13 @@ def run(args) -> int:
                          TrainConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, seed=args.seed),
                          val_limit=args.val_limit, device=device(args.device), resume=args.resume,
                          shards=args.shards, launch=launch)
-    bar = ProgressBar("calibrate", unit="q") if launch.is_main else None
-    history = calibrate_model(job, progress=bar)
-    if bar is not None:
-        bar.close()
+    # the calibrator goes into the model folder: one run at a time on it (a `train --out` of it
+    # included, whose lock is the same), held by rank 0, which writes it
+    with output_lock(args.model, "--model") if launch.is_main else contextlib.nullcontext():
+        bar = ProgressBar("calibrate", unit="q") if launch.is_main else None
+        history = calibrate_model(job, progress=bar)
+        if bar is not None:
+            bar.close()
     if launch.is_main and history and history[-1].get("val_accuracy") is not None:
         print(f"validation accuracy with the calibrator {100 * history[-1]['val_accuracy']:.2f}% -> {args.model}")
     return 0

@@ -114,18 +114,6 @@ def _outputs_apart(job) -> None:
             written[name] = out
 
 
-def _locked_output(job):
-    """What this process writes alone, locked for the run: the predictions, or under --shard
-    (or torchrun, a shard per rank) its shard's, so that the shards of one run go side by side
-    and a second run on any of them is refused."""
-    from nablafol.pipeline.sharding import EvalShard
-    if job.shard is not None:
-        return job.shard.path(job.predictions)
-    if job.launch.world > 1:
-        return EvalShard(job.launch.rank, job.launch.world).path(job.predictions)
-    return job.predictions
-
-
 def exact_budget(text: str) -> int:
     """``--exact-budget K``: as the engine takes it, 0 to its most."""
     from nablafol.pipeline.evaluation import most_exact_budget
@@ -152,6 +140,8 @@ def run(args) -> int:
 
 
 def _run(args) -> int:
+    import contextlib
+
     from nablafol.data.output_lock import output_lock
     from nablafol.pipeline.distributed import Launch
     from nablafol.pipeline.evaluation import EvaluationJob, run_evaluation
@@ -186,7 +176,9 @@ def _run(args) -> int:
     if args.shard is not None and args.merge:
         raise UsageError("--shard answers one shard, --merge joins them: give one of the two")
     _outputs_apart(job)  # fail before the work, not after it
-    with output_lock(_locked_output(job), "--predictions"):
+    with contextlib.ExitStack() as locks:
+        for output in job.written_alone():
+            locks.enter_context(output_lock(output, "--predictions"))
         bar = ProgressBar("eval", unit="q") if job.launch.is_main and not args.merge else None
         report = run_evaluation(job, progress=bar)
         if bar is not None:

@@ -126,14 +126,19 @@ def _evaluate(args) -> int:
 
 def _apply(args) -> int:
     from nablafol.data import iter_questions, write_questions
+    from nablafol.errors import InputFileError
     from nablafol.semantic_parser import load_parser, with_predicted_programs
     from nablafol.semantic_parser.predicted_programs import parser_error
     output_file(args.out, {"--questions": args.questions, "--parser": args.parser})
     parser = load_parser(args.parser)
     counts = {"read": 0, "unreadable": 0}
+    seen: set[str] = set()
 
     def counted(questions):
         for question in questions:
+            if question.id in seen:  # the stream does not see it: which of the two would be written?
+                raise InputFileError(args.questions, "appears twice", f"question {question.id}")
+            seen.add(question.id)
             counts["unreadable" if parser_error(question) else "read"] += 1
             yield question
     write_questions(args.out, counted(with_predicted_programs(iter_questions(args.questions), parser)))
