@@ -175,7 +175,7 @@ PREDICTION_CASES = [
     ("nested 100000 deep", DEEP, "nested too deeply"),
     ("question given twice", '[{"questionId": "op00", "prediction": "a"}, {"questionId": "op00", "prediction": "b"}]',
      "has two predictions"),
-    ("empty file", "", "not valid JSON"),
+    ("empty file", "", "is empty, expected a JSON list"),
     ("not UTF-8", NOT_UTF8, "is not UTF-8"),
 ]
 
@@ -222,7 +222,7 @@ SPLIT_CASES = [
     ("a question in neither list", json.dumps({"easy": QUESTION_IDS[1:], "hard": []}), QUESTION_IDS[0]),
     ("a question in both lists", json.dumps({"easy": QUESTION_IDS, "hard": QUESTION_IDS[:1]}), QUESTION_IDS[0]),
     ("nested 100000 deep", '{"easy": ' + DEEP + "}", "nested too deeply"),
-    ("empty file", "", "not valid JSON"),
+    ("empty file", "", "is empty, expected a split"),
     ("not UTF-8", NOT_UTF8, "is not UTF-8"),
 ]
 
