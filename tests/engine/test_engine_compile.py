@@ -27,6 +27,7 @@ class Reasoner(torch.nn.Module):
         return answers.log_probs[:, 0], nablafol.answer_loss(answers, ["yes", "no", "yes"])
 
 
+@pytest.mark.slow  # compiling: the longest test of the fast tier in a measured run
 def test_a_compiled_model_gives_the_eager_answers_and_gradients():
     pytest.importorskip("torch._inductor")
     torch._dynamo.reset()
