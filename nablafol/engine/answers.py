@@ -84,6 +84,8 @@ class Answers:
     log_complement: Optional[torch.Tensor] = None  # (P, K): log(1 - p), exact where p is close to 1
     # (P,) bool, or how to compute it when first asked (the fast path computes it only then)
     _exact: Union[torch.Tensor, Callable[[], torch.Tensor], None] = field(default=None, repr=False)
+    # ``Engine(bounds=True)``: (lower, upper) ``(P, K)``, sound bounds on each candidate's probability
+    bounds: Optional[tuple] = None
 
     def __post_init__(self):
         if self.log_complement is None:

@@ -42,6 +42,7 @@ from nablafol.ir import Program
 from nablafol.oracle import Oracle, Requests, scene_sizes
 
 from nablafol.engine.answers import Answers, Tables
+from nablafol.engine.bounds import answer_bounds
 from nablafol.engine.exact import exact_answers, exact_flags, shared_atom_counts
 from nablafol.engine.lowering import TOP
 from nablafol.engine.rowwise import run_rows, steps_of
@@ -244,20 +245,24 @@ class Engine(torch.nn.Module):
     the same batched computation once per assignment of them, for programs that repeat at most
     ``exact_budget`` such atoms (``2**exact_budget`` runs); beyond, the fast path's answer,
     flagged (:attr:`Answers.exact`). The default is the paper's polynomial fast path.
+
+    ``bounds=True`` also returns sound bounds on every answer's probability
+    (:attr:`Answers.bounds`): an exact answer's own value, else an interval that conditions on
+    the ``exact_budget`` atoms it shares most (:mod:`nablafol.engine.bounds`).
     """
 
     def __init__(self, calibration: Optional[Callable] = None, validate: bool = True, compile: bool = False,
-                 exact: bool = False, exact_budget: int = EXACT_BUDGET):
+                 exact: bool = False, exact_budget: int = EXACT_BUDGET, bounds: bool = False):
         super().__init__()
         if not (type(exact_budget) is int and 0 <= exact_budget <= MAX_EXACT_BUDGET):
             raise ProgramStructureError(f"exact_budget must be a whole number of atoms from 0 to {MAX_EXACT_BUDGET}, "
                                         f"got {exact_budget!r}")
-        if exact and calibration is not None:
-            raise ProgramStructureError("exact inference computes probabilities of the formulas; a calibrator "
-                                        "changes them: use one or the other")
+        if (exact or bounds) and calibration is not None:
+            raise ProgramStructureError(f"{'exact inference' if exact else 'bounds'} computes probabilities of the "
+                                        "formulas; a calibrator changes them: use one or the other")
         self.calibration = calibration
         self.validate = validate
-        self.exact, self.exact_budget = bool(exact), exact_budget
+        self.exact, self.exact_budget, self.bounds = bool(exact), exact_budget, bool(bounds)
         self.registry = Registry()
         self._q_product = _CompiledQProduct() if compile else ops.q_product
 
@@ -284,11 +289,14 @@ class Engine(torch.nn.Module):
             prepare(programs, device=num_objects.device)
         tables = self.tables(plan, oracle)
         if self.exact:
-            return exact_answers(self, programs, plan, tables.with_neutral())
-        answers = self.execute(plan, tables)
-        if self.calibration is None:  # whether each answer is exact, computed when first asked
-            detached = tables.detached()
-            answers._exact = lambda: exact_flags(self, programs, plan, detached.with_neutral())
+            answers = exact_answers(self, programs, plan, tables.with_neutral())
+        else:
+            answers = self.execute(plan, tables)
+            if self.calibration is None:  # whether each answer is exact, computed when first asked
+                detached = tables.detached()
+                answers._exact = lambda: exact_flags(self, programs, plan, detached.with_neutral())
+        if self.bounds:
+            answers.bounds = answer_bounds(programs, plan, tables.detached(), answers, self.exact_budget)
         return answers
 
     def shared_atoms(self, programs: Sequence[Program], oracle: Oracle, scenes=None) -> np.ndarray:
