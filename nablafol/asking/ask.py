@@ -38,6 +38,11 @@ class UnanswerableQuestionError(NablafolError, ValueError):
     the oracle does not know, ...): one line saying why."""
 
 
+#: Shared atoms the interval of an answer that is not exact conditions on (2^k bounded worlds; a
+#: question at a time, where ``eval --bounds`` takes ``--exact-budget``)
+BOUNDS_BUDGET = 8
+
+
 @dataclass(frozen=True)
 class Reply:
     """A question asked about an image, read and answered."""
@@ -56,6 +61,8 @@ class Reply:
     guessed: bool = False  # every candidate at probability 0: the answer is the first, by no evidence
     fallback: bool = False  # its objects were none under the ontology: answered widened (the FOL shown is that one)
     explanation: object = None  # a nablafol.explain.Explanation when asked for (``nablafol answer --explain``)
+    exact: bool | None = None  # the probability is the formula's exact one (docs/exactness.md)
+    bounds: tuple | None = None  # (lower, upper): sound bounds on the answer's probability, when not exact
 
     def to_dict(self) -> dict:
         """The reply as JSON-ready data (``nablafol answer --json``)."""
@@ -65,6 +72,7 @@ class Reply:
                 "candidates": [{"answer": a, "probability": p} for a, p in self.candidates],
                 "grounding": [{"object": o, "name": n, "attention": a} for o, n, a in self.grounding],
                 "attention": self.attention, "guessed": self.guessed, "presuppositionFallback": self.fallback,
+                "exact": self.exact, **({"bounds": list(self.bounds)} if self.bounds is not None else {}),
                 **({"explanation": self.explanation.to_dict()} if self.explanation is not None else {})}
 
     def lines(self) -> list[str]:
@@ -76,6 +84,7 @@ class Reply:
                 f"program:  {self.program_text}   (read with probability {self.read_probability:.3f}{doubt})",
                 f"FOL:      {self.formula}",
                 f"answer:   {self.answer}   (probability {self.probability:.3f}"
+                + (f", not exact: between {self.bounds[0]:.3f} and {self.bounds[1]:.3f}" if self.bounds else "")
                 + ("; a guess: every candidate has probability 0, nothing in the scene has what it asks)"
                    if self.guessed else "; a presupposition fallback: the objects asked about are none under the "
                    "ontology, the question's category widened to every class)" if self.fallback else ")"),
@@ -116,7 +125,8 @@ class Asker:
         if not self.perception.has_image(image_id):
             raise UnanswerableQuestionError(f"no scene for image {image_id!r}")
         asked = Question("asked", image_id, question, semantic_str=read.text)
-        (outcome,) = answer_questions(self.perception, [asked], keep_outcomes=True, details_top=self.top)
+        (outcome,) = answer_questions(self.perception, [asked], keep_outcomes=True, details_top=self.top,
+                                      bounds_budget=BOUNDS_BUDGET)
         if not isinstance(outcome, Outcome):
             raise UnanswerableQuestionError(f"the program read ({read.text}) cannot be answered: {outcome.reason}: "
                                             f"{outcome.detail}")
@@ -126,7 +136,15 @@ class Asker:
         why = explain_question(self.perception, asked, k=self.top, facts=explain) if explain else None
         return Reply(question, image_id, read.text, read.program, read.probability, outcome.formula,
                      outcome.prediction, outcome.answers.get(outcome.prediction, 0.0), candidates, grounding,
-                     dict(outcome.attention), outcome.guessed, outcome.fallback, why)
+                     dict(outcome.attention), outcome.guessed, outcome.fallback, why, outcome.exact,
+                     self._bounds(outcome))
+
+    @staticmethod
+    def _bounds(outcome) -> tuple | None:
+        """The answer's interval where it is not exact (None where exact or not computed)."""
+        if outcome.exact or not outcome.bounds or outcome.prediction not in outcome.bounds:
+            return None
+        return tuple(outcome.bounds[outcome.prediction])
 
     def _names(self, image_id: str) -> dict:
         """Object id -> name, where the perception knows names (scene graphs do; features do not)."""

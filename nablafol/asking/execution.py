@@ -35,11 +35,16 @@ def feature_perception(features, model, device=None) -> FeaturePerception:
 
 
 def answer_questions(perception, questions: Sequence, *, keep_outcomes: bool = False,
-                     details_top: int = 10) -> list:
+                     details_top: int = 10, bounds_budget: int | None = None) -> list:
     """One :class:`Outcome` or :class:`Skip` per question, in order (outcomes carry answers,
     grounding, formula and attention when ``keep_outcomes``; the perception's calibrator, if any,
-    calibrates the engine)."""
-    answerer = Answerer(perception, keep_outcomes=keep_outcomes, details_top=details_top)
+    calibrates the engine). ``bounds_budget``: outcomes also carry sound bounds, conditioning on
+    that many shared atoms (not with a calibrator: its answers are not the formula's probabilities)."""
+    engine = None
+    if bounds_budget is not None and perception.calibrator is None:
+        from nablafol.engine import Engine
+        engine = Engine(bounds=True, exact_budget=bounds_budget)
+    answerer = Answerer(perception, engine=engine, keep_outcomes=keep_outcomes, details_top=details_top)
     return answerer.answer_chunk(list(questions))
 
 

@@ -92,6 +92,46 @@ def exact_share(path: str | os.PathLike) -> tuple[int, int]:
     return exact, answered
 
 
+@dataclass(frozen=True)
+class BoundsShare:
+    """What the ``"bounds"`` of a details file say (``nablafol eval --bounds``): ``answers`` with
+    bounds, of which ``yes_no`` are yes/no answers and ``decided`` of those have an interval on one
+    side of 0.5 (every probability in it gives the same answer); ``mean_width`` of the predicted
+    answer's interval, over the answers with bounds (None when there are none)."""
+
+    answers: int
+    yes_no: int
+    decided: int
+    mean_width: float | None
+
+
+def bounds_share(path: str | os.PathLike) -> BoundsShare:
+    """The bounds of a details file (:class:`BoundsShare`); a line whose ``"bounds"`` are not
+    ``{candidate: [lower, upper]}`` with ``0 <= lower <= upper <= 1`` is refused, by its question."""
+    answers = yes_no = decided = 0
+    width = 0.0
+    for item in iter_details(path):
+        bounds = item.extra.get("bounds")
+        if bounds is None:
+            continue
+        interval = bounds.get(item.prediction) if isinstance(bounds, dict) else None
+        if not _is_interval(interval) or not all(map(_is_interval, bounds.values())):
+            raise InputFileError(path, "has bounds that are not [lower, upper] pairs in [0, 1] for each answer, "
+                                       "the predicted one among them", f"question {item.question_id}")
+        answers += 1
+        width += interval[1] - interval[0]
+        if set(bounds) == {"yes", "no"}:
+            yes_no += 1
+            low, high = bounds["yes"]
+            decided += low > 0.5 or high <= 0.5
+    return BoundsShare(answers, yes_no, decided, width / answers if answers else None)
+
+
+def _is_interval(value) -> bool:
+    return (isinstance(value, list) and len(value) == 2 and all(type(v) in (int, float) for v in value)
+            and 0.0 <= value[0] <= value[1] <= 1.0)
+
+
 def read_details(path: str | os.PathLike) -> dict[str, Details]:
     """``{questionId: Details}``; a question id on two lines is an error."""
     result: dict[str, Details] = {}

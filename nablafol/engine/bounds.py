@@ -251,6 +251,8 @@ def _components(support: np.ndarray) -> np.ndarray:
     """``(G, T, A)`` supports -> ``(G, C, T)`` bool: the terms of each group cut into components
     connected by shared atoms (component ``c`` is named by its first term, so ``C = T``)."""
     g, t = support.shape[:2]
+    if (support.sum(1) <= 1).all():  # no atom in two terms: every term a component of its own
+        return np.broadcast_to(np.eye(t, dtype=bool), (g, t, t))
     s = support.astype(np.float32)
     reach = (np.einsum("gta,gsa->gts", s, s) > 0) | np.eye(t, dtype=bool)[None]
     while True:

@@ -62,6 +62,9 @@ class Outcome:
     # answered with their category widened to every class (Compiler.widened; docs/design.md)
     fallback: bool = False
     explanation: dict | None = None  # nablafol.explain's, as JSON data, when asked for (``eval --explain``)
+    # candidate -> [lower, upper], sound bounds on its probability, with an engine that gives them
+    # (``Engine(bounds=True)``, ``eval --bounds``; docs/exactness.md); the candidates of ``answers``
+    bounds: dict | None = None
 
 
 def compile_question(question, compiler: Compiler) -> CompiledQuestion | Skip:
@@ -182,24 +185,32 @@ class Answerer:
                 yield Outcome(q.id, predictions[k], {}, (), guessed=guesses[k], fallback=widened)
             return
         kept = {id(a): (a.probs().cpu(), a.exact.tolist(),
-                        a.focus.exp().masked_fill(~a.object_mask, 0.0).cpu().numpy()) for a in distinct}
+                        a.focus.exp().masked_fill(~a.object_mask, 0.0).cpu().numpy(),
+                        None if a.bounds is None else tuple(b.cpu() for b in a.bounds)) for a in distinct}
         for (q, _), (a, k, compiled, widened), scene in zip(batch, rows, scenes):
             predictions, guesses = reads[id(a)]
-            probs, exact, attention = kept[id(a)]
+            probs, exact, attention, bounds = kept[id(a)]
             row = probs[k]
+            interval = None
             if compiled.is_binary:
                 dist = {"yes": float(row[0]), "no": float(1.0 - row[0])}
+                if bounds is not None:
+                    low, high = float(bounds[0][k, 0]), float(bounds[1][k, 0])
+                    interval = {"yes": [low, high], "no": [1.0 - high, 1.0 - low]}
             else:
                 n = compiled.program.n_candidates
                 order = torch.argsort(row[:n], descending=True, stable=True)  # ties: the predicted one first
                 if self.details_top:
                     order = order[: self.details_top]
                 dist = {compiled.answers[i]: float(row[i]) for i in order.tolist()}
+                if bounds is not None:
+                    interval = {compiled.answers[i]: [float(bounds[0][k, i]), float(bounds[1][k, i])]
+                                for i in order.tolist()}
             names = oracle.object_ids(int(scene))
             grounding = tuple(names[i] for i in np.nonzero(attention[k] >= 0.5)[0])
             att = {names[i]: round(float(attention[k, i]), 6) for i in range(min(len(names), attention.shape[1]))}
             yield Outcome(q.id, predictions[k], dist, grounding, compiled.formula(), att, exact[k], guesses[k],
-                          widened, self._explanation(q, compiled) if self.explain else None)
+                          widened, self._explanation(q, compiled) if self.explain else None, interval)
 
     def _explanation(self, question, compiled: CompiledQuestion) -> dict:
         """Why the program answered (the widened one, when that answered) on the question's scene

@@ -249,6 +249,7 @@ class DetailsStream:
         from nablafol.data.details import Details, details_line
         lines = [details_line(Details(o.question_id, o.prediction, o.answers, list(o.grounding), o.formula,
                                       {"exact": o.exact, "attention": o.attention,
+                                       **({"bounds": o.bounds} if o.bounds is not None else {}),
                                        **({"fallback": True} if o.fallback else {}),
                                        **({"explanation": o.explanation} if o.explanation is not None else {})}))
                  for o in results if isinstance(o, Outcome)]
@@ -293,6 +294,7 @@ class EvaluationJob:
     exact: bool = False  # compare answers as exact strings (GQA's eval.py)
     exact_inference: bool = False  # exact probabilities where atoms repeat (Engine(exact=True), docs/exactness.md)
     exact_budget: int = 12  # with exact_inference: the most repeated uncertain atoms conditioned on, per answer
+    bounds: bool = False  # with details: sound bounds on each answer's probability (Engine(bounds=True))
     format: Optional[str] = None  # "gqa" or "cric" (None: told from the questions file)
     parser: Optional[Path] = None  # a semantic parser folder: its reading replaces each question's program
     workers: int = 1
@@ -319,6 +321,8 @@ class EvaluationJob:
             settings["ontology_extension"] = input_fingerprint(self.ontology_extension)
         if self.explain:  # likewise
             settings["explain"] = self.explain
+        if self.bounds:  # likewise
+            settings["bounds"] = self.exact_budget
         return json.loads(json.dumps(settings))
 
     @property
@@ -710,12 +714,13 @@ def _answerer(job: EvaluationJob, benchmark: str = "gqa") -> Answerer:
         from nablafol.pipeline.answering import CACHED_PROGRAMS
         compiler = CricCompiler(perception.ontology, perception.knowledge_relations, cache_size=CACHED_PROGRAMS)
     engine = None
-    if job.exact_inference:
+    if job.exact_inference or job.bounds:
         from nablafol.engine import Engine
         if perception.calibrator is not None:
-            raise InputFileError(job.model, "has a calibrator, and calibrated answers are not the formula's "
-                                            "probabilities: --exact-inference evaluates without one (docs/exactness.md)")
-        engine = Engine(exact=True, exact_budget=job.exact_budget)
+            option = "--exact-inference" if job.exact_inference else "--bounds"
+            raise InputFileError(job.model, f"has a calibrator, and calibrated answers are not the formula's "
+                                            f"probabilities: {option} evaluates without one (docs/exactness.md)")
+        engine = Engine(exact=job.exact_inference, exact_budget=job.exact_budget, bounds=job.bounds)
     return Answerer(perception, compiler=compiler, engine=engine, batch_size=job.batch_size, threshold=job.threshold,
                     keep_outcomes=bool(job.details_path), details_top=job.details_top,
                     explain=job.explain)

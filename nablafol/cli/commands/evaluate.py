@@ -76,9 +76,12 @@ def add_arguments(parser) -> None:
     parser.add_argument("--exact-inference", action="store_true", help="the exact probability where a program "
                         "repeats uncertain atoms (conditioning on them; docs/exactness.md) instead of the paper's "
                         "approximation; each answer's flag in --details")
-    parser.add_argument("--exact-budget", type=exact_budget, default=12, metavar="K", help="with --exact-inference: "
-                        "the most repeated uncertain atoms conditioned on per answer (2^K worlds; beyond, the "
+    parser.add_argument("--exact-budget", type=exact_budget, default=12, metavar="K", help="with --exact-inference "
+                        "or --bounds: the most repeated uncertain atoms conditioned on per answer (2^K worlds; beyond, the "
                         "approximation, flagged; default 12)")
+    parser.add_argument("--bounds", action="store_true", help="with --details: each answer's sound bounds "
+                        "[lower, upper] on its probabilities (\"bounds\"; an exact answer's are its value), "
+                        "conditioning on --exact-budget shared atoms (docs/exactness.md)")
     parser.add_argument("--strict", action="store_true", help="any skipped question is an error (exit 2)")
     add_allow_no_answers_argument(parser, "a run that answers no question (every one skipped) exits 0; without it "
                                           "that is an error (exit 2): the scene graphs of another split?")
@@ -156,6 +159,8 @@ def _run(args) -> int:
                          "was trained with (train it with --ontology-extension)")
     if args.attentions and not args.details:
         raise UsageError("--attentions is written from the details: give --details too")
+    if args.bounds and not args.details:
+        raise UsageError("--bounds writes each answer's bounds into the details: give --details too")
     if args.explain and not args.details:
         raise UsageError("--explain writes its explanations into the details: give --details too")
     args.device = device(args.device)
@@ -170,7 +175,7 @@ def _run(args) -> int:
         batch_size=args.batch_size, chunk_size=args.chunk_size,
         threshold=args.threshold, details_top=args.details_top, explain=args.explain, exact=args.exact_match,
         format=args.format,
-        exact_inference=args.exact_inference, exact_budget=args.exact_budget,
+        exact_inference=args.exact_inference, exact_budget=args.exact_budget, bounds=args.bounds,
         parser=args.parser, workers=args.workers, threads=args.threads, device=args.device, resume=args.resume,
         shard=args.shard, merge=args.merge, launch=Launch.from_environment())
     if args.shard is not None and args.merge:

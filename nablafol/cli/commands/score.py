@@ -33,7 +33,8 @@ def add_arguments(parser) -> None:
                         help="object-based boxes (default) or a square spatial map, as GQA's --objectFeatures")
     parser.add_argument("--scene-graphs", metavar="SG", help="the questions' scene graphs (grounding's regions)")
     parser.add_argument("--details", metavar="D", help="the run's details file (`nablafol eval --details`): "
-                        "also the share of answers flagged exact (docs/exactness.md)")
+                        "also the share of answers flagged exact and, written with --bounds, the share of yes/no answers "
+                        "their interval decides and the mean width (docs/exactness.md)")
     parser.add_argument("--json", metavar="OUT", help="write the scores as JSON")
     add_exact_match_argument(parser)
     parser.add_argument("--benchmark", choices=("gqa", "cric", "aokvqa", "vcr"),
@@ -72,9 +73,22 @@ def run(args) -> int:
         from nablafol.data.details import exact_share
         exact, answered = exact_share(args.details)
         print(f"exact answers: {100 * exact / max(answered, 1):.2f}% ({exact:,} of {answered:,} in {args.details})")
+        _print_bounds(args.details)
     if args.json:
         write_json(args.json, scores.to_json())
     return 0
+
+
+def _print_bounds(details) -> None:
+    """The bounds of a details file written with ``eval --bounds``: how many yes/no answers their
+    interval decides, and the mean width; nothing when it has none."""
+    from nablafol.data.details import bounds_share
+    share = bounds_share(details)
+    if not share.answers:
+        return
+    decided = (f"{100 * share.decided / share.yes_no:.2f}% of yes/no answers decided by their interval "
+               f"({share.decided:,} of {share.yes_no:,}), " if share.yes_no else "")
+    print(f"bounds: {decided}mean width {share.mean_width:.4f} over {share.answers:,} answers (docs/exactness.md)")
 
 
 def _score_benchmark(args, benchmark: str) -> int:
