@@ -289,12 +289,15 @@ class Engine(torch.nn.Module):
             prepare(programs, device=num_objects.device)
         tables = self.tables(plan, oracle)
         if self.exact:
-            answers = exact_answers(self, programs, plan, tables.with_neutral())
-        else:
-            answers = self.execute(plan, tables)
-            if self.calibration is None:  # whether each answer is exact, computed when first asked
-                detached = tables.detached()
-                answers._exact = lambda: exact_flags(self, programs, plan, detached.with_neutral())
+            return self._bounded(exact_answers(self, programs, plan, tables.with_neutral()), programs, plan, tables)
+        answers = self.execute(plan, tables)
+        if self.calibration is None:  # whether each answer is exact, computed when first asked
+            detached = tables.detached()
+            answers._exact = lambda: exact_flags(self, programs, plan, detached.with_neutral())
+        return self._bounded(answers, programs, plan, tables)
+
+    def _bounded(self, answers: Answers, programs: list, plan: BatchPlan, tables: Tables) -> Answers:
+        """``answers`` with their bounds when the engine gives them (``bounds=True``)."""
         if self.bounds:
             answers.bounds = answer_bounds(programs, plan, tables.detached(), answers, self.exact_budget)
         return answers
