@@ -12,7 +12,8 @@
 * :mod:`~nablafol.engine.answers`: what a batch evaluates to (:class:`Answers`);
 * :mod:`~nablafol.engine.grounding`: which uncertain atoms a program repeats in its scene (when
   the fast path is exact); :mod:`~nablafol.engine.exact`: exact mode (``Engine(exact=True)``),
-  conditioning on them.
+  conditioning on them; :mod:`~nablafol.engine.bounds`: sound bounds on the answers that are
+  still not exact (``Engine(bounds=True)``).
 """
 from nablafol.engine.answers import Answers, Tables
 from nablafol.engine.execution import EXACT_BUDGET, Calibration, Engine

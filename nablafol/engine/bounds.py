@@ -84,10 +84,12 @@ class _Item:
 class _Evaluation:
     """One pass over a program's formulas for a set of worlds.
 
-    The first pass (``supports is None``) is the prior, one world: it learns each ground
-    formula's support, and counts how often each atom is shared in a Fréchet combination. Later
-    passes reuse the supports without the expanded atoms' columns (``keep``); the atoms set in the
-    worlds are given by ``leaves`` (predicate -> ``(W,) + table shape``)."""
+    The first pass (``supports is None``) learns each ground formula's support, and counts how
+    often each atom is shared in a Fréchet combination, over two worlds: Kleene's (each atom the
+    interval [certain, possible], so every rule computes exact 0/1 values: which formulas are
+    decided, with no rounding) and the prior (the tables). Later passes reuse the supports without
+    the expanded atoms' columns (``keep``); ``leaves`` gives the atoms' values in the worlds
+    (predicate -> ``(W,) + table shape``, or a pair ``(lower, upper)`` of them)."""
 
     def __init__(self, scene: _Scene, leaves: dict, keep: np.ndarray, supports: dict | None, decisions: dict):
         self.scene, self.leaves, self.keep = scene, leaves, keep
@@ -96,7 +98,8 @@ class _Evaluation:
         self.decisions = decisions  # key -> how its inputs combine, for this ``keep``
         self.shared_count = np.zeros(len(scene.probs), dtype=np.int64)
         self.memo: dict = {}
-        self.worlds = next(iter(leaves.values())).shape[0] if leaves else 1
+        first = next(iter(leaves.values()), None)
+        self.worlds = 2 if self.learning else 1 if first is None else first.shape[0]
 
     # -- supports and decisions ------------------------------------------------------------
     def support(self, key) -> np.ndarray:
@@ -104,11 +107,10 @@ class _Evaluation:
         return s if self.learning else s[..., self.keep]
 
     def _made(self, key, lo, hi, support) -> _Item:
-        if self.learning:  # a formula the prior decides (exactly 0 or 1) depends on nothing
-            decided = (lo == hi) & ((lo == 0) | (lo == 1))
+        if self.learning:  # a formula Kleene's logic decides (world 0: certain or impossible) depends on nothing
             s = support() if callable(support) else support
             s = np.broadcast_to(s, lo.shape[1:] + s.shape[-1:]).copy()
-            s[decided[0]] = False
+            s[lo[0] == hi[0]] = False
             self.supports[key] = s
         return _Item(lo, hi, key)
 
@@ -125,10 +127,11 @@ class _Evaluation:
         v = self.leaves.get(p)
         if v is None:
             v = np.broadcast_to(self.scene.tables[p], (self.worlds,) + self.scene.tables[p].shape)
+        lo, hi = v if isinstance(v, tuple) else (v, v)
         if reverse:
-            v = np.swapaxes(v, 1, 2)
+            lo, hi = np.swapaxes(lo, 1, 2), np.swapaxes(hi, 1, 2)
         ids = self.scene.ids[p].T if reverse else self.scene.ids[p]
-        item = self._made(key, v, v, lambda: _one_hot(ids, len(self.scene.probs)))
+        item = self._made(key, lo, hi, lambda: _one_hot(ids, len(self.scene.probs)))
         self.memo[key] = item
         return item
 
@@ -266,9 +269,12 @@ def _components(support: np.ndarray) -> np.ndarray:
 
 
 def _prior(program: Program, scene: _Scene):
-    """The prior pass: the supports, and per atom how often it is shared where rules combine."""
+    """The first pass: the supports, per atom how often it is shared where rules combine, and
+    each candidate's bounds with nothing expanded (world 1 of its items)."""
     keep = np.ones(len(scene.probs), dtype=bool)
-    ev = _Evaluation(scene, {}, keep, None, {})
+    leaves = {p: (np.stack([(t >= 1).astype(np.float64), t]), np.stack([(t > 0).astype(np.float64), t]))
+              for p, t in scene.tables.items()}
+    ev = _Evaluation(scene, leaves, keep, None, {})
     items = [ev.truth(t) for t in program.truths()]
     return ev, items
 
@@ -299,7 +305,7 @@ def program_bounds(program: Program, tables: Mapping, n_objects: int | None = No
     prior, items = _prior(program, scene)
     expand = _ranked(prior.shared_count, scene.probs)[:budget]
     if not expand.size:
-        return _clipped(np.array([i.lo[0] for i in items]), np.array([i.hi[0] for i in items]))
+        return _clipped(np.array([i.lo[1] for i in items]), np.array([i.hi[1] for i in items]))
     keep = np.ones(len(scene.probs), dtype=bool)
     keep[expand] = False
     owner = _owners(scene, expand)
