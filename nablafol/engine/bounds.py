@@ -36,7 +36,7 @@ import torch
 
 from nablafol.ir import (Aggregate, And, Conjoin, Filter, Neg, Node, Not, Or, Predicate, Program, Quantifier, Relate,
                          Shorthand, Top)
-from nablafol.errors import ProgramStructureError
+from nablafol.errors import ProbabilityError, ProgramStructureError
 
 __all__ = ["program_bounds", "answer_bounds", "scene_tables", "shared_atoms", "WORLDS_PER_PASS"]
 
@@ -63,6 +63,11 @@ class _Scene:
         for p, t in self.tables.items():
             if t.shape != (self.n,) * p.arity:
                 raise ProgramStructureError(f"table of {p.name!r} is {t.shape}, expected {(self.n,) * p.arity}")
+            outside = ~((t >= 0) & (t <= 1))  # NaN too
+            if outside.any():
+                at = tuple(int(i) for i in np.argwhere(outside)[0])
+                raise ProbabilityError(f"table of {p.name!r} has probability {float(t[at])!r} at objects {at}, "
+                                       f"outside [0, 1]")
             uncertain = (t > 0) & (t < 1)
             ids = np.full(t.shape, -1, dtype=np.int64)
             ids[uncertain] = np.arange(int(uncertain.sum())) + len(probs)

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from engine_helpers import run_engine
 from nablafol.engine import Engine
 from nablafol.engine.bounds import WORLDS_PER_PASS, program_bounds, shared_atoms
-from nablafol.errors import ProgramStructureError
+from nablafol.errors import ProbabilityError, ProgramStructureError
 from nablafol.ir import Aggregate, AllSame, And, Filter, Not, Predicate, Program, Quantifier, Relate, Top
 from nablafol.testing import brute_force
 from nablafol.testing.strategies import scenes_and_programs
@@ -128,10 +128,12 @@ def test_bounds_over_scenes_of_different_sizes_read_each_scene_s_own_objects():
             pytest.approx(upper[0])
 
 
-def test_bounds_with_a_calibrator_or_a_bad_budget_are_refused():
+def test_bounds_with_a_calibrator_a_bad_budget_or_bad_tables_are_refused():
     with pytest.raises(ProgramStructureError, match="calibrator"):
         Engine(calibration=lambda log_a, *_: log_a, bounds=True)
     with pytest.raises(ProgramStructureError, match="budget"):
         program_bounds(HOP, HOP_TABLES, budget=-1)
     with pytest.raises(ProgramStructureError, match="no table for predicate 'on'"):
         program_bounds(HOP, {RED: [0.5, 0.5]})
+    with pytest.raises(ProbabilityError, match=r"'red' has probability nan at objects \(1,\), outside \[0, 1\]"):
+        program_bounds(HOP, {**HOP_TABLES, RED: [0.5, float("nan")]})
