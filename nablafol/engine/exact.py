@@ -33,6 +33,7 @@ import numpy as np
 import torch
 
 from nablafol.engine.answers import Answers, Tables
+from nablafol.engine.circuits import CircuitJobs, answer_by_circuits
 from nablafol.engine.grounding import RepeatedAtoms, repeated_atoms
 from nablafol.engine.planning import BatchPlan, build_batch_plan
 from nablafol.ir import Program
@@ -40,8 +41,11 @@ from nablafol.numerics import log1mexp, log_sum_exp
 
 NEG_INF = float("-inf")
 
-__all__ = ["exact_flags", "exact_answers", "shared_atom_counts", "WORLDS_PER_RUN"]
+__all__ = ["exact_flags", "exact_answers", "shared_atom_counts", "circuit_preferred", "WORLDS_PER_RUN",
+           "SHANNON_CHEAPER_UP_TO"]
 
+#: Repeated uncertain atoms up to which Shannon expansion costs less than compiling a circuit, cold
+SHANNON_CHEAPER_UP_TO = 6
 #: Worlds (program copies) one run of exact mode evaluates at most (memory); more run in turn
 WORLDS_PER_RUN = 1 << 12
 
@@ -137,8 +141,9 @@ def exact_answers(engine, programs: Sequence[Program], plan: BatchPlan, tables) 
     uncertain atoms (``Answers.exact`` says which)."""
     count, atoms = _shared_atoms(engine, programs, plan, tables)
     answers = engine.execute(plan, tables)  # the fast path: exact where nothing uncertain repeats
-    answers._exact = torch.as_tensor(count <= engine.exact_budget)
-    expand = np.nonzero((count > 0) & (count <= engine.exact_budget))[0]
+    compiled = _circuit_answers(engine, programs, plan, tables, count, answers)
+    answers._exact = torch.as_tensor((count <= engine.exact_budget) | compiled)
+    expand = np.nonzero((count > 0) & (count <= engine.exact_budget) & ~compiled)[0]
     if not expand.size:
         return answers
     pieces, parts = [], []  # a program's worlds may span runs: a part per (program, run)
@@ -161,6 +166,35 @@ def exact_answers(engine, programs: Sequence[Program], plan: BatchPlan, tables) 
     answers.log_probs = answers.log_probs.masked_fill(~answers.candidate_mask, NEG_INF)
     answers.log_complement = answers.log_complement.masked_fill(~answers.candidate_mask, 0.0)
     return answers
+
+
+def _circuit_answers(engine, programs, plan: BatchPlan, tables, count: np.ndarray, answers: Answers) -> np.ndarray:
+    """Writes into ``answers`` the programs that circuits answer (:func:`circuit_preferred`),
+    and returns which those are, ``(P,)`` bool."""
+    done = np.zeros(len(programs), dtype=bool)
+    repeating = np.nonzero(count > 0)[0]
+    if not repeating.size:
+        return done
+    jobs = CircuitJobs(programs, plan, tables, repeating)
+    keep = [j for j, key in enumerate(jobs.keys)
+            if circuit_preferred(engine.circuits, key, int(count[jobs.members[j][0]]), engine.exact_budget)]
+    jobs.keys, jobs.members, jobs.log_p = ([x[j] for j in keep] for x in (jobs.keys, jobs.members, jobs.log_p))
+    rows, log_p, log_c = answer_by_circuits(engine.circuits, jobs, answers.log_probs.shape[1], answers.log_probs)
+    if rows.size:
+        at = torch.as_tensor(rows, device=answers.log_probs.device)
+        answers.log_probs = answers.log_probs.index_copy(0, at, log_p).masked_fill(~answers.candidate_mask, NEG_INF)
+        answers.log_complement = answers.log_complement.index_copy(0, at, log_c).masked_fill(
+            ~answers.candidate_mask, 0.0)
+        done[rows] = True
+    return done
+
+
+def circuit_preferred(cache, key: tuple, k: int, budget: int) -> bool:
+    """The cost model: a circuit answers a question that repeats ``k`` uncertain atoms when it is
+    already compiled (its evaluation costs less than one world of Shannon expansion), when ``k``
+    is past the budget of Shannon expansion, or when ``k`` is past :data:`SHANNON_CHEAPER_UP_TO`,
+    where compiling costs less than expanding (measured: docs/exactness.md)."""
+    return cache.holds(key) or k > budget or k > SHANNON_CHEAPER_UP_TO
 
 
 def _widen(t: torch.Tensor, width: int, fill: float) -> torch.Tensor:
