@@ -45,7 +45,7 @@ import numpy as np
 import torch
 
 from nablafol.caching import weighted_cache
-from nablafol.errors import ProgramStructureError
+from nablafol.errors import ProgramStructureError, ShapeError
 from nablafol.ir import (Aggregate, And, Conjoin, Filter, Neg, Not, Or, Predicate, Program, Quantifier, Relate,
                          Shorthand, Top)
 from nablafol.numerics import log1mexp
@@ -374,6 +374,8 @@ def compile_circuit(program: Program, layout: TableLayout, pattern: np.ndarray,
                     max_nodes: int = MAX_CIRCUIT_NODES) -> "Circuit":
     """The circuit of ``program``'s candidates over tables of ``pattern`` (:class:`TableLayout`
     codes). Raises :class:`CircuitTooLarge` past ``max_nodes`` arithmetic nodes."""
+    if pattern.shape != (layout.size,):
+        raise ShapeError(f"a certainty pattern of {pattern.shape} for a layout of {layout.size} atoms")
     formulas, roots, positions = ground(program, layout, pattern)
     compiler = _Compiler(formulas, max_nodes)
     outputs = [compiler.compile(r) for r in roots]
