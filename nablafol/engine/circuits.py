@@ -22,9 +22,9 @@ probability, evaluated as batched torch layers over any number of probability as
    the dual. Literals are the leaves ``p`` and ``1 - p``. The complement is computed, never
    taken as ``1 - P``, so it stays exact near 1. Smoothness is not needed: weights of a
    variable's two literals sum to one.
-4. **Layers**: nodes are grouped by depth; each layer is one gather and one segmented sum
-   (products, in log space) or log-sum-exp (sums), over a ``(B, nodes)`` batch, as KLay lays
-   circuits out. Log space because the engine's answers are log-probabilities and a ``∀`` over
+4. **Layers**: every sum and product has two children; nodes are grouped by depth, and a
+   layer is two row gathers and one addition (products, in log space) or log-add-exp (sums)
+   over a node-major ``(nodes, B)`` buffer, as KLay lays circuits out. Log space because the engine's answers are log-probabilities and a ``∀`` over
    many objects underflows a float32 product; the price is an ``exp``/``log`` per sum node.
 
     >>> from nablafol.ir import Aggregate, Filter, Predicate, Program, Quantifier, Relate, Top
@@ -44,13 +44,13 @@ from typing import Mapping, Sequence
 import numpy as np
 import torch
 
-from nablafol.caching import weighted_cache
+from nablafol.caching import bounded_cache, weighted_cache
 from nablafol.errors import ProgramStructureError, ShapeError
 from nablafol.ir import (Aggregate, And, Conjoin, Filter, Neg, Not, Or, Predicate, Program, Quantifier, Relate,
                          Shorthand, Top)
 from nablafol.numerics import log1mexp
 
-__all__ = ["TableLayout", "Circuit", "CircuitTooLarge", "CircuitJobs", "compile_circuit", "ground", "circuit_cache",
+__all__ = ["TableLayout", "Circuit", "CircuitTooLarge", "CircuitJobs", "compile_circuit", "ground", "CircuitCache",
            "answer_by_circuits", "MAX_CIRCUIT_NODES",
            "FALSE_ATOM", "TRUE_ATOM", "UNCERTAIN_ATOM"]
 
@@ -255,7 +255,7 @@ _LEAF, _PRODUCT, _SUM = "l", "*", "+"
 
 
 class _Arithmetic:
-    """Sum and product nodes over literal leaves, hash-consed and simplified."""
+    """Sum and product nodes of two children each over literal leaves, hash-consed and simplified."""
 
     def __init__(self, max_nodes: int):
         self.kind, self.kids = [_LEAF, _LEAF], [(), ()]
@@ -276,19 +276,17 @@ class _Arithmetic:
     def literal(self, v: int, positive: bool) -> int:
         return self._node(_LEAF, (v, positive))
 
-    def product(self, *xs: int) -> int:
-        if _ZERO in xs:
+    def product(self, a: int, b: int) -> int:
+        if _ZERO in (a, b):
             return _ZERO
-        kept = tuple(sorted(x for x in xs if x != _ONE))
-        if not kept:
-            return _ONE
-        return kept[0] if len(kept) == 1 else self._node(_PRODUCT, kept)
+        if _ONE in (a, b):
+            return b if a == _ONE else a
+        return self._node(_PRODUCT, (min(a, b), max(a, b)))
 
-    def sum(self, *xs: int) -> int:
-        kept = tuple(sorted(x for x in xs if x != _ZERO))
-        if not kept:
-            return _ZERO
-        return kept[0] if len(kept) == 1 else self._node(_SUM, kept)
+    def sum(self, a: int, b: int) -> int:
+        if _ZERO in (a, b):
+            return b if a == _ZERO else a
+        return self._node(_SUM, (min(a, b), max(a, b)))
 
 
 class _Compiler:
@@ -401,7 +399,7 @@ class Circuit:
         self.leaf_source = np.array([0 if i == _ONE else 1 if i == _ZERO else
                                      2 + ac.kids[i][0] + (0 if ac.kids[i][1] else n_vars) for i in leaves],
                                     dtype=np.int64)
-        self.layers: list[tuple[np.ndarray, np.ndarray, int, np.ndarray, np.ndarray, int]] = []
+        self.layers: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []  # products', sums' children
         placed = len(leaves)
         for d in range(1, int(depth[live].max(initial=0)) + 1):
             level = [i for i in live if depth[i] == d]
@@ -410,8 +408,7 @@ class Circuit:
             order[products] = placed + np.arange(len(products))
             order[sums] = placed + len(products) + np.arange(len(sums))
             placed += len(level)
-            self.layers.append(_edges(ac, products, order) + (len(products),) + _edges(ac, sums, order)
-                               + (len(sums),))
+            self.layers.append(_edges(ac, products, order) + _edges(ac, sums, order))
         self.outputs = order[np.asarray(outputs, dtype=np.int64).reshape(-1, 2)]
         self.size = placed
         self._on: dict = {}
@@ -423,24 +420,32 @@ class Circuit:
         got = self._on.get(device)
         if got is None:
             t = lambda a: torch.as_tensor(a, dtype=torch.long, device=device)  # noqa: E731
-            got = self._on[device] = (t(self.leaf_source), [tuple(t(x) if isinstance(x, np.ndarray) else x
-                                                                 for x in layer) for layer in self.layers],
+            got = self._on[device] = (t(self.leaf_source), [tuple(t(x) for x in layer) for layer in self.layers],
                                       t(self.outputs))
         return got
 
     def evaluate(self, log_p: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``(B, variables)`` log-probabilities of the variables, one row per assignment, to the
-        candidates' ``(log P, log(1 - P))``, each ``(B, candidates)``; differentiable."""
+        candidates' ``(log P, log(1 - P))``, each ``(B, candidates)``; differentiable.
+
+        Node-major: one ``(nodes, B)`` buffer, each layer's values written below the previous
+        ones and read by row gathers (contiguous rows of ``B`` values); no layer copies the buffer."""
         leaf_source, layers, outputs = self._arrays(log_p.device)
         b = log_p.shape[0]
-        constants = log_p.new_tensor([0.0, float("-inf")]).expand(b, 2)
-        values = torch.cat([constants, log_p, log1mexp(log_p)], dim=1)[:, leaf_source]
-        for p_child, p_parent, n_products, s_child, s_parent, n_sums in layers:
-            out = [values.new_zeros((b, n_products)).index_add(1, p_parent, values[:, p_child])]
-            if n_sums:
-                out.append(_segment_log_sum_exp(values[:, s_child], s_parent, n_sums))
-            values = torch.cat([values] + out, dim=1)
-        return values[:, outputs[:, 0]], values[:, outputs[:, 1]]
+        inputs = torch.cat([log_p.new_tensor([0.0, float("-inf")]).expand(b, 2), log_p, log1mexp(log_p)], dim=1)
+        values = log_p.new_empty((self.size, b))
+        values[: len(leaf_source)] = inputs.t().index_select(0, leaf_source)
+        at = len(leaf_source)
+        for p_left, p_right, s_left, s_right in layers:
+            n_p, n_s = len(p_left), len(s_left)
+            if n_p:
+                values[at: at + n_p] = values.index_select(0, p_left) + values.index_select(0, p_right)
+            if n_s:
+                values[at + n_p: at + n_p + n_s] = _log_add_exp(values.index_select(0, s_left),
+                                                               values.index_select(0, s_right))
+            at += n_p + n_s
+        out = values.index_select(0, outputs.reshape(-1)).t().reshape(b, -1, 2)
+        return out[..., 0], out[..., 1]
 
 
 def _reachable(ac: _Arithmetic, roots: list[int]) -> list[int]:
@@ -455,41 +460,58 @@ def _reachable(ac: _Arithmetic, roots: list[int]) -> list[int]:
 
 
 def _edges(ac: _Arithmetic, nodes: list[int], order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The (child, parent) pairs of one layer's nodes: children in the circuit's order, parents
-    numbered within the layer's nodes of one kind."""
-    child = [c for i in nodes for c in ac.kids[i]]
-    parent = [k for k, i in enumerate(nodes) for _ in ac.kids[i]]
-    return order[np.asarray(child, dtype=np.int64)], np.asarray(parent, dtype=np.int64)
+    """The two children of each of one layer's nodes (every sum and product is binary), in the circuit's order."""
+    kids = np.asarray([ac.kids[i] for i in nodes], dtype=np.int64).reshape(-1, 2)
+    return order[kids[:, 0]], order[kids[:, 1]]
 
 
-def _segment_log_sum_exp(values: torch.Tensor, segment: torch.Tensor, n: int) -> torch.Tensor:
-    """``log Σ exp`` of ``values`` ``(B, E)`` by ``segment`` ``(E,)``, into ``(B, n)``; an all
-    ``-inf`` segment gives ``-inf`` with a zero gradient."""
-    b = values.shape[0]
-    top = values.new_full((b, n), float("-inf")).scatter_reduce(
-        1, segment.expand(b, -1), values.detach(), reduce="amax", include_self=True)
-    top = torch.where(torch.isneginf(top), torch.zeros_like(top), top)
-    total = values.new_zeros((b, n)).index_add(1, segment, torch.exp(values - top[:, segment]))
+def _log_add_exp(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """``log(e^a + e^b)``; two ``-inf`` give ``-inf`` with a zero gradient (``torch.logaddexp``'s is nan)."""
+    top = torch.maximum(a, b).detach()
+    top = top.masked_fill(torch.isneginf(top), 0.0)
+    total = torch.exp(a - top) + torch.exp(b - top)
     empty = total == 0
-    return torch.where(empty, torch.full_like(total, float("-inf")), torch.log(total.masked_fill(empty, 1.0)) + top)
+    return torch.log(total.masked_fill(empty, 1.0)).masked_fill(empty, float("-inf")) + top
 
 
 # ---------------------------------------------------------------------------------------------
 # A batch's answers by circuits
 
-def circuit_cache(budget: int = 4 * MAX_CIRCUIT_NODES, max_nodes: int = MAX_CIRCUIT_NODES):
-    """The circuits of recent questions, by ``(program, objects, certainty pattern)``, while their
-    summed size (arithmetic nodes) stays within ``budget``; each compiled within ``max_nodes``. A
-    question whose compilation went past it is kept as ``None`` (weight 1): not tried again each step."""
-    def compiled(key: tuple) -> Circuit | None:
-        program, n, pattern = key
-        try:
-            return compile_circuit(program, TableLayout(program.predicates(), n),
-                                   np.frombuffer(pattern, dtype=np.uint8), max_nodes)
-        except CircuitTooLarge:
-            return None
+class CircuitCache:
+    """A bounded store of compiled questions, kept by an engine: the circuits of recent questions
+    by ``(program, objects, certainty pattern)`` while their summed size (arithmetic nodes) stays
+    within ``budget``, each compiled within ``max_nodes`` (past it, ``None`` is kept, weight 1:
+    not tried again each step); and the keys of the last ``remembered`` questions asked, so that
+    a question asked again (a training step, an epoch) can be told from a new one."""
 
-    return weighted_cache(compiled, budget, lambda c: 1 if c is None else max(1, len(c)))
+    def __init__(self, budget: int = 4 * MAX_CIRCUIT_NODES, max_nodes: int = MAX_CIRCUIT_NODES,
+                 remembered: int = 1 << 16):
+        def compiled(key: tuple) -> Circuit | None:
+            program, n, pattern = key
+            try:
+                return compile_circuit(program, TableLayout(program.predicates(), n),
+                                       np.frombuffer(pattern, dtype=np.uint8), max_nodes)
+            except CircuitTooLarge:
+                return None
+
+        self._circuits = weighted_cache(compiled, budget, lambda c: 1 if c is None else max(1, len(c)))
+        self._asked = bounded_cache(lambda key: None, remembered)
+
+    def __call__(self, key: tuple) -> Circuit | None:
+        """The circuit of ``key``, compiled now if not kept (``None``: past the node budget)."""
+        return self._circuits(key)
+
+    def holds(self, key: tuple) -> bool:
+        return self._circuits.holds(key)
+
+    def asked_before(self, key: tuple) -> bool:
+        """Whether ``key`` was asked before (among the last ``remembered``); remembers it."""
+        misses = self._asked.cache_info().misses
+        self._asked(key)
+        return self._asked.cache_info().misses == misses
+
+    def cache_info(self):
+        return self._circuits.cache_info()
 
 
 class CircuitJobs:
@@ -517,13 +539,25 @@ class CircuitJobs:
             flat = torch.cat(parts, 1) if parts else tables.object_mask.new_zeros((len(members), 0), dtype=tables.dtype)
             codes = torch.full(flat.shape, UNCERTAIN_ATOM, dtype=torch.uint8, device=flat.device)
             codes = codes.masked_fill(flat.detach() == 0, TRUE_ATOM).masked_fill(torch.isneginf(flat.detach()), FALSE_ATOM)
-            patterns, which = np.unique(codes.cpu().numpy(), axis=0, return_inverse=True)
-            which = which.reshape(-1)
+            patterns, which = _distinct_rows(codes.cpu().numpy())
             for u, pattern in enumerate(patterns):
                 mine = np.nonzero(which == u)[0]
                 self.keys.append((program, n, pattern.tobytes()))
                 self.members.append(members[mine])
                 self.log_p.append(flat[torch.as_tensor(mine, device=flat.device)])
+
+
+def _distinct_rows(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(codes, axis=0, return_inverse=True)``, by a hash of each row first: a batch's
+    copies of one question mostly share one pattern, and sorting long rows costs more than hashing."""
+    weights = np.random.default_rng(0).integers(1, 1 << 62, codes.shape[1], dtype=np.int64)
+    hashes = codes.astype(np.int64) @ weights  # wraps around: a hash, checked below
+    _, first, which = np.unique(hashes, return_index=True, return_inverse=True)
+    which = which.reshape(-1)
+    if not (codes == codes[first[which]]).all():  # two patterns share a hash: sort the rows themselves
+        patterns, which = np.unique(codes, axis=0, return_inverse=True)
+        return patterns, which.reshape(-1)
+    return codes[first], which
 
 
 def answer_by_circuits(cache, jobs: CircuitJobs, width: int, dtype_like: torch.Tensor):

@@ -42,10 +42,10 @@ from nablafol.numerics import log1mexp, log_sum_exp
 NEG_INF = float("-inf")
 
 __all__ = ["exact_flags", "exact_answers", "shared_atom_counts", "circuit_preferred", "WORLDS_PER_RUN",
-           "SHANNON_CHEAPER_UP_TO"]
+           "COMPILE_WORLDS"]
 
-#: Repeated uncertain atoms up to which Shannon expansion costs less than compiling a circuit, cold
-SHANNON_CHEAPER_UP_TO = 6
+#: What compiling a question's circuit costs, in worlds of Shannon expansion (about one fast-path run each)
+COMPILE_WORLDS = 64
 #: Worlds (program copies) one run of exact mode evaluates at most (memory); more run in turn
 WORLDS_PER_RUN = 1 << 12
 
@@ -177,7 +177,8 @@ def _circuit_answers(engine, programs, plan: BatchPlan, tables, count: np.ndarra
         return done
     jobs = CircuitJobs(programs, plan, tables, repeating)
     keep = [j for j, key in enumerate(jobs.keys)
-            if circuit_preferred(engine.circuits, key, int(count[jobs.members[j][0]]), engine.exact_budget)]
+            if circuit_preferred(engine.circuits, key, int(count[jobs.members[j][0]]), len(jobs.members[j]),
+                                 engine.exact_budget)]
     jobs.keys, jobs.members, jobs.log_p = ([x[j] for j in keep] for x in (jobs.keys, jobs.members, jobs.log_p))
     rows, log_p, log_c = answer_by_circuits(engine.circuits, jobs, answers.log_probs.shape[1], answers.log_probs)
     if rows.size:
@@ -189,12 +190,19 @@ def _circuit_answers(engine, programs, plan: BatchPlan, tables, count: np.ndarra
     return done
 
 
-def circuit_preferred(cache, key: tuple, k: int, budget: int) -> bool:
-    """The cost model: a circuit answers a question that repeats ``k`` uncertain atoms when it is
-    already compiled (its evaluation costs less than one world of Shannon expansion), when ``k``
-    is past the budget of Shannon expansion, or when ``k`` is past :data:`SHANNON_CHEAPER_UP_TO`,
-    where compiling costs less than expanding (measured: docs/exactness.md)."""
-    return cache.holds(key) or k > budget or k > SHANNON_CHEAPER_UP_TO
+def circuit_preferred(cache, key: tuple, k: int, copies: int, budget: int) -> bool:
+    """The cost model: whether a circuit answers the ``copies`` programs of one question and
+    certainty pattern that repeat ``k`` uncertain atoms, rather than Shannon expansion.
+
+    Shannon expansion costs ``copies · 2^k`` worlds, each about one fast-path run; a circuit
+    costs one compilation, about :data:`COMPILE_WORLDS` worlds (measured: docs/exactness.md),
+    then an evaluation that costs less than one world per copy. So a circuit when it is kept
+    already, when ``k`` is past Shannon expansion's budget, when ``copies · 2^k`` passes
+    ``COMPILE_WORLDS``, or when the question was asked before (it will likely be asked again:
+    training steps, epochs; compiled on its second asking, it is never expanded again)."""
+    if cache.holds(key) or k > budget or copies << k > COMPILE_WORLDS:
+        return True
+    return cache.asked_before(key)
 
 
 def _widen(t: torch.Tensor, width: int, fill: float) -> torch.Tensor:

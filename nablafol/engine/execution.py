@@ -42,7 +42,7 @@ from nablafol.ir import Program
 from nablafol.oracle import Oracle, Requests, scene_sizes
 
 from nablafol.engine.answers import Answers, Tables
-from nablafol.engine.circuits import circuit_cache
+from nablafol.engine.circuits import CircuitCache
 from nablafol.engine.exact import exact_answers, exact_flags, shared_atom_counts
 from nablafol.engine.lowering import TOP
 from nablafol.engine.rowwise import run_rows, steps_of
@@ -260,7 +260,7 @@ class Engine(torch.nn.Module):
         self.validate = validate
         self.exact, self.exact_budget = bool(exact), exact_budget
         self.registry = Registry()
-        self.circuits = circuit_cache()  # exact mode's compiled questions, reused across calls
+        self.circuits = CircuitCache()  # exact mode's compiled questions, reused across calls
         self._q_product = _CompiledQProduct() if compile else ops.q_product
 
     def plan(self, programs: Sequence[Program], scenes=None) -> BatchPlan:

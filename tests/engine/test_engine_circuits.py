@@ -17,8 +17,8 @@ from hypothesis import given, settings
 
 from engine_helpers import run_engine
 from nablafol.engine import Engine
-from nablafol.engine.circuits import TableLayout, circuit_cache, compile_circuit
-from nablafol.engine.exact import SHANNON_CHEAPER_UP_TO, circuit_preferred
+from nablafol.engine.circuits import CircuitCache, TableLayout, compile_circuit
+from nablafol.engine.exact import COMPILE_WORLDS, circuit_preferred
 from nablafol.ir import Aggregate, Filter, Not, Or, Predicate, Program, Quantifier, Relate, Top
 from nablafol.oracle import TableOracle
 from nablafol.testing import brute_force, devices
@@ -95,19 +95,24 @@ def test_a_circuit_is_compiled_once_per_certainty_pattern_and_reused():
     assert (info.misses, info.hits, info.currsize) == (2, 1, 2)
 
 
-def test_the_cost_model_expands_small_k_and_compiles_past_it_or_reuses():
-    cache, layout = circuit_cache(), TableLayout(HOP.predicates(), 2)
+def test_the_cost_model_expands_a_new_question_with_few_worlds_and_compiles_the_others():
+    cache, layout = CircuitCache(), TableLayout(HOP.predicates(), 2)
     key = (HOP, 2, layout.pattern(_hop_tables(2, 0)).tobytes())
-    assert not circuit_preferred(cache, key, 1, budget=12)
-    assert circuit_preferred(cache, key, SHANNON_CHEAPER_UP_TO + 1, budget=12)
-    assert circuit_preferred(cache, key, 3, budget=2)  # past the budget of Shannon expansion
-    cache(key)
-    assert circuit_preferred(cache, key, 1, budget=12)  # compiled already: reused
+    other = (HOP, 2, layout.pattern({**_hop_tables(2, 0), RED: [1.0, 0.5]}).tobytes())
+    assert not circuit_preferred(cache, key, 1, 1, budget=12)  # new, 2 worlds: expanded
+    assert circuit_preferred(cache, key, 1, 1, budget=12)  # asked again: compiled
+    assert circuit_preferred(cache, other, 7, 1, budget=12)  # 128 worlds: compiled
+    assert circuit_preferred(cache, other, 1, COMPILE_WORLDS, budget=12)  # 2 worlds, for many copies
+    assert circuit_preferred(cache, other, 3, 1, budget=2)  # past the budget of Shannon expansion
+    third = (HOP, 2, layout.pattern({**_hop_tables(2, 0), CHAIR: [1.0, 0.5]}).tobytes())
+    assert third != key
+    cache(third)
+    assert circuit_preferred(cache, third, 1, 1, budget=12)  # compiled already: reused
 
 
 def test_a_circuit_past_its_node_budget_leaves_the_fast_path_flagged():
     engine = Engine(exact=True, exact_budget=0)
-    engine.circuits = circuit_cache(max_nodes=5)
+    engine.circuits = CircuitCache(max_nodes=5)
     tables = _hop_tables(4, 1)
     exact = run_engine([HOP], [tables], dtype=torch.float64, engine=engine)
     fast = run_engine([HOP], [tables], dtype=torch.float64)
@@ -134,7 +139,7 @@ def _equal_problog(cases):
 
 def test_generated_gqa_questions_repeating_up_to_12_atoms_equal_problog():
     cases = _problog_cases(1, ((7, 12),), seed=1)
-    assert cases and all(k > SHANNON_CHEAPER_UP_TO for *_, k in cases)  # answered by a circuit
+    assert cases and all(1 << k > COMPILE_WORLDS for *_, k in cases)  # answered by a circuit
     _equal_problog(cases)
 
 

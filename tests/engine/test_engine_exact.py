@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from engine_helpers import run_engine
 from nablafol.engine import Engine
-from nablafol.engine.circuits import circuit_cache
+from nablafol.engine.circuits import CircuitCache
 from nablafol.errors import ProgramStructureError
 from nablafol.ir import (Aggregate, AllOf, AllSame, AggregateEach, Filter, Not, Predicate, Program, Quantifier, Relate,
                          Top)
@@ -78,7 +78,7 @@ def test_a_batch_is_exact_by_shannon_or_circuits_and_the_fast_path_past_both(cas
     programs_, tables = [c.program for c in cases], [c.tables for c in cases]
     engine = Engine(exact=True, exact_budget=budget)
     if not circuits:
-        engine.circuits = circuit_cache(max_nodes=2)  # no room past the two constants: no circuit compiles
+        engine.circuits = CircuitCache(max_nodes=2)  # no room past the two constants: no circuit compiles
     exact = run_engine(programs_, tables, dtype=torch.float64, engine=engine)
     fast = run_engine(programs_, tables, dtype=torch.float64)
     shared = Engine().shared_atoms(programs_, _oracle(tables))
