@@ -30,12 +30,13 @@ import torch
 
 from nablafol.compiler import Compiler
 from nablafol.engine import Engine
-from nablafol.engine.circuits import CircuitCache, TableLayout, compile_circuit
+from nablafol.engine.circuits import CircuitCache, CircuitTooLarge, TableLayout, compile_circuit
 from nablafol.graph_oracles import SceneGraphOracle
 from nablafol.oracle import TableOracle
 
 from .bench_exact import _tables_of, questions
-from .problog_reference import problog_probabilities, to_problog
+from .bench_problog import _problog_timed
+from .problog_reference import to_problog
 from .suite_cli import suite_main
 
 FAMILIES = ("relate", "verify rel after relate", "two hops", "and/or, same objects", "same (one input)",
@@ -44,7 +45,8 @@ BINS = ((1, 2), (3, 4), (5, 8), (9, 12), (13, 16), (17, 20), (21, 24))
 SIZES = {"quick": dict(per_bin=2, batch=1024, sizes=(8, 16, 24, 32)),
          "full": dict(per_bin=6, batch=1024, sizes=(8, 16, 24, 32))}
 SHANNON_MAX_K = 12  # Shannon expansion is timed up to here (2^12 worlds a question)
-SHANNON_WARM_WORLDS = 1 << 16  # warm Shannon runs over at most this many worlds in all (fewer assignments)
+SHANNON_WARM_WORLDS = 1 << 16
+PROBLOG_LIMIT_S = 30.0  # per question: past it, ProbLog (and so KLay, fed by its SDD) is not measured  # warm Shannon runs over at most this many worlds in all (fewer assignments)
 
 
 def questions_by_k(rng: np.random.Generator, per_bin: int, sizes=(8, 16, 24, 32), bins=BINS, tries: int = 400):
@@ -129,6 +131,12 @@ def klay_layers(program, tables: dict, n: int):
 
 def run(size: str = "full", seed: int = 0) -> dict:
     cfg = SIZES[size]
+    try:
+        import klay  # noqa: F401
+        import problog  # noqa: F401
+        import pysdd  # noqa: F401
+    except ImportError as e:
+        raise SystemExit(f"bench_circuits needs the bench extra (pip install -e '.[bench]'): {e}") from None
     rng = np.random.default_rng(seed)
     torch.set_num_threads(1)
     picked = questions_by_k(rng, cfg["per_bin"], cfg["sizes"])
@@ -145,51 +153,56 @@ def run(size: str = "full", seed: int = 0) -> dict:
 
 def _measure(program, tables, n, k, batch, rng) -> dict:
     row = {"k": k, "objects": n}
-    shannon_only = lambda: _with_cache(Engine(validate=False, exact=True, exact_budget=24), max_nodes=2)  # noqa: E731
+    layout = TableLayout(program.predicates(), n)
+    try:
+        start = time.perf_counter()
+        circuit = compile_circuit(program, layout, layout.pattern(tables))
+        row["compile_ms"] = (time.perf_counter() - start) * 1e3
+    except CircuitTooLarge:
+        row["past_budget"] = True
+        return row
+    row["circuit_nodes"], row["circuit_variables"] = len(circuit), len(circuit.positions)
+    answers = {}
     if k <= SHANNON_MAX_K:
-        seconds, shannon_p = _cold(shannon_only, program, tables)
+        seconds, answers["shannon"] = _cold(lambda: _with_cache(Engine(validate=False, exact=True, exact_budget=24),
+                                                                max_nodes=2), program, tables)
         row["shannon_cold_ms"] = seconds * 1e3
-    seconds, circuit_p = _cold(lambda: Engine(validate=False, exact=True, exact_budget=0), program, tables)
+    seconds, answers["circuit"] = _cold(lambda: Engine(validate=False, exact=True, exact_budget=0), program, tables)
     row["circuit_cold_ms"] = seconds * 1e3
-    seconds, chosen_p = _cold(lambda: Engine(validate=False, exact=True), program, tables)
+    seconds, answers["chosen"] = _cold(lambda: Engine(validate=False, exact=True), program, tables)
     row["chosen_cold_ms"] = seconds * 1e3
-    start = time.perf_counter()
-    want = problog_probabilities(program, tables, n, compiler="sdd")[0]
-    row["problog_cold_ms"] = (time.perf_counter() - start) * 1e3
-    row["max_abs_diff"] = max(abs(circuit_p - want), abs(chosen_p - want),
-                              abs(shannon_p - want) if k <= SHANNON_MAX_K else 0.0)
+    want, seconds = _problog_timed(program, tables, n, PROBLOG_LIMIT_S)
+    if want is None:  # ProbLog's SDD ran out of time: neither its value nor KLay's layers
+        row["problog_timeout"] = True
+        return row
+    row["problog_cold_ms"] = seconds * 1e3
+    row["max_abs_diff"] = max(abs(a - want[0]) for a in answers.values())
     module, places, n_vars, t_compile, t_layers = klay_layers(program, tables, n)
     assignments = perturbed(tables, batch, rng)
-    layout = TableLayout(program.predicates(), n)
     flat = torch.stack([torch.cat([a[p].reshape(-1) for p in layout.predicates]) for a in assignments]).log()
     x = torch.zeros(batch, n_vars, dtype=torch.float64)
     x[:, list(places)] = flat[:, list(places.values())]
-    start = time.perf_counter()
     with torch.no_grad():
+        start = time.perf_counter()
         module(x[:1])
-    row["klay_cold_ms"] = (t_compile + t_layers + time.perf_counter() - start) * 1e3
-    with torch.no_grad():
+        row["klay_cold_ms"] = (t_compile + t_layers + time.perf_counter() - start) * 1e3
         row["klay_warm_us"] = _seconds(lambda: module(x)) / batch * 1e6
         klay_p = module(x)[:, 0].exp()
-    # exact mode, warm: the same question over the assignments
-    engine = Engine(validate=False, exact=True)
-    oracle = TableOracle(assignments)
-    programs, scenes = [program] * batch, np.arange(batch)
-    with torch.no_grad():
+        # exact mode, warm: the same question over the assignments (its circuit compiled on the first call)
+        engine, oracle = Engine(validate=False, exact=True), TableOracle(assignments)
+        programs, scenes = [program] * batch, np.arange(batch)
         ours = engine(programs, oracle, scenes)
         row["engine_warm_us"] = _seconds(lambda: engine(programs, oracle, scenes)) / batch * 1e6
-        ours_p = ours.probs()[:, 0].double()
-        row["klay_vs_ours"] = float((ours_p - klay_p).abs().max())
-        circuit = compile_circuit(program, layout, layout.pattern(tables))
+        row["klay_vs_ours"] = float((ours.probs()[:, 0].double() - klay_p).abs().max())
         log_p = flat[:, torch.as_tensor(circuit.positions)]
         row["layers_warm_us"] = _seconds(lambda: circuit.evaluate(log_p)) / batch * 1e6
-        row["circuit_nodes"], row["circuit_variables"] = len(circuit), len(circuit.positions)
         if k <= SHANNON_MAX_K:
             few = max(1, min(batch, SHANNON_WARM_WORLDS >> k))
             shannon = _with_cache(Engine(validate=False, exact=True, exact_budget=24), max_nodes=2)
             sub = TableOracle(assignments[:few])
             shannon([program] * few, sub, np.arange(few))
             row["shannon_warm_us"] = _seconds(lambda: shannon([program] * few, sub, np.arange(few)), 1) / few * 1e6
+            row["compile_worlds"] = row["compile_ms"] * 1e3 / (row["shannon_warm_us"] / (1 << k))  # the cost model's
     return row
 
 
@@ -202,7 +215,7 @@ def report(result: dict) -> list[str]:
     lines = [f"Exact mode by k (repeated uncertain atoms), against ProbLog + SDD + KLay; warm: B = {result['batch']} "
              f"assignments, forward, per assignment; one torch thread",
              "  k bin   qs  cold ms: Shannon  circuit  chosen  ProbLog  KLay  | warm us: engine  layers  Shannon  KLay"
-             "  | nodes  max|diff|"]
+             " layers/KLay | nodes  max|diff|"]
     for lo, hi in result["bins"]:
         rows = [r for r in result["rows"] if lo <= r["k"] <= hi]
         if not rows:
@@ -213,12 +226,26 @@ def report(result: dict) -> list[str]:
             vals = [r[key] for r in rows if key in r]
             return f"{np.mean(vals) * scale:.3g}" if vals else "-"
 
-        diff = max(max(r["max_abs_diff"], r["klay_vs_ours"]) for r in rows)
+        done = [r for r in rows if "max_abs_diff" in r]
+        diff = f"{max(max(r['max_abs_diff'], r['klay_vs_ours']) for r in done):.1e}" if done else "-"
         lines.append(f"  {lo:>2}-{hi:<3} {len(rows):>4}  {mean('shannon_cold_ms'):>15} {mean('circuit_cold_ms'):>8} "
                      f"{mean('chosen_cold_ms'):>7} {mean('problog_cold_ms'):>8} {mean('klay_cold_ms'):>5}  | "
                      f"{mean('engine_warm_us'):>15} {mean('layers_warm_us'):>7} {mean('shannon_warm_us'):>8} "
-                     f"{mean('klay_warm_us'):>5}  | {mean('circuit_nodes'):>5}  {diff:.1e}")
+                     f"{mean('klay_warm_us'):>5} {_ratio(rows):>6}  | {mean('circuit_nodes'):>5}  {diff}"
+                     f"  compile = {mean('compile_worlds')} worlds{_left_out(rows)}")
     return lines
+
+
+def _ratio(rows) -> str:
+    """The warm layers' time over KLay's, per question, largest of the bin."""
+    both = [r["layers_warm_us"] / r["klay_warm_us"] for r in rows if "klay_warm_us" in r]
+    return f"{max(both):.1f}x" if both else "-"
+
+
+def _left_out(rows) -> str:
+    past = sum(1 for r in rows if r.get("past_budget"))
+    late = sum(1 for r in rows if r.get("problog_timeout"))
+    return (f"  ({past} past the circuit budget)" if past else "") + (f"  ({late} past ProbLog's limit)" if late else "")
 
 
 def main(argv=None) -> None:
