@@ -55,7 +55,7 @@ __all__ = ["TableLayout", "Circuit", "CircuitTooLarge", "CircuitJobs", "compile_
            "FALSE_ATOM", "TRUE_ATOM", "UNCERTAIN_ATOM"]
 
 #: Arithmetic nodes one question's circuit may have: past it the compilation stops (the budget per question)
-MAX_CIRCUIT_NODES = 200_000
+MAX_CIRCUIT_NODES = 50_000
 #: Codes of a certainty pattern: an atom certainly false, certainly true, or uncertain
 FALSE_ATOM, TRUE_ATOM, UNCERTAIN_ATOM = 0, 1, 2
 
