@@ -11,8 +11,10 @@ exactly. The worlds of every program of a batch run as one batch of the same eng
 world a copy of its program over a copy of its scene's tables with the k atoms set to 0 or 1;
 only the tables that change are copied), so the cost is exponential only in the number of
 *shared uncertain* atoms, and everything stays differentiable: ``P(w)`` is a product of the
-atoms' probabilities, ``P(F | w)`` the fast path on the others. A program that repeats more
-than the engine's ``exact_budget`` atoms keeps the fast path's answer, flagged not exact.
+atoms' probabilities, ``P(F | w)`` the fast path on the others. Where expansion costs more
+than compiling (:func:`circuit_preferred`), or past the engine's ``exact_budget``, the question
+is compiled into a circuit instead (:mod:`nablafol.engine.circuits`); one whose circuit passes
+its node budget keeps the fast path's answer, flagged not exact.
 
     >>> import torch
     >>> from nablafol.engine import Engine

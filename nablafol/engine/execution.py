@@ -243,8 +243,10 @@ class Engine(torch.nn.Module):
     ``exact=True`` returns the exact probability of programs that are not read-once: it
     conditions on the uncertain ground atoms a program repeats (Shannon expansion) and runs
     the same batched computation once per assignment of them, for programs that repeat at most
-    ``exact_budget`` such atoms (``2**exact_budget`` runs); beyond, the fast path's answer,
-    flagged (:attr:`Answers.exact`). The default is the paper's polynomial fast path.
+    ``exact_budget`` such atoms (``2**exact_budget`` runs); beyond, or where it is cheaper, it
+    compiles the question into a circuit, kept in ``self.circuits`` for later calls; past the
+    circuit's budget, the fast path's answer, flagged (:attr:`Answers.exact`). The default is
+    the paper's polynomial fast path.
     """
 
     def __init__(self, calibration: Optional[Callable] = None, validate: bool = True, compile: bool = False,
