@@ -107,5 +107,9 @@ def weighted_cache(function: Callable[..., T], budget: int, weight: Callable[[T]
         kept.clear()
         state.update(held=0, hits=0, misses=0)
 
-    cached.cache_info, cached.cache_clear = cache_info, cache_clear
+    def holds(argument) -> bool:
+        """Whether ``argument``'s result is kept (a look, not a use: the order stays)."""
+        return argument in kept
+
+    cached.cache_info, cached.cache_clear, cached.holds = cache_info, cache_clear, holds
     return cached

@@ -11,8 +11,10 @@ exactly. The worlds of every program of a batch run as one batch of the same eng
 world a copy of its program over a copy of its scene's tables with the k atoms set to 0 or 1;
 only the tables that change are copied), so the cost is exponential only in the number of
 *shared uncertain* atoms, and everything stays differentiable: ``P(w)`` is a product of the
-atoms' probabilities, ``P(F | w)`` the fast path on the others. A program that repeats more
-than the engine's ``exact_budget`` atoms keeps the fast path's answer, flagged not exact.
+atoms' probabilities, ``P(F | w)`` the fast path on the others. Where expansion costs more
+than compiling (:func:`circuit_preferred`), or past the engine's ``exact_budget``, the question
+is compiled into a circuit instead (:mod:`nablafol.engine.circuits`); one whose circuit passes
+its node budget keeps the fast path's answer, flagged not exact.
 
     >>> import torch
     >>> from nablafol.engine import Engine
@@ -33,6 +35,7 @@ import numpy as np
 import torch
 
 from nablafol.engine.answers import Answers, Tables
+from nablafol.engine.circuits import CircuitJobs, answer_by_circuits
 from nablafol.engine.grounding import RepeatedAtoms, repeated_atoms
 from nablafol.engine.planning import BatchPlan, build_batch_plan
 from nablafol.ir import Program
@@ -40,8 +43,11 @@ from nablafol.numerics import log1mexp, log_sum_exp
 
 NEG_INF = float("-inf")
 
-__all__ = ["exact_flags", "exact_answers", "shared_atom_counts", "WORLDS_PER_RUN"]
+__all__ = ["exact_flags", "exact_answers", "shared_atom_counts", "circuit_preferred", "WORLDS_PER_RUN",
+           "COMPILE_WORLDS"]
 
+#: What compiling a question's circuit costs, in worlds of Shannon expansion (about one fast-path run each)
+COMPILE_WORLDS = 64
 #: Worlds (program copies) one run of exact mode evaluates at most (memory); more run in turn
 WORLDS_PER_RUN = 1 << 12
 
@@ -137,8 +143,9 @@ def exact_answers(engine, programs: Sequence[Program], plan: BatchPlan, tables) 
     uncertain atoms (``Answers.exact`` says which)."""
     count, atoms = _shared_atoms(engine, programs, plan, tables)
     answers = engine.execute(plan, tables)  # the fast path: exact where nothing uncertain repeats
-    answers._exact = torch.as_tensor(count <= engine.exact_budget)
-    expand = np.nonzero((count > 0) & (count <= engine.exact_budget))[0]
+    compiled = _circuit_answers(engine, programs, plan, tables, count, answers)
+    answers._exact = torch.as_tensor((count <= engine.exact_budget) | compiled)
+    expand = np.nonzero((count > 0) & (count <= engine.exact_budget) & ~compiled)[0]
     if not expand.size:
         return answers
     pieces, parts = [], []  # a program's worlds may span runs: a part per (program, run)
@@ -161,6 +168,43 @@ def exact_answers(engine, programs: Sequence[Program], plan: BatchPlan, tables) 
     answers.log_probs = answers.log_probs.masked_fill(~answers.candidate_mask, NEG_INF)
     answers.log_complement = answers.log_complement.masked_fill(~answers.candidate_mask, 0.0)
     return answers
+
+
+def _circuit_answers(engine, programs, plan: BatchPlan, tables, count: np.ndarray, answers: Answers) -> np.ndarray:
+    """Writes into ``answers`` the programs that circuits answer (:func:`circuit_preferred`),
+    and returns which those are, ``(P,)`` bool."""
+    done = np.zeros(len(programs), dtype=bool)
+    repeating = np.nonzero(count > 0)[0]
+    if not repeating.size:
+        return done
+    jobs = CircuitJobs(programs, plan, tables, repeating)
+    keep = [j for j, key in enumerate(jobs.keys)
+            if circuit_preferred(engine.circuits, key, int(count[jobs.members[j][0]]), len(jobs.members[j]),
+                                 engine.exact_budget)]
+    jobs.keys, jobs.members, jobs.log_p = ([x[j] for j in keep] for x in (jobs.keys, jobs.members, jobs.log_p))
+    rows, log_p, log_c = answer_by_circuits(engine.circuits, jobs, answers.log_probs.shape[1], answers.log_probs)
+    if rows.size:
+        at = torch.as_tensor(rows, device=answers.log_probs.device)
+        answers.log_probs = answers.log_probs.index_copy(0, at, log_p).masked_fill(~answers.candidate_mask, NEG_INF)
+        answers.log_complement = answers.log_complement.index_copy(0, at, log_c).masked_fill(
+            ~answers.candidate_mask, 0.0)
+        done[rows] = True
+    return done
+
+
+def circuit_preferred(cache, key: tuple, k: int, copies: int, budget: int) -> bool:
+    """The cost model: whether a circuit answers the ``copies`` programs of one question and
+    certainty pattern that repeat ``k`` uncertain atoms, rather than Shannon expansion.
+
+    Shannon expansion costs ``copies · 2^k`` worlds, each about one fast-path run; a circuit
+    costs one compilation, about :data:`COMPILE_WORLDS` worlds (measured: docs/exactness.md),
+    then an evaluation that costs less than one world per copy. So a circuit when it is kept
+    already, when ``k`` is past Shannon expansion's budget, when ``copies · 2^k`` passes
+    ``COMPILE_WORLDS``, or when the question was asked before (it will likely be asked again:
+    training steps, epochs; compiled on its second asking, it is never expanded again)."""
+    if cache.holds(key) or k > budget or copies << k > COMPILE_WORLDS:
+        return True
+    return cache.asked_before(key)
 
 
 def _widen(t: torch.Tensor, width: int, fill: float) -> torch.Tensor:

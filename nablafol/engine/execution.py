@@ -43,6 +43,7 @@ from nablafol.oracle import Oracle, Requests, scene_sizes
 
 from nablafol.engine.answers import Answers, Tables
 from nablafol.engine.bounds import answer_bounds
+from nablafol.engine.circuits import CircuitCache
 from nablafol.engine.exact import exact_answers, exact_flags, shared_atom_counts
 from nablafol.engine.lowering import TOP
 from nablafol.engine.rowwise import run_rows, steps_of
@@ -243,8 +244,10 @@ class Engine(torch.nn.Module):
     ``exact=True`` returns the exact probability of programs that are not read-once: it
     conditions on the uncertain ground atoms a program repeats (Shannon expansion) and runs
     the same batched computation once per assignment of them, for programs that repeat at most
-    ``exact_budget`` such atoms (``2**exact_budget`` runs); beyond, the fast path's answer,
-    flagged (:attr:`Answers.exact`). The default is the paper's polynomial fast path.
+    ``exact_budget`` such atoms (``2**exact_budget`` runs); beyond, or where it is cheaper, it
+    compiles the question into a circuit, kept in ``self.circuits`` for later calls; past the
+    circuit's budget, the fast path's answer, flagged (:attr:`Answers.exact`). The default is
+    the paper's polynomial fast path.
 
     ``bounds=True`` also returns sound bounds on every answer's probability
     (:attr:`Answers.bounds`): an exact answer's own value, else an interval that conditions on
@@ -264,6 +267,7 @@ class Engine(torch.nn.Module):
         self.validate = validate
         self.exact, self.exact_budget, self.bounds = bool(exact), exact_budget, bool(bounds)
         self.registry = Registry()
+        self.circuits = CircuitCache()  # exact mode's compiled questions, reused across calls
         self._q_product = _CompiledQProduct() if compile else ops.q_product
 
     def plan(self, programs: Sequence[Program], scenes=None) -> BatchPlan:

@@ -3,7 +3,8 @@
 * exact mode (``Engine(exact=True)``) equals brute-force enumeration on random programs, read-once
   or not, to 1e-9 in float64, batched over scenes of different sizes, differentiably;
 * the ``exact`` flag is never true on an answer of the fast path that differs from brute force;
-* the fast path is what it was: over budget, exact mode returns its answers bit for bit.
+* past the budget, circuits (knowledge compilation) answer exactly; past theirs too, exact mode
+  returns the fast path's answers bit for bit.
 """
 import numpy as np
 import pytest
@@ -13,6 +14,7 @@ from hypothesis import strategies as st
 
 from engine_helpers import run_engine
 from nablafol.engine import Engine
+from nablafol.engine.circuits import CircuitCache
 from nablafol.errors import ProgramStructureError
 from nablafol.ir import (Aggregate, AllOf, AllSame, AggregateEach, Filter, Not, Predicate, Program, Quantifier, Relate,
                          Top)
@@ -68,17 +70,25 @@ def test_read_once_programs_are_exact_over_any_tables(case):
 
 @pytest.mark.slow
 @settings(max_examples=30)
-@given(st.lists(scenes_and_programs(max_objects=3, enumerable=True), min_size=2, max_size=5), st.integers(0, 5))
-def test_a_batch_is_exact_within_the_budget_and_the_fast_path_beyond(cases, budget):
+@given(st.lists(scenes_and_programs(max_objects=3, enumerable=True), min_size=2, max_size=5), st.integers(0, 5),
+       st.booleans())
+def test_a_batch_is_exact_by_shannon_or_circuits_and_the_fast_path_past_both(cases, budget, circuits):
+    """Within the budget, Shannon expansion (or a circuit); past it, a circuit; with every
+    circuit past its own budget, the fast path's answer, bit for bit, flagged."""
     programs_, tables = [c.program for c in cases], [c.tables for c in cases]
-    exact = run_engine(programs_, tables, dtype=torch.float64, engine=Engine(exact=True, exact_budget=budget))
+    engine = Engine(exact=True, exact_budget=budget)
+    if not circuits:
+        engine.circuits = CircuitCache(max_nodes=2)  # no room past the two constants: no circuit compiles
+    exact = run_engine(programs_, tables, dtype=torch.float64, engine=engine)
     fast = run_engine(programs_, tables, dtype=torch.float64)
     shared = Engine().shared_atoms(programs_, _oracle(tables))
     for i, c in enumerate(cases):
-        assert bool(exact.exact[i]) == (shared[i] <= budget)
-        if shared[i] <= budget:
+        assert bool(exact.exact[i]) == (circuits or shared[i] <= budget)
+        if bool(exact.exact[i]):
             assert np.allclose(_candidates(exact, i, c.program), brute_force(c.program, c.tables), atol=1e-9, rtol=0)
-        else:  # beyond the budget: the fast path's answer, bit for bit, flagged
+            assert np.allclose(_candidates(exact, i, c.program, complement=True),
+                               [1 - w for w in brute_force(c.program, c.tables)], atol=1e-9, rtol=0)
+        else:  # past both budgets: the fast path's answer, bit for bit, flagged
             assert torch.equal(exact.log_probs[i], fast.log_probs[i]) and not bool(fast.exact[i])
         assert bool(fast.exact[i]) == (shared[i] == 0)
     assert torch.equal(exact.candidate_mask, fast.candidate_mask)

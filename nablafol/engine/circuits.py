@@ -1,0 +1,578 @@
+"""Exact answers by knowledge compilation: a question's grounding as an arithmetic circuit.
+
+Exact mode's Shannon expansion (:mod:`nablafol.engine.exact`) costs ``2^k`` runs of the fast
+path for ``k`` repeated uncertain atoms. Here the grounded formula of each candidate is
+compiled instead, once per question and *certainty pattern* (which atoms of its scene are
+certainly true, certainly false, or uncertain), into a circuit whose value is the exact
+probability, evaluated as batched torch layers over any number of probability assignments:
+
+1. **Grounding** (:func:`ground`): the formula over the scene's objects as a hash-consed
+   Boolean DAG (and / or / not over one variable per uncertain atom; certain atoms are
+   constants and fold away), the same semantics as :func:`nablafol.testing.brute_force`.
+2. **Compilation** (:func:`compile_circuit`): a decision-DNNF, built top-down. An ``and`` /
+   ``or`` whose children share no variable splits into independent components (a
+   decomposable node); one connected component branches on its most shared variable
+   (Shannon expansion, ``x ? F|x : F|¬x``), each branch simplified by the value. Branches are
+   cached by their residual formula (equal residuals are one node, by hash-consing): the read-
+   once parts never branch, and only the repeated atoms do, once per distinct residual.
+3. **Arithmetic** (:class:`Circuit`): every compiled node gives two arithmetic nodes, its
+   probability and its complement's, from sums and products only: a decision node is
+   ``p·F1 + (1 - p)·F0`` (deterministic), a decomposable ``and`` is a product, its complement
+   ``¬L + L·¬R`` (a deterministic sum, split in halves so depth stays logarithmic), and ``or``
+   the dual. Literals are the leaves ``p`` and ``1 - p``. The complement is computed, never
+   taken as ``1 - P``, so it stays exact near 1. Smoothness is not needed: weights of a
+   variable's two literals sum to one.
+4. **Layers**: every sum and product has two children; nodes are grouped by depth, and a
+   layer is two row gathers and one addition (products, in log space) or log-add-exp (sums)
+   over a node-major ``(nodes, B)`` buffer, as KLay lays circuits out. Log space because the engine's answers are log-probabilities and a ``∀`` over
+   many objects underflows a float32 product; the price is an ``exp``/``log`` per sum node.
+
+    >>> from nablafol.ir import Aggregate, Filter, Predicate, Program, Quantifier, Relate, Top
+    >>> red, on = Predicate("red"), Predicate("on", arity=2)
+    >>> hop = Program.yes_no(Aggregate(Quantifier.EXISTS, Relate.of(on, Quantifier.EXISTS, Filter(red, Top()))))
+    >>> layout = TableLayout(hop.predicates(), 2)
+    >>> pattern = layout.pattern({red: [0.0, 0.5], on: [[0.0, 1.0], [1.0, 1.0]]})
+    >>> circuit = compile_circuit(hop, layout, pattern)
+    >>> log_p = torch.log(torch.tensor([[0.5], [0.25]], dtype=torch.float64))  # two assignments of its one variable
+    >>> [round(v, 6) for v in circuit.evaluate(log_p)[0][:, 0].exp().tolist()]
+    [0.5, 0.25]
+"""
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+import numpy as np
+import torch
+
+from nablafol.caching import bounded_cache, weighted_cache
+from nablafol.errors import ProgramStructureError, ShapeError
+from nablafol.ir import (Aggregate, And, Conjoin, Filter, Neg, Not, Or, Predicate, Program, Quantifier, Relate,
+                         Shorthand, Top)
+from nablafol.numerics import log1mexp
+
+__all__ = ["TableLayout", "Circuit", "CircuitTooLarge", "CircuitJobs", "compile_circuit", "ground", "CircuitCache",
+           "answer_by_circuits", "MAX_CIRCUIT_NODES",
+           "FALSE_ATOM", "TRUE_ATOM", "UNCERTAIN_ATOM"]
+
+#: Arithmetic nodes one question's circuit may have: past it the compilation stops (the budget per question)
+MAX_CIRCUIT_NODES = 50_000
+#: Codes of a certainty pattern: an atom certainly false, certainly true, or uncertain
+FALSE_ATOM, TRUE_ATOM, UNCERTAIN_ATOM = 0, 1, 2
+
+
+class CircuitTooLarge(ProgramStructureError):
+    """The compilation of one question went past its budget of arithmetic nodes."""
+
+
+class TableLayout:
+    """Where each ground atom of a program's predicates sits in one flat vector: the tables in
+    ``predicates`` order, a unary table as its ``n`` entries, a binary one as its ``n × n``
+    entries row by row. A certainty pattern and the probabilities a circuit reads are such vectors."""
+
+    def __init__(self, predicates: Sequence[Predicate], n_objects: int):
+        self.predicates, self.n = tuple(predicates), int(n_objects)
+        self.offset, at = {}, 0
+        for p in self.predicates:
+            self.offset[p] = at
+            at += self.n ** p.arity
+        self.size = at
+
+    def pattern(self, tables: Mapping[Predicate, object]) -> np.ndarray:
+        """The certainty pattern of probability tables (``{predicate: array}``, probabilities)."""
+        flat = np.concatenate([np.asarray(tables[p], dtype=np.float64)[(slice(0, self.n),) * p.arity].reshape(-1)
+                               for p in self.predicates] or [np.zeros(0)])
+        return certainty_pattern(flat)
+
+
+def certainty_pattern(probabilities: np.ndarray) -> np.ndarray:
+    """``uint8`` codes of probabilities (any shape): :data:`FALSE_ATOM` at 0, :data:`TRUE_ATOM` at 1,
+    else :data:`UNCERTAIN_ATOM`."""
+    out = np.full(probabilities.shape, UNCERTAIN_ATOM, dtype=np.uint8)
+    out[probabilities <= 0.0] = FALSE_ATOM
+    out[probabilities >= 1.0] = TRUE_ATOM
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Grounding: a hash-consed Boolean DAG
+
+_FALSE, _TRUE = 0, 1
+_VAR, _NOT, _AND, _OR, _CONST = "v", "n", "a", "o", "c"
+
+
+class _Formulas:
+    """Boolean formulas as numbered nodes; equal formulas (up to the order of an and's / or's
+    children) are one node. ``mask[i]``: the variables of node ``i``, as bits of an int."""
+
+    def __init__(self):
+        self.kind, self.kids, self.mask = [_CONST, _CONST], [(), ()], [0, 0]
+        self.index: dict = {}
+
+    def _node(self, kind: str, kids: tuple, mask: int) -> int:
+        key = (kind, kids)
+        found = self.index.get(key)
+        if found is None:
+            found = self.index[key] = len(self.kind)
+            self.kind.append(kind)
+            self.kids.append(kids)
+            self.mask.append(mask)
+        return found
+
+    def var(self, v: int) -> int:
+        return self._node(_VAR, (v,), 1 << v)
+
+    def neg(self, f: int) -> int:
+        if f <= _TRUE:
+            return 1 - f
+        if self.kind[f] == _NOT:
+            return self.kids[f][0]
+        return self._node(_NOT, (f,), self.mask[f])
+
+    def junction(self, kind: str, fs) -> int:
+        """``and`` (``kind`` :data:`_AND`) or ``or`` of ``fs``, flattened and simplified."""
+        unit, zero = (_TRUE, _FALSE) if kind == _AND else (_FALSE, _TRUE)
+        kids = set()
+        for f in fs:
+            if f == zero:
+                return zero
+            if f == unit:
+                continue
+            if self.kind[f] == kind:
+                kids.update(self.kids[f])
+            else:
+                kids.add(f)
+        if not kids:
+            return unit
+        if len(kids) == 1:
+            return kids.pop()
+        mask = 0
+        for f in kids:
+            mask |= self.mask[f]
+        return self._node(kind, tuple(sorted(kids)), mask)
+
+    def restrict(self, f: int, v: int, value: bool, memo: dict) -> int:
+        """``f`` with variable ``v`` set to ``value``, simplified."""
+        if not self.mask[f] >> v & 1:
+            return f
+        got = memo.get(f)
+        if got is not None:
+            return got
+        kind = self.kind[f]
+        if kind == _VAR:
+            got = _TRUE if value else _FALSE
+        elif kind == _NOT:
+            got = self.neg(self.restrict(self.kids[f][0], v, value, memo))
+        else:
+            got = self.junction(kind, [self.restrict(g, v, value, memo) for g in self.kids[f]])
+        memo[f] = got
+        return got
+
+
+class _Grounding:
+    """The ground formulas of a program's candidates over one certainty pattern."""
+
+    def __init__(self, layout: TableLayout, pattern: np.ndarray):
+        self.layout, self.pattern = layout, pattern
+        self.formulas = _Formulas()
+        self.positions: list[int] = []  # variable -> its atom's place in the layout
+        self.var_of: dict[int, int] = {}
+        self.memo: dict = {}
+
+    def atom(self, predicate: Predicate, *objects: int) -> int:
+        n, at = self.layout.n, self.layout.offset[predicate]
+        place = at + (objects[0] * n + objects[1] if len(objects) == 2 else objects[0])
+        code = self.pattern[place]
+        if code != UNCERTAIN_ATOM:
+            return _TRUE if code == TRUE_ATOM else _FALSE
+        v = self.var_of.get(place)
+        if v is None:
+            v = self.var_of[place] = len(self.positions)
+            self.positions.append(place)
+        return self.formulas.var(v)
+
+    def attention(self, node) -> list[int]:
+        got = self.memo.get(node)
+        if got is not None:
+            return got
+        f, n = self.formulas, self.layout.n
+        if isinstance(node, Top):
+            got = [_TRUE] * n
+        elif isinstance(node, Filter):
+            inner = self.attention(node.input)
+            got = [f.junction(_AND, (self.atom(node.predicate, x), inner[x])) for x in range(n)]
+        elif isinstance(node, Neg):
+            got = [f.neg(a) for a in self.attention(node.input)]
+        elif isinstance(node, Conjoin):
+            left, right = self.attention(node.left), self.attention(node.right)
+            got = [f.junction(_AND, (a, b)) for a, b in zip(left, right)]
+        elif isinstance(node, Relate):
+            inner = self.attention(node.input)
+            got = []
+            for x in range(n):
+                terms = [f.junction(_AND, [inner[y]] + [self.atom(a.predicate, *((y, x) if a.reverse else (x, y)))
+                                                        for a in node.atoms])
+                         for y in range(n)]
+                got.append(self._quantified(node.quantifier, terms))
+        else:
+            raise ProgramStructureError(f"no grounding for attention node {type(node).__name__}")
+        self.memo[node] = got
+        return got
+
+    def _quantified(self, quantifier: Quantifier, terms: list[int]) -> int:
+        f = self.formulas
+        if quantifier is Quantifier.EXISTS:
+            return f.junction(_OR, terms)
+        if quantifier is Quantifier.FORALL:
+            return f.junction(_AND, terms)
+        return f.neg(f.junction(_OR, terms))
+
+    def truth(self, node) -> int:
+        if isinstance(node, Shorthand):
+            node = node.expanded()
+        f = self.formulas
+        if isinstance(node, Aggregate):
+            return self._quantified(node.quantifier, self.attention(node.input))
+        if isinstance(node, Not):
+            return f.neg(self.truth(node.input))
+        if isinstance(node, (And, Or)):
+            return f.junction(_AND if isinstance(node, And) else _OR, [self.truth(t) for t in node.inputs])
+        raise ProgramStructureError(f"no grounding for truth node {type(node).__name__}")
+
+
+def ground(program: Program, layout: TableLayout, pattern: np.ndarray) -> tuple[_Formulas, list[int], list[int]]:
+    """The candidates' ground formulas: the DAG, each candidate's root, and each variable's
+    place in the layout."""
+    grounding = _Grounding(layout, pattern)
+    roots = [grounding.truth(t) for t in program.truths()]
+    return grounding.formulas, roots, grounding.positions
+
+
+# ---------------------------------------------------------------------------------------------
+# Compilation: decision-DNNF, written directly as an arithmetic circuit of sums and products
+
+_ONE, _ZERO = 0, 1  # arithmetic constants: log 1 and log 0
+_LEAF, _PRODUCT, _SUM = "l", "*", "+"
+
+
+class _Arithmetic:
+    """Sum and product nodes of two children each over literal leaves, hash-consed and simplified."""
+
+    def __init__(self, max_nodes: int):
+        self.kind, self.kids = [_LEAF, _LEAF], [(), ()]
+        self.index: dict = {}
+        self.max_nodes = max_nodes
+
+    def _node(self, kind: str, kids: tuple) -> int:
+        key = (kind, kids)
+        found = self.index.get(key)
+        if found is None:
+            if len(self.kind) >= self.max_nodes:
+                raise CircuitTooLarge(f"the circuit passed {self.max_nodes} nodes")
+            found = self.index[key] = len(self.kind)
+            self.kind.append(kind)
+            self.kids.append(kids)
+        return found
+
+    def literal(self, v: int, positive: bool) -> int:
+        return self._node(_LEAF, (v, positive))
+
+    def product(self, a: int, b: int) -> int:
+        if _ZERO in (a, b):
+            return _ZERO
+        if _ONE in (a, b):
+            return b if a == _ONE else a
+        return self._node(_PRODUCT, (min(a, b), max(a, b)))
+
+    def sum(self, a: int, b: int) -> int:
+        if _ZERO in (a, b):
+            return b if a == _ZERO else a
+        return self._node(_SUM, (min(a, b), max(a, b)))
+
+
+class _Compiler:
+    def __init__(self, formulas: _Formulas, max_nodes: int):
+        self.f, self.ac = formulas, _Arithmetic(max_nodes)
+        self.done: dict[int, tuple[int, int]] = {_TRUE: (_ONE, _ZERO), _FALSE: (_ZERO, _ONE)}
+
+    def compile(self, node: int) -> tuple[int, int]:
+        """``node``'s (probability, complement) as arithmetic nodes."""
+        got = self.done.get(node)
+        if got is not None:
+            return got
+        f, kind = self.f, self.f.kind[node]
+        if kind == _VAR:
+            v = f.kids[node][0]
+            got = (self.ac.literal(v, True), self.ac.literal(v, False))
+        elif kind == _NOT:
+            pos, neg = self.compile(f.kids[node][0])
+            got = (neg, pos)
+        else:
+            groups = _components([f.mask[g] for g in f.kids[node]])
+            if len(groups) > 1:
+                parts = [self.compile(f.junction(kind, [f.kids[node][i] for i in g])) for g in groups]
+                got = self._decomposed(kind, parts)
+            else:
+                got = self._decided(node)
+        self.done[node] = got
+        return got
+
+    def _decomposed(self, kind: str, parts: list) -> tuple[int, int]:
+        """The ``and`` (or ``or``) of independent parts: a product, and its complement as a
+        deterministic sum, halving so that the depth grows with the log of the parts."""
+        if len(parts) == 1:
+            return parts[0]
+        half = len(parts) // 2
+        (lp, ln), (rp, rn) = self._decomposed(kind, parts[:half]), self._decomposed(kind, parts[half:])
+        if kind == _AND:  # ¬(L ∧ R) = ¬L + L·¬R
+            return self.ac.product(lp, rp), self.ac.sum(ln, self.ac.product(lp, rn))
+        return self.ac.sum(lp, self.ac.product(ln, rp)), self.ac.product(ln, rn)  # L ∨ R = L + ¬L·R
+
+    def _decided(self, node: int) -> tuple[int, int]:
+        """Shannon expansion on the variable most of ``node``'s children share."""
+        f = self.f
+        masks = [f.mask[g] for g in f.kids[node]]
+        seen = shared = 0
+        for m in masks:
+            shared |= seen & m
+            seen |= m
+        v, best, bits = -1, 0, shared
+        while bits:
+            low = bits & -bits
+            b = low.bit_length() - 1
+            uses = sum(1 for m in masks if m >> b & 1)
+            if uses > best:
+                v, best = b, uses
+            bits ^= low
+        hi = self.compile(f.restrict(node, v, True, {}))
+        lo = self.compile(f.restrict(node, v, False, {}))
+        yes, no = self.ac.literal(v, True), self.ac.literal(v, False)
+        ac = self.ac
+        return (ac.sum(ac.product(yes, hi[0]), ac.product(no, lo[0])),
+                ac.sum(ac.product(yes, hi[1]), ac.product(no, lo[1])))
+
+
+def _components(masks: list[int]) -> list[list[int]]:
+    """The children (by index) grouped into sets that share no variable (transitively)."""
+    groups: list[tuple[int, list[int]]] = []
+    for i, m in enumerate(masks):
+        merged_mask, merged = m, [i]
+        rest = []
+        for gm, members in groups:
+            if gm & merged_mask:
+                merged_mask |= gm
+                merged.extend(members)
+            else:
+                rest.append((gm, members))
+        rest.append((merged_mask, merged))
+        groups = rest
+    return [sorted(members) for _, members in groups]
+
+
+def compile_circuit(program: Program, layout: TableLayout, pattern: np.ndarray,
+                    max_nodes: int = MAX_CIRCUIT_NODES) -> "Circuit":
+    """The circuit of ``program``'s candidates over tables of ``pattern`` (:class:`TableLayout`
+    codes). Raises :class:`CircuitTooLarge` past ``max_nodes`` arithmetic nodes."""
+    if pattern.shape != (layout.size,):
+        raise ShapeError(f"a certainty pattern of {pattern.shape} for a layout of {layout.size} atoms")
+    formulas, roots, positions = ground(program, layout, pattern)
+    compiler = _Compiler(formulas, max_nodes)
+    outputs = [compiler.compile(r) for r in roots]
+    return Circuit(compiler.ac, outputs, np.asarray(positions, dtype=np.int64))
+
+
+class Circuit:
+    """A compiled question: ``positions`` (its variables' places in the layout), and layers of
+    sums and products that :meth:`evaluate` runs over a batch of probability assignments."""
+
+    def __init__(self, ac: _Arithmetic, outputs: list[tuple[int, int]], positions: np.ndarray):
+        self.positions = positions
+        n_vars = len(positions)
+        live = _reachable(ac, [x for pair in outputs for x in pair])
+        depth = np.zeros(len(ac.kind), dtype=np.int64)
+        for i in live:  # increasing ids: children first
+            if ac.kind[i] != _LEAF:
+                depth[i] = 1 + max(depth[c] for c in ac.kids[i])
+        leaves = [i for i in live if ac.kind[i] == _LEAF]
+        order = np.full(len(ac.kind), -1, dtype=np.int64)
+        order[leaves] = np.arange(len(leaves))
+        # a leaf reads the vector [log 1, log 0, log p_0.., log(1 - p_0)..]: constants, then literals
+        self.leaf_source = np.array([0 if i == _ONE else 1 if i == _ZERO else
+                                     2 + ac.kids[i][0] + (0 if ac.kids[i][1] else n_vars) for i in leaves],
+                                    dtype=np.int64)
+        self.layers: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []  # products', sums' children
+        placed = len(leaves)
+        for d in range(1, int(depth[live].max(initial=0)) + 1):
+            level = [i for i in live if depth[i] == d]
+            products = [i for i in level if ac.kind[i] == _PRODUCT]
+            sums = [i for i in level if ac.kind[i] == _SUM]
+            order[products] = placed + np.arange(len(products))
+            order[sums] = placed + len(products) + np.arange(len(sums))
+            placed += len(level)
+            self.layers.append(_edges(ac, products, order) + _edges(ac, sums, order))
+        self.outputs = order[np.asarray(outputs, dtype=np.int64).reshape(-1, 2)]
+        self.size = placed
+        self._on: dict = {}
+
+    def __len__(self) -> int:
+        return self.size
+
+    def _arrays(self, device: torch.device):
+        got = self._on.get(device)
+        if got is None:
+            t = lambda a: torch.as_tensor(a, dtype=torch.long, device=device)  # noqa: E731
+            got = self._on[device] = (t(self.leaf_source), [tuple(t(x) for x in layer) for layer in self.layers],
+                                      t(self.outputs))
+        return got
+
+    def evaluate(self, log_p: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(B, variables)`` log-probabilities of the variables, one row per assignment, to the
+        candidates' ``(log P, log(1 - P))``, each ``(B, candidates)``; differentiable.
+
+        Node-major: one ``(nodes, B)`` buffer, each layer's values written below the previous
+        ones and read by row gathers (contiguous rows of ``B`` values); no layer copies the buffer."""
+        leaf_source, layers, outputs = self._arrays(log_p.device)
+        b = log_p.shape[0]
+        inputs = torch.cat([log_p.new_tensor([0.0, float("-inf")]).expand(b, 2), log_p, log1mexp(log_p)], dim=1)
+        values = log_p.new_empty((self.size, b))
+        values[: len(leaf_source)] = inputs.t().index_select(0, leaf_source)
+        at = len(leaf_source)
+        for p_left, p_right, s_left, s_right in layers:
+            n_p, n_s = len(p_left), len(s_left)
+            if n_p:
+                values[at: at + n_p] = values.index_select(0, p_left) + values.index_select(0, p_right)
+            if n_s:
+                values[at + n_p: at + n_p + n_s] = _log_add_exp(values.index_select(0, s_left),
+                                                               values.index_select(0, s_right))
+            at += n_p + n_s
+        out = values.index_select(0, outputs.reshape(-1)).t().reshape(b, -1, 2)
+        return out[..., 0], out[..., 1]
+
+
+def _reachable(ac: _Arithmetic, roots: list[int]) -> list[int]:
+    seen, stack = set(roots), list(roots)
+    while stack:
+        i = stack.pop()
+        for c in ac.kids[i] if ac.kind[i] != _LEAF else ():
+            if c not in seen:
+                seen.add(c)
+                stack.append(c)
+    return sorted(seen)
+
+
+def _edges(ac: _Arithmetic, nodes: list[int], order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The two children of each of one layer's nodes (every sum and product is binary), in the circuit's order."""
+    kids = np.asarray([ac.kids[i] for i in nodes], dtype=np.int64).reshape(-1, 2)
+    return order[kids[:, 0]], order[kids[:, 1]]
+
+
+def _log_add_exp(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """``log(e^a + e^b)``; two ``-inf`` give ``-inf`` with a zero gradient (``torch.logaddexp``'s is nan)."""
+    top = torch.maximum(a, b).detach()
+    top = top.masked_fill(torch.isneginf(top), 0.0)
+    total = torch.exp(a - top) + torch.exp(b - top)
+    empty = total == 0
+    return torch.log(total.masked_fill(empty, 1.0)).masked_fill(empty, float("-inf")) + top
+
+
+# ---------------------------------------------------------------------------------------------
+# A batch's answers by circuits
+
+class CircuitCache:
+    """A bounded store of compiled questions, kept by an engine: the circuits of recent questions
+    by ``(program, objects, certainty pattern)`` while their summed size (arithmetic nodes) stays
+    within ``budget``, each compiled within ``max_nodes`` (past it, ``None`` is kept, weight 1:
+    not tried again each step); and the keys of the last ``remembered`` questions asked, so that
+    a question asked again (a training step, an epoch) can be told from a new one."""
+
+    def __init__(self, budget: int = 4 * MAX_CIRCUIT_NODES, max_nodes: int = MAX_CIRCUIT_NODES,
+                 remembered: int = 1 << 16):
+        def compiled(key: tuple) -> Circuit | None:
+            program, n, pattern = key
+            try:
+                return compile_circuit(program, TableLayout(program.predicates(), n),
+                                       np.frombuffer(pattern, dtype=np.uint8), max_nodes)
+            except CircuitTooLarge:
+                return None
+
+        self._circuits = weighted_cache(compiled, budget, lambda c: 1 if c is None else max(1, len(c)))
+        self._asked = bounded_cache(lambda key: None, remembered)
+
+    def __call__(self, key: tuple) -> Circuit | None:
+        """The circuit of ``key``, compiled now if not kept (``None``: past the node budget)."""
+        return self._circuits(key)
+
+    def holds(self, key: tuple) -> bool:
+        return self._circuits.holds(key)
+
+    def asked_before(self, key: tuple) -> bool:
+        """Whether ``key`` was asked before (among the last ``remembered``); remembers it."""
+        misses = self._asked.cache_info().misses
+        self._asked(key)
+        return self._asked.cache_info().misses == misses
+
+    def cache_info(self):
+        return self._circuits.cache_info()
+
+
+class CircuitJobs:
+    """The programs of a batch grouped for circuits: per ``(program, objects, certainty pattern)``,
+    the cache key, its programs (rows of the batch) and their flat log-probability vectors."""
+
+    def __init__(self, programs: Sequence[Program], plan, tables, rows: np.ndarray):
+        self.keys: list[tuple] = []
+        self.members: list[np.ndarray] = []
+        self.log_p: list[torch.Tensor] = []
+        sizes = tables.object_mask.sum(1).cpu().numpy()
+        groups: dict = {}
+        for i in rows:
+            groups.setdefault((programs[i], int(sizes[plan.program_scene[i]])), []).append(i)
+        pid = {p: i for i, p in enumerate(plan.predicates)}
+        n_ids = max(1, len(plan.predicates))
+        for (program, n), members in groups.items():
+            members = np.asarray(members, dtype=np.int64)
+            scenes = plan.program_scene[members] * n_ids
+            parts = []
+            for p in program.predicates():
+                keys, table = (plan.unary_keys, tables.unary) if p.arity == 1 else (plan.binary_keys, tables.binary)
+                at = torch.as_tensor(np.searchsorted(keys, scenes + pid[p]), device=table.device)
+                parts.append(table[at][(slice(None),) + (slice(0, n),) * p.arity].reshape(len(members), -1))
+            flat = torch.cat(parts, 1) if parts else tables.object_mask.new_zeros((len(members), 0), dtype=tables.dtype)
+            codes = torch.full(flat.shape, UNCERTAIN_ATOM, dtype=torch.uint8, device=flat.device)
+            codes = codes.masked_fill(flat.detach() == 0, TRUE_ATOM).masked_fill(torch.isneginf(flat.detach()), FALSE_ATOM)
+            patterns, which = _distinct_rows(codes.cpu().numpy())
+            for u, pattern in enumerate(patterns):
+                mine = np.nonzero(which == u)[0]
+                self.keys.append((program, n, pattern.tobytes()))
+                self.members.append(members[mine])
+                self.log_p.append(flat[torch.as_tensor(mine, device=flat.device)])
+
+
+def _distinct_rows(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(codes, axis=0, return_inverse=True)``, by a hash of each row first: a batch's
+    copies of one question mostly share one pattern, and sorting long rows costs more than hashing."""
+    weights = np.random.default_rng(0).integers(1, 1 << 62, codes.shape[1], dtype=np.int64)
+    hashes = codes.astype(np.int64) @ weights  # wraps around: a hash, checked below
+    _, first, which = np.unique(hashes, return_index=True, return_inverse=True)
+    which = which.reshape(-1)
+    if not (codes == codes[first[which]]).all():  # two patterns share a hash: sort the rows themselves
+        patterns, which = np.unique(codes, axis=0, return_inverse=True)
+        return patterns, which.reshape(-1)
+    return codes[first], which
+
+
+def answer_by_circuits(cache, jobs: CircuitJobs, width: int, dtype_like: torch.Tensor):
+    """The answers of the jobs whose circuit compiles within the budget: their rows, and their
+    ``(log P, log(1 - P))`` padded to ``width`` candidates (``-inf`` and ``0`` beyond a program's)."""
+    rows, log_p, log_c = [], [], []
+    for key, members, flat in zip(jobs.keys, jobs.members, jobs.log_p):
+        circuit = cache(key)
+        if circuit is None:
+            continue
+        p, c = circuit.evaluate(flat[:, torch.as_tensor(circuit.positions, device=flat.device)])
+        pad = width - p.shape[1]
+        rows.append(members)
+        log_p.append(torch.nn.functional.pad(p, (0, pad), value=float("-inf")))
+        log_c.append(torch.nn.functional.pad(c, (0, pad), value=0.0))
+    if not rows:
+        return np.zeros(0, dtype=np.int64), None, None
+    return np.concatenate(rows), torch.cat(log_p).to(dtype_like.dtype), torch.cat(log_c).to(dtype_like.dtype)
