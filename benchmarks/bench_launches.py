@@ -2,7 +2,7 @@
 
     python -m benchmarks.bench_launches [--quick]
 
-Two figures, on the CPU, one torch thread:
+Three figures, on the CPU, one torch thread:
 
 * **launches per step**: the aten calls of one optimizer step of the ``Trainer`` (features ->
   oracle -> engine -> loss -> backward -> Adam), counted with ``torch.profiler`` (the calls made
@@ -18,7 +18,12 @@ Two figures, on the CPU, one torch thread:
   stacked tensor: the engine's work, not the oracle's). The aim: 4 µs. KLay (arithmetic
   circuits as torch layers) evaluates the same questions' compiled circuits in 0.38-0.41 µs
   forward (as measured beside the engine when the aim was set; ``klaycircuits`` is not
-  installed here). Each answer is checked against the program run alone on that scene.
+  installed here). Beside it, the same batch as equal but distinct program objects, planned copy
+  by copy (the path every batch took before one program's plan was tiled), with the same answers.
+  Each answer is checked against the program run alone on that scene.
+* **slow paths**: what a relate's Q-product pays beyond its arithmetic on this machine's torch:
+  ``exp`` over ``-inf`` terms (exact zeros) against finite ones, ``where`` with a mixed mask against
+  a uniform one, over a block of the size above.
 """
 from __future__ import annotations
 
@@ -48,7 +53,26 @@ SIZES = {"tiny": dict(launches=dict(objects=4, batches=(8, 32), scenes=12),
 def run(size: str = "full", seed: int = 0) -> dict:
     cfg = SIZES[size]
     return {"launches": launches_per_step(**cfg["launches"], seed=seed),
-            "scenes": one_program_many_scenes(**cfg["scenes"], seed=seed)}
+            "scenes": one_program_many_scenes(**cfg["scenes"], seed=seed),
+            "slow_paths": slow_paths(cfg["scenes"]["scenes"], cfg["scenes"]["objects"], seed)}
+
+
+def slow_paths(scenes: int, objects: int, seed: int = 0) -> dict:
+    """Where a Q-product's passes over a ``(scenes, objects, objects)`` float32 block of terms slow
+    down on this machine's torch: ``exp`` over terms that are ``-inf`` (an exact 0: padding, a
+    certain predicate's false atoms) against the same pass over finite ones, and ``where`` with a
+    mask of mixed values against one of all True (its two branches, as ``log1mexp`` picks them)."""
+    g = torch.Generator().manual_seed(seed)
+    finite = -8 * torch.rand((scenes, objects, objects), generator=g)
+    zeros = torch.full_like(finite, float("-inf"))
+    mixed = torch.rand(finite.shape, generator=g) < 0.5
+    uniform = torch.ones_like(mixed)
+    t = {name: best_time(work, 20) for name, work in (
+        ("exp_finite", lambda: torch.exp(finite)), ("exp_neg_inf", lambda: torch.exp(zeros)),
+        ("where_uniform", lambda: torch.where(uniform, finite, zeros)),
+        ("where_mixed", lambda: torch.where(mixed, finite, zeros)))}
+    return {"terms": finite.numel(), **{f"{k}_us": v * 1e6 for k, v in t.items()},
+            "exp_ratio": t["exp_neg_inf"] / t["exp_finite"], "where_ratio": t["where_mixed"] / t["where_uniform"]}
 
 
 def aten_calls(work) -> tuple[int, int]:
@@ -120,6 +144,7 @@ def one_program_many_scenes(scenes: int, objects: int, repeats: int, checked: in
     """Forward time per question-scene of each ``bench_problog`` template's program over ``scenes``
     scenes; the answers of the first ``checked`` scenes against the program run alone on each."""
     from nablafol.engine import Engine
+    from nablafol.ir import Program
     from nablafol.oracle import TableOracle
 
     from .bench_problog import TEMPLATES, gqa_programs
@@ -133,16 +158,23 @@ def one_program_many_scenes(scenes: int, objects: int, repeats: int, checked: in
         binary = {p: t for p, t in tables.items() if p.arity == 2}
         oracle = StackedTables(unary, binary, objects, scenes)
         programs, at = [program] * scenes, np.arange(scenes)
+        # equal programs that are distinct objects: planned copy by copy, as before the plan was tiled
+        copies = [Program(program.candidates, program.labels) for _ in range(scenes)]
         with torch.no_grad():
             answers = engine(programs, oracle, at).probs()[:, 0]  # warm: the plan kept
             seconds = best_time(lambda: engine(programs, oracle, at).probs(), repeats)
+            assert torch.equal(engine(copies, oracle, at).probs()[:, 0], answers)
+            per_copy = best_time(lambda: engine(copies, oracle, at).probs(), repeats)
             alone = [float(engine([program], TableOracle([{p: t[s] for p, t in tables.items()}])).probs()[0, 0])
                      for s in range(min(checked, scenes))]
         diff = max(abs(a - float(b)) for a, b in zip(alone, answers[:len(alone)]))
-        rows.append({"program": str(program), "us_per_scene": seconds / scenes * 1e6, "max_abs_diff_alone": diff})
-    per_scene = [r["us_per_scene"] for r in rows]
+        rows.append({"program": str(program), "us_per_scene": seconds / scenes * 1e6,
+                     "us_per_scene_per_copy": per_copy / scenes * 1e6, "max_abs_diff_alone": diff})
+    per_scene, per_copy = [r["us_per_scene"] for r in rows], [r["us_per_scene_per_copy"] for r in rows]
     return {"scenes": scenes, "objects": objects, "rows": rows, "worst_us": max(per_scene),
-            "median_us": float(np.median(per_scene)), "max_abs_diff": max(r["max_abs_diff_alone"] for r in rows)}
+            "median_us": float(np.median(per_scene)), "worst_us_per_copy": max(per_copy),
+            "median_us_per_copy": float(np.median(per_copy)),
+            "max_abs_diff": max(r["max_abs_diff_alone"] for r in rows)}
 
 
 def checks(r: dict, check) -> list[dict]:
@@ -156,9 +188,14 @@ def checks(r: dict, check) -> list[dict]:
                  launch["ratio"] <= LAUNCH_RATIO_AIM if at_aim else None, launch["ratio"]),
            check(f"one program over {scene['scenes']:,} scenes of {scene['objects']} objects, forward per "
                  f"question-scene (worst of {len(scene['rows'])} read-once GQA programs)",
-                 f"{scene['worst_us']:.2f} µs (median {scene['median_us']:.2f}; KLay {KLAY_US[0]}-{KLAY_US[1]})",
+                 f"{scene['worst_us']:.2f} µs (median {scene['median_us']:.2f}; planned copy by copy "
+                 f"{scene['worst_us_per_copy']:.2f}, median {scene['median_us_per_copy']:.2f}; KLay "
+                 f"{KLAY_US[0]}-{KLAY_US[1]})",
                  f"<= {PER_SCENE_AIM_US:g} µs", scene["worst_us"] <= PER_SCENE_AIM_US if scene["scenes"] >= 1024
                  else None, scene["worst_us"]),
+           check(f"exp over -inf terms / over finite ones ({r['slow_paths']['terms']:,} float32)",
+                 f"{r['slow_paths']['exp_ratio']:.1f}x; where, mixed / uniform mask: "
+                 f"{r['slow_paths']['where_ratio']:.1f}x", "-", None, r["slow_paths"]["exp_ratio"]),
            check("one program over many scenes = each scene alone", f"max |diff| {scene['max_abs_diff']:.1e}", "<= 1e-6",
                  scene["max_abs_diff"] <= 1e-6, scene["max_abs_diff"])]
     return out
@@ -173,11 +210,17 @@ def report(r: dict) -> list[str]:
                      f"{row['distinct_programs']:,} programs; {row['groups']} groups over {row['levels']} levels")
     lines.append(f"  ratio {launch['ratio']:.2f}x (aim <= {LAUNCH_RATIO_AIM}x)")
     lines.append(f"One program over {scene['scenes']:,} scenes of {scene['objects']} objects, forward, µs per "
-                 f"question-scene (KLay {KLAY_US[0]}-{KLAY_US[1]}, not run here):")
+                 f"question-scene, planned once -> planned copy by copy (KLay {KLAY_US[0]}-{KLAY_US[1]}, not run here):")
     for row in scene["rows"]:
-        lines.append(f"  {row['us_per_scene']:>7.2f}  {row['program'][:90]}")
-    lines.append(f"  worst {scene['worst_us']:.2f}, median {scene['median_us']:.2f} (aim <= {PER_SCENE_AIM_US:g}); "
+        lines.append(f"  {row['us_per_scene']:>7.2f} {row['us_per_scene_per_copy']:>7.2f}  {row['program'][:90]}")
+    lines.append(f"  worst {scene['worst_us']:.2f} ({scene['worst_us_per_copy']:.2f} copy by copy), median "
+                 f"{scene['median_us']:.2f} ({scene['median_us_per_copy']:.2f}) (aim <= {PER_SCENE_AIM_US:g}); "
                  f"against each scene alone: max |diff| {scene['max_abs_diff']:.1e}")
+    slow = r["slow_paths"]
+    lines.append(f"Passes over {slow['terms']:,} float32 terms: exp over -inf {slow['exp_ratio']:.1f}x its time over "
+                 f"finite terms ({slow['exp_neg_inf_us']:,.0f} vs {slow['exp_finite_us']:,.0f} µs); where with a mixed "
+                 f"mask {slow['where_ratio']:.1f}x with an all-True one ({slow['where_mixed_us']:,.0f} vs "
+                 f"{slow['where_uniform_us']:,.0f} µs)")
     return lines
 
 
