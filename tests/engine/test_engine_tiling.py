@@ -62,8 +62,8 @@ def test_one_program_over_many_scenes_answers_as_each_scene_alone(program, sizes
     for s, tables in enumerate(scenes):
         alone = Engine()([program], TableOracle([tables]))
         width = alone.log_probs.shape[1]
-        torch.testing.assert_close(together.log_probs[s, :width], alone.log_probs[0], rtol=0, atol=1e-12)
-        torch.testing.assert_close(together.log_complement[s, :width], alone.log_complement[0], rtol=0, atol=1e-12)
+        torch.testing.assert_close(together.log_probs[s, :width], alone.log_probs[0], rtol=0, atol=0)
+        torch.testing.assert_close(together.log_complement[s, :width], alone.log_complement[0], rtol=0, atol=0)
 
 
 def test_a_batch_of_one_program_is_planned_by_tiling(monkeypatch):
