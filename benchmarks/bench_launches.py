@@ -15,10 +15,10 @@ Three figures, on the CPU, one torch thread:
   ``bench_problog`` (its predicates that would repeat in the grounding made certain) run once
   over 1,024 scenes of 12 objects with their own random tables, forward only; the CPU time per
   question-scene (the wall time beside it: see ``best_wall_and_cpu``), with the tables already in memory (an oracle that gathers them from one
-  stacked tensor: the engine's work, not the oracle's). The aim: 4 µs. KLay (arithmetic
-  circuits as torch layers) evaluates the same questions' compiled circuits in 0.38-0.41 µs
-  forward (as measured beside the engine when the aim was set; ``klaycircuits`` is not
-  installed here). Beside it, the same batch as equal but distinct program objects, planned copy
+  stacked tensor: the engine's work, not the oracle's). The aim: ``PER_SCENE_AIM_US``. KLay
+  (arithmetic circuits as torch layers) evaluates the same questions' compiled circuits in
+  ``KLAY_US`` forward (as measured beside the engine when the aim was set; ``klaycircuits`` is
+  not installed here). Beside it, the same batch as equal but distinct program objects, planned copy
   by copy (the path every batch took before one program's plan was tiled), with the same answers.
   Each answer is checked against the program run alone on that scene.
 * **slow paths**: what a relate's Q-product pays beyond its arithmetic on this machine's torch:
@@ -182,9 +182,9 @@ def one_program_many_scenes(scenes: int, objects: int, repeats: int, checked: in
 
 def best_wall_and_cpu(work, repeats: int) -> tuple[float, float]:
     """The best wall time and the best CPU time of this process over ``repeats`` calls of ``work()``:
-    on a machine shared with other jobs a call of a few milliseconds is often descheduled for
-    longer than it runs, which the wall clock counts and the process's CPU time does not (one
-    torch thread: the CPU time is the call's work)."""
+    on a machine shared with other jobs a call longer than the scheduler's slice is often
+    descheduled for longer than it runs, which the wall clock counts and the process's CPU time
+    does not (one torch thread: the CPU time is the call's work)."""
     wall = cpu = float("inf")
     for _ in range(repeats):
         w, c = time.perf_counter(), time.process_time()
