@@ -10,7 +10,8 @@ at a time), engine (throughput; Q-product against a copy of the same bytes, eage
 torch.compile), scaling (time against objects, batch size, program length; fitted slopes,
 drawn to --plot), training (questions/s of the Trainer), limits (issue 23's five aims against
 the machine's own limits: training roofline, eval at GQA scale against reading its files, one
-engine call, the eager Q-product against a copy, end to end against ProbLog). Every figure
+engine call, the eager Q-product against a copy, end to end against ProbLog), launches (aten calls per
+training step at two batch sizes; one program over many scenes, per question-scene). Every figure
 that compares two things is a ratio of two timings taken in this run. The table lists each aim: measured,
 aim, met (yes / NO / "-" where a figure has no aim or the run was too small to reach it).
 """
@@ -28,10 +29,11 @@ from pathlib import Path
 
 import torch
 
-from . import bench_batched, bench_engine, bench_exact, bench_limits, bench_problog, bench_scaling, bench_training, figures
+from . import (bench_batched, bench_engine, bench_exact, bench_launches, bench_limits, bench_problog, bench_scaling,
+               bench_training, figures)
 from .timing import best_time
 
-SUITES = ("problog", "exact", "batched", "engine", "scaling", "training", "limits")
+SUITES = ("problog", "exact", "batched", "engine", "scaling", "training", "limits", "launches")
 DEFAULT_PLOT = Path(__file__).resolve().parent / "scaling.png"
 EXACT_TOLERANCE = 1e-6
 PROBLOG_SPEEDUP_AIM, PROBLOG_AT_OBJECTS = 1000.0, 20
@@ -191,6 +193,9 @@ def run_suite(name: str, size: str, plot_path: Path | None) -> tuple[dict, list[
     if name == "limits":
         r = bench_limits.run(size)
         return r, bench_limits.checks(r, check), bench_limits.report(r)
+    if name == "launches":
+        r = bench_launches.run(size)
+        return r, bench_launches.checks(r, check), bench_launches.report(r)
     r = bench_training.run(size)
     return r, training_checks(r), bench_training.report(r)
 

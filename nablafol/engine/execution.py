@@ -48,6 +48,7 @@ from nablafol.engine.exact import exact_answers, exact_flags, shared_atom_counts
 from nablafol.engine.lowering import TOP
 from nablafol.engine.rowwise import run_rows, steps_of
 from nablafol.engine.planning import NEG_INF, BatchPlan, Group, ProgramPlan, Registry, build_batch_plan
+from nablafol.engine.tiling import TiledPlans
 
 __all__ = ["Engine", "Calibration", "EXACT_BUDGET"]
 
@@ -268,6 +269,7 @@ class Engine(torch.nn.Module):
         self.exact, self.exact_budget, self.bounds = bool(exact), exact_budget, bool(bounds)
         self.registry = Registry()
         self.circuits = CircuitCache()  # exact mode's compiled questions, reused across calls
+        self._tiled = TiledPlans(self.registry)
         self._q_product = _CompiledQProduct() if compile else ops.q_product
 
     def plan(self, programs: Sequence[Program], scenes=None) -> BatchPlan:
@@ -276,6 +278,9 @@ class Engine(torch.nn.Module):
         scenes = np.zeros(len(programs), dtype=np.int64) if scenes is None else np.asarray(scenes, dtype=np.int64)
         if len(programs) == 1 and scenes.shape == (1,):
             return self.registry.single(programs[0], int(scenes[0]))
+        if (len(programs) > 1 and scenes.shape == (len(programs),) and isinstance(programs[0], Program)
+                and len(set(map(id, programs))) == 1 and scenes.min() >= 0):
+            return self._tiled(programs[0], scenes)  # one program over many scenes: its plan repeated
         return build_batch_plan(programs, scenes, self.registry)
 
     def forward(self, programs: Sequence[Program], oracle: Oracle, scenes=None) -> Answers:

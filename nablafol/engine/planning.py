@@ -624,6 +624,7 @@ def build_batch_plan(programs: Sequence[Program], scenes: np.ndarray, registry: 
     s_kind, s_level = s[:, 0], s[:, 1]
     s_vin = _shifted(s[:, 2], v_off, ns)
     e_node, e_arg = _shifted(e[:, 0], s_off, ne), _shifted(e[:, 1], s_off, ne)
+    s_level = _truths_after_attentions(s_level, e_node, e_arg, int(v_level.max(initial=-1)))
 
     # the batch's predicates, renumbered in a canonical order: what the oracle is asked (and in
     # which order) depends on this batch alone, not on what the engine has seen before, so
@@ -718,3 +719,24 @@ def build_batch_plan(programs: Sequence[Program], scenes: np.ndarray, registry: 
     )
 
 
+
+
+def _truths_after_attentions(s_level: np.ndarray, e_node: np.ndarray, e_arg: np.ndarray,
+                             last_vector_level: int) -> np.ndarray:
+    """The batch's scalar rows' levels, numbered anew: truths never feed attentions, so a row that
+    reads only an attention (an aggregate) runs at the level after the last attention level (one
+    group per quantifier, where each program's own depth made one per level), and a row that reads
+    truths one level after its deepest one (its old levels, in order, are a topological order).
+    The groups a batch runs, and so its operator calls, grow no more with the spread of its
+    programs' depths."""
+    new = np.full_like(s_level, last_vector_level + 1)
+    owner_level = s_level[e_node]
+    reads_truths = np.zeros(len(s_level), dtype=bool)
+    reads_truths[e_node] = True
+    for level in np.unique(owner_level).tolist():
+        rows = np.flatnonzero(reads_truths & (s_level == level))
+        edges = owner_level == level
+        deepest = np.full(len(s_level), last_vector_level, dtype=np.int64)
+        np.maximum.at(deepest, e_node[edges], new[e_arg[edges]])
+        new[rows] = deepest[rows] + 1
+    return new

@@ -1,0 +1,250 @@
+"""What a training step launches, and what one program costs per scene.
+
+    python -m benchmarks.bench_launches [--quick]
+
+Three figures, on the CPU, one torch thread:
+
+* **launches per step**: the aten calls of one optimizer step of the ``Trainer`` (features ->
+  oracle -> engine -> loss -> backward -> Adam), counted with ``torch.profiler`` (the calls made
+  from Python and autograd, not those inside other aten calls), at batch 64 and 1,024 on scenes
+  of 36 objects; beside them the batch's distinct programs and the groups (one operator kind at
+  one level) the engine runs. The aim: the count at 1,024 at most 1.2x the count at 64, i.e.
+  launches that do not grow with the batch's number of distinct programs. Counted, never timed:
+  the count is the same on any machine.
+* **one program over many scenes**: each of the read-once binary GQA programs of
+  ``bench_problog`` (its predicates that would repeat in the grounding made certain) run once
+  over 1,024 scenes of 12 objects with their own random tables, forward only; the CPU time per
+  question-scene (the wall time beside it: see ``best_wall_and_cpu``), with the tables already in memory (an oracle that gathers them from one
+  stacked tensor: the engine's work, not the oracle's). The aim: ``PER_SCENE_AIM_US``. KLay
+  (arithmetic circuits as torch layers) evaluates the same questions' compiled circuits in
+  ``KLAY_US`` forward (as measured beside the engine when the aim was set; ``klaycircuits`` is
+  not installed here). Beside it, the same batch as equal but distinct program objects, planned copy
+  by copy (the path every batch took before one program's plan was tiled), with the same answers.
+  Each answer is checked against the program run alone on that scene.
+* **slow paths**: what a relate's Q-product pays beyond its arithmetic on this machine's torch:
+  ``exp`` over ``-inf`` terms (exact zeros) against finite ones, ``where`` with a mixed mask against
+  a uniform one, over a block of the size above.
+"""
+from __future__ import annotations
+
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from .suite_cli import suite_main
+from .timing import best_time
+
+LAUNCH_RATIO_AIM = 1.2
+PER_SCENE_AIM_US = 4.0
+KLAY_US = (0.38, 0.41)  # forward per question-scene, the same questions (not run here)
+
+# launches: objects a scene, the two batch sizes, training scenes generated (4 questions each);
+# scenes: scenes per program, objects a scene, timing repeats (best of), scenes checked one by one
+SIZES = {"tiny": dict(launches=dict(objects=4, batches=(8, 32), scenes=12),
+                      scenes=dict(scenes=16, objects=4, repeats=1, checked=4)),
+         "quick": dict(launches=dict(objects=36, batches=(64, 256), scenes=80),
+                       scenes=dict(scenes=256, objects=12, repeats=3, checked=16)),
+         "full": dict(launches=dict(objects=36, batches=(64, 1024), scenes=300),
+                      scenes=dict(scenes=1024, objects=12, repeats=5, checked=32))}
+
+
+def run(size: str = "full", seed: int = 0) -> dict:
+    cfg = SIZES[size]
+    return {"launches": launches_per_step(**cfg["launches"], seed=seed),
+            "scenes": one_program_many_scenes(**cfg["scenes"], seed=seed),
+            "slow_paths": slow_paths(cfg["scenes"]["scenes"], cfg["scenes"]["objects"], seed)}
+
+
+def slow_paths(scenes: int, objects: int, seed: int = 0) -> dict:
+    """Where a Q-product's passes over a ``(scenes, objects, objects)`` float32 block of terms slow
+    down on this machine's torch: ``exp`` over terms that are ``-inf`` (an exact 0: padding, a
+    certain predicate's false atoms) against the same pass over finite ones, and ``where`` with a
+    mask of mixed values against one of all True (its two branches, as ``log1mexp`` picks them)."""
+    g = torch.Generator().manual_seed(seed)
+    finite = -8 * torch.rand((scenes, objects, objects), generator=g)
+    zeros = torch.full_like(finite, float("-inf"))
+    mixed = torch.rand(finite.shape, generator=g) < 0.5
+    uniform = torch.ones_like(mixed)
+    t = {name: best_time(work, 20) for name, work in (
+        ("exp_finite", lambda: torch.exp(finite)), ("exp_neg_inf", lambda: torch.exp(zeros)),
+        ("where_uniform", lambda: torch.where(uniform, finite, zeros)),
+        ("where_mixed", lambda: torch.where(mixed, finite, zeros)))}
+    return {"terms": finite.numel(), **{f"{k}_us": v * 1e6 for k, v in t.items()},
+            "exp_ratio": t["exp_neg_inf"] / t["exp_finite"], "where_ratio": t["where_mixed"] / t["where_uniform"]}
+
+
+def aten_calls(work) -> tuple[int, int]:
+    """``(outer, every)``: the aten calls ``work()`` makes from Python and autograd (an aten call
+    not inside another one), and all of them."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        work()
+    calls = [e for e in prof.events() if e.name.startswith("aten::")]
+    outer = [e for e in calls if e.cpu_parent is None or not e.cpu_parent.name.startswith("aten::")]
+    return len(outer), len(calls)
+
+
+def launches_per_step(objects: int, batches: tuple, scenes: int, seed: int = 0) -> dict:
+    """Aten calls of one training step at each batch size (after a warm-up step on the same batch)."""
+    from .bench_training import trainer_on_generated_data
+
+    rows = []
+    with tempfile.TemporaryDirectory() as scratch:
+        every_question = dict(curriculum_start=1 << 20, checkpoint_seconds=0)
+        model, trainer, examples = trainer_on_generated_data(
+            Path(scratch), max(batches), seed, train=every_question, n_train=scenes, n_val=1, n_testdev=1,
+            min_objects=objects, max_objects=objects, questions_per_scene=4)
+        rng = np.random.default_rng(seed)
+        model.train()
+        for size in batches:
+            batch = [examples[i] for i in rng.choice(len(examples), size=min(size, len(examples)), replace=False)]
+            trainer._step(batch)  # warm: plans kept, as at every step after an epoch's first
+            outer, every = aten_calls(lambda: trainer._step(batch))
+            plan = trainer.engine.plan([e.compiled.program for e in batch], np.arange(len(batch)))
+            rows.append({"batch": len(batch), "aten_calls": outer, "aten_calls_all": every,
+                         "distinct_programs": len({id(e.compiled.program) for e in batch}),
+                         "groups": sum(len(v) + len(s) for v, s in plan.levels), "levels": len(plan.levels)})
+    return {"objects": objects, "rows": rows, "ratio": rows[-1]["aten_calls"] / rows[0]["aten_calls"]}
+
+
+class StackedTables:
+    """An oracle whose tables are already in memory, one stacked tensor per arity: a request is one
+    gather (what is timed is the engine's work, not the oracle's)."""
+
+    def __init__(self, unary: dict, binary: dict, objects: int, scenes: int):
+        self.names = {arity: {p: i for i, p in enumerate(tables)} for arity, tables in ((1, unary), (2, binary))}
+        self.stacks = {arity: torch.stack(list(tables.values())).log() if tables else None
+                       for arity, tables in ((1, unary), (2, binary))}
+        self.num_objects = torch.full((scenes,), objects, dtype=torch.long)
+
+    def _gather(self, requests, arity: int) -> torch.Tensor:
+        rows = torch.as_tensor([self.names[arity][p] for p in requests.predicates], dtype=torch.long)
+        return self.stacks[arity][rows[requests.predicate], requests.scene]
+
+    def unary(self, requests):
+        return self._gather(requests, 1)
+
+    def binary(self, requests):
+        return self._gather(requests, 2)
+
+
+def program_scenes(rng: np.random.Generator, program, objects: int, scenes: int) -> dict:
+    """``{predicate: (scenes, n[, n]) probabilities}``: ``program``'s tables over each scene, drawn
+    as ``bench_problog`` draws one scene's (repeating predicates certain: the program is read-once)."""
+    from .bench_problog import probabilistic_scene
+
+    drawn = [probabilistic_scene(rng, program, objects) for _ in range(scenes)]
+    return {p: torch.as_tensor(np.stack([d[p] for d in drawn]), dtype=torch.float32) for p in drawn[0]}
+
+
+def one_program_many_scenes(scenes: int, objects: int, repeats: int, checked: int, seed: int = 0) -> dict:
+    """Forward time per question-scene of each ``bench_problog`` template's program over ``scenes``
+    scenes; the answers of the first ``checked`` scenes against the program run alone on each."""
+    from nablafol.engine import Engine
+    from nablafol.ir import Program
+    from nablafol.oracle import TableOracle
+
+    from .bench_problog import TEMPLATES, gqa_programs
+
+    rng = np.random.default_rng(seed)
+    engine = Engine(validate=False)
+    rows = []
+    for program in gqa_programs(rng, len(TEMPLATES)):
+        tables = program_scenes(rng, program, objects, scenes)
+        unary = {p: t for p, t in tables.items() if p.arity == 1}
+        binary = {p: t for p, t in tables.items() if p.arity == 2}
+        oracle = StackedTables(unary, binary, objects, scenes)
+        programs, at = [program] * scenes, np.arange(scenes)
+        # equal programs that are distinct objects: planned copy by copy, as before the plan was tiled
+        copies = [Program(program.candidates, program.labels) for _ in range(scenes)]
+        with torch.no_grad():
+            answers = engine(programs, oracle, at).probs()[:, 0]  # warm: the plan kept
+            seconds, cpu = best_wall_and_cpu(lambda: engine(programs, oracle, at).probs(), repeats)
+            assert torch.equal(engine(copies, oracle, at).probs()[:, 0], answers)
+            per_copy, per_copy_cpu = best_wall_and_cpu(lambda: engine(copies, oracle, at).probs(), repeats)
+            alone = [float(engine([program], TableOracle([{p: t[s] for p, t in tables.items()}])).probs()[0, 0])
+                     for s in range(min(checked, scenes))]
+        diff = max(abs(a - float(b)) for a, b in zip(alone, answers[:len(alone)]))
+        rows.append({"program": str(program), "us_per_scene": cpu / scenes * 1e6,
+                     "us_per_scene_per_copy": per_copy_cpu / scenes * 1e6, "wall_us_per_scene": seconds / scenes * 1e6,
+                     "wall_us_per_scene_per_copy": per_copy / scenes * 1e6, "max_abs_diff_alone": diff})
+    out = {"scenes": scenes, "objects": objects, "rows": rows,
+           "max_abs_diff": max(r["max_abs_diff_alone"] for r in rows)}
+    for key in ("us_per_scene", "us_per_scene_per_copy", "wall_us_per_scene", "wall_us_per_scene_per_copy"):
+        values = [r[key] for r in rows]
+        out[f"worst_{key}"], out[f"median_{key}"] = max(values), float(np.median(values))
+    return out
+
+
+def best_wall_and_cpu(work, repeats: int) -> tuple[float, float]:
+    """The best wall time and the best CPU time of this process over ``repeats`` calls of ``work()``:
+    on a machine shared with other jobs a call longer than the scheduler's slice is often
+    descheduled for longer than it runs, which the wall clock counts and the process's CPU time
+    does not (one torch thread: the CPU time is the call's work)."""
+    wall = cpu = float("inf")
+    for _ in range(repeats):
+        w, c = time.perf_counter(), time.process_time()
+        work()
+        wall, cpu = min(wall, time.perf_counter() - w), min(cpu, time.process_time() - c)
+    return wall, cpu
+
+
+def checks(r: dict, check) -> list[dict]:
+    launch, scene = r["launches"], r["scenes"]
+    small, large = launch["rows"][0], launch["rows"][-1]
+    at_aim = large["batch"] >= 1024
+    out = [check(f"aten calls per training step, batch {large['batch']:,} / {small['batch']}, N={launch['objects']}",
+                 f"{launch['ratio']:.2f}x ({large['aten_calls']:,} vs {small['aten_calls']:,}; engine groups "
+                 f"{large['groups']} vs {small['groups']}, distinct programs {large['distinct_programs']} vs "
+                 f"{small['distinct_programs']})", f"<= {LAUNCH_RATIO_AIM}x",
+                 launch["ratio"] <= LAUNCH_RATIO_AIM if at_aim else None, launch["ratio"]),
+           check(f"one program over {scene['scenes']:,} scenes of {scene['objects']} objects, forward CPU time per "
+                 f"question-scene (worst of {len(scene['rows'])} read-once GQA programs)",
+                 f"{scene['worst_us_per_scene']:.2f} µs (median {scene['median_us_per_scene']:.2f}; planned copy by "
+                 f"copy {scene['worst_us_per_scene_per_copy']:.2f}, median {scene['median_us_per_scene_per_copy']:.2f}; "
+                 f"wall {scene['worst_wall_us_per_scene']:.2f}; KLay {KLAY_US[0]}-{KLAY_US[1]})",
+                 f"<= {PER_SCENE_AIM_US:g} µs", scene["worst_us_per_scene"] <= PER_SCENE_AIM_US
+                 if scene["scenes"] >= 1024 else None, scene["worst_us_per_scene"]),
+           check(f"exp over -inf terms / over finite ones ({r['slow_paths']['terms']:,} float32)",
+                 f"{r['slow_paths']['exp_ratio']:.1f}x; where, mixed / uniform mask: "
+                 f"{r['slow_paths']['where_ratio']:.1f}x", "-", None, r["slow_paths"]["exp_ratio"]),
+           check("one program over many scenes = each scene alone", f"max |diff| {scene['max_abs_diff']:.1e}", "<= 1e-6",
+                 scene["max_abs_diff"] <= 1e-6, scene["max_abs_diff"])]
+    return out
+
+
+def report(r: dict) -> list[str]:
+    launch, scene = r["launches"], r["scenes"]
+    lines = [f"Aten calls per training step, N={launch['objects']} (outer calls; all calls; distinct programs; "
+             f"engine groups over levels):"]
+    for row in launch["rows"]:
+        lines.append(f"  batch {row['batch']:>5,}: {row['aten_calls']:>6,} ({row['aten_calls_all']:,} in all); "
+                     f"{row['distinct_programs']:,} programs; {row['groups']} groups over {row['levels']} levels")
+    lines.append(f"  ratio {launch['ratio']:.2f}x (aim <= {LAUNCH_RATIO_AIM}x)")
+    lines.append(f"One program over {scene['scenes']:,} scenes of {scene['objects']} objects, forward, µs per "
+                 f"question-scene (KLay {KLAY_US[0]}-{KLAY_US[1]}, not run here): CPU time planned once, copy by copy; "
+                 f"wall time planned once, copy by copy:")
+    for row in scene["rows"]:
+        lines.append(f"  {row['us_per_scene']:>7.2f} {row['us_per_scene_per_copy']:>7.2f} {row['wall_us_per_scene']:>7.2f} "
+                     f"{row['wall_us_per_scene_per_copy']:>7.2f}  {row['program'][:90]}")
+    lines.append(f"  CPU time: worst {scene['worst_us_per_scene']:.2f} ({scene['worst_us_per_scene_per_copy']:.2f} copy "
+                 f"by copy), median {scene['median_us_per_scene']:.2f} ({scene['median_us_per_scene_per_copy']:.2f}) "
+                 f"(aim <= {PER_SCENE_AIM_US:g}); against each scene alone: max |diff| {scene['max_abs_diff']:.1e}")
+    slow = r["slow_paths"]
+    lines.append(f"Passes over {slow['terms']:,} float32 terms: exp over -inf {slow['exp_ratio']:.1f}x its time over "
+                 f"finite terms ({slow['exp_neg_inf_us']:,.0f} vs {slow['exp_finite_us']:,.0f} µs); where with a mixed "
+                 f"mask {slow['where_ratio']:.1f}x with an all-True one ({slow['where_mixed_us']:,.0f} vs "
+                 f"{slow['where_uniform_us']:,.0f} µs)")
+    return lines
+
+
+def main(argv=None) -> None:
+    suite_main(__doc__, run, report, argv)
+
+
+if __name__ == "__main__":
+    main()
