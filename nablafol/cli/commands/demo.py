@@ -40,10 +40,10 @@ def add_arguments(parser) -> None:
     parser.add_argument("--calibration-epochs", type=positive_int, default=None,
                         help="calibrator training epochs (default 2; quick: 1)")
     parser.add_argument("--blackbox-epochs", type=positive_int, default=None,
-                        help="black-box baseline training epochs (default 10; quick: 8)")
+                        help="black-box baseline training epochs (default 7; quick: 8)")
     parser.add_argument("--ceiling-epochs", type=positive_int, default=None,
                         help="most epochs of the supervised ceiling (the oracle trained on the scene graphs' labels, "
-                        "early stopping on validation; default 20; quick: 2)")
+                        "early stopping on validation; default 16; quick: 2)")
     parser.add_argument("--parser-epochs", type=positive_int, default=None,
                         help="semantic parser training epochs (default 4)")
     parser.add_argument("--pretrained-epochs", type=non_negative_int, default=None,
