@@ -96,7 +96,7 @@ def run_demo(args: DemoSettings) -> int:
     ceiling_epochs = args.ceiling_epochs or (2 if args.quick else 16)
     pretrained_epochs = args.pretrained_epochs if args.pretrained_epochs is not None else 1
     report = _Report()
-    wall, cpu = time.perf_counter(), time.process_time()
+    wall, cpu, began = time.perf_counter(), time.process_time(), time.time()
     say = report.say
 
     # 1. the dataset
@@ -269,8 +269,9 @@ def run_demo(args: DemoSettings) -> int:
         # CPU seconds of each process (one process: the stages beside counted apart)
         cpus = {"this process": time.process_time() - cpu - (side["cpu_seconds"] if one_process else 0.0),
                 "the second process" if not one_process else "the stages beside, in this process": side["cpu_seconds"]}
+        beside_span = [moment - began for moment in side["span"]]  # seconds from this run's start
         say(timings_section(report.timings, side["timings"], total, cpus, one_process,
-                            stage_cpu=(report.cpu, side["stage_cpu_seconds"])))
+                            stage_cpu=(report.cpu, side["stage_cpu_seconds"]), beside_span=beside_span))
         write_json(folder / "scores.json", {BAYES: bayes_score.to_json(), CEILING: ceiling_score.to_json(),
                                             **{name: s.to_json() for name, s in scores.items()}})
         write_json(folder / "gqa_metrics.json", {split_name: {name: s.gqa_json() for name, s in by_model.items()}
@@ -290,6 +291,7 @@ def run_demo(args: DemoSettings) -> int:
             "timings_s": {**report.timings, **{f"beside: {k}": v for k, v in side["timings"].items()}, "wall": total},
             "cpu_s": cpus,
             "stage_cpu_s": {**report.cpu, **{f"beside: {k}": v for k, v in side["stage_cpu_seconds"].items()}},
+            "beside_span_s": beside_span,
             "predicted_programs": {**parsing, "scores": predicted.to_json()}})
         write_text(folder / "report.md", "\n".join(report.lines) + "\n")
         print(f"\nreport: {folder / 'report.md'} (tables, {len(list(folder.rglob('*.png')))} pictures, raw JSON beside it)"

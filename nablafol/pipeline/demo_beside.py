@@ -92,7 +92,7 @@ def _run_beside(request: BesideRequest) -> dict:
     from nablafol.data import load_questions
     from nablafol.dsl import Ontology
     torch.set_num_threads(request.threads)
-    cpu = time.process_time()
+    cpu, began = time.process_time(), time.time()  # the clock both processes share: when it began and ended
     data = Path(request.data)
     ontology = Ontology.from_folder(data / "ontology")
     compiler = Compiler(ontology)
@@ -111,6 +111,7 @@ def _run_beside(request: BesideRequest) -> dict:
     with clock("pretrained"):
         out["pretrained_history"] = _pretrained(request, model, ontology, compiler, questions, store)
     out["timings"], out["stage_cpu_seconds"], out["cpu_seconds"] = timings, cpus, time.process_time() - cpu
+    out["span"] = (began, time.time())
     return out
 
 

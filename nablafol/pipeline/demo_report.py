@@ -108,16 +108,21 @@ def learning_curves_section(curves: dict, pretrained_epochs: int, levels: dict) 
 
 
 def timings_section(main: dict, beside: dict, wall: float, cpu: dict, one_process: bool = False,
-                    stage_cpu: tuple = ({}, {})) -> str:
+                    stage_cpu: tuple = ({}, {}), beside_span: list | None = None) -> str:
     """Seconds of every stage: those of this process, those of the second one (beside the
     training, at the same time; ``one_process``: run here first, one after the other), the wall
     clock of the whole run, and each process's CPU seconds (what the run costs whatever else the
-    machine does); ``stage_cpu``: the CPU seconds of each stage, this process's and the second's."""
+    machine does); ``stage_cpu``: the CPU seconds of each stage, this process's and the second's;
+    ``beside_span``: when the stages beside began and ended, in seconds from the run's start (which
+    process waited for which)."""
     def cpu_of(k, spent):
         return f"{spent[k]:.1f}" if k in spent else "–"
 
     rows = [f"| {k} | {v:.1f} | {cpu_of(k, stage_cpu[0])} |" for k, v in main.items()]
     rows += [f"| beside the training: {k} | {v:.1f} | {cpu_of(k, stage_cpu[1])} |" for k, v in beside.items()]
+    if beside_span is not None:
+        rows += [f"| the stages beside: began, ended (seconds from the start) | {beside_span[0]:.1f}, "
+                 f"{beside_span[1]:.1f} | |"]
     rows += [f"| **wall, the whole demo** | {wall:.1f} | |"]
     rows += [f"| {k} | | {v:.1f} |" for k, v in cpu.items()]
     how = ("ran in this process, before the base model's training (one process)" if one_process else

@@ -36,6 +36,7 @@ def test_a_second_process_gives_what_this_one_gives(tiny, tmp_path):
             [{k: v for k, v in r.items() if k not in drop} for r in there[key]]
     assert [h["val_accuracy"] for h in here["black_box"].history] == [h["val_accuracy"] for h in there["black_box"].history]
     assert (tmp_path / "there" / "parser").is_dir() and (tmp_path / "there" / "pretrained" / "config.json").exists()
+    assert there["span"][0] < there["span"][1] and len(there["span"]) == 2
     assert set(there["timings"]) == set(there["stage_cpu_seconds"]) == {"parser", "black box", "ceiling", "pretrained"}
     assert there["parser_read"].keys() == here["parser_read"].keys() and there["parser"]["exact_match"] == here["parser"]["exact_match"]
     # every epoch validated: the learning curves' points
@@ -81,3 +82,6 @@ def test_a_script_from_standard_input_cannot_spawn_so_the_demo_runs_in_one_proce
     assert "in a second process" in timings_section({}, {}, 1.0, {})
     text = timings_section({"golden": 2.0}, {"parser": 5.0}, 9.0, {"this process": 4.0}, stage_cpu=({"golden": 1.5}, {}))
     assert "| golden | 2.0 | 1.5 |" in text and "| beside the training: parser | 5.0 | – |" in text
+    assert "began, ended" not in text
+    assert "| the stages beside: began, ended (seconds from the start) | 3.5, 8.0 | |" in timings_section(
+        {}, {}, 9.0, {}, beside_span=[3.5, 8.0])
