@@ -94,16 +94,17 @@ def learning_curves_section(curves: dict, pretrained_epochs: int, levels: dict) 
         seconds, accuracy = points[-1]
         return f"{_pct(accuracy)} after {seconds:.0f} s"
 
+    pretrained = (f"{PRETRAINED}: the best label epoch's weights, then {pretrained_epochs} epoch(s) through the "
+                  f"reasoning on the answers (`nablafol train --scene-graphs`), {end(curves[PRETRAINED])}; "
+                  if curves.get(PRETRAINED) else "")  # --pretrained-epochs 0: no such line
     return "\n".join([
         "\n## Learning curves (validation accuracy against training seconds)\n",
         f"Each point is an epoch (its validation pass counted in the seconds). {ANSWERS_ONLY}: "
         f"{end(curves[ANSWERS_ONLY])}; {LABELS_ONLY}: {end(curves[LABELS_ONLY])} (early stopping keeps its best "
-        f"epoch); {PRETRAINED}: the best label epoch's weights, then {pretrained_epochs} epoch(s) through the "
-        f"reasoning on the answers (`nablafol train --scene-graphs`), {end(curves[PRETRAINED])}; {BLACK_BOX}: "
-        f"{end(curves[BLACK_BOX])}; dashed, "
+        f"epoch); {pretrained}{BLACK_BOX}: {end(curves[BLACK_BOX])}; dashed, "
         + "; ".join(f"{name}: {_pct(value)} of validation" for name, value in levels.items())
-        + ". The base model, the supervised and the pretrained ones answer through the engine; the black box "
-        "never sees a program.\n",
+        + ". The base model and the supervised " + ("and the pretrained ones answer" if pretrained else "one answer")
+        + " through the engine; the black box never sees a program.\n",
         "![learning curves](learning_curves.png)"])
 
 

@@ -5,7 +5,7 @@ import torch
 
 from nablafol.pipeline.demo import _learning_curves
 from nablafol.pipeline.demo_beside import Beside, BesideRequest
-from nablafol.pipeline.demo_report import ANSWERS_ONLY, BLACK_BOX, LABELS_ONLY, PRETRAINED
+from nablafol.pipeline.demo_report import ANSWERS_ONLY, BLACK_BOX, LABELS_ONLY, PRETRAINED, learning_curves_section
 from nablafol.synthetic import generate_dataset
 
 
@@ -61,6 +61,16 @@ def test_the_learning_curves_count_every_second_and_continue_the_labels():
     assert curves[LABELS_ONLY] == [(4.0, 0.7)]
     assert curves[PRETRAINED] == [(13.0, 0.8)]  # continues the label curve's clock
     assert curves[BLACK_BOX] == [(2.0, 0.4)]
+    text = learning_curves_section(curves, 1, {"Bayes": 0.9})
+    assert "then 1 epoch(s) through the reasoning" in text and "80.00% after 13 s" in text
+
+
+def test_without_pretrained_epochs_the_learning_curves_say_so_without_that_line():
+    curves = _learning_curves([{"seconds": 10.0, "val_accuracy": 0.5}], [{"seconds": 3.0, "val_accuracy": 0.7}], [],
+                              [{"seconds": 1.5, "val_accuracy": 0.4}])
+    assert curves[PRETRAINED] == []
+    text = learning_curves_section(curves, 0, {"Bayes": 0.9})  # --pretrained-epochs 0
+    assert PRETRAINED not in text and "70.00% after 3 s" in text and "the supervised one answer" in text
 
 
 def test_a_script_from_standard_input_cannot_spawn_so_the_demo_runs_in_one_process(monkeypatch):
