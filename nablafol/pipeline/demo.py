@@ -60,7 +60,7 @@ class DemoSettings:
     blackbox_epochs: int | None = None  # default 7 (its validation best of 10: docs/demo.md); quick: 8
     ceiling_epochs: int | None = None  # most label epochs of the supervised ceiling, early stopping (default 16; quick: 2)
     parser_epochs: int | None = None  # semantic parser training epochs (default: its own, 4)
-    pretrained_epochs: int | None = None  # answer epochs after the labels, for the learning curves (default 1)
+    pretrained_epochs: int | None = None  # answer epochs after the labels, for the learning curves (default 0: docs/demo.md)
     seed: int = 0
     one_process: bool = False  # the stages beside the training run after it, in this process (same results)
 
@@ -94,7 +94,7 @@ def run_demo(args: DemoSettings) -> int:
     calibration_epochs = args.calibration_epochs or (1 if args.quick else 2)
     blackbox_epochs = args.blackbox_epochs or (8 if args.quick else 7)
     ceiling_epochs = args.ceiling_epochs or (2 if args.quick else 16)
-    pretrained_epochs = args.pretrained_epochs if args.pretrained_epochs is not None else 1
+    pretrained_epochs = args.pretrained_epochs if args.pretrained_epochs is not None else 0
     report = _Report()
     wall, cpu, began = time.perf_counter(), time.process_time(), time.time()
     say = report.say

@@ -48,7 +48,7 @@ def add_arguments(parser) -> None:
                         help="semantic parser training epochs (default 4)")
     parser.add_argument("--pretrained-epochs", type=non_negative_int, default=None,
                         help="epochs through the reasoning after the ceiling's best label epoch, for the learning curves' "
-                        "pretrained line (default 1; 0: the label epochs only)")
+                        "pretrained line (default 0: the label epochs only, the demo's time on 2 cores; 1 draws it)")
     parser.add_argument("--seed", type=seed_number, default=0)
     parser.add_argument("--one-process", action="store_true",
                         help="run the stages that need nothing of the base model (parser, black box, ceiling) in this "
