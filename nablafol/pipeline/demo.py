@@ -28,21 +28,23 @@ STAGES = 8
 
 
 class _Report:
-    """The report's Markdown lines (each also printed: the run's running summary) and timings."""
+    """The report's Markdown lines (each also printed: the run's running summary), and each
+    stage's wall and CPU seconds in this process."""
 
     def __init__(self):
-        self.lines, self.timings = [], {}
-        self._start = None
+        self.lines, self.timings, self.cpu = [], {}, {}
+        self._start = self._cpu_start = None
 
     def say(self, text: str = "") -> None:
         print(text)
         self.lines.append(text)
 
     def start(self) -> None:
-        self._start = time.perf_counter()
+        self._start, self._cpu_start = time.perf_counter(), time.process_time()
 
     def stop(self, stage: str) -> float:
         self.timings[stage] = time.perf_counter() - self._start
+        self.cpu[stage] = time.process_time() - self._cpu_start
         return self.timings[stage]
 
 
@@ -55,10 +57,10 @@ class DemoSettings:
     epochs: int | None = None  # oracle training epochs (default 8; quick: 4)
     lr: float = 1e-3  # a short training, not the paper's long one: 10x its 1e-4 (3e-3 plateaued 8 points lower: docs/oracle-learning.md)
     calibration_epochs: int | None = None  # default 2; quick: 1
-    blackbox_epochs: int | None = None  # default 10; quick: 8
-    ceiling_epochs: int | None = None  # most label epochs of the supervised ceiling, early stopping (default 20; quick: 2)
+    blackbox_epochs: int | None = None  # default 7 (its validation best of 10: docs/demo.md); quick: 8
+    ceiling_epochs: int | None = None  # most label epochs of the supervised ceiling, early stopping (default 16; quick: 2)
     parser_epochs: int | None = None  # semantic parser training epochs (default: its own, 4)
-    pretrained_epochs: int | None = None  # answer epochs after the labels, for the learning curves (default 1)
+    pretrained_epochs: int | None = None  # answer epochs after the labels, for the learning curves (default 0: docs/demo.md)
     seed: int = 0
     one_process: bool = False  # the stages beside the training run after it, in this process (same results)
 
@@ -79,7 +81,6 @@ def run_demo(args: DemoSettings) -> int:
     from nablafol.progress import ProgressBar
     from nablafol.plotting import learning_curves, training_curve
     from nablafol.scoring import make_split, score
-    from nablafol.semantic_parser import load_parser
     from nablafol.synthetic import generate_dataset
     from nablafol.synthetic.bayes import bayes_split
     from nablafol.pipeline.calibration_training import train_calibrator
@@ -91,11 +92,11 @@ def run_demo(args: DemoSettings) -> int:
     sizes = dict(n_train=400, n_val=100, n_testdev=100) if args.quick else dict(n_train=1500, n_val=300, n_testdev=300)
     epochs = args.epochs or (4 if args.quick else 8)
     calibration_epochs = args.calibration_epochs or (1 if args.quick else 2)
-    blackbox_epochs = args.blackbox_epochs or (8 if args.quick else 10)
-    ceiling_epochs = args.ceiling_epochs or (2 if args.quick else 20)
-    pretrained_epochs = args.pretrained_epochs if args.pretrained_epochs is not None else 1
+    blackbox_epochs = args.blackbox_epochs or (8 if args.quick else 7)
+    ceiling_epochs = args.ceiling_epochs or (2 if args.quick else 16)
+    pretrained_epochs = args.pretrained_epochs if args.pretrained_epochs is not None else 0
     report = _Report()
-    wall, cpu = time.perf_counter(), time.process_time()
+    wall, cpu, began = time.perf_counter(), time.process_time(), time.time()
     say = report.say
 
     # 1. the dataset
@@ -106,27 +107,8 @@ def run_demo(args: DemoSettings) -> int:
     say(f"# nablafol demo\n\nEmbedded GQA-like dataset (seed {args.seed}) in `{data}`: " + ", ".join(
         f"{k} {summary.scenes[k]:,} scenes / {summary.questions[k]:,} questions" for k in summary.scenes)
         + f" — {report.stop('generate'):.1f} s.")
-    ontology = Ontology.from_folder(data / "ontology")
-    compiler = Compiler(ontology)
-    train_q = load_questions(data / "train_balanced_questions.json")
-    val_q = load_questions(data / "val_balanced_questions.json")
-    test_q = load_questions(data / "testdev_balanced_questions.json")
-
-    # 2. golden evaluation
-    report.start()
-    val_graphs = load_scene_graphs(data / "val_sceneGraphs.json")
-    golden = _evaluate(Answerer(SceneGraphPerception(val_graphs, ontology=ontology), compiler=compiler,
-                                keep_outcomes=True), val_q, f"2/{STAGES} golden")
-    g = score(list(val_q.values()), golden.predictions, match=vocabulary_match).overall
-    golden_ok = g.accuracy["all"] == 1.0 and not golden.skips
-    say(f"\n## Golden oracle (validation scene graphs, golden programs)\n\naccuracy {100 * g.accuracy['all']:.2f}% "
-        f"(open {100 * g.accuracy['open']:.2f}%, binary {100 * g.accuracy['binary']:.2f}%) on "
-        f"{g.count['all']:,} questions, {len(golden.skips)} skipped — {report.stop('golden'):.1f} s. "
-        + ("As it must be on generated data: the DFOL translation of every program, run over the exact scene "
-           "graph, gives the generator's answer." if golden_ok else
-           "**NOT 100%: on generated data the golden oracle must answer every question; this run is broken.**"))
-
-    # the stages that need nothing of the base model, beside its training (demo_beside)
+    # the stages that need nothing of the base model, beside everything this process does until
+    # the tables (demo_beside): started as soon as the data is written
     request = BesideRequest(data, out, args.seed, args.parser_epochs, blackbox_epochs, ceiling_epochs,
                             pretrained_epochs, args.lr, torch.get_num_threads())
     one_process = args.one_process or not can_spawn()
@@ -136,6 +118,26 @@ def run_demo(args: DemoSettings) -> int:
               "process first (the same results, one after the other)")
     beside = Beside(request, one_process=one_process)
     try:
+        ontology = Ontology.from_folder(data / "ontology")
+        compiler = Compiler(ontology)
+        train_q = load_questions(data / "train_balanced_questions.json")
+        val_q = load_questions(data / "val_balanced_questions.json")
+        test_q = load_questions(data / "testdev_balanced_questions.json")
+
+        # 2. golden evaluation
+        report.start()
+        val_graphs = load_scene_graphs(data / "val_sceneGraphs.json")
+        golden = _evaluate(Answerer(SceneGraphPerception(val_graphs, ontology=ontology), compiler=compiler,
+                                    keep_outcomes=True), val_q, f"2/{STAGES} golden")
+        g = score(list(val_q.values()), golden.predictions, match=vocabulary_match).overall
+        golden_ok = g.accuracy["all"] == 1.0 and not golden.skips
+        say(f"\n## Golden oracle (validation scene graphs, golden programs)\n\naccuracy {100 * g.accuracy['all']:.2f}% "
+            f"(open {100 * g.accuracy['open']:.2f}%, binary {100 * g.accuracy['binary']:.2f}%) on "
+            f"{g.count['all']:,} questions, {len(golden.skips)} skipped — {report.stop('golden'):.1f} s. "
+            + ("As it must be on generated data: the DFOL translation of every program, run over the exact scene "
+               "graph, gives the generator's answer." if golden_ok else
+               "**NOT 100%: on generated data the golden oracle must answer every question; this run is broken.**"))
+
         # 3. the oracle, trained through the reasoning
         report.start()
         store = feature_memory(data)  # every image read from the HDF5 file once: about half a step's time otherwise
@@ -194,15 +196,30 @@ def run_demo(args: DemoSettings) -> int:
         bayes_interval = wilson_interval(round(overall.accuracy["all"] * overall.count["all"]), overall.count["all"])
         report.stop("Bayes ceiling")
 
-        # what ran beside the training: the parser, the black box, the ceiling, the pretrained curve
+        # what needs this process's runs only, done while the second process may still work
+        report.start()
+        base_val = _evaluate(Answerer(perception, compiler=compiler, keep_outcomes=True), val_q,
+                             f"7/{STAGES} base validation (grounding)")
+        report.stop("base validation (grounding)")
+        report.start()
+        bar = ProgressBar(f"8/{STAGES} pictures of the base model", total=3, unit="pictures")
+        ece = reliability(test_q, {BASE: base, CALIBRATED: calibrated}, folder / "reliability.png")
+        bar(1)
+        shapes = calibration_pictures(base, test_q, compiler, calibrator, folder)
+        bar(2)
+        hops = hop_pictures(base, test_q, compiler, perception, store, folder / "hops")
+        bar(3)
+        bar.close()
+        report.stop("pictures of the base model")
+
+        # what ran beside: the parser and test-dev read by it, the black box, the ceiling, the pretrained curve
         report.start()
         side = beside.result()
         report.stop("waiting for the stages beside")
 
         # 4b. the base model over the programs the semantic parser reads from the words
         report.start()
-        parsing = _predicted_programs(side["parser"], load_parser(out / "parser"), test_q,
-                                      Answerer(perception, compiler=compiler))
+        parsing = _predicted_programs(side["parser"], side["parser_read"], Answerer(perception, compiler=compiler))
         run = parsing.pop("run")
         write_predictions(folder / "predicted_programs_testdev_predictions.json", run.predictions)
         predicted = score(list(test_q.values()), run.predictions, split, match=vocabulary_match)
@@ -235,31 +252,26 @@ def run_demo(args: DemoSettings) -> int:
         say(tables({**scores, PREDICTED: predicted}, split, blackbox, calibration_epochs, calibration_history))
         runs = {BASE: base.predictions, CALIBRATED: calibrated.predictions, BLACK_BOX: predictions[BLACK_BOX],
                 PRIOR: predictions[PRIOR]}
-        gqa = _gqa_metrics(runs, test_q, val_q, val_graphs, golden, Answerer(perception, compiler=compiler,
-                                                                             keep_outcomes=True), data)
+        gqa = _gqa_metrics(runs, test_q, val_q, val_graphs, golden, (base_val, perception.regions), data)
         say(gqa_metrics_section(gqa))
 
         # 8. pictures and files
         report.start()
-        bar = ProgressBar(f"8/{STAGES} pictures", total=5, unit="pictures")
+        bar = ProgressBar(f"8/{STAGES} pictures with the baselines", total=2, unit="pictures")
         by_length = accuracy_by_length(test_q, runs, folder / "accuracy_by_length.png")
         bar(1)
         hard_easy_bars(scores, split, folder / "hard_vs_easy.png")
         bar(2)
-        ece = reliability(test_q, {BASE: base, CALIBRATED: calibrated}, folder / "reliability.png")
-        bar(3)
-        shapes = calibration_pictures(base, test_q, compiler, calibrator, folder)
-        bar(4)
-        hops = hop_pictures(base, test_q, compiler, perception, store, folder / "hops")
-        bar(5)
         bar.close()
         say(pictures_section(by_length, ece, shapes, hops))
-        report.stop("pictures")
+        report.stop("pictures with the baselines")
         total = time.perf_counter() - wall
         # CPU seconds of each process (one process: the stages beside counted apart)
         cpus = {"this process": time.process_time() - cpu - (side["cpu_seconds"] if one_process else 0.0),
                 "the second process" if not one_process else "the stages beside, in this process": side["cpu_seconds"]}
-        say(timings_section(report.timings, side["timings"], total, cpus, one_process))
+        beside_span = [moment - began for moment in side["span"]]  # seconds from this run's start
+        say(timings_section(report.timings, side["timings"], total, cpus, one_process,
+                            stage_cpu=(report.cpu, side["stage_cpu_seconds"]), beside_span=beside_span))
         write_json(folder / "scores.json", {BAYES: bayes_score.to_json(), CEILING: ceiling_score.to_json(),
                                             **{name: s.to_json() for name, s in scores.items()}})
         write_json(folder / "gqa_metrics.json", {split_name: {name: s.gqa_json() for name, s in by_model.items()}
@@ -278,6 +290,8 @@ def run_demo(args: DemoSettings) -> int:
             "calibration_shapes": shapes, "hop_by_hop": hops,
             "timings_s": {**report.timings, **{f"beside: {k}": v for k, v in side["timings"].items()}, "wall": total},
             "cpu_s": cpus,
+            "stage_cpu_s": {**report.cpu, **{f"beside: {k}": v for k, v in side["stage_cpu_seconds"].items()}},
+            "beside_span_s": beside_span,
             "predicted_programs": {**parsing, "scores": predicted.to_json()}})
         write_text(folder / "report.md", "\n".join(report.lines) + "\n")
         print(f"\nreport: {folder / 'report.md'} (tables, {len(list(folder.rglob('*.png')))} pictures, raw JSON beside it)"
@@ -287,18 +301,12 @@ def run_demo(args: DemoSettings) -> int:
     finally:
         beside.stop()
 
-def _predicted_programs(trained: dict, parser, test_q: dict, answerer) -> dict:
-    """Test-dev answered by ``answerer`` over the programs ``parser`` (trained beside the base
-    model: ``trained`` says how) reads from the words; the figures, with the run (``run``)."""
-    from nablafol.dsl import parse_program
-    from nablafol.semantic_parser import same_program, with_predicted_programs
-    read = {q.id: q for q in with_predicted_programs(test_q.values(), parser)}
-    exact = sum(q.semantic_str is not None and test_q[q.id].semantic_str is not None
-                and same_program(parse_program(q.semantic_str), parse_program(test_q[q.id].semantic_str))
-                for q in read.values())
+def _predicted_programs(trained: dict, read: dict, answerer) -> dict:
+    """Test-dev answered by ``answerer`` over the programs the semantic parser (trained beside
+    the base model: ``trained`` says how, and how it read) reads from the words (``read``: id ->
+    question); the figures, with the run (``run``)."""
     run = _evaluate(answerer, read, f"7/{STAGES} base test-dev, predicted programs")
-    return {**trained, "exact_match": exact / max(1, len(read)),
-            "unreadable": sum(q.semantic_str is None for q in read.values()), "skips": run.skip_summary(), "run": run}
+    return {**trained, "skips": run.skip_summary(), "run": run}
 
 
 def _learning_curves(answers_only: list, labels: list, pretrained: list, black_box: list) -> dict:
@@ -319,16 +327,15 @@ def _learning_curves(answers_only: list, labels: list, pretrained: list, black_b
             PRETRAINED: curve(pretrained, label_curve[-1][0] if label_curve else 0.0), BLACK_BOX: curve(black_box)}
 
 
-def _gqa_metrics(runs: dict, test_q: dict, val_q: dict, val_graphs, golden, base_answerer, data) -> dict:
+def _gqa_metrics(runs: dict, test_q: dict, val_q: dict, val_graphs, golden, base_val: tuple, data) -> dict:
     """GQA's other metrics: validity, plausibility and distribution of every model on test-dev;
     grounding on validation (GQA publishes no test-dev scene graphs, so grounding is scored where
     the gold regions are), for the golden oracle and the base model (the only runs with an
-    attention over objects)."""
+    attention over objects; ``base_val``: its validation run with outcomes, and its regions)."""
     from nablafol.data.choices import load_choices
     from nablafol.scoring.report import score_run
     test_choices, val_choices = (load_choices(data / f"{split}_choices.json") for split in ("testdev", "val"))
-    base_val = _evaluate(base_answerer, val_q, f"7/{STAGES} base validation (grounding)")
-    grounded = {GOLDEN: (golden, None), BASE: (base_val, base_answerer.perception.regions)}
+    grounded = {GOLDEN: (golden, None), BASE: base_val}
     return {
         "testdev": {name: score_run(test_q.values(), predictions, choices=test_choices)
                     for name, predictions in runs.items()},

@@ -94,33 +94,43 @@ def learning_curves_section(curves: dict, pretrained_epochs: int, levels: dict) 
         seconds, accuracy = points[-1]
         return f"{_pct(accuracy)} after {seconds:.0f} s"
 
+    pretrained = (f"{PRETRAINED}: the best label epoch's weights, then {pretrained_epochs} epoch(s) through the "
+                  f"reasoning on the answers (`nablafol train --scene-graphs`), {end(curves[PRETRAINED])}; "
+                  if curves.get(PRETRAINED) else "")  # --pretrained-epochs 0: no such line
     return "\n".join([
         "\n## Learning curves (validation accuracy against training seconds)\n",
         f"Each point is an epoch (its validation pass counted in the seconds). {ANSWERS_ONLY}: "
         f"{end(curves[ANSWERS_ONLY])}; {LABELS_ONLY}: {end(curves[LABELS_ONLY])} (early stopping keeps its best "
-        f"epoch); {PRETRAINED}: the best label epoch's weights, then {pretrained_epochs} epoch(s) through the "
-        f"reasoning on the answers (`nablafol train --scene-graphs`), {end(curves[PRETRAINED])}; {BLACK_BOX}: "
-        f"{end(curves[BLACK_BOX])}; dashed, "
+        f"epoch); {pretrained}{BLACK_BOX}: {end(curves[BLACK_BOX])}; dashed, "
         + "; ".join(f"{name}: {_pct(value)} of validation" for name, value in levels.items())
-        + ". The base model, the supervised and the pretrained ones answer through the engine; the black box "
-        "never sees a program.\n",
+        + ". The base model and the supervised " + ("and the pretrained ones answer" if pretrained else "one answer")
+        + " through the engine; the black box never sees a program.\n",
         "![learning curves](learning_curves.png)"])
 
 
-def timings_section(main: dict, beside: dict, wall: float, cpu: dict, one_process: bool = False) -> str:
+def timings_section(main: dict, beside: dict, wall: float, cpu: dict, one_process: bool = False,
+                    stage_cpu: tuple = ({}, {}), beside_span: list | None = None) -> str:
     """Seconds of every stage: those of this process, those of the second one (beside the
     training, at the same time; ``one_process``: run here first, one after the other), the wall
     clock of the whole run, and each process's CPU seconds (what the run costs whatever else the
-    machine does)."""
-    rows = [f"| {k} | {v:.1f} |" for k, v in main.items()]
-    rows += [f"| beside the training: {k} | {v:.1f} |" for k, v in beside.items()]
-    rows += [f"| **wall, the whole demo** | {wall:.1f} |"]
-    rows += [f"| CPU, {k} | {v:.1f} |" for k, v in cpu.items()]
+    machine does); ``stage_cpu``: the CPU seconds of each stage, this process's and the second's;
+    ``beside_span``: when the stages beside began and ended, in seconds from the run's start (which
+    process waited for which)."""
+    def cpu_of(k, spent):
+        return f"{spent[k]:.1f}" if k in spent else "–"
+
+    rows = [f"| {k} | {v:.1f} | {cpu_of(k, stage_cpu[0])} |" for k, v in main.items()]
+    rows += [f"| beside the training: {k} | {v:.1f} | {cpu_of(k, stage_cpu[1])} |" for k, v in beside.items()]
+    if beside_span is not None:
+        rows += [f"| the stages beside: began, ended (seconds from the start) | {beside_span[0]:.1f}, "
+                 f"{beside_span[1]:.1f} | |"]
+    rows += [f"| **wall, the whole demo** | {wall:.1f} | |"]
+    rows += [f"| {k} | | {v:.1f} |" for k, v in cpu.items()]
     how = ("ran in this process, before the base model's training (one process)" if one_process else
-           "run in a second process while the base model trains (one torch thread each)")
-    return (f"\n## Timings\n\nThe parser, the black box, the ceiling and the pretrained curve {how}. Wall seconds "
-            "per stage, then the CPU seconds of each process: on a machine shared with other work the wall grows, "
-            "the CPU seconds do not.\n\n| stage | seconds |\n|---|---:|\n" + "\n".join(rows))
+           "run in a second process from the moment the data is written (one torch thread each)")
+    return (f"\n## Timings\n\nThe parser, the black box, the ceiling and the pretrained curve {how}. Wall and CPU "
+            "seconds per stage, then the CPU seconds of each process: on a machine shared with other work the wall "
+            "grows, the CPU seconds much less.\n\n| stage | wall s | CPU s |\n|---|---:|---:|\n" + "\n".join(rows))
 
 
 def parser_section(parsing: dict) -> str:

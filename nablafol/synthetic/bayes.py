@@ -70,6 +70,8 @@ class ClassPrior:
         self.classes = sorted(sizes)
         self.sizes = {c: np.asarray(v, dtype=np.float64).reshape(-1, 2) for c, v in sizes.items()}
         self.size_values = {c: np.asarray(v, dtype=object) for c, v in size_values.items()}
+        self._size_masks: dict = {}
+        self._stacked: dict = {}
         # the scene contexts (location, weather) the training scenes show, by their share
         self.contexts = {ctx: n / sum(contexts.values()) for ctx, n in sorted(contexts.items(), key=str)}
         # add-one shares: a class the training scenes of a location never showed stays possible there
@@ -98,13 +100,33 @@ class ClassPrior:
         """:meth:`log_size_prior` of every object of ``graph`` ``(objects, classes, sizes)``, at once."""
         here = np.array([_log_size(o, graph) for o in graph.objects]).reshape(-1, 2)
         out = np.empty((len(here), len(classes), len(sizes)))
+        every_box, starts = self._every_box(classes)
+        kernels = np.exp(-((here[:, None, :] - every_box[None, :, :]) ** 2).sum(2) / (2 * self.BANDWIDTH ** 2))
         for k, c in enumerate(classes):
             boxes = self.sizes[c]
-            kernel = np.exp(-((here[:, None, :] - boxes[None, :, :]) ** 2).sum(2) / (2 * self.BANDWIDTH ** 2))
+            kernel = kernels[:, starts[k]:starts[k] + len(boxes)]
             for j, size in enumerate(sizes):
-                kept = kernel[:, self.size_values[c] == size].sum(1) if len(boxes) else np.zeros(len(here))
+                kept = kernel[:, self._with_size(c, size)].sum(1) if len(boxes) else np.zeros(len(here))
                 out[:, k, j] = np.log(kept / max(len(boxes), 1) + self.FLOOR)
         return out
+
+    def _every_box(self, classes: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """The training boxes of ``classes``, one class after the other, and where each class's start
+        (one kernel for them all, each class its slice)."""
+        key = tuple(classes)
+        if key not in self._stacked:
+            counts = [len(self.sizes[c]) for c in classes]
+            self._stacked[key] = (np.concatenate([self.sizes[c] for c in classes]).reshape(-1, 2),
+                                  np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(int))
+        return self._stacked[key]
+
+    def _with_size(self, class_name: str, size) -> np.ndarray:
+        """Which of the class's training boxes have size value ``size`` (kept: every scene asks it
+        of every class, and comparing an object array is slow)."""
+        key = (class_name, size)
+        if key not in self._size_masks:
+            self._size_masks[key] = self.size_values[class_name] == size
+        return self._size_masks[key]
 
     def log_share(self, location, class_name: str) -> float:
         return float(np.log(self._shares(location)[class_name]))
@@ -240,6 +262,10 @@ def features_only_scene_graphs(graphs: Sequence[SceneGraph], features: Sequence[
     size_slot = np.array([{None: 0, "large": 1, "small": 2}[s] for s in hypotheses.size])
     rng = np.random.default_rng(seed)
     variance = 2 * max(noise_std, 1e-12) ** 2
+    # what depends on the context only, not on the scene: each context's class shares, its signal's product
+    context_shares = [np.array([prior.log_share(ctx[0], name) for name in hypotheses.classes])[hypotheses.klass]
+                      for ctx in contexts]
+    context_products = [hypotheses.signals @ c for c in context_signals]
     out = []
     for graph, rows in zip(graphs, features):
         f = np.asarray(rows, dtype=np.float64)
@@ -249,11 +275,10 @@ def features_only_scene_graphs(graphs: Sequence[SceneGraph], features: Sequence[
         box_term = boxes[:, hypotheses.klass, size_slot] + hypotheses.log_prior  # (n, H)
         cross = f @ hypotheses.signals.T  # (n, H)
         joint = np.empty((len(contexts), n, len(hypotheses.klass)))
-        for k, (ctx, c) in enumerate(zip(contexts, context_signals)):
+        for k, c in enumerate(context_signals):
             residual = f - c
-            energy = (residual ** 2).sum(1)[:, None] - 2 * (cross - hypotheses.signals @ c) + hypotheses.energy
-            shares = np.array([prior.log_share(ctx[0], name) for name in hypotheses.classes])
-            joint[k] = box_term + shares[hypotheses.klass] - energy / variance
+            energy = (residual ** 2).sum(1)[:, None] - 2 * (cross - context_products[k]) + hypotheses.energy
+            joint[k] = box_term + context_shares[k] - energy / variance
         per_object = _logsumexp(joint, axis=2)  # (contexts, n): log p(f_i | ctx)
         context_posterior = _posterior(log_context + per_object.sum(1))
         given_context = np.exp(joint - per_object[:, :, None])  # (contexts, n, H): P(h | f_i, ctx)
@@ -285,11 +310,11 @@ def _sampled_relations(graph: SceneGraph, context_posterior: np.ndarray, class_p
     (``class_p`` ``(contexts, n, classes)``: P(class | its features, the context))."""
     from nablafol.data import SceneRelation
     boxes = [Box(o.x, o.y, o.w, o.h) for o in graph.objects]
-    draws: Counter = Counter()
-    for ctx in rng.choice(len(context_posterior), size=samples, p=context_posterior):
-        cumulative = np.cumsum(class_p[ctx], axis=1)
-        picks = (rng.random((len(boxes), 1)) * cumulative[:, -1:] > cumulative).sum(1)
-        draws[tuple(int(min(k, len(classes) - 1)) for k in picks)] += 1
+    # every draw at once: the same uniforms, in the same order, as one draw after the other
+    contexts = rng.choice(len(context_posterior), size=samples, p=context_posterior)
+    cumulative = np.cumsum(class_p, axis=2)[contexts]  # (samples, n, classes)
+    picks = (rng.random((samples, len(boxes), 1)) * cumulative[:, :, -1:] > cumulative).sum(2)
+    draws = Counter(map(tuple, np.minimum(picks, len(classes) - 1).tolist()))
     counts: Counter = Counter()
     for picked, times in draws.items():
         for subject, name, obj in relations_between([classes[k] for k in picked], boxes, graph.width, people,

@@ -78,7 +78,7 @@ def test_step_recorder_keeps_every_step_and_changes_nothing():
 def test_demo_quick_writes_its_report(tmp_path):
     out = tmp_path / "demo"
     assert main(["demo", "--quick", "--epochs", "2", "--blackbox-epochs", "2", "--parser-epochs", "1",
-                 "--out", str(out)]) == 0
+                 "--pretrained-epochs", "1", "--out", str(out)]) == 0
     folder = out / "report"
     report = (folder / "report.md").read_text()
     assert "## Golden oracle" in report and "accuracy 100.00%" in report and "As it must be" in report

@@ -5,7 +5,7 @@ import torch
 
 from nablafol.pipeline.demo import _learning_curves
 from nablafol.pipeline.demo_beside import Beside, BesideRequest
-from nablafol.pipeline.demo_report import ANSWERS_ONLY, BLACK_BOX, LABELS_ONLY, PRETRAINED
+from nablafol.pipeline.demo_report import ANSWERS_ONLY, BLACK_BOX, LABELS_ONLY, PRETRAINED, learning_curves_section
 from nablafol.synthetic import generate_dataset
 
 
@@ -36,7 +36,9 @@ def test_a_second_process_gives_what_this_one_gives(tiny, tmp_path):
             [{k: v for k, v in r.items() if k not in drop} for r in there[key]]
     assert [h["val_accuracy"] for h in here["black_box"].history] == [h["val_accuracy"] for h in there["black_box"].history]
     assert (tmp_path / "there" / "parser").is_dir() and (tmp_path / "there" / "pretrained" / "config.json").exists()
-    assert set(there["timings"]) == {"parser", "black box", "ceiling", "pretrained"}
+    assert there["span"][0] < there["span"][1] and len(there["span"]) == 2
+    assert set(there["timings"]) == set(there["stage_cpu_seconds"]) == {"parser", "black box", "ceiling", "pretrained"}
+    assert there["parser_read"].keys() == here["parser_read"].keys() and there["parser"]["exact_match"] == here["parser"]["exact_match"]
     # every epoch validated: the learning curves' points
     assert len(there["ceiling_history"]) == 2 and all("val_accuracy" in r for r in there["ceiling_history"])
     assert len(there["pretrained_history"]) == 1 and there["pretrained_history"][0]["val_accuracy"] is not None
@@ -59,6 +61,16 @@ def test_the_learning_curves_count_every_second_and_continue_the_labels():
     assert curves[LABELS_ONLY] == [(4.0, 0.7)]
     assert curves[PRETRAINED] == [(13.0, 0.8)]  # continues the label curve's clock
     assert curves[BLACK_BOX] == [(2.0, 0.4)]
+    text = learning_curves_section(curves, 1, {"Bayes": 0.9})
+    assert "then 1 epoch(s) through the reasoning" in text and "80.00% after 13 s" in text
+
+
+def test_without_pretrained_epochs_the_learning_curves_say_so_without_that_line():
+    curves = _learning_curves([{"seconds": 10.0, "val_accuracy": 0.5}], [{"seconds": 3.0, "val_accuracy": 0.7}], [],
+                              [{"seconds": 1.5, "val_accuracy": 0.4}])
+    assert curves[PRETRAINED] == []
+    text = learning_curves_section(curves, 0, {"Bayes": 0.9})  # --pretrained-epochs 0
+    assert PRETRAINED not in text and "70.00% after 3 s" in text and "the supervised one answer" in text
 
 
 def test_a_script_from_standard_input_cannot_spawn_so_the_demo_runs_in_one_process(monkeypatch):
@@ -78,3 +90,8 @@ def test_a_script_from_standard_input_cannot_spawn_so_the_demo_runs_in_one_proce
     text = timings_section({"train oracle": 1.0}, {"parser": 2.0}, 3.0, {"this process": 3.0}, one_process=True)
     assert "in this process, before the base model's training" in text and "second process" not in text
     assert "in a second process" in timings_section({}, {}, 1.0, {})
+    text = timings_section({"golden": 2.0}, {"parser": 5.0}, 9.0, {"this process": 4.0}, stage_cpu=({"golden": 1.5}, {}))
+    assert "| golden | 2.0 | 1.5 |" in text and "| beside the training: parser | 5.0 | – |" in text
+    assert "began, ended" not in text
+    assert "| the stages beside: began, ended (seconds from the start) | 3.5, 8.0 | |" in timings_section(
+        {}, {}, 9.0, {}, beside_span=[3.5, 8.0])

@@ -40,15 +40,15 @@ def add_arguments(parser) -> None:
     parser.add_argument("--calibration-epochs", type=positive_int, default=None,
                         help="calibrator training epochs (default 2; quick: 1)")
     parser.add_argument("--blackbox-epochs", type=positive_int, default=None,
-                        help="black-box baseline training epochs (default 10; quick: 8)")
+                        help="black-box baseline training epochs (default 7; quick: 8)")
     parser.add_argument("--ceiling-epochs", type=positive_int, default=None,
                         help="most epochs of the supervised ceiling (the oracle trained on the scene graphs' labels, "
-                        "early stopping on validation; default 20; quick: 2)")
+                        "early stopping on validation; default 16; quick: 2)")
     parser.add_argument("--parser-epochs", type=positive_int, default=None,
                         help="semantic parser training epochs (default 4)")
     parser.add_argument("--pretrained-epochs", type=non_negative_int, default=None,
                         help="epochs through the reasoning after the ceiling's best label epoch, for the learning curves' "
-                        "pretrained line (default 1; 0: the label epochs only)")
+                        "pretrained line (default 0: the label epochs only, the demo's time on 2 cores; 1 draws it)")
     parser.add_argument("--seed", type=seed_number, default=0)
     parser.add_argument("--one-process", action="store_true",
                         help="run the stages that need nothing of the base model (parser, black box, ceiling) in this "
