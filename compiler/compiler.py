@@ -30,6 +30,7 @@ from nablafol.ir import Program
 from .concepts import Concepts
 from .errors import CompileError
 from .presupposition import widened_program
+from .skeletons import Skeletons
 from .translate import Translator
 
 CACHE_SIZE = 1 << 16
@@ -136,6 +137,7 @@ class Compiler:
             self.ontology = self.ontology.joined(known_values)
         self.concepts = Concepts(self.ontology, knowledge_relations)
         self._translator = Translator(self.concepts)
+        self._skeletons = Skeletons(self.concepts, self._translator.program)
         self._compile_stripped = bounded_cache(self._compile_checked, cache_size)
         self._compile_line = bounded_cache(self._compile_parsed, cache_size)
         self._compile_id_free = bounded_cache(self._compile_keyed, cache_size)
@@ -209,4 +211,4 @@ class Compiler:
         return self._compile_uncached(dsl.validate_program(program))
 
     def _compile_uncached(self, program: A.Program) -> CompiledQuestion:
-        return CompiledQuestion(self._translator.program(program), program)
+        return CompiledQuestion(self._skeletons.program(program), program)
