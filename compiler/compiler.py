@@ -131,13 +131,15 @@ class Compiler:
     """
 
     def __init__(self, ontology: Optional[dsl.Ontology] = None, cache_size: int = CACHE_SIZE,
-                 knowledge_relations=(), known_values=None):
+                 knowledge_relations=(), known_values=None, by_skeleton: bool = False):
         self.ontology = ontology or dsl.Ontology.gqa()
         if known_values:
             self.ontology = self.ontology.joined(known_values)
         self.concepts = Concepts(self.ontology, knowledge_relations)
         self._translator = Translator(self.concepts)
-        self._skeletons = Skeletons(self.concepts, self._translator.program)
+        # by skeleton (compiler.skeletons): the same programs; off by default, since filling a
+        # skeleton in measured slower than translating and walking alone (docs/design.md)
+        self._skeletons = Skeletons(self.concepts, self._translator.program) if by_skeleton else None
         self._compile_stripped = bounded_cache(self._compile_checked, cache_size)
         self._compile_line = bounded_cache(self._compile_parsed, cache_size)
         self._compile_id_free = bounded_cache(self._compile_keyed, cache_size)
@@ -211,4 +213,5 @@ class Compiler:
         return self._compile_uncached(dsl.validate_program(program))
 
     def _compile_uncached(self, program: A.Program) -> CompiledQuestion:
-        return CompiledQuestion(self._skeletons.program(program), program)
+        translate = self._translator.program if self._skeletons is None else self._skeletons.program
+        return CompiledQuestion(translate(program), program)

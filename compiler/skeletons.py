@@ -86,9 +86,12 @@ class Skeletons:
             return self._translate(program)
         first: dict = {}
         pattern = tuple([first.setdefault(p, k) for k, p in enumerate(slots)])
-        skeleton = self._skeleton(_Keyed((reading.key, pattern), program, slots))
+        keyed = _Keyed((reading.key, pattern), program, slots)
+        skeleton = self._skeleton(keyed)
         if skeleton is None:  # a structure the shape does not know: translated alone
             return self._translate(program)
+        if keyed.program is None:  # the skeleton was made of this very program
+            return skeleton.program
         unary = {i: slots[k] for k, numbers in enumerate(skeleton.unary) for i in numbers}
         binary = {i: slots[k] for k, numbers in enumerate(skeleton.binary) for i in numbers}
         return skeleton.program.refilled(unary, binary)

@@ -17,7 +17,7 @@ from nablafol.dsl import ast as A
 from nablafol.engine import Engine
 from nablafol.oracle import TableOracle
 
-from test_compiler_crisp import COMPILER, NAMES, ONTOLOGY, RELS, VALUES, gqa_programs, tables_for, worlds
+from test_compiler_crisp import NAMES, ONTOLOGY, RELS, VALUES, gqa_programs, tables_for, worlds
 
 REAL_SAMPLE = Path("/work/shared/real-gqa-sample/train_balanced_questions.sample.json")
 FIXTURE = Path(__file__).parent.parent / "dsl" / "fixtures" / "gqa_real_sample.json"
@@ -71,7 +71,7 @@ def renamed(draw, program: A.Program) -> A.Program:
 @settings(max_examples=200, deadline=None)
 @given(st.data())
 def test_a_program_filled_into_a_skeleton_is_the_program_translated_alone(data):
-    compiler = Compiler(ONTOLOGY)
+    compiler = Compiler(ONTOLOGY, by_skeleton=True)
     first = data.draw(gqa_programs())
     programs = [first] + [data.draw(renamed(first)) for _ in range(3)] + [data.draw(gqa_programs())]
     for program in programs:
@@ -82,7 +82,7 @@ def test_a_program_filled_into_a_skeleton_is_the_program_translated_alone(data):
 @settings(max_examples=60, deadline=None)
 @given(st.data(), worlds())
 def test_programs_filled_into_one_skeleton_answer_as_each_compiled_and_planned_alone(data, world):
-    compiler, engine = Compiler(ONTOLOGY), Engine()  # one of each: skeletons and shape plans shared
+    compiler, engine = Compiler(ONTOLOGY, by_skeleton=True), Engine()  # one of each: skeletons and shape plans shared
     first = data.draw(gqa_programs())
     for program in [first] + [data.draw(renamed(first)) for _ in range(3)]:
         shared = through_skeletons(compiler, program)
@@ -105,7 +105,7 @@ def real_programs() -> list:
 
 
 def test_real_gqa_programs_filled_into_skeletons_are_the_programs_translated_alone():
-    compiler = Compiler()
+    compiler = Compiler(by_skeleton=True)
     programs = real_programs()
     # the ones of one key are filled into the skeleton of the first: each compiled twice, once a key
     # met before and once after the others
@@ -115,7 +115,10 @@ def test_real_gqa_programs_filled_into_skeletons_are_the_programs_translated_alo
     assert info.hits > 0 and info.currsize < len(programs)
 
 
-def key(program: A.Program, compiler: Compiler = COMPILER):
+KEYS = Compiler(ONTOLOGY, by_skeleton=True)
+
+
+def key(program: A.Program, compiler: Compiler = KEYS):
     reading = compiler._skeletons.reading(program)
     first: dict = {}
     return reading.key, tuple(first.setdefault(p, k) for k, p in enumerate(reading.slots))
@@ -167,7 +170,7 @@ def test_programs_that_differ_in_slot_words_only_share_a_key(line, again):
 
 def test_a_slot_equal_to_a_constant_of_the_skeleton_is_translated_alone():
     # `red` filtered and offered: one predicate, where the skeleton of `blue` filtered has two
-    compiler = Compiler(ONTOLOGY)
+    compiler = Compiler(ONTOLOGY, by_skeleton=True)
     apart = parsed("select: chair->filter color: blue [0]->choose color: red|white [1]").without_ids()
     merged = parsed("select: chair->filter color: red [0]->choose color: red|white [1]").without_ids()
     assert key(apart, compiler) == key(merged, compiler)
@@ -177,7 +180,7 @@ def test_a_slot_equal_to_a_constant_of_the_skeleton_is_translated_alone():
 
 
 def test_a_word_the_vocabulary_refuses_is_the_translators_error_naming_its_step():
-    compiler = Compiler()
+    compiler = Compiler(by_skeleton=True)
     good = parsed("select: chair->filter hposition: left [0]->exist: ? [1]").without_ids()
     bad = parsed("select: chair->filter hposition: red [0]->exist: ? [1]").without_ids()
     compiler.compile(good)
@@ -186,8 +189,14 @@ def test_a_word_the_vocabulary_refuses_is_the_translators_error_naming_its_step(
     assert refused.value.step == 1 and str(refused.value) == str(translated_alone(compiler, bad))
 
 
+def test_a_compiler_compiles_by_skeleton_only_when_asked_and_to_the_same_programs():
+    line = parsed("select: chair->relate: table,on,s [0]->query: color [1]")
+    assert Compiler(ONTOLOGY)._skeletons is None
+    assert Compiler(ONTOLOGY).compile(line) == Compiler(ONTOLOGY, by_skeleton=True).compile(line)
+
+
 def test_compiling_a_new_program_of_a_known_key_does_not_translate(monkeypatch):
-    compiler = Compiler(ONTOLOGY)
+    compiler = Compiler(ONTOLOGY, by_skeleton=True)
     compiler.compile(parsed("select: chair->filter color: red [0]->exist: ? [1]"))
     translated = []
     monkeypatch.setattr(compiler._skeletons, "_translate", lambda p: translated.append(p))
