@@ -4,8 +4,8 @@ questions file, the two alternating three times in one process (caches cold each
     python -m benchmarks.bench_skeletons QUESTIONS.json            # compile + walk + pack
     python -m benchmarks.bench_skeletons QUESTIONS.json --no-pack  # compile + walk
 
-"alone": the translator, then the walk (``Program.predicates``); "skeleton": ``Compiler(by_skeleton=
-True)``, whose programs come walked. Both then packed by a fresh engine registry (unless --no-pack).
+"alone": ``Compiler(by_skeleton=False)``, then the walk (``Program.predicates``); "skeleton": the
+default compiler, whose programs come walked. Both then packed by a fresh engine registry (unless --no-pack).
 """
 from __future__ import annotations
 

@@ -131,14 +131,14 @@ class Compiler:
     """
 
     def __init__(self, ontology: Optional[dsl.Ontology] = None, cache_size: int = CACHE_SIZE,
-                 knowledge_relations=(), known_values=None, by_skeleton: bool = False):
+                 knowledge_relations=(), known_values=None, by_skeleton: bool = True):
         self.ontology = ontology or dsl.Ontology.gqa()
         if known_values:
             self.ontology = self.ontology.joined(known_values)
         self.concepts = Concepts(self.ontology, knowledge_relations)
         self._translator = Translator(self.concepts)
-        # by skeleton (compiler.skeletons): the same programs; off by default, since filling a
-        # skeleton in measured slower than translating and walking alone (docs/design.md)
+        # by skeleton (compiler.skeletons): the same programs, a met skeleton filled in rather than
+        # translated and walked; by_skeleton=False translates each alone (docs/design.md)
         self._skeletons = Skeletons(self.concepts, self._translator.program) if by_skeleton else None
         self._compile_stripped = bounded_cache(self._compile_checked, cache_size)
         self._compile_line = bounded_cache(self._compile_parsed, cache_size)

@@ -189,10 +189,10 @@ def test_a_word_the_vocabulary_refuses_is_the_translators_error_naming_its_step(
     assert refused.value.step == 1 and str(refused.value) == str(translated_alone(compiler, bad))
 
 
-def test_a_compiler_compiles_by_skeleton_only_when_asked_and_to_the_same_programs():
+def test_a_compiler_compiles_by_skeleton_unless_told_not_to_and_to_the_same_programs():
     line = parsed("select: chair->relate: table,on,s [0]->query: color [1]")
-    assert Compiler(ONTOLOGY)._skeletons is None
-    assert Compiler(ONTOLOGY).compile(line) == Compiler(ONTOLOGY, by_skeleton=True).compile(line)
+    assert Compiler(ONTOLOGY, by_skeleton=False)._skeletons is None and Compiler(ONTOLOGY)._skeletons is not None
+    assert Compiler(ONTOLOGY, by_skeleton=False).compile(line) == Compiler(ONTOLOGY).compile(line)
 
 
 def test_compiling_a_new_program_of_a_known_key_does_not_translate(monkeypatch):
