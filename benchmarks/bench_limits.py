@@ -335,15 +335,15 @@ with long_run():
         answerer = _answerer(job)
         questions = list(_questions(job, "gqa"))
     read = time.perf_counter()
-    passes, packs = [], []
+    passes, plans = [], []
     for _ in range(2):
         start = time.perf_counter()
         answer_stream(questions, answerer, scorer=Scorer(vocabulary_match))
         passes.append(time.perf_counter() - start)
-        packs.append(answerer.engine.registry._packed.cache_info().misses - sum(packs))
+        plans.append(answerer.engine.registry._shaped.cache_info().misses - sum(plans))
 print(json.dumps({"import_s": imported - began, "read_s": read - imported, "first_pass_s": passes[0],
                   "second_pass_s": passes[1], "programs": answerer.compiler.cache_info().misses,
-                  "packs": packs}))
+                  "plans": plans}))
 """
 
 
@@ -639,8 +639,8 @@ def eval_lines(e: dict) -> list[str]:
                      f"{t['read_s']:.1f} s, first pass {t['first_pass_s']:.1f} s, second pass "
                      f"{t['second_pass_s']:.1f} s (the work on {t['programs']:,} programs met for the first time: "
                      f"{t['first_pass_s'] - t['second_pass_s']:.1f} s)"
-                     + (f"; programs packed {t['packs'][0]:,} then {t['packs'][1]:,} times (the pack cache's "
-                        "evictions)" if "packs" in t else ""))
+                     + (f"; shapes planned {t['plans'][0]:,} then {t['plans'][1]:,} times (the plan cache's "
+                        "evictions)" if "plans" in t else ""))
     return lines
 
 

@@ -30,6 +30,7 @@ from nablafol.ir import Program
 from .concepts import Concepts
 from .errors import CompileError
 from .presupposition import widened_program
+from .skeletons import Skeletons
 from .translate import Translator
 
 CACHE_SIZE = 1 << 16
@@ -130,12 +131,15 @@ class Compiler:
     """
 
     def __init__(self, ontology: Optional[dsl.Ontology] = None, cache_size: int = CACHE_SIZE,
-                 knowledge_relations=(), known_values=None):
+                 knowledge_relations=(), known_values=None, by_skeleton: bool = True):
         self.ontology = ontology or dsl.Ontology.gqa()
         if known_values:
             self.ontology = self.ontology.joined(known_values)
         self.concepts = Concepts(self.ontology, knowledge_relations)
         self._translator = Translator(self.concepts)
+        # by skeleton (compiler.skeletons): the same programs, a met skeleton filled in rather than
+        # translated and walked; by_skeleton=False translates each alone (docs/design.md)
+        self._skeletons = Skeletons(self.concepts, self._translator.program) if by_skeleton else None
         self._compile_stripped = bounded_cache(self._compile_checked, cache_size)
         self._compile_line = bounded_cache(self._compile_parsed, cache_size)
         self._compile_id_free = bounded_cache(self._compile_keyed, cache_size)
@@ -209,4 +213,5 @@ class Compiler:
         return self._compile_uncached(dsl.validate_program(program))
 
     def _compile_uncached(self, program: A.Program) -> CompiledQuestion:
-        return CompiledQuestion(self._translator.program(program), program)
+        translate = self._translator.program if self._skeletons is None else self._skeletons.program
+        return CompiledQuestion(translate(program), program)

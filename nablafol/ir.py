@@ -718,27 +718,16 @@ class Program(_Hashed):
 
     def nodes(self) -> Iterator[Node]:
         """Every distinct node, each after its inputs (a topological order; computed once)."""
-        values = self.__dict__
-        nodes = values.get("_nodes")
-        if nodes is None:
-            nodes = self._walked().nodes
-        return iter(nodes)
+        return iter(self._walked().nodes)
 
     def predicates(self) -> tuple[Predicate, ...]:
         """The distinct predicates, in order of first use (computed once: programs are immutable)."""
-        values = self.__dict__
-        predicates = values.get("_predicates")
-        if predicates is None:
-            predicates = self._walked().predicates
-        return predicates
+        return self._walked().predicates
 
     def shape(self) -> "Shape | None":
         """The program up to its predicates (:class:`Shape`); ``None`` when a node is of a class
-        the shape does not know (a subclass of a node class). The walk that makes :meth:`nodes`
-        and :meth:`predicates` makes it too, and it is kept only until first asked for (the
-        engine asks once per program, and a shape can weigh as much as the predicates); asked
-        again (an engine packs a program again once its pack was evicted), it is made from the
-        key, which programs of one shape share, and the predicates, without a walk.
+        the shape does not know (a subclass of a node class). Made by the walk that makes
+        :meth:`nodes` and :meth:`predicates`, once.
 
             >>> red, blue = Predicate("red"), Predicate("blue")
             >>> one = Program.yes_no(Aggregate(Quantifier.EXISTS, Filter(red, Filter(blue, Top()))))
@@ -747,32 +736,34 @@ class Program(_Hashed):
             >>> one.shape().key == two.shape().key != same.shape().key, one.shape().unary
             (True, (Predicate(name='blue', arity=1, kind=''), Predicate(name='red', arity=1, kind='')))
         """
-        values = self.__dict__
-        if "_shape" in values:
-            return values.pop("_shape")
-        kept = values.get("_shape_key")
-        if kept is not None:  # asked again (an engine packs a program again once its pack was evicted)
-            return _shape_again(kept, values["_predicates"])
-        return self._walked(keep_shape=False).shape
+        return self._walked().shape
 
-    def release_shape(self) -> None:
-        """Forget the shape the walk kept until first asked for (an engine that found this
-        program's plan by an equal program never asks; an open question's shape holds its
-        candidates)."""
-        self.__dict__.pop("_shape", None)
+    def refilled(self, unary: dict[int, Predicate], binary: dict[int, Predicate]) -> "Program":
+        """This program with other predicates at some local numbers of its :meth:`shape`
+        (``unary[i]`` replaces ``shape().unary[i]``, ``binary[j]`` ``shape().binary[j]``): the
+        program a compiler would make of another question of the same structure. Only the nodes
+        that use a replaced predicate, and the nodes above them, are made again; the others are
+        this program's own, and nothing is walked. The new predicates must keep the shape: none
+        equal to another predicate of the program (else equal nodes would merge), which the caller
+        checks.
 
-    def _walked(self, keep_shape: bool = True) -> "_Walk":
-        walk = _walk(self)
-        values = self.__dict__  # what one walk makes, kept (memo, by hand: it makes three values)
-        values.setdefault("_nodes", walk.nodes)
-        values.setdefault("_predicates", walk.predicates)
-        values.setdefault("_hash", walk.hash)
-        shape = walk.shape
-        if shape is not None and len(shape.unary) + len(shape.binary) == len(walk.predicates):
-            values["_shape_key"] = _kept_shape(shape, walk.predicates)  # one object a shape: a pointer a program
-        if keep_shape:
-            values["_shape"] = walk.shape
-        return walk
+            >>> red, blue, cup = Predicate("red"), Predicate("blue"), Predicate("cup")
+            >>> one = Program.yes_no(Aggregate(Quantifier.EXISTS, Filter(red, Filter(cup, Top()))))
+            >>> print(one.refilled({one.shape().unary.index(red): blue}, {}).term())
+            A_∃(Filter_blue[Filter_cup[1]])
+        """
+        walk = self._walked()
+        if walk.shape is None:
+            raise ProgramStructureError("a program with a node of a kind its shape does not know cannot be refilled")
+        new = _rebuilt(walk.shape, walk, unary, binary)
+        end = new.shape.key[len(new.nodes)]
+        program = Program.unchecked(tuple([new.nodes[i] for i in end[0]]), self.labels,
+                                    new.nodes[end[1]] if end[1] >= 0 else None)
+        memo(program, "_walk", lambda: new)  # what a walk of it would make, known already
+        return program
+
+    def _walked(self) -> "_Walk":
+        return memo(self, "_walk", lambda: _walk(self))
 
     def repeated_predicates(self) -> frozenset[Predicate]:
         """The predicates whose ground atoms can occur twice in the grounding of one candidate
@@ -825,11 +816,13 @@ class Program(_Hashed):
         return self.term()
 
     def __hash__(self) -> int:
-        # structural, made by the walk (see _walk)
-        value = self.__dict__.get("_hash")
-        if value is None:
-            value = self._walked().hash
-        return value
+        return memo(self, "_hash", self._structural_hash)
+
+    def _structural_hash(self) -> int:
+        # equal programs have equal shapes and labels: a hash of these is a structural hash, in C
+        # (hashing node by node, in Python, cost more than the walk)
+        shape = self.shape()
+        return _Hashed._structural_hash(self) if shape is None else hash((shape, self.labels))
 
 
 # --- nodes from checked parts -----------------------------------------------------------
@@ -886,49 +879,6 @@ class _Walk(NamedTuple):
     nodes: tuple
     predicates: tuple
     shape: "Shape | None"
-    hash: int
-
-
-_TUPLE_KEYS: dict = {}  # id -> (tuple of predicates, dict.fromkeys of it)
-_SHAPE_KEYS: dict = {}  # a shape's key -> what programs of the shape keep of it (_kept_shape)
-_SHAPE_KEYS_MAX = 1 << 14  # GQA's programs have ~1,300 shapes; cleared when full (it only saves memory)
-
-
-def _kept_shape(shape: "Shape", predicates: tuple) -> tuple:
-    """``(key, positions)``: the positions of the binary predicates among the program's
-    (``()``: none), what a program keeps to make its shape again without walking
-    (:func:`_shape_again`). The positions depend on the key alone (the key orders the nodes, and
-    each node's new predicates are numbered as unary or binary by its kind, not by their arity),
-    so one object serves every program of a shape. Called only when no predicate is both unary
-    and binary."""
-    known = _SHAPE_KEYS.get(shape.key)
-    if known is None:
-        if len(_SHAPE_KEYS) >= _SHAPE_KEYS_MAX:
-            _SHAPE_KEYS.clear()
-        binary = set(shape.binary)
-        positions = tuple([i for i, p in enumerate(predicates) if p in binary]) if binary else ()
-        known = _SHAPE_KEYS[shape.key] = (shape.key, positions)
-    return known
-
-
-def _shape_again(kept: tuple, predicates: tuple) -> "Shape":
-    """The walk's :class:`Shape` again, from what :func:`_kept_shape` kept and the predicates in
-    order of first use (the walk numbers the unary and the binary ones apart, in that order)."""
-    key, positions = kept
-    if not positions:
-        return Shape(key, predicates, ())
-    unary, start = [], 0
-    for i in positions:  # a few binary predicates among up to 1,232 unary ones: slices, in C
-        unary.extend(predicates[start:i])
-        start = i + 1
-    unary.extend(predicates[start:])
-    return Shape(key, tuple(unary), tuple([predicates[i] for i in positions]))
-
-
-def _keys_of(predicates: tuple) -> dict:
-    """``dict.fromkeys(predicates)``, once a tuple (:func:`_by_identity`): a dict's keys go into
-    another dict without being hashed again."""
-    return _by_identity(_TUPLE_KEYS, predicates, dict.fromkeys)
 
 
 def number_predicates(index: dict, predicates: tuple) -> range | tuple[int, ...]:
@@ -936,7 +886,7 @@ def number_predicates(index: dict, predicates: tuple) -> range | tuple[int, ...]
     numbered after the others in order of first use; in C, since an open question lists up to
     1,232 predicates. Written one way only (what a shape's key compares): a run of consecutive
     numbers as a ``range``, any other sequence as a tuple."""
-    keys = _keys_of(predicates)
+    keys = dict.fromkeys(predicates)
     base, k = len(index), len(predicates)
     if len(keys) == k and keys.keys().isdisjoint(index.keys()):  # all new (the usual case)
         index.update(zip(keys, range(base, base + k)))
@@ -1010,7 +960,7 @@ def _walk(program: "Program") -> _Walk:
                     stack.extend(reversed(pending))
                     continue
                 if kind is AggregateEach:
-                    used.update(_keys_of(node.predicates))
+                    used.update(dict.fromkeys(node.predicates))
                     entry = (AggregateEach, node.quantifier, node.negate, position[id(node.input)],
                              number_predicates(unary, node.predicates))
                 elif kind is Conjoin:
@@ -1042,13 +992,72 @@ def _walk(program: "Program") -> _Walk:
                 key.append(entry)
             position[id(node)] = at
     if not known:
-        return _Walk(tuple(order), tuple(used), None, _Hashed._structural_hash(program))
+        return _Walk(tuple(order), tuple(used), None)
     key.append((tuple([position[id(c)] for c in program.candidates]),
                 position[id(program.focus)] if program.focus is not None else -1))
-    shape = Shape(tuple(key), tuple(unary), tuple(binary))
-    # equal programs have equal shapes and predicates: a hash of these is a structural hash,
-    # made in C (hashing node by node, in Python, cost more than the walk)
-    return _Walk(tuple(order), tuple(used), shape, hash((shape, program.labels)))
+    return _Walk(tuple(order), tuple(used), Shape(tuple(key), tuple(unary), tuple(binary)))
+
+
+def _rebuilt(shape: Shape, like: _Walk, unary: dict, binary: dict) -> _Walk:
+    """``like`` (a walk of ``shape``) with the predicates at local numbers ``unary`` and ``binary``
+    replaced: its nodes made again from the key where they use a replaced predicate or stand on
+    a node made again, kept otherwise (the inverse of :func:`_walk`, which a property test checks)."""
+    all_unary, all_binary = list(shape.unary), list(shape.binary)
+    for i, p in unary.items():
+        all_unary[i] = p
+    for i, p in binary.items():
+        all_binary[i] = p
+    predicates = list(like.predicates)
+    find = like.predicates.index  # a scan in C: a few replaced among up to 1,232 (hashing each cost more)
+    for i, p in unary.items():
+        predicates[find(shape.unary[i])] = p
+    for i, p in binary.items():
+        predicates[find(shape.binary[i])] = p
+    nodes: list = []
+    new: list = []  # whether each node was made again
+    # the nodes are made unchecked: their parts are the checked program's, or predicates in its places
+    for entry, old in zip(shape.key, like.nodes):
+        kind = entry[0]
+        if kind is Filter:
+            again = entry[1] in unary or new[entry[2]]
+            node = Filter.unchecked(all_unary[entry[1]], nodes[entry[2]]) if again else old
+        elif kind is Aggregate:
+            again = new[entry[2]]
+            node = Aggregate.unchecked(entry[1], nodes[entry[2]]) if again else old
+        elif kind is Relate:
+            again = new[entry[2]] or any(p in binary for p, _ in entry[3])
+            node = Relate.unchecked(tuple([Atom.unchecked(all_binary[p], reverse) for p, reverse in entry[3]]),
+                                    entry[1], nodes[entry[2]]) if again else old
+        elif kind is Neg:
+            again = new[entry[1]]
+            node = Neg.unchecked(nodes[entry[1]]) if again else old
+        elif kind is Top:
+            again, node = False, old
+        elif kind is AggregateEach:
+            numbers = entry[4]
+            again = new[entry[3]] or any(i in numbers for i in unary)
+            node = AggregateEach.unchecked(entry[1], (tuple(all_unary[numbers.start:numbers.stop]) if type(numbers) is range
+                                                      else tuple([all_unary[i] for i in numbers])),
+                                           nodes[entry[3]], entry[2]) if again else old
+        elif kind is Conjoin or kind is Pairwise:
+            again = new[entry[1]] or new[entry[2]]
+            node = kind.unchecked(nodes[entry[1]], nodes[entry[2]]) if again else old
+        elif kind is AnyOfGroups:
+            again = new[entry[1]]
+            node = AnyOfGroups.unchecked(nodes[entry[1]], entry[2]) if again else old
+        elif kind is AnyOf or kind is AllOf:
+            again = new[entry[1]]
+            node = kind.unchecked(nodes[entry[1]]) if again else old
+        elif kind is AllSame:
+            again = new[entry[2]] or new[entry[3]]
+            node = AllSame.unchecked(nodes[entry[2]].predicates, nodes[entry[3]]) if again else old
+        else:  # Not, And, Or
+            again = any(new[i] for i in entry[1])
+            node = ((Not.unchecked(nodes[entry[1][0]]) if kind is Not else kind.unchecked(tuple([nodes[i] for i in entry[1]])))
+                    if again else old)
+        nodes.append(node)
+        new.append(again)
+    return _Walk(tuple(nodes), tuple(predicates), Shape(shape.key, tuple(all_unary), tuple(all_binary)))
 
 
 # --- structural read-once analysis ------------------------------------------------------

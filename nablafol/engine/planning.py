@@ -192,9 +192,10 @@ class ProgramPlan:
 
     @classmethod
     def of(cls, program: Program) -> "ProgramPlan":
+        """``program``'s plan, built anew (an engine keeps plans by shape: ``Registry``)."""
         if not isinstance(program, Program):
             raise ProgramStructureError(f"expected a nablafol.ir.Program, got {type(program).__name__} {program!r:.60}")
-        return memo(program, "_plan", lambda: cls._build(program))
+        return cls._build(program)
 
     @classmethod
     def _build(cls, program: Program) -> "ProgramPlan":
@@ -347,34 +348,25 @@ def _stack_pairs(edges: list) -> np.ndarray:
 
 
 class _Shape:
-    """A program with its predicates written as local ids, numbered as :meth:`ProgramPlan._build`
-    numbers them (unary and binary, in node order): programs of one shape have one plan up to
-    their predicates, so a plan is built once per shape. Hashed and compared by ``key`` alone;
-    ``program`` is the one a plan is built from, ``unary``/``binary`` its predicates by local id."""
+    """A program's shape as a cache key (``Program.shape().key``: its nodes with their predicates
+    as local ids, numbered as :meth:`ProgramPlan._build` numbers them): programs of one shape have
+    one plan up to their predicates. Hashed and compared by ``key`` alone; ``program`` is the one a
+    plan is built from when the shape is new."""
 
-    __slots__ = ("key", "program", "unary", "binary", "_hash")
+    __slots__ = ("key", "program", "_hash")
 
-    def __init__(self, key: tuple, program: Program, unary: tuple, binary: tuple):
-        self.key, self.program, self.unary, self.binary = key, program, unary, binary
+    def __init__(self, key: tuple, program: Program):
+        self.key, self.program = key, program
         self._hash = hash(key)
 
     def __hash__(self) -> int:
         return self._hash
 
     def __eq__(self, other) -> bool:
-        return isinstance(other, _Shape) and self.key == other.key
+        return isinstance(other, _Shape) and (self.key is other.key or self.key == other.key)
 
     def plan(self) -> ProgramPlan:
         return ProgramPlan._build(self.program)
-
-    @classmethod
-    def of(cls, program: Program) -> "_Shape | None":
-        # every field _build reads, node by node (Program.shape: children by position in the
-        # node order, predicates by local number, numbered as _build numbers them)
-        shape = program.shape()
-        if shape is None:  # a subclass or an unknown node: no shape, the program is planned alone
-            return None
-        return cls(shape.key, program, shape.unary, shape.binary)
 
 
 # --- a batch of programs, as sorted index arrays ----------------------------------------
@@ -453,27 +445,24 @@ def _padded(owner: np.ndarray, values: np.ndarray, n_rows: int, fill: int) -> np
     return out
 
 
-#: Packed programs an engine keeps, the most recently used, bounded by their summed rows
-#: (caching rule 2: nablafol.caching): a GQA validation run meets ~73,000 distinct programs, nearly
-#: all of ~20 rows, and a few thousand open questions of ~2,500 rows each (a block per candidate):
-#: a count bound that holds the small ones held the open ones too (most of an eval's memory)
-PACKED_ROWS = 1 << 21
-_PACK_OVERHEAD_ROWS = 16  # the arrays and objects of a pack weigh about this many rows
-#: Plans of program shapes an engine keeps (most recently used, bounded by their rows)
-SHAPE_ROWS = 1 << 20
+#: Plans of program shapes an engine keeps, the most recently used, bounded by their summed rows
+#: (caching rule 2: nablafol.caching). GQA's validation set has ~1,300 shapes for ~66,000 distinct
+#: programs, nearly all of ~20 rows, and a few hundred open ones of ~2,500 rows each (a block per
+#: candidate): a count bound that held the small ones would hold the open ones too.
+SHAPE_ROWS = 1 << 21
+_PACK_OVERHEAD_ROWS = 16  # the arrays and objects of a plan weigh about this many rows
 #: Whole plans of one-program batches an engine keeps (a model calling it one question at a time)
 SINGLE_PLANS = 1 << 10
 
 
 class Registry:
-    """Predicate -> small int, per engine, and the programs packed with those ids (kept here,
-    since they depend on this registry's ids)."""
+    """Predicate -> small int, per engine, and the plans of the program shapes it met (kept here:
+    a program is packed from its shape's plan and these ids)."""
 
-    def __init__(self, cache_rows: int = PACKED_ROWS):
+    def __init__(self, cache_rows: int = SHAPE_ROWS):
         self.ids: dict[Predicate, int] = {}
         self.predicates: list[Predicate] = []
-        self._packed = weighted_cache(self._pack, cache_rows, _Packed.weight)
-        self._shaped = weighted_cache(_Shape.plan, SHAPE_ROWS, ProgramPlan.weight)
+        self._shaped = weighted_cache(_Shape.plan, cache_rows, ProgramPlan.weight)
         self._single = bounded_cache(self._single_plan, SINGLE_PLANS)
 
     def single(self, program: Program, scene: int) -> "BatchPlan":
@@ -487,20 +476,14 @@ class Registry:
         return build_batch_plan([program], np.array([scene], dtype=np.int64), self)
 
     def packed(self, program: Program) -> "_Packed":
-        """``program``'s plan as row matrices with this engine's predicate ids."""
+        """``program``'s plan as row matrices with this engine's predicate ids: its shape's plan
+        (built once a shape), with the ids of the predicates that fill the shape in. A program with
+        a node of a kind the shape does not know is packed from its own plan."""
         if not isinstance(program, Program):
             ProgramPlan.of(program)  # raises, naming what it was given
-        packed = self._packed(program)
-        program.release_shape()  # a look-up that found an equal program's pack never took it
-        return packed
-
-    def _pack(self, program: Program) -> "_Packed":
-        # the plan is built for packing only, not kept: the packed rows are all a batch needs;
-        # programs of one shape (GQA: ~1,700 shapes for ~73,000 programs) share one plan
-        # (a program with a node of a kind the shape does not know is packed from its own plan)
-        shape = _Shape.of(program)
+        shape = program.shape()
         if shape is not None:
-            return _Packed.of(self._shaped(shape), self._ids(shape.unary + shape.binary))
+            return _Packed.of(self._shaped(_Shape(shape.key, program)), self._ids(shape.unary + shape.binary))
         plan = ProgramPlan._build(program)
         return _Packed.of(plan, self._ids(plan.unary + plan.binary))
 
@@ -531,7 +514,6 @@ class _Packed(NamedTuple):
     candidates: np.ndarray
     focus: int
     grounding: GroundingRows
-    rows: int  # its weight (_weight), its plan's
     ids: np.ndarray  # engine-wide id of each local predicate, unary then binary
     n_unary: int
 
@@ -539,11 +521,7 @@ class _Packed(NamedTuple):
     def of(cls, plan: ProgramPlan, ids: np.ndarray) -> "_Packed":
         """``plan`` with the engine-wide ``ids`` of its unary predicates, then of its binary ones."""
         v, a, s, e = plan._tables
-        return cls(v, a, s, e, plan.candidates, plan.focus, plan.grounding, plan.weight(), ids, len(plan.unary))
-
-    def weight(self) -> int:
-        """What keeping it costs, in rows (:func:`_weight`: its plan's)."""
-        return self.rows
+        return cls(v, a, s, e, plan.candidates, plan.focus, plan.grounding, ids, len(plan.unary))
 
 
 _GROUNDING_ARRAYS = tuple(f.name for f in fields(GroundingRows))  # once: dataclasses.fields is slow

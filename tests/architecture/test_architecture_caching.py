@@ -56,21 +56,28 @@ def test_a_weighted_cache_keeps_the_most_recent_results_within_its_budget():
     assert cached.cache_info() == (0, 0, 10, 0)
 
 
-def test_an_engine_keeps_packed_programs_by_their_rows_not_their_number():
-    from nablafol.engine.planning import Registry
+def test_an_engine_keeps_plans_of_shapes_by_their_rows_not_their_number():
+    from nablafol.engine.planning import ProgramPlan, Registry
     from nablafol.ir import Aggregate, AggregateEach, Filter, Predicate, Program, Quantifier, Top
     names = tuple(Predicate(f"n{i}") for i in range(300))
-    small = [Program.yes_no(Aggregate(Quantifier.EXISTS, Filter(Predicate(f"s{i}"), Top()))) for i in range(40)]
-    big = [Program((AggregateEach(Quantifier.EXISTS, names, Filter(Predicate(f"b{i}"), Top())),),
-                   tuple(p.name for p in names)) for i in range(10)]
-    heavy, light = Registry().packed(big[0]).weight(), Registry().packed(small[0]).weight()
-    assert heavy > 20 * light
-    registry = Registry(cache_rows=heavy + 5 * light)  # one open program and five yes/no ones
+
+    def chain(k):  # k filters: one shape a length
+        node = Top()
+        for i in range(k):
+            node = Filter(Predicate(f"s{i}"), node)
+        return node
+    small = [Program.yes_no(Aggregate(Quantifier.EXISTS, chain(k))) for k in range(1, 41)]
+    big = [Program((AggregateEach(Quantifier.EXISTS, names, chain(k)),), tuple(p.name for p in names))
+           for k in range(1, 11)]
+    weight = {id(p): ProgramPlan.of(p).weight() for p in small + big}
+    heavy, light = max(weight[id(p)] for p in big), sum(weight[id(p)] for p in small[:5])
+    assert heavy > 2 * light
+    registry = Registry(cache_rows=heavy + light)  # one open program's shape and five yes/no ones
     for program in small + big:
         registry.packed(program)
-    assert registry._packed.cache_info().currsize == 1  # the last open program pushed out the rest
+    assert registry._shaped.cache_info().currsize == 1  # the last open shape pushed out the rest
     registry.packed(big[-1])
-    assert registry._packed.cache_info().hits == 1
+    assert registry._shaped.cache_info().hits == 1
     for program in small[:5]:
         registry.packed(program)
-    assert registry._packed.cache_info().currsize == 6
+    assert registry._shaped.cache_info().currsize == 6

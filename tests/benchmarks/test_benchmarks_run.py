@@ -134,13 +134,13 @@ def test_the_eval_is_timed_in_two_passes_over_one_set():
     questions = json.loads((fixtures / "val_balanced_questions.json").read_text())
     distinct = {json.dumps(q["semantic"]) for q in questions.values()}
     assert 0 < t["programs"] <= len(distinct)
-    assert t["packs"][0] > 0 and t["packs"][1] >= 0  # packs made in each pass (counted, not timed)
+    assert t["plans"][0] > 0 and t["plans"][1] >= 0  # shapes planned in each pass (counted, not timed)
     assert all(t[k] > 0 for k in ("import_s", "read_s", "first_pass_s", "second_pass_s"))
     eval_row = {"questions": len(questions), "scenes": 1, "objects_per_scene": 1.0, "relations_per_object": 1.0,
                 "eval_s": 1.0, "eval_cpu_s": 1.0, "eval_peak_pss_mb": 1, "eval_peak_rss_mb": 1, "read_s": 0.5,
                 "read_peak_rss_mb": 1.0, "eval_over_read": 2.0, "passes": t}
     printed = bench_limits.eval_lines(eval_row)
     assert len(printed) == 2 and f"{t['programs']:,} programs met for the first time" in printed[1]
-    assert f"programs packed {t['packs'][0]:,} then {t['packs'][1]:,} times" in printed[1]
+    assert f"shapes planned {t['plans'][0]:,} then {t['plans'][1]:,} times" in printed[1]
     older = {k: v for k, v in eval_row.items() if k != "passes"}  # a run's JSON from before the two passes
     assert len(bench_limits.eval_lines(older)) == 1

@@ -10,7 +10,7 @@ import pytest
 
 from engine_helpers import run_engine
 from nablafol.engine import Engine
-from nablafol.engine.planning import ProgramPlan, Registry, _Shape
+from nablafol.engine.planning import ProgramPlan, Registry
 from nablafol.ir import (AggregateEach, And, Aggregate, AnyOfGroups, Atom, Conjoin, Filter, Node, Not, Or, Pairwise,
                          Predicate, Program, Quantifier, Relate, Top)
 from nablafol.testing.strategies import default_vocabulary, programs, tables_for
@@ -115,8 +115,8 @@ def test_a_program_planned_from_its_shape_is_packed_as_if_planned_alone(program,
     shared.packed(program)  # the shape's plan is built from `program`
     alone = Registry()
     assert packed_with_predicates(shared, other) == packed_with_predicates(alone, other)
-    assert (_Shape.of(other) == _Shape.of(program)) == (len(set(rename[p] for p in program.predicates()))
-                                                      == len(program.predicates()))
+    assert (other.shape().key == program.shape().key) == (len(set(rename[p] for p in program.predicates()))
+                                                          == len(program.predicates()))
 
 
 @pytest.mark.slow
@@ -172,7 +172,7 @@ def test_a_program_with_a_node_of_a_subclass_is_planned_alone():
                               Aggregate(Quantifier.EXISTS, Filter(p, Top())))))
     plain = Program.yes_no(And((Aggregate(Quantifier.EXISTS, Filter(p, Top())), Aggregate(Quantifier.EXISTS, Filter(q, Top())),
                                 Aggregate(Quantifier.EXISTS, Filter(p, Top())))))
-    assert _Shape.of(odd) is None
+    assert odd.shape() is None
     shared = Registry()
     shared.packed(plain)
     assert packed_with_predicates(shared, odd) == packed_with_predicates(Registry(), odd)

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from nablafol.ir import (Aggregate, AggregateEach, And, AnyOf, Conjoin, Filter, Neg, Not, Pairwise, Predicate, Program,
                          Quantifier, Relate, Top, Truths, number_predicates)
 from nablafol.testing.strategies import default_vocabulary, programs
+from test_engine_shapes import renamed
 
 UNARY, BINARY = default_vocabulary(n_unary=4, n_binary=3)
 E = Quantifier.EXISTS
@@ -144,29 +145,6 @@ def test_equal_programs_hash_equal_whichever_walk_made_the_hash(program, picks, 
     assert again == program and hash(again) == hash(program) and {program: 1}[again] == 1
 
 
-def test_the_shape_is_kept_only_until_planning_takes_it():
-    from nablafol.engine.planning import Registry
-    program = Program.yes_no(Aggregate(E, Filter(UNARY[0], Relate.of(BINARY[0], E, Top()))))
-    program.predicates()  # the walk made the shape too
-    assert program.__dict__.get("_shape") is not None
-    Registry().packed(program)
-    assert "_shape" not in program.__dict__  # taken: a shape weighs as much as the predicates
-    assert program.shape() == program.shape() and "_shape" not in program.__dict__
-
-
-def test_an_equal_program_served_from_the_cache_keeps_no_shape_either():
-    import copy
-
-    from nablafol.engine.planning import Registry
-    program = Program.yes_no(Aggregate(E, Filter(UNARY[0], Relate.of(BINARY[0], E, Top()))))
-    registry = Registry()
-    registry.packed(program)
-    twin = copy.deepcopy(program)
-    hash(twin)  # the walk keeps its shape for packing; the pack comes from the cache instead
-    registry.packed(twin)
-    assert "_shape" not in twin.__dict__
-
-
 def walks_counted(monkeypatch) -> list:
     """The programs ``nablafol.ir._walk`` is called on, from now on."""
     import nablafol.ir as ir
@@ -175,8 +153,32 @@ def walks_counted(monkeypatch) -> list:
     return walked
 
 
-@given(programs(UNARY, BINARY, max_depth=4), st.lists(st.integers(0, 5), max_size=2), st.integers(-1, 8))
-def test_a_shape_asked_for_again_is_the_walks_without_a_walk(program, picks, focus):
+def test_a_program_is_walked_once_whatever_is_asked_of_it(monkeypatch):
+    program = Program.yes_no(Aggregate(E, Filter(UNARY[0], Relate.of(BINARY[0], E, Top()))))
+    walked = walks_counted(monkeypatch)
+    program.predicates(), program.shape(), tuple(program.nodes()), hash(program), program.shape()
+    assert walked == [program]
+    assert "_walk" in vars(program) and not {"_nodes", "_predicates", "_shape", "_shape_key"} & set(vars(program))
+
+
+def test_a_predicate_both_unary_and_binary_is_numbered_in_both_roles():
+    # made unchecked, as only a compiler with parts of the right arity may: the walk numbers the one
+    # predicate twice, once a role
+    from nablafol.ir import Atom
+    odd = Predicate("odd", arity=2)
+    program = Program.yes_no(Aggregate(E, Filter.unchecked(odd, Relate.unchecked((Atom.unchecked(odd, False),), E, Top()))))
+    assert program.shape().unary == program.shape().binary == (odd,) and program.predicates() == (odd,)
+
+
+def injective_renamings():
+    """A renaming of the vocabulary that keeps every program's shape: one to one, arity kept."""
+    return st.tuples(st.permutations(UNARY), st.permutations(BINARY)).map(
+        lambda t: {**dict(zip(UNARY, t[0])), **dict(zip(BINARY, t[1]))})
+
+
+@given(programs(UNARY, BINARY, max_depth=4), st.lists(st.integers(0, 5), max_size=2), st.integers(-1, 8),
+       injective_renamings(), st.data())
+def test_a_refilled_program_is_the_program_with_those_predicates_without_a_walk(program, picks, focus, rename, data):
     import pytest
 
     from nablafol.ir import Attention
@@ -184,55 +186,22 @@ def test_a_shape_asked_for_again_is_the_walks_without_a_walk(program, picks, foc
     attentions = [n for n in program.nodes() if isinstance(n, Attention)]
     if focus >= 0 and attentions:  # a focus: one more root, walked after the candidates
         program = Program(program.candidates, program.labels, attentions[focus % len(attentions)])
-    program = copy.deepcopy(program)  # nothing kept from the walk above
-    fresh = copy.deepcopy(program)
-    program.shape()  # walked; the shape taken, as packing takes it
+    shape = program.shape()
+    # some of the local numbers given other predicates (the others keep theirs, as a compiler's
+    # constants do), renamed one to one: the shape is kept
+    unary = {i: rename[p] for i, p in enumerate(shape.unary) if data.draw(st.booleans())}
+    binary = {i: rename[p] for i, p in enumerate(shape.binary) if data.draw(st.booleans())}
+    kept = {**{shape.unary[i]: p for i, p in unary.items()}, **{shape.binary[i]: p for i, p in binary.items()}}
+    expected = renamed(program, {p: kept.get(p, p) for p in UNARY + BINARY})
+    if len(set(kept.get(p, p) for p in program.predicates())) < len(program.predicates()):
+        return  # two predicates made one: not a refill (the caller keeps the shape)
     with pytest.MonkeyPatch.context() as patch:
         walked = walks_counted(patch)
-        again = program.shape()
+        got = program.refilled(unary, binary)
+        made = tuple(got.nodes()), got.predicates(), got.shape()
         assert walked == []
-    assert again == fresh.shape()  # key, unary and binary predicates: what a fresh walk gives
-
-
-def test_programs_of_one_shape_keep_one_object_of_it():
-    p, q, r = UNARY[:3]
-    one = Program.yes_no(Aggregate(E, Filter(p, Relate.of(BINARY[0], E, Filter(q, Top())))))
-    two = Program.yes_no(Aggregate(E, Filter(r, Relate.of(BINARY[1], E, Filter(p, Top())))))
-    one.shape(), two.shape()
-    assert one.__dict__["_shape_key"] is two.__dict__["_shape_key"]
-
-
-def test_a_predicate_both_unary_and_binary_keeps_no_shape_and_is_walked_again(monkeypatch):
-    # made unchecked, as only a compiler with parts of the right arity may: the walk numbers the one
-    # predicate twice, which its predicates in order of first use cannot tell again
-    from nablafol.ir import Atom
-    odd = Predicate("odd", arity=2)
-    program = Program.yes_no(Aggregate(E, Filter.unchecked(odd, Relate.unchecked((Atom.unchecked(odd, False),), E, Top()))))
-    first = program.shape()
-    assert first.unary == first.binary == (odd,) and "_shape_key" not in program.__dict__
-    walked = walks_counted(monkeypatch)
-    assert program.shape() == first and walked == [program]
-
-
-def test_a_shape_is_made_again_by_the_nodes_kinds_not_the_predicates_arities(monkeypatch):
-    # unchecked parts of the wrong arity, no predicate in both roles: the unary one is the Filter's
-    import nablafol.ir as ir
-    from nablafol.ir import Atom
-    monkeypatch.setattr(ir, "_SHAPE_KEYS", {})  # the shape's kept positions made from this program
-    two, one = Predicate("two", arity=2), Predicate("one")
-    program = Program.yes_no(Aggregate(E, Filter.unchecked(two, Relate.unchecked((Atom.unchecked(one, False),), E, Top()))))
-    fresh = copy.deepcopy(program)
-    program.shape()
-    again = program.shape()
-    assert again == fresh.shape() and again.unary == (two,) and again.binary == (one,)
-
-
-def test_a_program_packed_again_after_its_pack_was_evicted_is_not_walked_again(monkeypatch):
-    from nablafol.engine.planning import Registry
-    registry = Registry(cache_rows=1)  # room for no pack: each is evicted at once
-    program = Program.yes_no(Aggregate(E, Filter(UNARY[0], Relate.of(BINARY[0], E, Top()))))
-    first = registry.packed(program)
-    walked = walks_counted(monkeypatch)
-    again = registry.packed(program)
-    assert walked == [] and again is not first
-    assert all((x == y).all() for x, y in zip(first[:4], again[:4])) and (first.ids == again.ids).all()
+    fresh = copy.deepcopy(expected)
+    assert got == expected and hash(got) == hash(fresh)
+    assert made == (tuple(fresh.nodes()), fresh.predicates(), fresh.shape())
+    if not unary and not binary:  # nothing replaced: the program's own nodes
+        assert all(a is b for a, b in zip(made[0], program.nodes()))
