@@ -147,17 +147,33 @@ def _check(value, kind, where):
         raise ProgramStructureError(f"{where}: expected {name}, got {type(value).__name__} {value!r:.60}")
 
 
-@dataclass(frozen=True, eq=True)
+def _check_all(values, kind, where, item):
+    """A non-empty tuple of ``kind``."""
+    if not isinstance(values, tuple) or not values:
+        raise ProgramStructureError(f"{where} needs a non-empty tuple of {kind.__name__}")
+    for v in values:
+        _check(v, kind, f"{where} {item}")
+
+
+def _node(cls):
+    """A node class as a frozen dataclass, hashed once by :class:`_Hashed` unless it hashes itself."""
+    own_hash = "__hash__" in vars(cls)
+    cls = dataclass(frozen=True, eq=True)(cls)
+    if not own_hash:
+        cls.__hash__ = _Hashed.__hash__
+    cls.unchecked = cls  # the constructor, checks included: the name the compiler still calls it by
+    return cls
+
+
+@_node
 class Top(Attention):
     """``⊤``: the all-ones attention (Lemma 3.2)."""
 
     def term(self) -> str:
         return "1"
 
-    __hash__ = _Hashed.__hash__
 
-
-@dataclass(frozen=True, eq=True)
+@_node
 class Filter(Attention):
     """``Filter_π[α] = α ⊙ α(π | X)``: ``π(X) ∧ F(X)``."""
 
@@ -176,10 +192,8 @@ class Filter(Attention):
     def term(self) -> str:
         return f"Filter_{self.predicate}[{self.input.term()}]"
 
-    __hash__ = _Hashed.__hash__
 
-
-@dataclass(frozen=True, eq=True)
+@_node
 class Neg(Attention):
     """``Neg[α] = 1 - α``: ``¬F(X)``."""
 
@@ -194,10 +208,8 @@ class Neg(Attention):
     def term(self) -> str:
         return f"Neg[{self.input.term()}]"
 
-    __hash__ = _Hashed.__hash__
 
-
-@dataclass(frozen=True, eq=True)
+@_node
 class Atom(_Hashed):
     """One binary predicate of a relate: ``π(X, Y)``, or ``π(Y, X)`` when ``reverse``.
 
@@ -219,10 +231,8 @@ class Atom(_Hashed):
         a, b = (y, x) if self.reverse else (x, y)
         return f"{self.predicate}({a}, {b})"
 
-    __hash__ = _Hashed.__hash__
 
-
-@dataclass(frozen=True, eq=True)
+@_node
 class Relate(Attention):
     """``Relate_{Π,q}[α_Y] = (⊙_{π∈Π} α(π | X, Y)) ×_q α_Y``: ``q Y: ∧Π(X, Y) ∧ G(Y)``."""
 
@@ -231,10 +241,7 @@ class Relate(Attention):
     input: Attention
 
     def __post_init__(self):
-        if not isinstance(self.atoms, tuple) or not self.atoms:
-            raise ProgramStructureError("Relate needs a non-empty tuple of Atom")
-        for a in self.atoms:
-            _check(a, Atom, "Relate atom")
+        _check_all(self.atoms, Atom, "Relate", "atom")
         _check(self.quantifier, Quantifier, "Relate quantifier")
         _check(self.input, Attention, "Relate input")
 
@@ -250,10 +257,8 @@ class Relate(Attention):
         rel = "∧".join(str(a) for a in self.atoms)
         return f"Relate_{{{rel},{self.quantifier.symbol}}}[{self.input.term()}]"
 
-    __hash__ = _Hashed.__hash__
 
-
-@dataclass(frozen=True, eq=True)
+@_node
 class Conjoin(Attention):
     """``α ⊙ β``: two formulas on the same variable, ``F(X) ∧ G(X)``."""
 
@@ -270,10 +275,8 @@ class Conjoin(Attention):
     def term(self) -> str:
         return f"({self.left.term()} ⊙ {self.right.term()})"
 
-    __hash__ = _Hashed.__hash__
 
-
-@dataclass(frozen=True, eq=True)
+@_node
 class Aggregate(Truth):
     """``A_q(α)``: quantify the attention's variable away (Lemma 3.1)."""
 
@@ -289,8 +292,6 @@ class Aggregate(Truth):
 
     def term(self) -> str:
         return f"A_{self.quantifier.symbol}({self.input.term()})"
-
-    __hash__ = _Hashed.__hash__
 
 
 class Truths(Node):
@@ -318,6 +319,9 @@ class Truths(Node):
     def generic(self) -> Truth:
         """The k-th truth with the predicate written as ``π`` (for printing)."""
         raise NotImplementedError
+
+    def term(self) -> str:
+        return self.generic().term()
 
 
 _KNOWN_TUPLES: dict = {}  # id -> (tuple of unary predicates already checked, its hash); keeps them alive
@@ -359,7 +363,7 @@ def _checked_hash(predicates, where) -> int:
 _arity = operator.itemgetter(1)  # Predicate is a (name, arity, kind) tuple
 
 
-@dataclass(frozen=True, eq=True)
+@_node
 class AggregateEach(Truths):
     """``[A_q(Filter_π[α]) for π in predicates]`` (``negate``: ``[A_q(α ⊙ Neg[Filter_π[1]])]``).
 
@@ -395,11 +399,8 @@ class AggregateEach(Truths):
     def generic(self) -> Truth:
         return self._one(_PI)
 
-    def term(self) -> str:
-        return self.generic().term()
 
-
-@dataclass(frozen=True, eq=True)
+@_node
 class Pairwise(Truths):
     """``[a_k ∧ b_k]``: the truths of two :class:`AggregateEach` over the same predicates, paired.
 
@@ -429,16 +430,11 @@ class Pairwise(Truths):
     def generic(self) -> Truth:
         return And((self.left.generic(), self.right.generic()))
 
-    def term(self) -> str:
-        return self.generic().term()
-
-    __hash__ = _Hashed.__hash__
-
 
 _PER_PREDICATE = (AggregateEach, Pairwise)  # Truths with one truth per predicate
 
 
-@dataclass(frozen=True, eq=True)
+@_node
 class AnyOfGroups(Truths):
     """``[∨_{k ∈ g} t_k for each group g]``: the truths of ``each`` cut, in order, into
     consecutive groups of ``sizes``, one disjunction per group (``1 - Π(1 - t_k)``).
@@ -491,10 +487,8 @@ class AnyOfGroups(Truths):
     def term(self) -> str:
         return f"∨_{{π ∈ T}} {self.each.term()}"
 
-    __hash__ = _Hashed.__hash__
 
-
-@dataclass(frozen=True, eq=True)
+@_node
 class Not(Truth):
     """``1 - s``."""
 
@@ -509,49 +503,37 @@ class Not(Truth):
     def term(self) -> str:
         return f"¬{self.input.term()}"
 
-    __hash__ = _Hashed.__hash__
+
+class _Junction(Truth):
+    """Independent closed formulas joined by :attr:`symbol`."""
+
+    inputs: tuple[Truth, ...]
+    symbol = ""
+
+    def __post_init__(self):
+        _check_all(self.inputs, Truth, type(self).__name__, "input")
+
+    def children(self):
+        return self.inputs
+
+    def term(self) -> str:
+        return "(" + f" {self.symbol} ".join(t.term() for t in self.inputs) + ")"
 
 
-@dataclass(frozen=True, eq=True)
-class And(Truth):
+@_node
+class And(_Junction):
     """``Π s_k``: all of independent closed formulas."""
 
     inputs: tuple[Truth, ...]
-
-    def __post_init__(self):
-        if not isinstance(self.inputs, tuple) or not self.inputs:
-            raise ProgramStructureError("And needs a non-empty tuple of Truth")
-        for t in self.inputs:
-            _check(t, Truth, "And input")
-
-    def children(self):
-        return self.inputs
-
-    def term(self) -> str:
-        return "(" + " ∧ ".join(t.term() for t in self.inputs) + ")"
-
-    __hash__ = _Hashed.__hash__
+    symbol = "∧"
 
 
-@dataclass(frozen=True, eq=True)
-class Or(Truth):
+@_node
+class Or(_Junction):
     """``1 - Π (1 - s_k)``: any of independent closed formulas."""
 
     inputs: tuple[Truth, ...]
-
-    def __post_init__(self):
-        if not isinstance(self.inputs, tuple) or not self.inputs:
-            raise ProgramStructureError("Or needs a non-empty tuple of Truth")
-        for t in self.inputs:
-            _check(t, Truth, "Or input")
-
-    def children(self):
-        return self.inputs
-
-    def term(self) -> str:
-        return "(" + " ∨ ".join(t.term() for t in self.inputs) + ")"
-
-    __hash__ = _Hashed.__hash__
+    symbol = "∨"
 
 
 class Shorthand(Truth):
@@ -562,49 +544,42 @@ class Shorthand(Truth):
         raise NotImplementedError
 
 
-@dataclass(frozen=True, eq=True)
-class AnyOf(Shorthand):
+class _OfEach(Shorthand):
+    """One truth made of the truths of one :class:`Truths` node, joined by :attr:`junction`."""
+
+    each: Truths
+    junction = _Junction
+
+    def __post_init__(self):
+        _check(self.each, _PER_PREDICATE, f"{type(self).__name__} input")
+
+    def children(self):
+        return (self.each,)
+
+    def expanded(self) -> Truth:
+        return self.junction(self.each.truths())
+
+    def term(self) -> str:
+        return f"{self.junction.symbol}_{{π ∈ {_shown(self.each.predicates)}}} {self.each.term()}"
+
+
+@_node
+class AnyOf(_OfEach):
     """``∨_k t_k`` over the truths of one :class:`Truths` node (independent ones: ``1 - Π(1 - t_k)``)."""
 
     each: Truths
-
-    def __post_init__(self):
-        _check(self.each, _PER_PREDICATE, "AnyOf input")
-
-    def children(self):
-        return (self.each,)
-
-    def expanded(self) -> Truth:
-        return Or(self.each.truths())
-
-    def term(self) -> str:
-        return f"∨_{{π ∈ {_shown(self.each.predicates)}}} {self.each.term()}"
-
-    __hash__ = _Hashed.__hash__
+    junction = Or
 
 
-@dataclass(frozen=True, eq=True)
-class AllOf(Shorthand):
+@_node
+class AllOf(_OfEach):
     """``∧_k t_k`` over the truths of one :class:`Truths` node (``Π t_k``)."""
 
     each: Truths
-
-    def __post_init__(self):
-        _check(self.each, _PER_PREDICATE, "AllOf input")
-
-    def children(self):
-        return (self.each,)
-
-    def expanded(self) -> Truth:
-        return And(self.each.truths())
-
-    def term(self) -> str:
-        return f"∧_{{π ∈ {_shown(self.each.predicates)}}} {self.each.term()}"
-
-    __hash__ = _Hashed.__hash__
+    junction = And
 
 
-@dataclass(frozen=True, eq=True)
+@_node
 class AllSame(Shorthand):
     """``∃π ∈ T: ∀X: F(X) → π(X)``: every attended object has one same value ``π`` of
     ``predicates`` (true when no object is attended); GQA's one-input ``same``.
@@ -660,7 +635,7 @@ def _shown(predicates, limit: int = 6) -> str:
     return "{" + ", ".join(names[:limit]) + (f", … ({len(names)})" if len(names) > limit else "") + "}"
 
 
-@dataclass(frozen=True, eq=True)
+@_node
 class Program(_Hashed):
     """A question as DFOL: one yes/no truth (``labels is None``), or labelled candidates.
 
@@ -831,30 +806,6 @@ class Program(_Hashed):
             value = self._walked().hash
         return value
 
-
-# --- nodes from checked parts -----------------------------------------------------------
-# A compiler makes its nodes from parts it made itself (its predicates, its own nodes): the
-# constructor's checks, and a frozen dataclass's object.__setattr__ per field, cost it more
-# than the rest of translating. ``NodeClass.unchecked(*fields)`` (every field, in order) makes
-# the node the constructor makes (equal, same hash, same printing) without them. Nodes built by
-# hand go through the constructor, whose checks name what is wrong.
-
-
-def _unchecked_constructor(cls) -> staticmethod:
-    names = _field_names(cls)
-    # written out per class (as dataclasses write __init__): a loop over the names cost twice as much
-    source = (f"def unchecked({', '.join(names)}):\n    node = new(cls)\n    values = node.__dict__\n"
-              + "".join(f"    values[{n!r}] = {n}\n" for n in names) + "    return node\n")
-    namespace = {"new": object.__new__, "cls": cls}
-    exec(source, namespace)
-    function = namespace["unchecked"]
-    function.__doc__ = f"``{cls.__name__}(...)`` without its checks, for parts known to be valid (see above)."
-    return staticmethod(function)
-
-
-for _node_class in (Filter, Neg, Atom, Relate, Conjoin, Aggregate, AggregateEach, Pairwise, AnyOfGroups,
-                    Not, And, Or, AnyOf, AllOf, AllSame, Program):
-    _node_class.unchecked = _unchecked_constructor(_node_class)
 
 _PI = Predicate("π")  # stands for each predicate of an AggregateEach when printed
 

@@ -202,12 +202,20 @@ def test_programs_of_one_shape_keep_one_object_of_it():
     assert one.__dict__["_shape_key"] is two.__dict__["_shape_key"]
 
 
+def unchecked(cls, *values):
+    """A node of ``cls`` made without its constructor's checks, as unpickling makes one."""
+    import dataclasses
+    node = object.__new__(cls)
+    node.__dict__.update(zip((f.name for f in dataclasses.fields(cls)), values))
+    return node
+
+
 def test_a_predicate_both_unary_and_binary_keeps_no_shape_and_is_walked_again(monkeypatch):
-    # made unchecked, as only a compiler with parts of the right arity may: the walk numbers the one
+    # made without the constructors' checks (as unpickling does): the walk numbers the one
     # predicate twice, which its predicates in order of first use cannot tell again
     from nablafol.ir import Atom
     odd = Predicate("odd", arity=2)
-    program = Program.yes_no(Aggregate(E, Filter.unchecked(odd, Relate.unchecked((Atom.unchecked(odd, False),), E, Top()))))
+    program = Program.yes_no(Aggregate(E, unchecked(Filter, odd, unchecked(Relate, (Atom(odd, False),), E, Top()))))
     first = program.shape()
     assert first.unary == first.binary == (odd,) and "_shape_key" not in program.__dict__
     walked = walks_counted(monkeypatch)
@@ -220,7 +228,8 @@ def test_a_shape_is_made_again_by_the_nodes_kinds_not_the_predicates_arities(mon
     from nablafol.ir import Atom
     monkeypatch.setattr(ir, "_SHAPE_KEYS", {})  # the shape's kept positions made from this program
     two, one = Predicate("two", arity=2), Predicate("one")
-    program = Program.yes_no(Aggregate(E, Filter.unchecked(two, Relate.unchecked((Atom.unchecked(one, False),), E, Top()))))
+    program = Program.yes_no(Aggregate(E, unchecked(Filter, two, unchecked(Relate, (unchecked(Atom, one, False),), E,
+                                                                         Top()))))
     fresh = copy.deepcopy(program)
     program.shape()
     again = program.shape()
