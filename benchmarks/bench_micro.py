@@ -1,11 +1,17 @@
 """What a micro-optimisation is worth end to end: each figure with it and without it, side by side.
 
     python -m benchmarks.bench_micro allocator [--objects 36] [--batch 64] [--steps 4] [--pairs 3]
+    python -m benchmarks.bench_micro new-questions [--questions 1024 4096] [--repeats 5]
 
 ``allocator``: a training step of the neural oracle inside and outside
 ``nablafol.pipeline.allocator.keep_freed_memory`` (as ``nablafol train`` runs it). The block changes
 glibc's thresholds for the rest of a process, so each variant runs in a fresh process, the two
-alternating pair by pair; the figure is the median step of each process.
+alternating pair by pair; the figure is the median step of each process, in process CPU time
+(page faults count there, and other jobs on the machine do not).
+
+``new-questions``: the marginal CPU time per new question of GQA program text -> compiled program ->
+plan -> engine -> prediction (``bench_limits``' end-to-end figure, caches cold), as the code is and
+with each variant below swapped in, the variants alternating round by round in one process.
 
 A kept optimisation must save at least 5% of an end-to-end figure (``benchmarks/README.md``).
 """
@@ -37,9 +43,9 @@ def _training(scratch: Path, objects: int, batch: int, seed: int = 0):
 
     def step():
         b = [examples[i] for i in rng.choice(len(examples), size=min(batch, len(examples)), replace=False)]
-        start = time.perf_counter()
+        start = time.process_time()
         trainer._step(b)
-        return time.perf_counter() - start
+        return time.process_time() - start
 
     step()
     return step
@@ -74,9 +80,95 @@ def allocator(objects: int, batch: int, steps: int, pairs: int) -> dict:
             "median_plain_over_kept": statistics.median(r["plain_over_kept"] for r in rows)}
 
 
+# --- in one process: the end-to-end marginal cost of a new question, per variant ------------------
+
+def _new_question_work(count: int, seed: int = 0):
+    """``answer(k)``: the first ``k`` of ``count`` question texts compiled, planned and answered
+    by a new compiler and engine, over probabilistic scenes drawn beforehand."""
+    from nablafol.compiler import Compiler
+    from nablafol.engine import Engine
+    from nablafol.oracle import TableOracle
+
+    from .bench_limits import _question_texts
+    from .bench_problog import probabilistic_scene
+    rng = np.random.default_rng(seed)
+    texts = _question_texts(rng, count)
+    objects = rng.choice([3, 4, 5, 6, 8], size=count)
+    compiler = Compiler()
+    scenes = [{p: torch.as_tensor(v) for p, v in probabilistic_scene(rng, compiler.compile_text(t).program,
+                                                                        int(n)).items()}
+              for t, n in zip(texts, objects)]
+
+    def answer(k: int) -> None:
+        compiler, engine = Compiler(), Engine(validate=False)
+        programs = [compiler.compile_text(t).program for t in texts[:k]]
+        with torch.no_grad():
+            engine(programs, TableOracle(scenes[:k])).predictions()
+    return answer
+
+
+@contextlib.contextmanager
+def _checked_constructors():
+    """Every node made through its checking constructor: ``.unchecked`` gone."""
+    from nablafol import ir
+    classes = [c for c in vars(ir).values() if isinstance(c, type) and "unchecked" in vars(c)]
+    kept = {c: vars(c)["unchecked"] for c in classes}
+    for c in classes:
+        c.unchecked = c  # a class is no descriptor: NodeClass.unchecked(...) is NodeClass(...)
+    try:
+        yield
+    finally:
+        for c, v in kept.items():
+            c.unchecked = v
+
+
+@contextlib.contextmanager
+def _plain_field_hash():
+    """A node's structural hash from ``dataclasses.fields`` each time: no attrgetter tables."""
+    import dataclasses
+
+    from nablafol import ir
+    kept = ir._Hashed._structural_hash
+
+    def plain(self):
+        return hash((type(self).__name__,) + tuple(getattr(self, f.name) for f in dataclasses.fields(self)))
+    ir._Hashed._structural_hash = plain
+    try:
+        yield
+    finally:
+        ir._Hashed._structural_hash = kept
+
+
+VARIANTS = {"as is": contextlib.nullcontext, "checked constructors": _checked_constructors,
+            "plain field hash": _plain_field_hash}
+
+
+def new_questions(small: int, large: int, repeats: int) -> dict:
+    import gc
+    answer = _new_question_work(large)
+    answer(small)  # warm: imports, first compilations
+    best = {name: [float("inf"), float("inf")] for name in VARIANTS}
+    gc.disable()  # as `nablafol eval` runs: the collector's pauses were most of the swing
+    try:
+        for _ in range(repeats):
+            for name, variant in VARIANTS.items():
+                with variant():
+                    for i, k in enumerate((small, large)):
+                        start = time.process_time()
+                        answer(k)
+                        best[name][i] = min(best[name][i], time.process_time() - start)
+    finally:
+        gc.enable()
+    marginal = {name: (b[1] - b[0]) / (large - small) * 1e6 for name, b in best.items()}
+    return {"questions": [small, large], "repeats": repeats, "marginal_us": marginal,
+            "over_as_is": {name: m / marginal["as is"] for name, m in marginal.items()}}
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("what", choices=["allocator", "step"])
+    ap.add_argument("what", choices=["allocator", "new-questions", "step"])
+    ap.add_argument("--questions", type=int, nargs=2, default=[1024, 4096])
+    ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--objects", type=int, default=36)
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--steps", type=int, default=4)
@@ -86,6 +178,8 @@ def main(argv=None) -> None:
     torch.set_num_threads(1)
     if args.what == "step":  # one process of the allocator's pairs
         print(json.dumps({"step_ms": step_in_this_process(args.keep, args.objects, args.batch, args.steps)}))
+    elif args.what == "new-questions":
+        print(json.dumps(new_questions(*args.questions, args.repeats), indent=1))
     else:
         print(json.dumps(allocator(args.objects, args.batch, args.steps, args.pairs), indent=1))
 
