@@ -2,6 +2,7 @@
 
     python -m benchmarks.bench_micro allocator [--objects 36] [--batch 64] [--steps 4] [--pairs 3]
     python -m benchmarks.bench_micro new-questions [--questions 1024 4096] [--repeats 5]
+    python -m benchmarks.bench_micro one-question [--repeats 5]
 
 ``allocator``: a training step of the neural oracle inside and outside
 ``nablafol.pipeline.allocator.keep_freed_memory`` (as ``nablafol train`` runs it). The block changes
@@ -12,6 +13,10 @@ alternating pair by pair; the figure is the median step of each process, in proc
 ``new-questions``: the marginal CPU time per new question of GQA program text -> compiled program ->
 plan -> engine -> prediction (``bench_limits``' end-to-end figure, caches cold), as the code is and
 with each variant below swapped in, the variants alternating round by round in one process.
+
+``one-question``: one question's engine call (``bench_one_question``), as the code is and with
+``numerics.log1mexp``'s two branches as plain (not in-place) operations, alternating in one
+process: the median CPU time per call.
 
 A kept optimisation must save at least 5% of an end-to-end figure (``benchmarks/README.md``).
 """
@@ -108,18 +113,15 @@ def _new_question_work(count: int, seed: int = 0):
 
 
 @contextlib.contextmanager
-def _checked_constructors():
-    """Every node made through its checking constructor: ``.unchecked`` gone."""
+def _no_tuple_memo():
+    """Predicate tuples checked and hashed each time, not once per tuple (``ir._by_identity``)."""
     from nablafol import ir
-    classes = [c for c in vars(ir).values() if isinstance(c, type) and "unchecked" in vars(c)]
-    kept = {c: vars(c)["unchecked"] for c in classes}
-    for c in classes:
-        c.unchecked = c  # a class is no descriptor: NodeClass.unchecked(...) is NodeClass(...)
+    kept = ir._by_identity
+    ir._by_identity = lambda cache, predicates, make: make(predicates)
     try:
         yield
     finally:
-        for c, v in kept.items():
-            c.unchecked = v
+        ir._by_identity = kept
 
 
 @contextlib.contextmanager
@@ -139,8 +141,7 @@ def _plain_field_hash():
         ir._Hashed._structural_hash = kept
 
 
-VARIANTS = {"as is": contextlib.nullcontext, "checked constructors": _checked_constructors,
-            "plain field hash": _plain_field_hash}
+VARIANTS = {"as is": contextlib.nullcontext, "no tuple memo": _no_tuple_memo, "plain field hash": _plain_field_hash}
 
 
 def new_questions(small: int, large: int, repeats: int) -> dict:
@@ -150,9 +151,10 @@ def new_questions(small: int, large: int, repeats: int) -> dict:
     best = {name: [float("inf"), float("inf")] for name in VARIANTS}
     gc.disable()  # as `nablafol eval` runs: the collector's pauses were most of the swing
     try:
-        for _ in range(repeats):
-            for name, variant in VARIANTS.items():
-                with variant():
+        names = list(VARIANTS)
+        for r in range(repeats):
+            for name in names[r % len(names):] + names[:r % len(names)]:  # each variant first in turn
+                with VARIANTS[name]():
                     for i, k in enumerate((small, large)):
                         start = time.process_time()
                         answer(k)
@@ -164,9 +166,41 @@ def new_questions(small: int, large: int, repeats: int) -> dict:
             "over_as_is": {name: m / marginal["as is"] for name, m in marginal.items()}}
 
 
+# --- in one process: one question's call, per variant of log1mexp ---------------------------------
+
+def _log1mexp_plain(x, guard=True):
+    from nablafol import numerics
+    if guard:
+        x = x.clamp(max=0.0)
+    return torch.where(x > numerics.log_half(x.dtype), torch.log(-torch.expm1(x)), torch.log1p(-torch.exp(x)))
+
+
+def one_question(repeats: int, calls: int = 500) -> dict:
+    from nablafol import numerics
+    from nablafol.engine import Engine
+
+    from .bench_one_question import per_call, question
+    program, oracle = question()
+    engine = Engine()
+    per_call(engine, program, oracle, 300)  # warm
+    kept = numerics._log1mexp_forward
+    variants = {"as is": kept, "plain log1mexp": _log1mexp_plain}
+    spent: dict = {name: [] for name in variants}
+    try:
+        for _ in range(repeats):
+            for name, forward in variants.items():
+                numerics._log1mexp_forward = forward
+                spent[name].append(per_call(engine, program, oracle, calls))
+    finally:
+        numerics._log1mexp_forward = kept
+    median = {name: statistics.median(times) for name, times in spent.items()}
+    return {"repeats": repeats, "calls": calls, "median_us": median,
+            "over_as_is": {name: m / median["as is"] for name, m in median.items()}}
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("what", choices=["allocator", "new-questions", "step"])
+    ap.add_argument("what", choices=["allocator", "new-questions", "one-question", "step"])
     ap.add_argument("--questions", type=int, nargs=2, default=[1024, 4096])
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--objects", type=int, default=36)
@@ -178,6 +212,8 @@ def main(argv=None) -> None:
     torch.set_num_threads(1)
     if args.what == "step":  # one process of the allocator's pairs
         print(json.dumps({"step_ms": step_in_this_process(args.keep, args.objects, args.batch, args.steps)}))
+    elif args.what == "one-question":
+        print(json.dumps(one_question(args.repeats), indent=1))
     elif args.what == "new-questions":
         print(json.dumps(new_questions(*args.questions, args.repeats), indent=1))
     else:
