@@ -124,24 +124,7 @@ def _no_tuple_memo():
         ir._by_identity = kept
 
 
-@contextlib.contextmanager
-def _plain_field_hash():
-    """A node's structural hash from ``dataclasses.fields`` each time: no attrgetter tables."""
-    import dataclasses
-
-    from nablafol import ir
-    kept = ir._Hashed._structural_hash
-
-    def plain(self):
-        return hash((type(self).__name__,) + tuple(getattr(self, f.name) for f in dataclasses.fields(self)))
-    ir._Hashed._structural_hash = plain
-    try:
-        yield
-    finally:
-        ir._Hashed._structural_hash = kept
-
-
-VARIANTS = {"as is": contextlib.nullcontext, "no tuple memo": _no_tuple_memo, "plain field hash": _plain_field_hash}
+VARIANTS = {"as is": contextlib.nullcontext, "no tuple memo": _no_tuple_memo}
 
 
 def new_questions(small: int, large: int, repeats: int) -> dict:

@@ -42,10 +42,6 @@ __all__ = [
 ]
 
 
-_FIELD_VALUES: dict = {}  # class -> its _field_values (dataclasses.fields is slow)
-_FIELD_NAMES: dict = {}  # class -> its fields' names
-
-
 class _Hashed:
     """Structural equality with the hash computed once (nodes are immutable DAGs)."""
 
@@ -63,33 +59,10 @@ class _Hashed:
     def __getstate__(self) -> dict:
         # only the fields travel (pickle, copy): a kept hash is of this process's string hashes,
         # which another process seeds differently, and whatever else is kept is recomputed
-        values = self.__dict__
-        return {name: values[name] for name in _field_names(type(self))}
+        return {f.name: self.__dict__[f.name] for f in fields(self)}
 
     def _structural_hash(self) -> int:
-        cls = type(self)
-        fields_of = _FIELD_VALUES.get(cls)
-        if fields_of is None:
-            fields_of = _FIELD_VALUES[cls] = _field_values(cls)
-        return hash(fields_of(self))
-
-
-def _field_names(cls) -> tuple[str, ...]:
-    names = _FIELD_NAMES.get(cls)
-    if names is None:
-        names = _FIELD_NAMES[cls] = tuple(f.name for f in fields(cls))
-    return names
-
-
-def _field_values(cls) -> Callable:
-    """``obj -> (class name, *field values)``, the tuple a node's structural hash hashes."""
-    name, names = cls.__name__, _field_names(cls)
-    if not names:
-        return lambda obj: (name,)
-    getter = operator.attrgetter(*names)
-    if len(names) == 1:
-        return lambda obj: (name, getter(obj))
-    return lambda obj: (name,) + getter(obj)
+        return hash((type(self).__name__,) + tuple(getattr(self, f.name) for f in fields(self)))
 
 
 class _PredicateFields(NamedTuple):
