@@ -23,17 +23,18 @@ from __future__ import annotations
 
 import torch
 
-from .caching import bounded_cache
+#: ``-log 2``, where :func:`log1mexp` switches branches; a tensor compares it in its own dtype
+LOG_HALF = -0.6931471805599453
+# as 0-dim CPU tensors (scalars to any device's operands), made at import: comparing with a Python
+# float converts it on every call (bench_micro one-question, benchmarks/README.md)
+_LOG_HALF_IN = {dtype: torch.tensor(LOG_HALF, dtype=dtype, device="cpu")
+                for dtype in (torch.float16, torch.bfloat16, torch.float32, torch.float64)}
 
 
-def _log_half(dtype: torch.dtype) -> torch.Tensor:
-    """``-log 2``, where :func:`log1mexp` switches branches, as a 0-dim tensor of ``dtype`` on the CPU
-    (a scalar to any device's operands): the scalar a comparison with a Python float would convert
-    to on every call, made once."""
-    return torch.tensor(-0.6931471805599453, dtype=dtype, device="cpu")
-
-
-log_half = bounded_cache(_log_half, size=16)  # one per floating dtype
+def log_half(dtype: torch.dtype) -> torch.Tensor:
+    """:data:`LOG_HALF` as the 0-dim CPU tensor of ``dtype`` a comparison rounds it to."""
+    found = _LOG_HALF_IN.get(dtype)
+    return found if found is not None else torch.tensor(LOG_HALF, dtype=dtype, device="cpu")
 
 
 def _near_zero(x: torch.Tensor) -> torch.Tensor:
