@@ -1,11 +1,22 @@
 """What a micro-optimisation is worth end to end: each figure with it and without it, side by side.
 
     python -m benchmarks.bench_micro allocator [--objects 36] [--batch 64] [--steps 4] [--pairs 3]
+    python -m benchmarks.bench_micro new-questions [--questions 1024 4096] [--repeats 5]
+    python -m benchmarks.bench_micro one-question [--repeats 5]
 
 ``allocator``: a training step of the neural oracle inside and outside
 ``nablafol.pipeline.allocator.keep_freed_memory`` (as ``nablafol train`` runs it). The block changes
 glibc's thresholds for the rest of a process, so each variant runs in a fresh process, the two
-alternating pair by pair; the figure is the median step of each process.
+alternating pair by pair; the figure is the median step of each process, in process CPU time
+(page faults count there, and other jobs on the machine do not).
+
+``new-questions``: the marginal CPU time per new question of GQA program text -> compiled program ->
+plan -> engine -> prediction (``bench_limits``' end-to-end figure, caches cold), as the code is and
+with each variant below swapped in, the variants alternating round by round in one process.
+
+``one-question``: one question's engine call (``bench_one_question``), as the code is, with
+``numerics.log1mexp``'s two branches as plain (not in-place) operations, and with its threshold
+a Python float (not a 0-dim tensor made at import), alternating in one process: the median CPU time per call.
 
 A kept optimisation must save at least 5% of an end-to-end figure (``benchmarks/README.md``).
 """
@@ -37,9 +48,9 @@ def _training(scratch: Path, objects: int, batch: int, seed: int = 0):
 
     def step():
         b = [examples[i] for i in rng.choice(len(examples), size=min(batch, len(examples)), replace=False)]
-        start = time.perf_counter()
+        start = time.process_time()
         trainer._step(b)
-        return time.perf_counter() - start
+        return time.process_time() - start
 
     step()
     return step
@@ -74,9 +85,115 @@ def allocator(objects: int, batch: int, steps: int, pairs: int) -> dict:
             "median_plain_over_kept": statistics.median(r["plain_over_kept"] for r in rows)}
 
 
+# --- in one process: the end-to-end marginal cost of a new question, per variant ------------------
+
+def _new_question_work(count: int, seed: int = 0):
+    """``answer(k)``: the first ``k`` of ``count`` question texts compiled, planned and answered
+    by a new compiler and engine, over probabilistic scenes drawn beforehand."""
+    from nablafol.compiler import Compiler
+    from nablafol.engine import Engine
+    from nablafol.oracle import TableOracle
+
+    from .bench_limits import _question_texts
+    from .bench_problog import probabilistic_scene
+    rng = np.random.default_rng(seed)
+    texts = _question_texts(rng, count)
+    objects = rng.choice([3, 4, 5, 6, 8], size=count)
+    compiler = Compiler()
+    scenes = [{p: torch.as_tensor(v) for p, v in probabilistic_scene(rng, compiler.compile_text(t).program,
+                                                                        int(n)).items()}
+              for t, n in zip(texts, objects)]
+
+    def answer(k: int) -> None:
+        compiler, engine = Compiler(), Engine(validate=False)
+        programs = [compiler.compile_text(t).program for t in texts[:k]]
+        with torch.no_grad():
+            engine(programs, TableOracle(scenes[:k])).predictions()
+    return answer
+
+
+@contextlib.contextmanager
+def _no_tuple_memo():
+    """Predicate tuples checked and hashed each time, not once per tuple (``ir._by_identity``)."""
+    from nablafol import ir
+    kept = ir._by_identity
+    ir._by_identity = lambda cache, predicates, make: make(predicates)
+    try:
+        yield
+    finally:
+        ir._by_identity = kept
+
+
+VARIANTS = {"as is": contextlib.nullcontext, "no tuple memo": _no_tuple_memo}
+
+
+def new_questions(small: int, large: int, repeats: int) -> dict:
+    import gc
+    answer = _new_question_work(large)
+    answer(small)  # warm: imports, first compilations
+    best = {name: [float("inf"), float("inf")] for name in VARIANTS}
+    gc.disable()  # as `nablafol eval` runs: the collector's pauses were most of the swing
+    try:
+        names = list(VARIANTS)
+        for r in range(repeats):
+            for name in names[r % len(names):] + names[:r % len(names)]:  # each variant first in turn
+                with VARIANTS[name]():
+                    for i, k in enumerate((small, large)):
+                        start = time.process_time()
+                        answer(k)
+                        best[name][i] = min(best[name][i], time.process_time() - start)
+    finally:
+        gc.enable()
+    marginal = {name: (b[1] - b[0]) / (large - small) * 1e6 for name, b in best.items()}
+    return {"questions": [small, large], "repeats": repeats, "marginal_us": marginal,
+            "over_as_is": {name: m / marginal["as is"] for name, m in marginal.items()}}
+
+
+# --- in one process: one question's call, per variant of log1mexp ---------------------------------
+
+def _log1mexp_plain(x, guard=True):
+    from nablafol import numerics
+    if guard:
+        x = x.clamp(max=0.0)
+    return torch.where(x > numerics.log_half(x.dtype), torch.log(-torch.expm1(x)), torch.log1p(-torch.exp(x)))
+
+
+def _log1mexp_float_threshold(x, guard=True):
+    from nablafol import numerics
+    if guard:
+        x = x.clamp(max=0.0)
+    near = numerics._near_zero(x)
+    return torch.where(x > numerics.LOG_HALF, near, numerics._far(x), out=near)
+
+
+def one_question(repeats: int, calls: int = 500) -> dict:
+    from nablafol import numerics
+    from nablafol.engine import Engine
+
+    from .bench_one_question import per_call, question
+    program, oracle = question()
+    engine = Engine()
+    per_call(engine, program, oracle, 300)  # warm
+    kept = numerics._log1mexp_forward
+    variants = {"as is": kept, "plain log1mexp": _log1mexp_plain, "float threshold": _log1mexp_float_threshold}
+    spent: dict = {name: [] for name in variants}
+    try:
+        for _ in range(repeats):
+            for name, forward in variants.items():
+                numerics._log1mexp_forward = forward
+                spent[name].append(per_call(engine, program, oracle, calls))
+    finally:
+        numerics._log1mexp_forward = kept
+    median = {name: statistics.median(times) for name, times in spent.items()}
+    return {"repeats": repeats, "calls": calls, "median_us": median,
+            "over_as_is": {name: m / median["as is"] for name, m in median.items()}}
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("what", choices=["allocator", "step"])
+    ap.add_argument("what", choices=["allocator", "new-questions", "one-question", "step"])
+    ap.add_argument("--questions", type=int, nargs=2, default=[1024, 4096])
+    ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--objects", type=int, default=36)
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--steps", type=int, default=4)
@@ -86,6 +203,10 @@ def main(argv=None) -> None:
     torch.set_num_threads(1)
     if args.what == "step":  # one process of the allocator's pairs
         print(json.dumps({"step_ms": step_in_this_process(args.keep, args.objects, args.batch, args.steps)}))
+    elif args.what == "one-question":
+        print(json.dumps(one_question(args.repeats), indent=1))
+    elif args.what == "new-questions":
+        print(json.dumps(new_questions(*args.questions, args.repeats), indent=1))
     else:
         print(json.dumps(allocator(args.objects, args.batch, args.steps, args.pairs), indent=1))
 

@@ -58,19 +58,12 @@ Result = Union[ObjectSet, YesNo, Program]
 
 
 def _relate_exists(predicate, x: Attention, reverse: bool = False) -> Relate:
-    """``Relate.of(predicate, EXISTS, x, reverse)``, unchecked."""
-    return Relate.unchecked((Atom.unchecked(predicate, reverse),), EXISTS, x)
+    """``Relate.of(predicate, EXISTS, x, reverse)``."""
+    return Relate((Atom(predicate, reverse),), EXISTS, x)
 
 
 class Translator:
-    """Translates one parsed GQA program (pure: the same AST gives equal DFOL programs).
-
-    Nodes whose parts are the translator's own (its concepts' predicates, of the right arity,
-    and nodes it made) are made ``unchecked`` (``nablafol.ir``: the same nodes, less than half
-    the cost); those whose validity hangs on the vocabulary (a type's values, a choice's
-    options: ``Truths`` nodes, choose's and common's programs) go through the checking
-    constructors.
-    """
+    """Translates one parsed GQA program (pure: the same AST gives equal DFOL programs)."""
 
     def __init__(self, concepts: Concepts):
         self.c = concepts
@@ -78,7 +71,7 @@ class Translator:
         # what a select step gives depends on its name alone, and names repeat: made once
         # (its nodes are then shared by programs, as equal immutable nodes may be)
         self._selected = bounded_cache(self._selected_uncached, 1 << 14)
-        self._scene = ObjectSet(Filter.unchecked(SCENE, TOP), None, "scene")
+        self._scene = ObjectSet(Filter(SCENE, TOP), None, "scene")
         self._atoms = bounded_cache(self._atoms_uncached, 1 << 14)  # a relate's atoms, by relation and role
 
     def program(self, program: A.Program) -> Program:
@@ -97,7 +90,7 @@ class Translator:
                 raise
         last = results[-1]
         if isinstance(last, YesNo):
-            return Program.unchecked((last.truth,), None, last.focus)
+            return Program((last.truth,), None, last.focus)
         if isinstance(last, Program):
             return last
         raise CompileError("the last step selects objects but does not answer", step=len(results) - 1,
@@ -112,28 +105,28 @@ class Translator:
         return inputs
 
     def _atoms_uncached(self, relation: str, reverse: bool) -> tuple[Atom]:
-        return (Atom.unchecked(self.c.relation(relation), reverse),)
+        return (Atom(self.c.relation(relation), reverse),)
 
     def _selected_uncached(self, raw_name: str) -> ObjectSet:
         name = self.c.name(raw_name)
-        return ObjectSet(Filter.unchecked(name, TOP), name.name, raw_name)
+        return ObjectSet(Filter(name, TOP), name.name, raw_name)
 
     def _related(self, x: ObjectSet, arg: A.Relation, relation: str) -> ObjectSet:
         """``relate`` from ``x``: the objects named ``arg.name`` in ``relation`` with them."""
         if arg.role not in ("s", "o"):
             raise CompileError(f"relation role {arg.role!r} must be 's' or 'o'", reason="unsupported")
         # role s: the new objects Y are the subject, REL(Y, X): Y is the relate's first argument
-        att: Attention = Relate.unchecked(self._atoms(relation, arg.role == "o"), EXISTS, x.attention)
+        att: Attention = Relate(self._atoms(relation, arg.role == "o"), EXISTS, x.attention)
         if arg.any_name:
             return ObjectSet(att, None, None)
         name = self.c.name(arg.name)
-        return ObjectSet(Filter.unchecked(name, att), name.name, arg.name)
+        return ObjectSet(Filter(name, att), name.name, arg.name)
 
     def _has(self, x: Attention, value: A.Value, type_: str | None) -> Attention:
         pred = self.c.value(value.value, type_)
         if value.negated:
-            return Conjoin.unchecked(x, Neg.unchecked(Filter.unchecked(pred, TOP)))
-        return Filter.unchecked(pred, x)
+            return Conjoin(x, Neg(Filter(pred, TOP)))
+        return Filter(pred, x)
 
     def _two_same(self, type_: str, x: Attention, y: Attention) -> Truth:
         """``∨_v (A_∃(Filter_v[X]) ∧ A_∃(Filter_v[Y]))`` over the values of ``type_`` (TwoSame)."""
@@ -166,21 +159,21 @@ class Translator:
 
     def _exist(self, step, inputs) -> YesNo:
         (x,) = self._objects(step, inputs)
-        return YesNo(Aggregate.unchecked(EXISTS, x.attention), x.attention)
+        return YesNo(Aggregate(EXISTS, x.attention), x.attention)
 
     def _verify(self, step, inputs) -> YesNo:
         (x,) = self._objects(step, inputs)
         if isinstance(step.argument, A.Relation):
-            return YesNo(Aggregate.unchecked(EXISTS, self._related(x, step.argument, step.argument.relation).attention),
+            return YesNo(Aggregate(EXISTS, self._related(x, step.argument, step.argument.relation).attention),
                          x.attention)
-        return YesNo(Aggregate.unchecked(EXISTS, self._has(x.attention, step.argument, step.type)), x.attention)
+        return YesNo(Aggregate(EXISTS, self._has(x.attention, step.argument, step.type)), x.attention)
 
     def _query(self, step, inputs) -> Program:
         (x,) = self._objects(step, inputs)
         preds, labels = self.c.candidates(step.argument.name, x.source)
         # the candidates' labels are distinct, one per predicate (Concepts.candidates, checked
         # once per type and name): the program's check would set() up to 1,232 labels again
-        return Program.unchecked((AggregateEach(EXISTS, preds, x.attention),), labels, x.attention)
+        return Program((AggregateEach(EXISTS, preds, x.attention),), labels, x.attention)
 
     def _choose(self, step, inputs) -> Program:
         if step.is_comparative:
@@ -189,27 +182,27 @@ class Translator:
             labels = [o.raw_name or o.source for o in (a, b)]
             if None in labels:
                 raise CompileError("a compared object set has no name to answer with", reason="unsupported")
-            score_a = Aggregate.unchecked(EXISTS, Conjoin.unchecked(a.attention, _relate_exists(comp, b.attention)))
-            score_b = Aggregate.unchecked(EXISTS, Conjoin.unchecked(b.attention, _relate_exists(comp, a.attention)))
+            score_a = Aggregate(EXISTS, Conjoin(a.attention, _relate_exists(comp, b.attention)))
+            score_b = Aggregate(EXISTS, Conjoin(b.attention, _relate_exists(comp, a.attention)))
             if labels[0] == labels[1]:  # one answer, whichever wins: its truth is either's
-                return Program((Or.unchecked((score_a, score_b)),), (labels[0],))
+                return Program((Or((score_a, score_b)),), (labels[0],))
             return Program((score_a, score_b), tuple(labels))
         (x,) = self._objects(step, inputs)
         options: dict[str, Truth] = {}
         if isinstance(step.argument, A.Relation):
             for relation in step.argument.relations:
                 label = LEFT_RIGHT.get(relation, relation)
-                options[label] = Aggregate.unchecked(EXISTS, self._related(x, step.argument, relation).attention)
+                options[label] = Aggregate(EXISTS, self._related(x, step.argument, relation).attention)
         else:
             type_ = None if step.type in (None, "") else step.type
             for value in step.argument.values:
-                options[value] = Aggregate.unchecked(EXISTS, Filter.unchecked(self.c.value(value, type_), x.attention))
+                options[value] = Aggregate(EXISTS, Filter(self.c.value(value, type_), x.attention))
         return Program.choice(options, focus=x.attention)
 
     def _logic(self, step, inputs, combine) -> YesNo:
         if len(inputs) != 2 or not all(isinstance(t, YesNo) for t in inputs):
             raise CompileError("needs two yes/no results as input", reason="unsupported")
-        return YesNo(combine.unchecked((inputs[0].truth, inputs[1].truth)))
+        return YesNo(combine((inputs[0].truth, inputs[1].truth)))
 
     def _and(self, step, inputs) -> YesNo:
         return self._logic(step, inputs, And)
@@ -226,7 +219,7 @@ class Translator:
 
     def _different(self, step, inputs) -> YesNo:
         same = self._same(step, inputs)
-        return YesNo(Not.unchecked(same.truth), same.focus)
+        return YesNo(Not(same.truth), same.focus)
 
     def _common(self, step, inputs) -> Program:
         # {T: same T(X, Y)} for every type: one Pairwise over all their values, one group per type

@@ -42,10 +42,6 @@ __all__ = [
 ]
 
 
-_FIELD_VALUES: dict = {}  # class -> its _field_values (dataclasses.fields is slow)
-_FIELD_NAMES: dict = {}  # class -> its fields' names
-
-
 class _Hashed:
     """Structural equality with the hash computed once (nodes are immutable DAGs)."""
 
@@ -63,33 +59,10 @@ class _Hashed:
     def __getstate__(self) -> dict:
         # only the fields travel (pickle, copy): a kept hash is of this process's string hashes,
         # which another process seeds differently, and whatever else is kept is recomputed
-        values = self.__dict__
-        return {name: values[name] for name in _field_names(type(self))}
+        return {f.name: self.__dict__[f.name] for f in fields(self)}
 
     def _structural_hash(self) -> int:
-        cls = type(self)
-        fields_of = _FIELD_VALUES.get(cls)
-        if fields_of is None:
-            fields_of = _FIELD_VALUES[cls] = _field_values(cls)
-        return hash(fields_of(self))
-
-
-def _field_names(cls) -> tuple[str, ...]:
-    names = _FIELD_NAMES.get(cls)
-    if names is None:
-        names = _FIELD_NAMES[cls] = tuple(f.name for f in fields(cls))
-    return names
-
-
-def _field_values(cls) -> Callable:
-    """``obj -> (class name, *field values)``, the tuple a node's structural hash hashes."""
-    name, names = cls.__name__, _field_names(cls)
-    if not names:
-        return lambda obj: (name,)
-    getter = operator.attrgetter(*names)
-    if len(names) == 1:
-        return lambda obj: (name, getter(obj))
-    return lambda obj: (name,) + getter(obj)
+        return hash((type(self).__name__,) + tuple(getattr(self, f.name) for f in fields(self)))
 
 
 class _PredicateFields(NamedTuple):
@@ -147,17 +120,32 @@ def _check(value, kind, where):
         raise ProgramStructureError(f"{where}: expected {name}, got {type(value).__name__} {value!r:.60}")
 
 
-@dataclass(frozen=True, eq=True)
+def _check_all(values, kind, where, item):
+    """A non-empty tuple of ``kind``."""
+    if not isinstance(values, tuple) or not values:
+        raise ProgramStructureError(f"{where} needs a non-empty tuple of {kind.__name__}")
+    for v in values:
+        _check(v, kind, f"{where} {item}")
+
+
+def _node(cls):
+    """A node class as a frozen dataclass, hashed once by :class:`_Hashed` unless it hashes itself."""
+    own_hash = "__hash__" in vars(cls)
+    cls = dataclass(frozen=True, eq=True)(cls)
+    if not own_hash:
+        cls.__hash__ = _Hashed.__hash__
+    return cls
+
+
+@_node
 class Top(Attention):
     """``⊤``: the all-ones attention (Lemma 3.2)."""
 
     def term(self) -> str:
         return "1"
 
-    __hash__ = _Hashed.__hash__
 
-
-@dataclass(frozen=True, eq=True)
+@_node
 class Filter(Attention):
     """``Filter_π[α] = α ⊙ α(π | X)``: ``π(X) ∧ F(X)``."""
 
@@ -176,10 +164,8 @@ class Filter(Attention):
     def term(self) -> str:
         return f"Filter_{self.predicate}[{self.input.term()}]"
 
-    __hash__ = _Hashed.__hash__
 
-
-@dataclass(frozen=True, eq=True)
+@_node
 class Neg(Attention):
     """``Neg[α] = 1 - α``: ``¬F(X)``."""
 
@@ -194,10 +180,8 @@ class Neg(Attention):
     def term(self) -> str:
         return f"Neg[{self.input.term()}]"
 
-    __hash__ = _Hashed.__hash__
 
-
-@dataclass(frozen=True, eq=True)
+@_node
 class Atom(_Hashed):
     """One binary predicate of a relate: ``π(X, Y)``, or ``π(Y, X)`` when ``reverse``.
 
@@ -219,10 +203,8 @@ class Atom(_Hashed):
         a, b = (y, x) if self.reverse else (x, y)
         return f"{self.predicate}({a}, {b})"
 
-    __hash__ = _Hashed.__hash__
 
-
-@dataclass(frozen=True, eq=True)
+@_node
 class Relate(Attention):
     """``Relate_{Π,q}[α_Y] = (⊙_{π∈Π} α(π | X, Y)) ×_q α_Y``: ``q Y: ∧Π(X, Y) ∧ G(Y)``."""
 
@@ -231,10 +213,7 @@ class Relate(Attention):
     input: Attention
 
     def __post_init__(self):
-        if not isinstance(self.atoms, tuple) or not self.atoms:
-            raise ProgramStructureError("Relate needs a non-empty tuple of Atom")
-        for a in self.atoms:
-            _check(a, Atom, "Relate atom")
+        _check_all(self.atoms, Atom, "Relate", "atom")
         _check(self.quantifier, Quantifier, "Relate quantifier")
         _check(self.input, Attention, "Relate input")
 
@@ -250,10 +229,8 @@ class Relate(Attention):
         rel = "∧".join(str(a) for a in self.atoms)
         return f"Relate_{{{rel},{self.quantifier.symbol}}}[{self.input.term()}]"
 
-    __hash__ = _Hashed.__hash__
 
-
-@dataclass(frozen=True, eq=True)
+@_node
 class Conjoin(Attention):
     """``α ⊙ β``: two formulas on the same variable, ``F(X) ∧ G(X)``."""
 
@@ -270,10 +247,8 @@ class Conjoin(Attention):
     def term(self) -> str:
         return f"({self.left.term()} ⊙ {self.right.term()})"
 
-    __hash__ = _Hashed.__hash__
 
-
-@dataclass(frozen=True, eq=True)
+@_node
 class Aggregate(Truth):
     """``A_q(α)``: quantify the attention's variable away (Lemma 3.1)."""
 
@@ -289,8 +264,6 @@ class Aggregate(Truth):
 
     def term(self) -> str:
         return f"A_{self.quantifier.symbol}({self.input.term()})"
-
-    __hash__ = _Hashed.__hash__
 
 
 class Truths(Node):
@@ -318,6 +291,9 @@ class Truths(Node):
     def generic(self) -> Truth:
         """The k-th truth with the predicate written as ``π`` (for printing)."""
         raise NotImplementedError
+
+    def term(self) -> str:
+        return self.generic().term()
 
 
 _KNOWN_TUPLES: dict = {}  # id -> (tuple of unary predicates already checked, its hash); keeps them alive
@@ -359,7 +335,7 @@ def _checked_hash(predicates, where) -> int:
 _arity = operator.itemgetter(1)  # Predicate is a (name, arity, kind) tuple
 
 
-@dataclass(frozen=True, eq=True)
+@_node
 class AggregateEach(Truths):
     """``[A_q(Filter_π[α]) for π in predicates]`` (``negate``: ``[A_q(α ⊙ Neg[Filter_π[1]])]``).
 
@@ -395,11 +371,8 @@ class AggregateEach(Truths):
     def generic(self) -> Truth:
         return self._one(_PI)
 
-    def term(self) -> str:
-        return self.generic().term()
 
-
-@dataclass(frozen=True, eq=True)
+@_node
 class Pairwise(Truths):
     """``[a_k ∧ b_k]``: the truths of two :class:`AggregateEach` over the same predicates, paired.
 
@@ -429,16 +402,11 @@ class Pairwise(Truths):
     def generic(self) -> Truth:
         return And((self.left.generic(), self.right.generic()))
 
-    def term(self) -> str:
-        return self.generic().term()
-
-    __hash__ = _Hashed.__hash__
-
 
 _PER_PREDICATE = (AggregateEach, Pairwise)  # Truths with one truth per predicate
 
 
-@dataclass(frozen=True, eq=True)
+@_node
 class AnyOfGroups(Truths):
     """``[∨_{k ∈ g} t_k for each group g]``: the truths of ``each`` cut, in order, into
     consecutive groups of ``sizes``, one disjunction per group (``1 - Π(1 - t_k)``).
@@ -491,10 +459,8 @@ class AnyOfGroups(Truths):
     def term(self) -> str:
         return f"∨_{{π ∈ T}} {self.each.term()}"
 
-    __hash__ = _Hashed.__hash__
 
-
-@dataclass(frozen=True, eq=True)
+@_node
 class Not(Truth):
     """``1 - s``."""
 
@@ -509,49 +475,37 @@ class Not(Truth):
     def term(self) -> str:
         return f"¬{self.input.term()}"
 
-    __hash__ = _Hashed.__hash__
+
+class _Junction(Truth):
+    """Independent closed formulas joined by :attr:`symbol`."""
+
+    inputs: tuple[Truth, ...]
+    symbol = ""
+
+    def __post_init__(self):
+        _check_all(self.inputs, Truth, type(self).__name__, "input")
+
+    def children(self):
+        return self.inputs
+
+    def term(self) -> str:
+        return "(" + f" {self.symbol} ".join(t.term() for t in self.inputs) + ")"
 
 
-@dataclass(frozen=True, eq=True)
-class And(Truth):
+@_node
+class And(_Junction):
     """``Π s_k``: all of independent closed formulas."""
 
     inputs: tuple[Truth, ...]
-
-    def __post_init__(self):
-        if not isinstance(self.inputs, tuple) or not self.inputs:
-            raise ProgramStructureError("And needs a non-empty tuple of Truth")
-        for t in self.inputs:
-            _check(t, Truth, "And input")
-
-    def children(self):
-        return self.inputs
-
-    def term(self) -> str:
-        return "(" + " ∧ ".join(t.term() for t in self.inputs) + ")"
-
-    __hash__ = _Hashed.__hash__
+    symbol = "∧"
 
 
-@dataclass(frozen=True, eq=True)
-class Or(Truth):
+@_node
+class Or(_Junction):
     """``1 - Π (1 - s_k)``: any of independent closed formulas."""
 
     inputs: tuple[Truth, ...]
-
-    def __post_init__(self):
-        if not isinstance(self.inputs, tuple) or not self.inputs:
-            raise ProgramStructureError("Or needs a non-empty tuple of Truth")
-        for t in self.inputs:
-            _check(t, Truth, "Or input")
-
-    def children(self):
-        return self.inputs
-
-    def term(self) -> str:
-        return "(" + " ∨ ".join(t.term() for t in self.inputs) + ")"
-
-    __hash__ = _Hashed.__hash__
+    symbol = "∨"
 
 
 class Shorthand(Truth):
@@ -562,49 +516,42 @@ class Shorthand(Truth):
         raise NotImplementedError
 
 
-@dataclass(frozen=True, eq=True)
-class AnyOf(Shorthand):
+class _OfEach(Shorthand):
+    """One truth made of the truths of one :class:`Truths` node, joined by :attr:`junction`."""
+
+    each: Truths
+    junction = _Junction
+
+    def __post_init__(self):
+        _check(self.each, _PER_PREDICATE, f"{type(self).__name__} input")
+
+    def children(self):
+        return (self.each,)
+
+    def expanded(self) -> Truth:
+        return self.junction(self.each.truths())
+
+    def term(self) -> str:
+        return f"{self.junction.symbol}_{{π ∈ {_shown(self.each.predicates)}}} {self.each.term()}"
+
+
+@_node
+class AnyOf(_OfEach):
     """``∨_k t_k`` over the truths of one :class:`Truths` node (independent ones: ``1 - Π(1 - t_k)``)."""
 
     each: Truths
-
-    def __post_init__(self):
-        _check(self.each, _PER_PREDICATE, "AnyOf input")
-
-    def children(self):
-        return (self.each,)
-
-    def expanded(self) -> Truth:
-        return Or(self.each.truths())
-
-    def term(self) -> str:
-        return f"∨_{{π ∈ {_shown(self.each.predicates)}}} {self.each.term()}"
-
-    __hash__ = _Hashed.__hash__
+    junction = Or
 
 
-@dataclass(frozen=True, eq=True)
-class AllOf(Shorthand):
+@_node
+class AllOf(_OfEach):
     """``∧_k t_k`` over the truths of one :class:`Truths` node (``Π t_k``)."""
 
     each: Truths
-
-    def __post_init__(self):
-        _check(self.each, _PER_PREDICATE, "AllOf input")
-
-    def children(self):
-        return (self.each,)
-
-    def expanded(self) -> Truth:
-        return And(self.each.truths())
-
-    def term(self) -> str:
-        return f"∧_{{π ∈ {_shown(self.each.predicates)}}} {self.each.term()}"
-
-    __hash__ = _Hashed.__hash__
+    junction = And
 
 
-@dataclass(frozen=True, eq=True)
+@_node
 class AllSame(Shorthand):
     """``∃π ∈ T: ∀X: F(X) → π(X)``: every attended object has one same value ``π`` of
     ``predicates`` (true when no object is attended); GQA's one-input ``same``.
@@ -660,7 +607,7 @@ def _shown(predicates, limit: int = 6) -> str:
     return "{" + ", ".join(names[:limit]) + (f", … ({len(names)})" if len(names) > limit else "") + "}"
 
 
-@dataclass(frozen=True, eq=True)
+@_node
 class Program(_Hashed):
     """A question as DFOL: one yes/no truth (``labels is None``), or labelled candidates.
 
@@ -757,7 +704,7 @@ class Program(_Hashed):
             raise ProgramStructureError("a program with a node of a kind its shape does not know cannot be refilled")
         new = _rebuilt(walk.shape, walk, unary, binary)
         end = new.shape.key[len(new.nodes)]
-        program = Program.unchecked(tuple([new.nodes[i] for i in end[0]]), self.labels,
+        program = Program(tuple([new.nodes[i] for i in end[0]]), self.labels,
                                     new.nodes[end[1]] if end[1] >= 0 else None)
         memo(program, "_walk", lambda: new)  # what a walk of it would make, known already
         return program
@@ -824,30 +771,6 @@ class Program(_Hashed):
         shape = self.shape()
         return _Hashed._structural_hash(self) if shape is None else hash((shape, self.labels))
 
-
-# --- nodes from checked parts -----------------------------------------------------------
-# A compiler makes its nodes from parts it made itself (its predicates, its own nodes): the
-# constructor's checks, and a frozen dataclass's object.__setattr__ per field, cost it more
-# than the rest of translating. ``NodeClass.unchecked(*fields)`` (every field, in order) makes
-# the node the constructor makes (equal, same hash, same printing) without them. Nodes built by
-# hand go through the constructor, whose checks name what is wrong.
-
-
-def _unchecked_constructor(cls) -> staticmethod:
-    names = _field_names(cls)
-    # written out per class (as dataclasses write __init__): a loop over the names cost twice as much
-    source = (f"def unchecked({', '.join(names)}):\n    node = new(cls)\n    values = node.__dict__\n"
-              + "".join(f"    values[{n!r}] = {n}\n" for n in names) + "    return node\n")
-    namespace = {"new": object.__new__, "cls": cls}
-    exec(source, namespace)
-    function = namespace["unchecked"]
-    function.__doc__ = f"``{cls.__name__}(...)`` without its checks, for parts known to be valid (see above)."
-    return staticmethod(function)
-
-
-for _node_class in (Filter, Neg, Atom, Relate, Conjoin, Aggregate, AggregateEach, Pairwise, AnyOfGroups,
-                    Not, And, Or, AnyOf, AllOf, AllSame, Program):
-    _node_class.unchecked = _unchecked_constructor(_node_class)
 
 _PI = Predicate("π")  # stands for each predicate of an AggregateEach when printed
 
@@ -1015,45 +938,45 @@ def _rebuilt(shape: Shape, like: _Walk, unary: dict, binary: dict) -> _Walk:
         predicates[find(shape.binary[i])] = p
     nodes: list = []
     new: list = []  # whether each node was made again
-    # the nodes are made unchecked: their parts are the checked program's, or predicates in its places
+    # the nodes are made from the checked program's parts, or predicates in its places
     for entry, old in zip(shape.key, like.nodes):
         kind = entry[0]
         if kind is Filter:
             again = entry[1] in unary or new[entry[2]]
-            node = Filter.unchecked(all_unary[entry[1]], nodes[entry[2]]) if again else old
+            node = Filter(all_unary[entry[1]], nodes[entry[2]]) if again else old
         elif kind is Aggregate:
             again = new[entry[2]]
-            node = Aggregate.unchecked(entry[1], nodes[entry[2]]) if again else old
+            node = Aggregate(entry[1], nodes[entry[2]]) if again else old
         elif kind is Relate:
             again = new[entry[2]] or any(p in binary for p, _ in entry[3])
-            node = Relate.unchecked(tuple([Atom.unchecked(all_binary[p], reverse) for p, reverse in entry[3]]),
+            node = Relate(tuple([Atom(all_binary[p], reverse) for p, reverse in entry[3]]),
                                     entry[1], nodes[entry[2]]) if again else old
         elif kind is Neg:
             again = new[entry[1]]
-            node = Neg.unchecked(nodes[entry[1]]) if again else old
+            node = Neg(nodes[entry[1]]) if again else old
         elif kind is Top:
             again, node = False, old
         elif kind is AggregateEach:
             numbers = entry[4]
             again = new[entry[3]] or any(i in numbers for i in unary)
-            node = AggregateEach.unchecked(entry[1], (tuple(all_unary[numbers.start:numbers.stop]) if type(numbers) is range
+            node = AggregateEach(entry[1], (tuple(all_unary[numbers.start:numbers.stop]) if type(numbers) is range
                                                       else tuple([all_unary[i] for i in numbers])),
                                            nodes[entry[3]], entry[2]) if again else old
         elif kind is Conjoin or kind is Pairwise:
             again = new[entry[1]] or new[entry[2]]
-            node = kind.unchecked(nodes[entry[1]], nodes[entry[2]]) if again else old
+            node = kind(nodes[entry[1]], nodes[entry[2]]) if again else old
         elif kind is AnyOfGroups:
             again = new[entry[1]]
-            node = AnyOfGroups.unchecked(nodes[entry[1]], entry[2]) if again else old
+            node = AnyOfGroups(nodes[entry[1]], entry[2]) if again else old
         elif kind is AnyOf or kind is AllOf:
             again = new[entry[1]]
-            node = kind.unchecked(nodes[entry[1]]) if again else old
+            node = kind(nodes[entry[1]]) if again else old
         elif kind is AllSame:
             again = new[entry[2]] or new[entry[3]]
-            node = AllSame.unchecked(nodes[entry[2]].predicates, nodes[entry[3]]) if again else old
+            node = AllSame(nodes[entry[2]].predicates, nodes[entry[3]]) if again else old
         else:  # Not, And, Or
             again = any(new[i] for i in entry[1])
-            node = ((Not.unchecked(nodes[entry[1][0]]) if kind is Not else kind.unchecked(tuple([nodes[i] for i in entry[1]])))
+            node = ((Not(nodes[entry[1][0]]) if kind is Not else kind(tuple([nodes[i] for i in entry[1]])))
                     if again else old)
         nodes.append(node)
         new.append(again)

@@ -23,25 +23,18 @@ from __future__ import annotations
 
 import torch
 
-
-
-_LOG_HALF_OF: dict = {}  # dtype -> (the 0-dim tensor, the same value as a Python float)
+#: ``-log 2``, where :func:`log1mexp` switches branches; a tensor compares it in its own dtype
+LOG_HALF = -0.6931471805599453
+# as 0-dim CPU tensors (scalars to any device's operands), made at import: comparing with a Python
+# float converts it on every call (bench_micro one-question, benchmarks/README.md)
+_LOG_HALF_IN = {dtype: torch.tensor(LOG_HALF, dtype=dtype, device="cpu")
+                for dtype in (torch.float16, torch.bfloat16, torch.float32, torch.float64)}
 
 
 def log_half(dtype: torch.dtype) -> torch.Tensor:
-    """``-log 2``, where :func:`log1mexp` switches branches, as a 0-dim tensor of ``dtype``: comparing
-    with a Python float (or a 0-dim tensor of another dtype) converts it on every call, most of a
-    small comparison's cost. The same scalar the comparison would convert to."""
-    return _log_half_of(dtype)[0]
-
-
-def _log_half_of(dtype: torch.dtype) -> tuple:
-    made = _LOG_HALF_OF.get(dtype)
-    if made is None:
-        # on the CPU whatever the default device: a CPU 0-dim tensor is a scalar to any device's operands
-        value = torch.tensor(-0.6931471805599453, dtype=dtype, device="cpu")
-        made = _LOG_HALF_OF[dtype] = (value, float(value))  # the float: the dtype's rounding, compared exactly
-    return made
+    """:data:`LOG_HALF` as the 0-dim CPU tensor of ``dtype`` a comparison rounds it to."""
+    found = _LOG_HALF_IN.get(dtype)
+    return found if found is not None else torch.tensor(LOG_HALF, dtype=dtype, device="cpu")
 
 
 def _near_zero(x: torch.Tensor) -> torch.Tensor:
@@ -55,25 +48,12 @@ def _far(x: torch.Tensor) -> torch.Tensor:
 
 
 def _log1mexp_forward(x: torch.Tensor, guard: bool = True) -> torch.Tensor:
-    if x.is_cpu and x.numel() == 1:
-        return _log1mexp_one(x, guard)
     # each branch in place on its own new tensor: the same operations as log(-expm1(x)) and
     # log1p(-exp(x)), with two allocations where there were six
     if guard:
         x = x.clamp(max=0.0)  # log-probabilities are <= 0; guard against round-off above 0
     near = _near_zero(x)
     return torch.where(x > log_half(x.dtype), near, _far(x), out=near)
-
-
-def _log1mexp_one(x: torch.Tensor, guard: bool) -> torch.Tensor:
-    """One number on the CPU (an aggregate's, a scalar step's): reading it costs less than an
-    operation, so only the branch :func:`_log1mexp_forward`'s ``where`` would pick is computed, by
-    the same operations on the same tensor (bit for bit), and the clamp only where it changes x."""
-    value = float(x)
-    if guard and value > 0.0:
-        x, value = x.clamp(max=0.0), 0.0
-    # NaN compares False: the far branch, as where's comparison
-    return _near_zero(x) if value > _log_half_of(x.dtype)[1] else _far(x)
 
 
 def _log1mexp_derivative(x: torch.Tensor) -> torch.Tensor:
@@ -195,16 +175,7 @@ class _LogAddExp(torch.autograd.Function):
         dead = torch.isneginf(out)  # both terms are exact zeros: no gradient flows
         wa = torch.where(dead, torch.zeros_like(a), torch.exp(a - torch.where(dead, torch.zeros_like(out), out)))
         wb = torch.where(dead, torch.zeros_like(b), torch.exp(b - torch.where(dead, torch.zeros_like(out), out)))
-        return _unbroadcast(grad * wa, a.shape), _unbroadcast(grad * wb, b.shape)
-
-
-def _unbroadcast(grad: torch.Tensor, shape: torch.Size) -> torch.Tensor:
-    while grad.dim() > len(shape):
-        grad = grad.sum(0)
-    for dim, size in enumerate(shape):
-        if size == 1 and grad.shape[dim] != 1:
-            grad = grad.sum(dim, keepdim=True)
-    return grad
+        return grad * wa, grad * wb  # a and b are broadcast before the call: their shape is grad's
 
 
 def log_add_exp(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -242,8 +213,8 @@ def log_sum_exp(x: torch.Tensor, dim: int) -> torch.Tensor:
     return torch.logsumexp(x, dim)
 
 
-def masked_sum(x: torch.Tensor, mask: torch.Tensor | None, dim: int = -1, keepdim: bool = False) -> torch.Tensor:
-    """Sum of log-space terms over ``dim`` where ``mask`` holds: padding adds log 1 = 0."""
+def masked_sum(x: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+    """Sum of log-space terms over the last dimension where ``mask`` holds: padding adds log 1 = 0."""
     if mask is not None:
         x = x.masked_fill(~mask, 0.0)
-    return x.sum(dim, keepdim=keepdim)
+    return x.sum(-1)

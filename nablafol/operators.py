@@ -275,34 +275,30 @@ def aggregate(log_a: torch.Tensor, mask: torch.Tensor | None, quantifier: Quanti
 
     ``A_∀ = Π a_i``, ``A_∃ = 1 - Π (1 - a_i)``, ``A_∄ = Π (1 - a_i)``; padding is skipped.
     """
-    if quantifier is Quantifier.FORALL:
-        return masked_sum(log_a, mask)
-    none_true = _none_true(log_a, mask)
-    return none_true if quantifier is Quantifier.NOT_EXISTS else log1mexp_nonpositive(none_true)
+    return aggregate_pair(log_a, mask, quantifier)[0]
 
 
-def _none_true(log_a: torch.Tensor, mask: torch.Tensor | None, keepdim: bool = False) -> torch.Tensor:
+def _none_true(log_a: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
     """``Σ_i log(1 - a_i)`` over the last dimension, padding skipped: from the finite terms alone
     when most are ``-inf`` and no gradient is asked for (:func:`_sparse_log1mexp`: an open
     question's candidate rows are 99.7% ``-inf`` over a scene graph), the same bits."""
     terms = None
     if not (torch.is_grad_enabled() and log_a.requires_grad):
         terms = _sparse_log1mexp(log_a, out=None, guard=True)
-    return masked_sum(log1mexp(log_a) if terms is None else terms, mask, keepdim=keepdim)
+    return masked_sum(log1mexp(log_a) if terms is None else terms, mask)
 
 
-def aggregate_pair(log_a: torch.Tensor, mask: torch.Tensor | None, quantifier: Quantifier,
-                   keepdim: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(log A_q(α), log(1 - A_q(α)))``, each from the side where it is accurate (``(R,)`` each,
-    ``(R, 1)`` with ``keepdim``).
+def aggregate_pair(log_a: torch.Tensor, mask: torch.Tensor | None,
+                   quantifier: Quantifier) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(log A_q(α), log(1 - A_q(α)))``, each from the side where it is accurate (``(R,)`` each).
 
     ``A_∃`` is ``1 - Π(1 - a_i)``: its complement ``Π(1 - a_i)`` is a plain sum of logs, kept
     exactly (a confidently wrong "yes" still has a finite, informative ``log P(no)``).
     """
     if quantifier is Quantifier.FORALL:
-        log_p = masked_sum(log_a, mask, keepdim=keepdim)
+        log_p = masked_sum(log_a, mask)
         return log_p, log1mexp(log_p)
-    none_true = _none_true(log_a, mask, keepdim)  # log1mexp's outputs' sum: never above 0
+    none_true = _none_true(log_a, mask)  # log1mexp's outputs' sum: never above 0
     if quantifier is Quantifier.NOT_EXISTS:
         return none_true, log1mexp_nonpositive(none_true)
     return log1mexp_nonpositive(none_true), none_true

@@ -40,7 +40,7 @@ or more, its input must be crisp, so the input's atoms are counted twice.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 import numpy as np
 import torch
@@ -65,23 +65,6 @@ class RepeatedAtoms:
     count: np.ndarray
 
 
-class _Kleene:
-    """Possible / certain, per vector row and object and per scalar row (the up pass)."""
-
-    def __init__(self, n_vec: int, n_sca: int, n: int, device):
-        self.vp = torch.zeros((n_vec, n), dtype=torch.bool, device=device)
-        self.vc = torch.zeros_like(self.vp)
-        self.sp = torch.zeros(SCALAR_CONSTANTS + n_sca, dtype=torch.bool, device=device)
-        self.sc = torch.zeros_like(self.sp)
-        self.sp[0] = self.sc[0] = True  # the constant rows: log 1, log 0
-
-    def v_open(self, rows) -> torch.Tensor:
-        return self.vp[rows] & ~self.vc[rows]
-
-    def s_open(self, rows) -> torch.Tensor:
-        return self.sp[rows] & ~self.sc[rows]
-
-
 class _Analysis:
     """One plan with its tables: the up pass at construction, down passes per candidate entry."""
 
@@ -97,7 +80,12 @@ class _Analysis:
         self.b_poss = binary > float("-inf") if binary is not None else None
         self.b_cert = binary == 0 if binary is not None else None
         self.v_scene = self.idx(plan.v_scene)
-        self.k = _Kleene(len(plan.v_scene), plan.n_scalars, n, device)
+        # the up pass' possible / certain per vector row and object, and per scalar row
+        self.vp = torch.zeros((len(plan.v_scene), n), dtype=torch.bool, device=device)
+        self.vc = torch.zeros_like(self.vp)
+        self.sp = torch.zeros(SCALAR_CONSTANTS + plan.n_scalars, dtype=torch.bool, device=device)
+        self.sc = torch.zeros_like(self.sp)
+        self.sp[0] = self.sc[0] = True  # the constant rows: log 1, log 0
         self._keys()
         self._program_rows(rows)
         self._up()
@@ -105,28 +93,19 @@ class _Analysis:
     # -- where each atom's count goes: one slot per (program, request) ----------------------
     def _keys(self):
         plan = self.plan
-        n_req_u, n_req_b = len(plan.unary_keys), len(plan.binary_keys)
-        u_owner, u_req, b_owner, b_req = [], [], [], []
+        # a slot's key: program * width + request, width one more than the requests
+        self.u_width, self.b_width = len(plan.unary_keys) + 1, len(plan.binary_keys) + 1
+        u_keys, b_keys = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
         for vgroups, _ in plan.levels:
             for g in vgroups:
                 programs = plan.v_program[g.start:g.stop]
                 if "table" in g.arrays:
-                    u_owner.append(programs)
-                    u_req.append(g.arrays["table"])
+                    u_keys.append(programs * self.u_width + g.arrays["table"])
                 if "tables" in g.arrays:
                     tables = g.arrays["tables"]
-                    b_owner.append(np.repeat(programs[:, None], tables.shape[1], 1).ravel())
-                    b_req.append(tables.ravel())
-        u_pairs = np.concatenate(u_owner) * (n_req_u + 1) + np.concatenate(u_req) if u_owner else np.zeros(0, np.int64)
-        b_pairs = np.concatenate(b_owner) * (n_req_b + 1) + np.concatenate(b_req) if b_owner else np.zeros(0, np.int64)
-        b_pairs = b_pairs[np.concatenate(b_req) < n_req_b] if b_owner else b_pairs  # not the neutral table
-        self.u_slots, self.b_slots = np.unique(u_pairs), np.unique(b_pairs)
-        self.n_req_u, self.n_req_b = n_req_u, n_req_b
-
-    def slot(self, kind: str, programs: np.ndarray, requests: np.ndarray) -> np.ndarray:
-        if kind == "u":
-            return np.searchsorted(self.u_slots, programs * (self.n_req_u + 1) + requests)
-        return np.searchsorted(self.b_slots, programs * (self.n_req_b + 1) + requests)
+                    keys = programs[:, None] * self.b_width + tables
+                    b_keys.append(keys[tables < self.b_width - 1])  # not the neutral table
+        self.u_slots, self.b_slots = np.unique(np.concatenate(u_keys)), np.unique(np.concatenate(b_keys))
 
     # -- the programs' grounding rows, in the plan's sorted numbering ------------------------
     def _program_rows(self, rows: Sequence[GroundingRows]):
@@ -167,14 +146,16 @@ class _Analysis:
 
     # -- up: Kleene values -------------------------------------------------------------------
     def _up(self):
-        k = self.k
         for vgroups, sgroups in self.plan.levels:
             for g in vgroups:
                 rows = slice(g.start, g.stop)
-                k.vp[rows], k.vc[rows] = g.operator.kleene(_KleeneRows(self, g, rows))
+                self.vp[rows], self.vc[rows] = g.operator.kleene(_KleeneRows(self, g, rows))
             for g in sgroups:
                 rows = slice(SCALAR_CONSTANTS + g.start, SCALAR_CONSTANTS + g.stop)
-                k.sp[rows], k.sc[rows] = g.operator.kleene(_KleeneRows(self, g, rows))
+                self.sp[rows], self.sc[rows] = g.operator.kleene(_KleeneRows(self, g, rows))
+
+    def s_open(self, rows) -> torch.Tensor:
+        return self.sp[rows] & ~self.sc[rows]
 
     # -- down: counts ------------------------------------------------------------------------
     def repeated(self) -> tuple[torch.Tensor, torch.Tensor]:
@@ -189,14 +170,14 @@ class _Analysis:
         return u_rep, b_rep
 
     def _down(self, entry: int):
-        k, plan, idx = self.k, self.plan, self.idx
+        plan, idx = self.plan, self.idx
         n = self.object_mask.shape[1]
         counts = _Counts(
             vector=torch.zeros((len(plan.v_scene), n), dtype=torch.int32, device=self.device),
             scalar=torch.zeros(SCALAR_CONSTANTS + plan.n_scalars, dtype=torch.int32, device=self.device),
             unary=torch.zeros((len(self.u_slots), n), dtype=torch.int32, device=self.device),
             binary=torch.zeros((len(self.b_slots), n, n), dtype=torch.int32, device=self.device),
-            merged=np.full(len(plan.v_scene), -1, dtype=np.int64))  # vector row -> its (block, group) key
+            merged=np.full(len(plan.v_scene), -1, dtype=np.int64))
         roots = self.roots[self.roots[:, 0] == entry, 1]
         counts.scalar.index_add_(0, idx(roots), torch.ones(len(roots), dtype=torch.int32, device=self.device))
         merges = self.merges[self.merges[:, 0] == entry]
@@ -205,11 +186,11 @@ class _Analysis:
         for vgroups, sgroups in reversed(plan.levels):
             for g in sgroups:
                 rows = slice(SCALAR_CONSTANTS + g.start, SCALAR_CONSTANTS + g.stop)
-                c = counts.scalar[rows].clamp(max=CAP) * k.s_open(rows)
+                c = counts.scalar[rows].clamp(max=CAP) * self.s_open(rows)
                 g.operator.count_down(_CountRows(self, g, rows, counts), c)
             for g in vgroups:
                 rows = slice(g.start, g.stop)
-                c = counts.vector[rows].clamp(max=CAP) * k.v_open(rows)
+                c = counts.vector[rows].clamp(max=CAP) * (self.vp[rows] & ~self.vc[rows])
                 g.operator.count_down(_CountRows(self, g, rows, counts), c)
         return counts.unary, counts.binary
 
@@ -245,8 +226,8 @@ class _KleeneRows:
         self.analysis, self.group, self.rows = analysis, g, rows
 
     def vector(self, name: str):
-        k, x = self.analysis.k, self.analysis.idx(self.group.arrays[name])
-        return k.vp[x], k.vc[x]
+        a, x = self.analysis, self.analysis.idx(self.group.arrays[name])
+        return a.vp[x], a.vc[x]
 
     def unary(self):
         t = self.analysis.idx(self.group.arrays["table"])
@@ -266,11 +247,11 @@ class _KleeneRows:
         return poss, cert
 
     def truths(self):
-        k, args = self.analysis.k, self.analysis.idx(self.group.arrays["args"])
-        return k.sp[args], k.sc[args]
+        a, args = self.analysis, self.analysis.idx(self.group.arrays["args"])
+        return a.sp[args], a.sc[args]
 
     def open_truths(self) -> torch.Tensor:
-        return self.analysis.k.s_open(self.analysis.idx(self.group.arrays["args"]))
+        return self.analysis.s_open(self.analysis.idx(self.group.arrays["args"]))
 
     def pad(self) -> torch.Tensor:
         return torch.as_tensor(self.group.arrays["pad"], device=self.analysis.device)
@@ -282,11 +263,14 @@ class _KleeneRows:
         return a.object_mask[a.v_scene[rows]]
 
 
-class _Counts:
+class _Counts(NamedTuple):
     """The down pass' use counts: of vector and scalar rows, of unary and binary atom slots."""
 
-    def __init__(self, vector, scalar, unary, binary, merged):
-        self.vector, self.scalar, self.unary, self.binary, self.merged = vector, scalar, unary, binary, merged
+    vector: torch.Tensor
+    scalar: torch.Tensor
+    unary: torch.Tensor
+    binary: torch.Tensor
+    merged: np.ndarray  # vector row -> its (block, group) key, -1: none
 
 
 class _CountRows:
@@ -311,7 +295,7 @@ class _CountRows:
 
     def add_unary(self, counts: torch.Tensor) -> None:
         a, g = self.analysis, self.group
-        slots = a.slot("u", a.plan.v_program[self.rows], g.arrays["table"])
+        slots = np.searchsorted(a.u_slots, a.plan.v_program[self.rows] * a.u_width + g.arrays["table"])
         self.counts.unary.index_add_(0, a.idx(slots), counts)
 
     def add_relation(self, uses: torch.Tensor) -> None:
@@ -320,7 +304,7 @@ class _CountRows:
         tables, reverse = g.arrays["tables"], g.arrays["reverse"]
         programs = a.plan.v_program[self.rows]
         for j in range(tables.shape[1]):
-            real = tables[:, j] < a.n_req_b  # not the neutral table
+            real = tables[:, j] < a.b_width - 1  # not the neutral table
             if not real.any():
                 continue
             wj = uses[torch.as_tensor(real, device=a.device)]
@@ -328,7 +312,8 @@ class _CountRows:
             if flip.any():
                 f = torch.as_tensor(flip, device=a.device)[:, None, None]
                 wj = torch.where(f, wj.transpose(1, 2), wj)
-            self.counts.binary.index_add_(0, a.idx(a.slot("b", programs[real], tables[real, j])), wj)
+            slots = np.searchsorted(a.b_slots, programs[real] * a.b_width + tables[real, j])
+            self.counts.binary.index_add_(0, a.idx(slots), wj)
 
     def add_truths(self, counts: torch.Tensor) -> None:
         """``counts`` ``(G, K)``: uses of each truth the rows combine."""
@@ -348,10 +333,20 @@ class _CountRows:
         x, values = self._all_same()
         real = torch.as_tensor(~self.group.arrays["pad"][:, 1:] & (values >= 0), device=a.device)
         valid = a.object_mask[a.v_scene[a.idx(x)]]
-        return (a.k.vp[a.idx(x)], valid), a.k.vp[a.idx(np.maximum(values, 0))], real
+        return (a.vp[a.idx(x)], valid), a.vp[a.idx(np.maximum(values, 0))], real
 
     def add_all_same_input(self, counts: torch.Tensor) -> None:
         self.counts.vector.index_add_(0, self.analysis.idx(self._all_same()[0]), counts)
+
+
+def _uncertain(slots: np.ndarray, width: int, repeated: torch.Tensor, table_poss, table_cert) -> np.ndarray:
+    """(program, request, object...) of each atom repeated and uncertain."""
+    if len(slots):
+        request = torch.as_tensor(slots % width, dtype=torch.long, device=repeated.device)
+        repeated = repeated & table_poss[request] & ~table_cert[request]
+    hit = repeated.nonzero().cpu().numpy()
+    at = slots[hit[:, 0]]
+    return np.concatenate([(at // width)[:, None], (at % width)[:, None], hit[:, 1:]], 1).astype(np.int64)
 
 
 def repeated_atoms(plan: BatchPlan, rows: Sequence[GroundingRows], unary, binary, object_mask) -> RepeatedAtoms:
@@ -359,21 +354,10 @@ def repeated_atoms(plan: BatchPlan, rows: Sequence[GroundingRows], unary, binary
     grounding rows), over the log-probability tables the engine got for it: ``unary`` ``(R, N)``,
     ``binary`` ``(R', N, N)`` with the relates' neutral table last, ``object_mask`` ``(B, N)``."""
     with torch.no_grad():
-        analysis = _Analysis(plan, rows, unary, binary, object_mask)
-        u_rep, b_rep = analysis.repeated()
-        slots_u = analysis.u_slots
-        u_req = torch.as_tensor(slots_u % (analysis.n_req_u + 1), dtype=torch.long, device=analysis.device)
-        b_req = torch.as_tensor(analysis.b_slots % (analysis.n_req_b + 1), dtype=torch.long, device=analysis.device)
-        u_unc = analysis.u_poss[u_req] & ~analysis.u_cert[u_req] if len(slots_u) else u_rep
-        b_unc = analysis.b_poss[b_req] & ~analysis.b_cert[b_req] if len(analysis.b_slots) else b_rep
-        u_hit = (u_rep & u_unc).nonzero().cpu().numpy()
-        b_hit = (b_rep & b_unc).nonzero().cpu().numpy()
-    u_slot, b_slot = u_hit[:, 0], b_hit[:, 0]
-    unary_atoms = np.stack([slots_u[u_slot] // (analysis.n_req_u + 1), slots_u[u_slot] % (analysis.n_req_u + 1),
-                            u_hit[:, 1]], 1).astype(np.int64)
-    bs = analysis.b_slots
-    binary_atoms = np.stack([bs[b_slot] // (analysis.n_req_b + 1), bs[b_slot] % (analysis.n_req_b + 1),
-                             b_hit[:, 1], b_hit[:, 2]], 1).astype(np.int64)
+        a = _Analysis(plan, rows, unary, binary, object_mask)
+        u_rep, b_rep = a.repeated()
+        unary_atoms = _uncertain(a.u_slots, a.u_width, u_rep, a.u_poss, a.u_cert)
+        binary_atoms = _uncertain(a.b_slots, a.b_width, b_rep, a.b_poss, a.b_cert)
     count = (np.bincount(unary_atoms[:, 0], minlength=plan.n_programs)
              + np.bincount(binary_atoms[:, 0], minlength=plan.n_programs))
     return RepeatedAtoms(unary_atoms, binary_atoms, count.astype(np.int64))

@@ -68,11 +68,6 @@ class Operator:
         """The rows' values: ``(G, N)`` log-attentions, or ``(G, 2)`` truth pairs."""
         raise NotImplementedError
 
-    def run_pair(self, rows) -> tuple[torch.Tensor, torch.Tensor]:
-        """A truth operator's ``(log p, log(1 - p))``, ``(G, 1)`` each: what an answer holds."""
-        out = self.run(rows)
-        return out[:, :1], out[:, 1:]
-
     def kleene(self, rows) -> tuple[torch.Tensor, torch.Tensor]:
         """``(possible, certain)``: ``(G, N)`` per object, or ``(G,)`` for truths."""
         raise NotImplementedError
@@ -201,9 +196,6 @@ class _Aggregate(Operator):
 
     def run(self, rows):
         return torch.stack(ops.aggregate_pair(rows.vector("vin"), rows.objects(), self.quantifier), dim=-1)
-
-    def run_pair(self, rows):
-        return ops.aggregate_pair(rows.vector("vin"), rows.objects(), self.quantifier, keepdim=True)
 
     def kleene(self, rows):
         (xp, xc), valid = rows.vector("vin"), rows.objects()

@@ -39,7 +39,7 @@ import numpy as np
 import torch
 
 from nablafol.engine.answers import Answers, Tables
-from nablafol.engine.lowering import FILTER, TOP, Operator
+from nablafol.engine.lowering import Operator
 from nablafol.engine.planning import NEG_INF, SCALAR_CONSTANTS, BatchPlan
 
 __all__ = ["steps_of", "run_rows", "MAX_ROWS", "Step"]
@@ -63,8 +63,6 @@ class Step(NamedTuple):
 
 class Steps(NamedTuple):
     steps: tuple
-    zero_rows: tuple  # Top rows only Filter rows read: a 0-dim +0.0 there (``0 + x`` is the same sum)
-    answer: int  # the one answer's row, when no other step reads it (its pair handed over as is), else -1
     n_vectors: int
     n_scalars: int  # the scalar store's rows, its two constant rows too
     candidates: tuple
@@ -96,16 +94,8 @@ def _build(plan: BatchPlan) -> Optional[Steps]:
                                       {name: int(a[name][i]) for name in ("in0", "in1", "vin") if name in a},
                                       int(a["table"][i]) if "table" in a else -1, atoms,
                                       tuple(int(r) for r in a["args"][i]) if "args" in a else (), pad))
-    focus = int(plan.focus[0])
-    readers: dict = {}  # vector row -> the operators of the steps that read it
-    for step in steps:
-        for row in step.inputs.values():
-            readers.setdefault(row, set()).add(step.operator)
-    zero = {s.out for s in steps if s.operator is TOP and s.out != focus and readers.get(s.out) == {FILTER}}
-    candidates = tuple(plan.candidate_rows.tolist())
-    answer = candidates[0] if len(candidates) == 1 and not any(candidates[0] in s.truths for s in steps) else -1
-    return Steps(tuple(s for s in steps if s.out not in zero or not s.operator.vector), tuple(zero), answer,
-                 len(plan.v_scene), SCALAR_CONSTANTS + plan.n_scalars, candidates, focus)
+    return Steps(tuple(steps), len(plan.v_scene), SCALAR_CONSTANTS + plan.n_scalars,
+                 tuple(plan.candidate_rows.tolist()), int(plan.focus[0]))
 
 
 class _OneRow:
@@ -152,7 +142,7 @@ def _row(table: torch.Tensor, i: int) -> torch.Tensor:
 
 def _constants(dtype, device) -> tuple:
     true = torch.tensor([[0.0, NEG_INF]], dtype=dtype, device=device)
-    return true, true.flip(-1), torch.zeros((), dtype=dtype, device=device)
+    return true, true.flip(-1)
 
 
 def run_rows(steps: Steps, plan: BatchPlan, tables: Tables, q_product: Callable) -> Answers:
@@ -162,23 +152,13 @@ def run_rows(steps: Steps, plan: BatchPlan, tables: Tables, q_product: Callable)
     sca: list = [None] * steps.n_scalars
     # scalars carry (log p, log(1 - p)); rows 0 and 1 are log 1 and log 0 (padding of And / Or).
     # No step writes into what it reads and every output is a new tensor: constants are shared
-    sca[0], sca[1], zero = plan.kept(("constants", dtype, device), lambda: _constants(dtype, device))
-    for row in steps.zero_rows:
-        vec[row] = zero
+    sca[0], sca[1] = plan.kept(("constants", dtype, device), lambda: _constants(dtype, device))
     row = _OneRow(None, vec, sca, tables, n, q_product)
     for step in steps.steps:
         row.step = step
-        if step.operator.vector:
-            vec[step.out] = step.operator.run(row)
-        elif step.out == steps.answer:  # its two (1, 1) fields, not stacked and split
-            sca[step.out] = step.operator.run_pair(row)
-        else:
-            sca[step.out] = step.operator.run(row)
+        (vec if step.operator.vector else sca)[step.out] = step.operator.run(row)
     candidates = steps.candidates
-    if steps.answer >= 0:  # copies where autograd may have saved them, as the focus
-        picked = sca[steps.answer]
-        log_probs, log_complement = (t.clone() for t in picked) if picked[0].requires_grad else picked
-    elif len(candidates) == 1:
+    if len(candidates) == 1:
         picked = sca[candidates[0]]
         log_probs, log_complement = picked[:, :1], picked[:, 1:]
     else:

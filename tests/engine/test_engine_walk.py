@@ -161,12 +161,21 @@ def test_a_program_is_walked_once_whatever_is_asked_of_it(monkeypatch):
     assert "_walk" in vars(program) and not {"_nodes", "_predicates", "_shape", "_shape_key"} & set(vars(program))
 
 
+def unchecked(cls, *values):
+    """A node of ``cls`` made without its constructor's checks, as unpickling makes one."""
+    import dataclasses
+    node = object.__new__(cls)
+    node.__dict__.update(zip((f.name for f in dataclasses.fields(cls)), values))
+    return node
+
+
 def test_a_predicate_both_unary_and_binary_is_numbered_in_both_roles():
-    # made unchecked, as only a compiler with parts of the right arity may: the walk numbers the one
+    # made without the constructors' checks (as unpickling does): the walk numbers the one
     # predicate twice, once a role
     from nablafol.ir import Atom
     odd = Predicate("odd", arity=2)
-    program = Program.yes_no(Aggregate(E, Filter.unchecked(odd, Relate.unchecked((Atom.unchecked(odd, False),), E, Top()))))
+    program = Program.yes_no(Aggregate(E, unchecked(Filter, odd, unchecked(Relate, (unchecked(Atom, odd, False),), E,
+                                                                          Top()))))
     assert program.shape().unary == program.shape().binary == (odd,) and program.predicates() == (odd,)
 
 
