@@ -3,6 +3,7 @@ checking constructors accept, and equal to what they make (same hash, same print
 from dataclasses import fields
 
 from hypothesis import given, settings
+from tiers import examples
 import pytest
 
 from nablafol.compiler import CompileError, Compiler
@@ -22,7 +23,7 @@ def rebuilt(value):
 
 
 @pytest.mark.slow
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(programs())
 def test_translated_programs_are_what_the_checking_constructors_make(program):
     try:
