@@ -106,9 +106,12 @@ def test_split_then_score(tmp_path, capsys):
 
 
 def test_console_script_is_installed():
+    # where pip put the scripts of the interpreter running the tests: PATH holds it only when the
+    # environment is activated, and the tests may run as .venv/bin/python -m pytest
     import shutil
-    exe = shutil.which("nablafol")
-    assert exe is not None, "the nablafol console script is not on PATH (pip install -e .)"
+    import sysconfig
+    exe = shutil.which("nablafol", path=sysconfig.get_path("scripts"))
+    assert exe is not None, f"no nablafol console script in {sysconfig.get_path('scripts')} (pip install -e .)"
     out = subprocess.run([exe, "--help"], capture_output=True, text=True)
     assert out.returncode == 0 and "parse" in out.stdout and "eval" in out.stdout
 
