@@ -35,6 +35,7 @@ def run_cli(capsys, *args):
     return code, out, err
 
 
+@pytest.mark.slow
 def test_inspect_a_program_line_prints_the_table_and_draws(model_folder, tmp_path, capsys):
     folder, calibrator = model_folder
     code, out, err = run_cli(capsys, "calibrate", "--model", folder, "--inspect", PROGRAM, "--plot", tmp_path / "c.png")
