@@ -7,6 +7,6 @@ from hypothesis import settings
 
 def examples(full: int) -> int:
     """``full`` in the full suite; in the fast tier, ``full`` times the fast profile's count over
-    the default profile's (a third as registered), and at least one."""
+    the default profile's (a quarter as registered), and at least one."""
     share = settings.default.max_examples / settings.get_profile("default").max_examples
     return full if share >= 1 else max(1, round(full * share))

@@ -467,6 +467,7 @@ def _snapshot(folder):
     return {p.name: p.read_bytes() for p in folder.iterdir()}
 
 
+@pytest.mark.slow
 def test_train_refuses_an_out_folder_that_holds_a_trained_model(trained, tiny_set, tmp_path, capsys):
     import shutil
     out = tmp_path / "m"
@@ -594,6 +595,7 @@ def _held_calibration(args, holding, release) -> None:
     os._exit(main([str(a) for a in args]))
 
 
+@pytest.mark.slow
 def test_a_second_calibration_of_one_model_folder_is_refused_and_the_first_is_unharmed(trained, tiny_set, tmp_path,
                                                                                         capsys):
     """Two processes synchronised by events: the second `calibrate` (or a `train --out` of the

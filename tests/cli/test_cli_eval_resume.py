@@ -167,6 +167,7 @@ def test_random_kills_then_resume_end_byte_identical(data, reference, processes,
     assert _outputs(out) == reference[:2]
 
 
+@pytest.mark.slow
 def test_a_journal_of_other_settings_or_inputs_is_refused_in_one_line(data, tmp_path, monkeypatch, capsys):
     _full_journal(data, tmp_path, monkeypatch)
     capsys.readouterr()
@@ -190,6 +191,7 @@ def test_a_journal_of_other_settings_or_inputs_is_refused_in_one_line(data, tmp_
     assert not (tmp_path / "pred.json").with_suffix(".json.tmp").exists()
 
 
+@pytest.mark.slow
 def test_resume_without_a_journal_starts_from_the_first_question(data, reference, tmp_path, capsys):
     assert main(_argv(data, tmp_path, "--resume")) == 0
     assert "starting from the first question" in capsys.readouterr().out
@@ -213,6 +215,7 @@ def test_a_question_id_given_twice_is_refused_in_one_line(data, tmp_path, capsys
 
 # --- workers ---------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_workers_give_byte_identical_outputs(data, reference, tmp_path):
     # a chunk is batched the same way in whichever process answers it
     import gc

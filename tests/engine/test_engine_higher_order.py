@@ -77,8 +77,8 @@ def test_second_order_gradients_are_exact(name, sizes):
     assert _gradgradcheck(PROGRAMS[name], sizes)
 
 
-@pytest.mark.parametrize("name", [name if name == "exact-forall" else pytest.param(name, marks=pytest.mark.slow)
-                                  for name in sorted(REPEATING)])
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(REPEATING))
 def test_second_order_gradients_are_exact_in_exact_mode(name):
     program = REPEATING[name]
     scene = TableOracle(_tables((3,), 0))
@@ -109,6 +109,7 @@ def test_the_issues_gqa_program_has_second_order_gradients():
     assert torch.isfinite(hv).all() and hv.abs().sum() > 0
 
 
+@pytest.mark.slow
 @settings(max_examples=examples(8), deadline=None)
 @given(programs(UNARY, BINARY, max_depth=3), st.integers(1, 3), st.integers(0, 2**31 - 1))
 def test_second_order_gradients_of_random_programs(program, n, seed):

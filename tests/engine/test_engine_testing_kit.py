@@ -57,6 +57,7 @@ def test_object_counts_and_uncertain_atoms_spread_over_their_ranges():
     assert full.size >= 20 and (full >= DEFAULT_MAX_UNCERTAIN // 2).mean() >= 0.4, np.bincount(full)
 
 
+@pytest.mark.slow
 def test_read_once_cases_keep_every_repeated_predicate_certain():
     for case in _draw(scenes_and_programs(read_once=True, max_objects=4), 40):
         for p in case.program.repeated_predicates():
@@ -106,6 +107,7 @@ def test_check_dsl_shrinks_a_wrong_compiler_to_a_minimal_program():
                               "over CrispScene(1 objects; red: false of all)"), message
 
 
+@pytest.mark.slow
 def test_check_dsl_names_a_reference_answer_that_is_no_candidate():
     from nablafol.ir import AggregateEach
     colours = (Predicate("red"), Predicate("blue"))

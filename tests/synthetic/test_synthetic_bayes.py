@@ -168,6 +168,7 @@ def brute_force_posterior(graph, features, codes, vocabulary, prior, noise_std, 
     return dict(zip(prior.contexts, weights)), classes, values
 
 
+@pytest.mark.slow
 def test_features_only_marginals_are_the_enumerated_posterior(small_world):
     """Class and attribute marginals and the scene's context are those of the generator's model
     summed hypothesis by hypothesis (the context and every object's values summed out)."""
@@ -187,6 +188,7 @@ def test_features_only_marginals_are_the_enumerated_posterior(small_world):
     assert doubtful > 0  # the noise leaves something to doubt: not the truth copied
 
 
+@pytest.mark.slow
 def test_features_only_reads_nothing_but_features_and_boxes(small_world):
     """The truth of names, attributes, relations and context is never read: scrubbed graphs give
     the same posteriors; with little noise they are the truth, relations included."""
