@@ -28,7 +28,8 @@ def _draw(strategy, n):
     return cases
 
 
-@pytest.mark.parametrize("read_once", [True, pytest.param(False, marks=pytest.mark.slow)])
+@pytest.mark.slow
+@pytest.mark.parametrize("read_once", [True, False])
 def test_no_default_case_is_refused_by_its_brute_force(read_once):
     """The friction: ``scenes_and_programs(read_once=True)`` at ``max_objects=6`` failed on 5 of 80
     cases with ``ProgramStructureError: 30 uncertain ground atoms: too many worlds to enumerate``."""
@@ -98,6 +99,7 @@ def test_check_dsl_passes_a_right_compiler():
     assert check_dsl(_compile, _meaning, QUESTIONS, max_examples=60) == 60
 
 
+@pytest.mark.slow
 def test_check_dsl_shrinks_a_wrong_compiler_to_a_minimal_program():
     wrong = lambda q: _compile(q, negate=lambda a: a)  # noqa: E731 ("not" forgotten)
     with pytest.raises(DSLMismatch) as caught:
