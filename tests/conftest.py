@@ -9,10 +9,11 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 settings.load_profile("default")
-# The fast tier (`-m "not slow"`, docs/testing.md) runs properties without an example count of their
-# own at a third of the examples; the full suite, which decides, keeps the default.
+# The fast tier (`-m "not slow"`, docs/testing.md) runs every property at a quarter of its examples:
+# those without a count of their own through this profile, those with one through tests/tiers.py's
+# examples(N); the full suite, which decides, keeps the full counts.
 settings.register_profile("fast", parent=settings.get_profile("default"),
-                          max_examples=int(os.environ.get("NABLAFOL_HYPOTHESIS_FAST_EXAMPLES", "20")))
+                          max_examples=int(os.environ.get("NABLAFOL_HYPOTHESIS_FAST_EXAMPLES", "15")))
 
 
 def pytest_configure(config):

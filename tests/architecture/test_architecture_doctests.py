@@ -17,7 +17,9 @@ NEEDS = {"nablafol.dsl.testing": "hypothesis", "nablafol.testing.strategies": "h
 
 #: modules whose examples train a model or run a whole command: among the longest tests of a measured run
 SLOW_EXAMPLES = {"nablafol.semantic_parser", "nablafol.semantic_parser.training", "nablafol.asking.ask",
-                 "nablafol.asking.parser_evaluation", "nablafol.pipeline.collector", "nablafol.neural.optimizer"}
+                 "nablafol.asking.parser_evaluation", "nablafol.pipeline.collector", "nablafol.neural.optimizer",
+                 "nablafol.pipeline.label_training", "nablafol.semantic_parser.folder",
+                 "nablafol.semantic_parser.predicted_programs", "nablafol.semantic_parser.reader"}
 
 
 @pytest.mark.parametrize("name", [pytest.param(m, marks=[pytest.mark.slow] if m in SLOW_EXAMPLES else [])

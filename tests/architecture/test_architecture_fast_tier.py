@@ -7,11 +7,24 @@ from pathlib import Path
 TESTS = Path(__file__).resolve().parents[1]
 
 
+def _is_param(node) -> bool:
+    """Whether a node is a ``pytest.param(...)`` call: its marks mark that one case, not the test."""
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "param"
+
+
+def _nodes_outside_params(node):
+    yield node
+    for child in ast.iter_child_nodes(node):
+        if not _is_param(child):
+            yield from _nodes_outside_params(child)
+
+
 def _marks_slow(decorators) -> bool:
-    """Whether a decorator list (or a ``pytestmark`` value) holds ``pytest.mark.slow``."""
+    """Whether a decorator list (or a ``pytestmark`` value) holds ``pytest.mark.slow`` for the
+    whole test; a case marked slow inside ``pytest.param`` leaves the test's other cases fast."""
     return any(isinstance(node, ast.Attribute) and node.attr == "slow"
                and isinstance(node.value, ast.Attribute) and node.value.attr == "mark"
-               for decorator in decorators for node in ast.walk(decorator))
+               for decorator in decorators for node in _nodes_outside_params(decorator))
 
 
 def fast_tests(path: Path) -> list[str]:
@@ -48,6 +61,10 @@ def test_the_reader_sees_marks_on_functions_classes_and_modules(tmp_path):
     assert fast_tests(source) == ["test_b"]
     source.write_text("import pytest\npytestmark = [pytest.mark.slow]\n\ndef test_b(): pass\n")
     assert fast_tests(source) == []
+    source.write_text("import pytest\n\n@pytest.mark.parametrize('n', [1, pytest.param(2, marks=pytest.mark.slow)])\n"
+                      "def test_d(n): pass\n\n@pytest.mark.parametrize('n', [pytest.param(2, marks=[pytest.mark.slow])])\n"
+                      "@pytest.mark.slow\ndef test_e(n): pass\n")
+    assert fast_tests(source) == ["test_d"]
 
 
 def test_the_slow_marker_is_registered():

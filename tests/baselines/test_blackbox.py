@@ -65,6 +65,7 @@ def test_it_learns_a_small_separable_task():
     assert baseline.history[-1]["train_loss"] < baseline.history[0]["train_loss"]
 
 
+@pytest.mark.slow
 def test_a_seed_fixes_the_model():
     train, images = _task(80, seed=3)
     runs = [BlackBoxBaseline(hidden_dim=16, epochs=2, seed=5).fit(train, images) for _ in range(2)]

@@ -105,6 +105,7 @@ def test_compile_failure_falls_back_to_the_eager_q_product():
     assert torch.equal(engine([program] * 4, TableOracle(tables)).probs(), expected)  # eager from then on
 
 
+@pytest.mark.slow
 def test_the_gpu_script_runs_every_section_on_the_cpu_too(tmp_path, capsys):
     """bench_gpu's sections, tiny, on the CPU: each keeps its figures (none fails), the same answers
     hold, and a machine without CUDA asked for it is told so in one line."""

@@ -35,6 +35,7 @@ def run_cli(capsys, *args):
     return code, out, err
 
 
+@pytest.mark.slow
 def test_inspect_a_program_line_prints_the_table_and_draws(model_folder, tmp_path, capsys):
     folder, calibrator = model_folder
     code, out, err = run_cli(capsys, "calibrate", "--model", folder, "--inspect", PROGRAM, "--plot", tmp_path / "c.png")
@@ -57,6 +58,7 @@ def test_inspect_a_question_by_id(model_folder, capsys):
     assert format_step_parameters(step_parameters(calibrator, program)) in out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args,message", [
     (["--inspect", "op99", "--questions", QUESTIONS], "'op99' is neither a GQA program line nor a question id"),
     (["--inspect", "select: plate->exist: ? [3]"], "dependency [3] must point to an earlier step"),
@@ -69,6 +71,7 @@ def test_bad_input_is_one_line(model_folder, capsys, args, message):
     assert code == 2 and message in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
 
 
+@pytest.mark.slow
 def test_a_model_without_a_calibrator_is_one_line(tmp_path, model_folder, capsys):
     folder = tmp_path / "plain"
     folder.mkdir()
@@ -79,6 +82,7 @@ def test_a_model_without_a_calibrator_is_one_line(tmp_path, model_folder, capsys
     assert code == 2 and "no calibrator in this model folder" in err
 
 
+@pytest.mark.slow
 def test_a_plot_matplotlib_cannot_write_or_a_file_of_the_model_is_refused_before_any_work(model_folder, tmp_path,
                                                                                          capsys):
     import shutil

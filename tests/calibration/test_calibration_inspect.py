@@ -8,6 +8,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tiers import examples
 
 from nablafol import dsl
 from nablafol.calibration import (StepParameters, TopDownCalibrator, classify_shape, format_step_parameters,
@@ -93,7 +94,7 @@ def test_a_fresh_calibrator_reads_identity_everywhere():
         params[0].a = 2.0
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.lists(st.floats(allow_nan=False, allow_infinity=False, width=32), min_size=4, max_size=4))
 def test_any_mlp_output_gives_a_valid_monotone_posterior(raw):
     a, b, log_c, log_1mc, log_d = constrained_parameters(torch.tensor([raw]))

@@ -106,9 +106,12 @@ def test_split_then_score(tmp_path, capsys):
 
 
 def test_console_script_is_installed():
+    # where pip put the scripts of the interpreter running the tests: PATH holds it only when the
+    # environment is activated, and the tests may run as .venv/bin/python -m pytest
     import shutil
-    exe = shutil.which("nablafol")
-    assert exe is not None, "the nablafol console script is not on PATH (pip install -e .)"
+    import sysconfig
+    exe = shutil.which("nablafol", path=sysconfig.get_path("scripts"))
+    assert exe is not None, f"no nablafol console script in {sysconfig.get_path('scripts')} (pip install -e .)"
     out = subprocess.run([exe, "--help"], capture_output=True, text=True)
     assert out.returncode == 0 and "parse" in out.stdout and "eval" in out.stdout
 
@@ -464,6 +467,7 @@ def _snapshot(folder):
     return {p.name: p.read_bytes() for p in folder.iterdir()}
 
 
+@pytest.mark.slow
 def test_train_refuses_an_out_folder_that_holds_a_trained_model(trained, tiny_set, tmp_path, capsys):
     import shutil
     out = tmp_path / "m"
@@ -591,6 +595,7 @@ def _held_calibration(args, holding, release) -> None:
     os._exit(main([str(a) for a in args]))
 
 
+@pytest.mark.slow
 def test_a_second_calibration_of_one_model_folder_is_refused_and_the_first_is_unharmed(trained, tiny_set, tmp_path,
                                                                                         capsys):
     """Two processes synchronised by events: the second `calibrate` (or a `train --out` of the

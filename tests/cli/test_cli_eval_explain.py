@@ -39,6 +39,7 @@ def reference(data, tmp_path_factory):
     return _outputs(out)
 
 
+@pytest.mark.slow
 def test_each_details_line_carries_the_explanation_of_calling_explain_directly(data, reference):
     from nablafol import Engine, explain
     from nablafol.compiler import Compiler
@@ -103,6 +104,7 @@ def test_an_interrupted_run_resumed_gives_byte_identical_explanations(data, refe
     assert len(answered) == len(ids) - 2 * CHUNK  # the finished chunks were not answered again
 
 
+@pytest.mark.slow
 def test_workers_give_byte_identical_explanations(data, reference, tmp_path):
     # each question is explained on its own scene: nothing depends on which process answers it
     assert main(_argv(data, tmp_path, "--workers", "2")) == 0

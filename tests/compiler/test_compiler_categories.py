@@ -4,6 +4,7 @@ from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tiers import examples
 
 from nablafol import dsl
 from nablafol.compiler import Compiler
@@ -23,7 +24,7 @@ def _graph(names):
         for i, n in enumerate(names)}})
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.lists(st.sampled_from(NAMES), min_size=1, max_size=5),
        st.lists(st.tuples(st.sampled_from(CATEGORIES + ["man", "he"]), st.booleans(), st.lists(st.integers(0, 6),
                                                                                               max_size=3)),

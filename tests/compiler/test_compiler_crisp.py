@@ -2,6 +2,7 @@
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tiers import examples
 import pytest
 
 from nablafol.dsl import ast as A
@@ -135,7 +136,7 @@ def tables_for(program, world: World):
 
 
 @pytest.mark.slow
-@settings(max_examples=150)
+@settings(max_examples=examples(150))
 @given(gqa_programs(), worlds())
 def test_compiled_programs_agree_with_crisp_gqa_semantics(program, world):
     compiled = COMPILER.compile(program)

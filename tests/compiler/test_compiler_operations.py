@@ -1,5 +1,6 @@
 """Every GQA operation of gqa-programs.md and every quirk of its real lines compiles as the table says."""
 import pytest
+from tiers import examples
 
 from nablafol import dsl
 from nablafol.compiler import CompileError, Compiler
@@ -218,7 +219,7 @@ def test_the_line_cache_answers_as_parsing_each_line_does():
     ids = st.lists(st.integers(0, 10**9), min_size=1, max_size=3).map(lambda xs: " (" + ",".join(map(str, xs)) + ")")
     cached = Compiler()
 
-    @settings(max_examples=150, deadline=None)
+    @settings(max_examples=examples(150), deadline=None)
     @given(st.sampled_from(lines), st.lists(ids | st.just(" (-)"), min_size=8, max_size=8), st.booleans())
     def check(line, groups, semantic):
         parts = dsl.id_template(line).split(" (-)")  # the line with other ids in every id group
@@ -262,7 +263,7 @@ def test_a_shared_compiler_answers_every_line_as_a_fresh_one_does():
     from nablafol.dsl.testing import programs
     shared = Compiler()
 
-    @settings(max_examples=300, deadline=None)
+    @settings(max_examples=examples(300), deadline=None)
     @given(programs())
     def check(program):
         line = program.to_semantic_str()

@@ -8,12 +8,13 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tiers import examples
 
 from nablafol.data.files import json_inputs
 from nablafol.data.json_stream import iter_object_members
 from nablafol.errors import InputFileError
 
-HYPOTHESIS = settings(max_examples=60, deadline=None,
+HYPOTHESIS = settings(max_examples=examples(60), deadline=None,
                       suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 json_scalars = (st.none() | st.booleans() | st.integers(-10**12, 10**12)

@@ -6,12 +6,13 @@ import json
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tiers import examples
 
 from nablafol.data import (Details, iter_details, read_details, read_predictions, write_details,
                            write_predictions)
 from nablafol.errors import InputFileError
 
-HYPOTHESIS = settings(max_examples=50, deadline=None,
+HYPOTHESIS = settings(max_examples=examples(50), deadline=None,
                       suppress_health_check=[HealthCheck.function_scoped_fixture])
 question_ids = st.text(st.sampled_from("0123456789"), min_size=1, max_size=9)
 

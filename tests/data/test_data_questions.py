@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from tiers import examples
 
 from nablafol.data import (ProgramSource, Question, iter_questions, load_questions,
                            question_from_record, write_questions)
@@ -157,7 +158,7 @@ records = st.fixed_dictionaries(
 
 
 @pytest.mark.slow
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(questions=st.dictionaries(ids, records, max_size=6))
 def test_write_then_read_gives_the_same_questions(tmp_path, questions):
     built = [question_from_record(question_id, record) for question_id, record in questions.items()]
@@ -205,7 +206,7 @@ def _interned(value) -> bool | None:
 
 
 @pytest.mark.slow
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(st.tuples(st.sampled_from([*_GQA_RECORD, "other"]), _WILD | st.lists(_STEP, max_size=3)), max_size=2),
        st.lists(st.sampled_from(list(_GQA_RECORD)), max_size=2),
        st.permutations(["operation", "dependencies", "argument"]))

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from tiers import examples
 
 from nablafol.data import (scene_graph_from_record, SceneGraph, SceneGraphTexts, SceneObject, SceneRelation, iter_scene_graphs,
                            load_scene_graphs, write_scene_graphs)
@@ -219,7 +220,7 @@ def scene_graphs(draw) -> SceneGraph:
 
 
 @pytest.mark.slow
-@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(50), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(graphs=st.lists(scene_graphs(), max_size=3, unique_by=lambda g: g.image_id))
 def test_write_then_read_gives_the_same_graphs(tmp_path, graphs):
     path = tmp_path / "round_sceneGraphs.json"
@@ -239,7 +240,7 @@ _WILD = st.one_of(_INTEGER, st.floats(allow_nan=True), st.text(max_size=2), st.b
 
 
 @pytest.mark.slow
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.fixed_dictionaries(
     {"name": st.sampled_from(["man", "cup"]), "x": _INTEGER, "y": _INTEGER, "w": _INTEGER, "h": _INTEGER,
      "attributes": st.lists(st.sampled_from(["tall", "red"]), max_size=3), "relations": _RELATIONS}),

@@ -58,7 +58,9 @@ def test_readme_links_lead_to_files():
                          # it trains an oracle: among the longest tests of a measured run
                          + [pytest.param(b, id="oracle-learning", marks=pytest.mark.slow) for b in LEARNING]
                          + [pytest.param(b, id=name) for name, b in PAGES]
-                         + [pytest.param(b, id=f"library{i}") for i, b in enumerate(LIBRARY)])
+                         # check_dsl's example runs a property's examples: the longest of the pages' examples
+                         + [pytest.param(b, id=f"library{i}", marks=[pytest.mark.slow] if "check_dsl(" in b else [])
+                            for i, b in enumerate(LIBRARY)])
 def test_readme_example_prints_what_it_says(block):
     expected = [m.group(1).strip() for line in block.splitlines()
                 if (m := re.match(r"\s*print\(.*\)\s*#\s*(.*)$", line))]

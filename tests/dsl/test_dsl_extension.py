@@ -4,6 +4,7 @@ import json
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tiers import examples
 
 from nablafol.dsl import Ontology, OntologyExtension, VocabularyFileError, load_ontology
 
@@ -12,7 +13,7 @@ CATEGORIES = sorted(GQA.categories)
 CLASSES = sorted(GQA.classes)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(st.dictionaries(st.sampled_from(CATEGORIES + ["gadget"]),
                        st.lists(st.sampled_from(CLASSES[:300] + ["zorse", "quokkas"]), min_size=1, max_size=4),
                        min_size=1, max_size=3))

@@ -7,6 +7,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tiers import examples
 
 from engine_helpers import run_engine
 from nablafol.engine import Engine
@@ -18,7 +19,7 @@ DEVICES = devices()
 
 @pytest.mark.slow
 @pytest.mark.parametrize("device", DEVICES)
-@settings(max_examples=20)
+@settings(max_examples=examples(20))
 @given(case=scenes_and_programs(read_once=True, max_objects=3, enumerable=True))
 def test_read_once_formulas_equal_brute_force_on_the_device(device, case):
     answers = run_engine([case.program], [case.tables], dtype=torch.float64, device=device)
@@ -29,7 +30,7 @@ def test_read_once_formulas_equal_brute_force_on_the_device(device, case):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("device", DEVICES)
-@settings(max_examples=12)
+@settings(max_examples=examples(12))
 @given(case=scenes_and_programs(max_objects=3, enumerable=True))
 def test_exact_mode_equals_brute_force_on_the_device(device, case):
     answers = run_engine([case.program], [case.tables], dtype=torch.float64, device=device,
@@ -41,7 +42,7 @@ def test_exact_mode_equals_brute_force_on_the_device(device, case):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("device", DEVICES)
-@settings(max_examples=8)
+@settings(max_examples=examples(8))
 @given(cases=st.lists(scenes_and_programs(max_objects=5), min_size=2, max_size=5))
 def test_a_batch_on_the_device_matches_the_cpu_with_its_gradients(device, cases):
     """Scenes of different sizes (padding, masks): float64 on the device against float64 on the

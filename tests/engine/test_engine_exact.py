@@ -11,6 +11,7 @@ import pytest
 import torch
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+from tiers import examples
 
 from engine_helpers import run_engine
 from nablafol.engine import Engine
@@ -69,7 +70,7 @@ def test_read_once_programs_are_exact_over_any_tables(case):
 
 
 @pytest.mark.slow
-@settings(max_examples=30)
+@settings(max_examples=examples(30))
 @given(st.lists(scenes_and_programs(max_objects=3, enumerable=True), min_size=2, max_size=5), st.integers(0, 5),
        st.booleans())
 def test_a_batch_is_exact_by_shannon_or_circuits_and_the_fast_path_past_both(cases, budget, circuits):
@@ -111,7 +112,7 @@ def test_the_two_hop_formula_of_the_spec():
 
 
 @pytest.mark.slow
-@settings(max_examples=15)
+@settings(max_examples=examples(15))
 @given(programs(*default_vocabulary(), max_depth=3), st.integers(1, 3), st.integers(0, 2**31 - 1))
 def test_exact_mode_is_differentiable(program, n, seed):
     assume(program.predicates())  # a formula with no predicate is a constant
@@ -166,7 +167,7 @@ def _paper_same(values, x):
     return Not(AllOf(AggregateEach(Quantifier.EXISTS, values, x, negate=True)))
 
 
-@settings(max_examples=40)
+@settings(max_examples=examples(40))
 @given(st.integers(1, 4), st.integers(0, 2**31 - 1), st.integers(0, 40))
 def test_all_same_does_not_depend_on_values_no_object_has(n, seed, extra):
     rnd = np.random.default_rng(seed)

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 from hypothesis import given, settings
+from tiers import examples
 
 from nablafol import Aggregate, Engine, Filter, Predicate, Program, Quantifier, TableOracle, Top, explain
 from nablafol.errors import ShapeError
@@ -30,7 +31,7 @@ def _brute_effects(case, answer_index, yes_no_no):
     return base, out
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(scenes_and_programs(max_objects=3, max_uncertain=8))
 def test_the_facts_named_are_those_whose_removal_moves_the_brute_force_answer_most(case):
     """On small scenes, with exact mode (the answer's exact probability), the named facts' effects are

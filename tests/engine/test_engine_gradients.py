@@ -4,6 +4,7 @@ import pytest
 import torch
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+from tiers import examples
 
 from nablafol.engine import Engine
 from nablafol.ir import Predicate
@@ -19,7 +20,7 @@ def _leaf_tables(n, gen, dtype, low=0.05, high=0.95):
 
 
 @pytest.mark.slow
-@settings(max_examples=20)
+@settings(max_examples=examples(20))
 @given(programs(UNARY, BINARY, max_depth=3), st.integers(1, 3), st.integers(0, 2**31 - 1))
 def test_gradcheck_float64(program, n, seed):
     assume(program.predicates())  # a formula with no predicate is a constant
@@ -35,7 +36,7 @@ def test_gradcheck_float64(program, n, seed):
     assert torch.autograd.gradcheck(f, tuple(tables.values()), eps=1e-6, atol=1e-5, rtol=1e-4)
 
 
-@settings(max_examples=40)
+@settings(max_examples=examples(40))
 @given(programs(UNARY, BINARY, max_depth=4), st.integers(1, 4), st.integers(0, 2**31 - 1))
 def test_gradients_are_finite_at_exact_zeros_and_ones(program, n, seed):
     assume(program.predicates())

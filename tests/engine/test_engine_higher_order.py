@@ -7,6 +7,7 @@ import pytest
 import torch
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+from tiers import examples
 
 from nablafol.engine import Engine
 from nablafol.ir import (AllOf, AllSame, Aggregate, AggregateEach, And, AnyOf, AnyOfGroups, Atom, Conjoin, Filter,
@@ -70,11 +71,13 @@ def _gradgradcheck(program, sizes, exact=False, seed=0):
 
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
-@pytest.mark.parametrize("sizes", [(3,), (2, 3)], ids=["one-question", "padded-batch"])
+@pytest.mark.parametrize("sizes", [pytest.param((3,), id="one-question"),
+                                   pytest.param((2, 3), id="padded-batch", marks=pytest.mark.slow)])
 def test_second_order_gradients_are_exact(name, sizes):
     assert _gradgradcheck(PROGRAMS[name], sizes)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(REPEATING))
 def test_second_order_gradients_are_exact_in_exact_mode(name):
     program = REPEATING[name]
@@ -106,14 +109,15 @@ def test_the_issues_gqa_program_has_second_order_gradients():
     assert torch.isfinite(hv).all() and hv.abs().sum() > 0
 
 
-@settings(max_examples=8, deadline=None)
+@pytest.mark.slow
+@settings(max_examples=examples(8), deadline=None)
 @given(programs(UNARY, BINARY, max_depth=3), st.integers(1, 3), st.integers(0, 2**31 - 1))
 def test_second_order_gradients_of_random_programs(program, n, seed):
     assume(program.predicates())
     assert _gradgradcheck(program, (n,), seed=seed)
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(programs(UNARY, BINARY, max_depth=4), st.lists(st.integers(1, 4), min_size=1, max_size=2),
        st.integers(0, 2**31 - 1), st.booleans())
 def test_second_order_gradients_are_finite_at_exact_zeros_and_ones(program, sizes, seed, exact):

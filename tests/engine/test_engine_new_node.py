@@ -8,6 +8,7 @@ import numpy as np
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tiers import examples
 
 from nablafol.engine import Engine, execution
 from nablafol.engine.lowering import Operator, ScalarRow, register_lowering
@@ -109,7 +110,7 @@ def most_cases(draw):
     return Program.yes_no(node), {p: np.asarray(t) for p, t in tables.items()}, n
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(most_cases())
 def test_most_equals_its_meaning_where_exact_and_in_exact_mode(case):
     program, tables, n = case
@@ -122,7 +123,7 @@ def test_most_equals_its_meaning_where_exact_and_in_exact_mode(case):
     assert bool(exact.exact[0]) and abs(exact.probs().item() - want) < 1e-9
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(most_cases())
 def test_most_runs_row_by_row_as_batched(case):
     program, tables, _ = case

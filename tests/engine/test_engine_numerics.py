@@ -6,6 +6,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tiers import examples
 
 from nablafol.numerics import log1mexp, log1mexp_nonpositive, log_half
 
@@ -31,7 +32,7 @@ def test_log1mexp_is_the_two_branch_formula_bit_for_bit(dtype):
     assert log_half(dtype).dtype == dtype and log_half(dtype).item() == torch.tensor(SWITCH, dtype=dtype).item()
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.floats(-100.0, 0.0, allow_nan=False, width=32), st.sampled_from([torch.float32, torch.float64]))
 def test_log1mexp_is_accurate(x, dtype):
     """Within 2 ulps of log(1 - e^x) computed with 60 decimal digits (exact -inf at x = 0)."""

@@ -3,11 +3,12 @@ the same keys in the same order as ``np.unique``."""
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tiers import examples
 
 from nablafol.engine.planning import _distinct
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.integers(1, 50_000), st.data())
 def test_distinct_keys_equal_numpy_unique_on_either_path(bound, data):
     keys = np.array(data.draw(st.lists(st.integers(0, bound - 1), max_size=300)), dtype=np.int64)

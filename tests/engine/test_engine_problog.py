@@ -13,6 +13,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tiers import examples
 
 pytest.importorskip("problog", reason="ProbLog is in the test extra: pip install -e .[test]")
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root, home of benchmarks/
@@ -25,7 +26,7 @@ from nablafol.testing.strategies import scenes_and_programs  # noqa: E402
 
 
 @pytest.mark.slow
-@settings(max_examples=25)
+@settings(max_examples=examples(25))
 @given(scenes_and_programs(read_once=True, max_objects=4))
 def test_read_once_programs_equal_problog(case):
     got = run_engine([case.program], [case.tables], dtype=torch.float64).probs()[0, : case.program.n_candidates]
@@ -34,7 +35,7 @@ def test_read_once_programs_equal_problog(case):
 
 
 @pytest.mark.slow
-@settings(max_examples=15)
+@settings(max_examples=examples(15))
 @given(scenes_and_programs(max_objects=2, max_depth=3, enumerable=True))
 def test_problog_translation_equals_brute_force_on_any_program(case):
     """No read-once condition here: ProbLog is exact everywhere, as enumeration is."""
@@ -59,7 +60,7 @@ BINARY_FAMILIES = ("relate", "verify rel after relate", "two hops", "and/or, sam
 
 
 @pytest.mark.slow
-@settings(max_examples=6)
+@settings(max_examples=examples(6))
 @given(st.integers(0, 2**31 - 1))
 def test_gqa_questions_that_repeat_atoms_over_probabilistic_scene_graphs_equal_problog_in_exact_mode(seed):
     """Issue 19's check: non-read-once binary GQA questions over small probabilistic scene graphs

@@ -4,6 +4,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tiers import examples
 
 from nablafol.engine import Engine
 from nablafol.errors import NablafolError, ProbabilityError, ShapeError, UnknownPredicateError
@@ -42,7 +43,7 @@ def _scene(n, seed):
 
 
 @pytest.mark.slow
-@settings(max_examples=30)
+@settings(max_examples=examples(30))
 @given(st.lists(programs(UNARY, BINARY), min_size=1, max_size=8), st.integers(1, 3), st.data())
 def test_oracle_is_asked_once_per_distinct_scene_and_predicate(progs, n_scenes, data):
     scenes = data.draw(st.lists(st.integers(0, n_scenes - 1), min_size=len(progs), max_size=len(progs)))
@@ -56,7 +57,7 @@ def test_oracle_is_asked_once_per_distinct_scene_and_predicate(progs, n_scenes, 
 
 
 @pytest.mark.slow
-@settings(max_examples=5)
+@settings(max_examples=examples(5))
 @given(st.lists(programs(UNARY, BINARY, max_depth=6), min_size=40, max_size=40))
 def test_kernel_count_does_not_grow_with_the_batch(sample):
     rng = np.random.default_rng(0)

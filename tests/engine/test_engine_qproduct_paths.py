@@ -5,6 +5,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tiers import examples
 
 from nablafol.operators import Quantifier, q_product
 from nablafol.testing import devices
@@ -14,7 +15,7 @@ DTYPES = [(torch.float32, torch.float32), (torch.float64, torch.float64), (torch
 
 
 @pytest.mark.parametrize("device", devices())
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(rows=st.integers(0, 6), n=st.integers(1, 5), m=st.integers(1, 5), seed=st.integers(0, 2**31 - 1),
        dtypes=st.sampled_from(DTYPES), quantifier=st.sampled_from([Quantifier.EXISTS, Quantifier.NOT_EXISTS]),
        block_elements=st.sampled_from([1, 7, 1 << 18, "auto"]))
@@ -70,7 +71,7 @@ def _bits(x):
     return x.view(torch.int32 if x.dtype == torch.float32 else torch.int64)
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(rows=st.integers(1, 6), n=st.integers(1, 6), m=st.integers(1, 9), seed=st.integers(0, 2**31 - 1),
        live=st.sampled_from([0.0, 0.05, 0.15, 0.5, 1.0]), y_live=st.sampled_from([0.3, 1.0]),
        dtypes=st.sampled_from(DTYPES), quantifier=st.sampled_from([Quantifier.EXISTS, Quantifier.NOT_EXISTS]),
@@ -123,7 +124,7 @@ def test_a_dense_block_is_left_to_the_passes_after_one_look():
     assert ops._sparse_sums(t[:2]) is None  # too small a block to be worth the look
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(rows=st.integers(1, 7), n=st.integers(1, 9), seed=st.integers(0, 2**31 - 1),
        live=st.sampled_from([0.0, 0.02, 0.15, 0.5, 1.0]), dtype=st.sampled_from([torch.float32, torch.float64]),
        quantifier=st.sampled_from(list(Quantifier)), padded=st.booleans(),

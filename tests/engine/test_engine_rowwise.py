@@ -4,6 +4,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tiers import examples
 
 from nablafol.engine import Engine
 from nablafol.engine import execution
@@ -29,7 +30,7 @@ def _same(a, b, k=0):
 
 
 @pytest.mark.slow
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(scenes_and_programs(max_objects=4), st.sampled_from([torch.float32, torch.float64]), st.integers(0, 2))
 def test_rowwise_equals_batched(case, dtype, scene):
     """One program on scene ``scene`` of three same-sized scenes (unpadded: row by row), against
@@ -48,7 +49,7 @@ def test_rowwise_equals_batched(case, dtype, scene):
 
 
 @pytest.mark.slow
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(programs(*default_vocabulary()), programs(*default_vocabulary()), st.integers(5, 40), st.integers(0, 2 ** 32 - 1))
 def test_rowwise_equals_batched_on_larger_scenes(program, neighbour, n, seed):
     """Scenes large enough for vectorized sums (up to 40 objects; some probabilities exactly 0 or 1),
@@ -74,7 +75,7 @@ def test_rowwise_equals_batched_on_larger_scenes(program, neighbour, n, seed):
 
 
 @pytest.mark.slow
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(scenes_and_programs(max_objects=3))
 def test_rowwise_gradients_equal_batched(case):
     """Backward through the rows: the same gradients as through the batched kernels."""

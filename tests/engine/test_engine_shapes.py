@@ -6,6 +6,7 @@ import numpy as np
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tiers import examples
 import pytest
 
 from engine_helpers import run_engine
@@ -107,7 +108,7 @@ def packed_with_predicates(registry, program):
 
 
 @pytest.mark.slow
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(programs(UNARY, BINARY, max_depth=4), renamings())
 def test_a_program_planned_from_its_shape_is_packed_as_if_planned_alone(program, rename):
     other = renamed(program, rename)
@@ -120,7 +121,7 @@ def test_a_program_planned_from_its_shape_is_packed_as_if_planned_alone(program,
 
 
 @pytest.mark.slow
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(programs(UNARY, BINARY, max_depth=4), st.integers(0, 5))
 def test_programs_differing_beyond_their_predicates_do_not_share_a_plan(program, site):
     other = perturbed(program, site)
@@ -130,7 +131,7 @@ def test_programs_differing_beyond_their_predicates_do_not_share_a_plan(program,
 
 
 @pytest.mark.slow
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(programs(UNARY, BINARY, max_depth=4), st.integers(-2, 4))
 def test_programs_wired_otherwise_do_not_share_a_plan(program, site):
     other = rewired(program, site)
@@ -180,7 +181,7 @@ def test_a_program_with_a_node_of_a_subclass_is_planned_alone():
 
 
 @pytest.mark.slow
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(programs(UNARY, BINARY, max_depth=4), renamings(), st.data())
 def test_answers_of_a_program_planned_from_its_shape_equal_those_planned_alone(program, rename, data):
     other = renamed(program, rename)

@@ -6,6 +6,7 @@ import numpy as np
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tiers import examples
 import pytest
 
 from engine_helpers import classical, run_engine
@@ -55,7 +56,7 @@ def test_read_once_condition_is_needed():
     assert abs(got - 0.75) < 1e-12  # 1 - (1 - 0.5)(1 - 0.5): red(y1) counted as two coins
 
 
-@settings(max_examples=25)
+@settings(max_examples=examples(25))
 @given(st.integers(100, 160), st.floats(1e-3, 0.05))
 def test_many_objects_stay_finite_in_float32(n, p):
     """∀ over 100+ objects of small probabilities underflows linear float32; log space keeps it."""
@@ -94,7 +95,7 @@ def test_groups_of_truths_equal_the_disjunctions_they_stand_for(data):
 
 
 @pytest.mark.slow
-@settings(max_examples=60)
+@settings(max_examples=examples(60))
 @given(st.data())
 def test_long_candidate_lists_equal_their_expansion(data):
     """An open question's ``AggregateEach`` over many predicates (planning numbers more than a few

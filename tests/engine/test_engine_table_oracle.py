@@ -3,6 +3,7 @@ requests' order, as padding each request's table on its own; bad values named as
 import pytest
 import torch
 from hypothesis import given, settings, strategies as st
+from tiers import examples
 
 from nablafol.errors import ProbabilityError, ShapeError
 from nablafol.ir import Predicate
@@ -20,7 +21,7 @@ def scenes_and_requests(draw):
     return scenes, pairs
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(scenes_and_requests())
 def test_gathered_rows_are_each_requests_padded_table(case):
     scenes, pairs = case

@@ -28,6 +28,7 @@ def _draw(strategy, n):
     return cases
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("read_once", [True, False])
 def test_no_default_case_is_refused_by_its_brute_force(read_once):
     """The friction: ``scenes_and_programs(read_once=True)`` at ``max_objects=6`` failed on 5 of 80
@@ -37,6 +38,7 @@ def test_no_default_case_is_refused_by_its_brute_force(read_once):
         assert len(brute_force(case.program, case.tables)) == case.program.n_candidates  # never refused
 
 
+@pytest.mark.slow
 def test_object_counts_and_uncertain_atoms_spread_over_their_ranges():
     """The spread, stated, over 150 draws at ``max_objects=5`` (it was 15-29 of 40 draws at one
     object, a median of 0-4 uncertain atoms): every object count is at least 2% of the draws and
@@ -56,6 +58,7 @@ def test_object_counts_and_uncertain_atoms_spread_over_their_ranges():
     assert full.size >= 20 and (full >= DEFAULT_MAX_UNCERTAIN // 2).mean() >= 0.4, np.bincount(full)
 
 
+@pytest.mark.slow
 def test_read_once_cases_keep_every_repeated_predicate_certain():
     for case in _draw(scenes_and_programs(read_once=True, max_objects=4), 40):
         for p in case.program.repeated_predicates():
@@ -96,6 +99,7 @@ def test_check_dsl_passes_a_right_compiler():
     assert check_dsl(_compile, _meaning, QUESTIONS, max_examples=60) == 60
 
 
+@pytest.mark.slow
 def test_check_dsl_shrinks_a_wrong_compiler_to_a_minimal_program():
     wrong = lambda q: _compile(q, negate=lambda a: a)  # noqa: E731 ("not" forgotten)
     with pytest.raises(DSLMismatch) as caught:
@@ -105,6 +109,7 @@ def test_check_dsl_shrinks_a_wrong_compiler_to_a_minimal_program():
                               "over CrispScene(1 objects; red: false of all)"), message
 
 
+@pytest.mark.slow
 def test_check_dsl_names_a_reference_answer_that_is_no_candidate():
     from nablafol.ir import AggregateEach
     colours = (Predicate("red"), Predicate("blue"))

@@ -10,6 +10,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tiers import examples
 
 from nablafol.operators import Quantifier, q_product, q_product_fused
 
@@ -53,7 +54,7 @@ def test_entries_of_one_half_give_the_closed_forms(m):
 PROBABILITIES = st.sampled_from([0.0, 1.0, 0.5]) | st.floats(0.0, 1.0)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(rows=st.integers(1, 4), n=st.integers(1, 4), m=st.integers(1, 5), data=st.data(),
        quantifier=st.sampled_from(list(Quantifier)))
 def test_the_q_product_is_its_definition(rows, n, m, data, quantifier):
@@ -65,7 +66,7 @@ def test_the_q_product_is_its_definition(rows, n, m, data, quantifier):
         assert torch.allclose(got, want, rtol=1e-9, atol=1e-12), (quantifier, path, got, want)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(rows=st.integers(1, 4), n=st.integers(1, 4), m=st.integers(1, 6), seed=st.integers(0, 2**31 - 1),
        quantifier=st.sampled_from(list(Quantifier)), padding=st.sampled_from(["certain", "random"]))
 def test_a_column_masked_in_mask_y_is_the_same_as_removing_it(rows, n, m, seed, quantifier, padding):

@@ -5,6 +5,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tiers import examples
 
 from nablafol.graph_oracles import geometry
 from nablafol.graph_oracles.geometry import POSITIONS, RULES
@@ -75,7 +76,7 @@ boxes = st.tuples(st.floats(-50, 400, width=32), st.floats(-50, 700, width=32), 
     lambda t: torch.tensor(t, dtype=torch.float64))
 
 
-@settings(max_examples=80)
+@settings(max_examples=examples(80))
 @given(boxes, boxes)
 def test_reverse_pairs_are_exclusive_and_nothing_beats_itself(a, b):
     for name, rule in RULES.items():

@@ -482,6 +482,7 @@ def test_only_the_scene_graph_oracle_itself_promises_zeros_at_padding():
     assert SceneGraphOracle(graphs).pads_with_zeros and not Noisy(graphs).pads_with_zeros
 
 
+@pytest.mark.slow
 @given(_probabilistic_scenes(), _relation_scenes())
 def test_a_vocabulary_keeps_few_raw_strings_and_answers_the_same(graphs, relation_graphs):
     """The raw-string caches are bounded (cleared when full): with room for two strings, the facts,

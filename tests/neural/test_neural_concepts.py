@@ -6,6 +6,7 @@ import json
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tiers import examples
 
 from nablafol.dsl import Ontology
 from nablafol.errors import UnknownPredicateError
@@ -69,7 +70,7 @@ def test_scene_level_concepts_are_the_scene_and_the_values_of_location_weather_p
     assert not mask[VOCABULARY.index(Predicate("kitchen", 1, "name"))]  # the class kitchen is an object
 
 
-@settings(max_examples=60)
+@settings(max_examples=examples(60))
 @given(st.sampled_from(NAMES + VALUES + RELATIONS), st.sampled_from(["", "s", "es", "raw"]))
 def test_raw_spellings_normalize_exactly_as_the_ontology_does(word, ending):
     raw = GQA.raw_form(word) if ending == "raw" else word + ending
@@ -85,7 +86,7 @@ def test_raw_gqa_forms_reach_the_vocabulary_row():
         Predicate("sportActivity", 2, "same"))
 
 
-@settings(max_examples=30)
+@settings(max_examples=examples(30))
 @given(st.lists(st.sampled_from(
     [Predicate(n, 1, "name") for n in NAMES[:50]] + [Predicate(v, 1, "attr") for v in VALUES[:50]]
     + [Predicate(r, 2, "rel") for r in RELATIONS[:50]] + [Predicate(c, 2, "compare") for c in COMPARATIVES]),

@@ -4,12 +4,13 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tiers import examples
 from torch.nn import functional as F
 
 from nablafol.neural.lane_dropout import LANES, LaneDropout, ReluDropout, keep_factor, lane_threshold, relu_dropout
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(p=st.floats(0.0, 0.9), seed=st.integers(0, 2**31 - 1), shape=st.lists(st.integers(1, 7), min_size=1, max_size=4))
 def test_value_and_gradient_match_relu_then_dropout_with_the_same_mask(p, seed, shape):
     g = torch.Generator().manual_seed(seed)

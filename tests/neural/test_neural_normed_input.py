@@ -4,6 +4,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tiers import examples
 from neural_helpers import random_batch, small_model
 from torch import nn
 
@@ -25,7 +26,7 @@ def _grads(out, upstream, modules):
     return torch.autograd.grad(out, params, upstream)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(seed=st.integers(0, 2**31 - 1), scenes=st.integers(1, 3), objects=st.integers(0, 5),
        features=st.integers(2, 9), boxes=st.integers(1, 3), hidden=st.integers(1, 6),
        dtype=st.sampled_from([torch.float32, torch.float64]))

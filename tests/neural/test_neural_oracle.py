@@ -6,6 +6,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tiers import examples
 from torch.nn import functional as F
 
 from nablafol.data import ObjectFeatures
@@ -64,7 +65,7 @@ def test_the_scene_pseudo_object_rules():
     assert on0[4:, :].eq(NEG_INF).all() and on0[:, 4:].eq(NEG_INF).all()
 
 
-@settings(max_examples=12)
+@settings(max_examples=examples(12))
 @given(st.integers(0, 4), st.integers(1, 4), st.integers(0, 1000))
 def test_padding_changes_nothing_for_a_scene(small, extra, seed):
     """A scene answered alone equals the same scene batched with a bigger one."""

@@ -53,6 +53,7 @@ def _bce(log_p, target):
     return -(target * log_p + (1 - target) * log_not).mean()
 
 
+@pytest.mark.slow
 def test_the_network_fits_a_few_unary_facts_quickly():
     torch.manual_seed(0)
     model = small_model(seed=4, dropout=0.0).train()

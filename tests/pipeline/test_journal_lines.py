@@ -4,6 +4,7 @@ import json
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tiers import examples
 
 from nablafol.pipeline.journal import FALLBACK, GUESS, PLAIN, EvalJournal
 
@@ -14,7 +15,7 @@ entries = st.lists(st.one_of(
     st.tuples(texts, st.none(), st.tuples(texts, texts), st.just(PLAIN))), max_size=8)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(chunks=st.lists(entries, min_size=1, max_size=3))
 def test_each_entry_is_the_json_dumps_line_and_comes_back_as_committed(tmp_path_factory, chunks):
     path = tmp_path_factory.mktemp("journal") / "j.jsonl"

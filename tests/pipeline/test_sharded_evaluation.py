@@ -94,6 +94,7 @@ def test_torchrun_eval_answers_a_shard_per_process_and_rank_0_merges(inputs, tmp
     assert all(line in launched.stdout for line in _scores(single_out))
 
 
+@pytest.mark.slow
 def test_an_unfinished_shard_is_refused_then_resumed_without_answering_again(inputs, tmp_path, capsys, monkeypatch):
     one, split = tmp_path / "one", tmp_path / "split"
     args = inputs["golden"]
@@ -114,6 +115,7 @@ def test_an_unfinished_shard_is_refused_then_resumed_without_answering_again(inp
     assert _files(split) == _files(one)
 
 
+@pytest.mark.slow
 def test_a_missing_shard_or_one_run_with_other_options_is_refused_in_one_line(inputs, tmp_path, capsys):
     args = inputs["golden"]
     assert _eval(capsys, tmp_path, args, "--shard", "0/2")[0] == 0

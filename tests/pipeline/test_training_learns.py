@@ -1,5 +1,5 @@
 """Training from answers alone, through the reasoning, learns: on a small generated set the
-validation accuracy ends well above the majority answer, within a test-sized budget (~30 s)."""
+validation accuracy ends well above the majority answer, within a test-sized budget."""
 import collections
 
 import pytest
@@ -16,7 +16,9 @@ from nablafol.pipeline.oracle_training import Trainer, TrainConfig, prepare_exam
 
 @pytest.mark.slow
 def test_training_beats_the_majority_answer_by_far(tmp_path):
-    generate_dataset(tmp_path / "data", n_train=400, n_val=80, n_testdev=2, seed=5, feature_dim=32)
+    # 200 scenes, 4 epochs: the margins of 400 scenes and 5 epochs (above the majority by far, last
+    # epoch above the first, loss falling) at half the training
+    generate_dataset(tmp_path / "data", n_train=200, n_val=60, n_testdev=2, seed=5, feature_dim=32)
     data = tmp_path / "data"
     onto = Ontology.from_folder(data / "ontology")
     torch.manual_seed(0)
@@ -30,7 +32,7 @@ def test_training_beats_the_majority_answer_by_far(tmp_path):
     val = list(load_questions(data / "val_balanced_questions.json").values())
     majority = collections.Counter(q.answer for q in train.values()).most_common(1)[0][0]
     majority_accuracy = sum(q.answer == majority for q in val) / len(val)
-    trainer = Trainer(model, perception, examples, tmp_path / "model", TrainConfig(epochs=5, batch_size=32, lr=3e-3),
+    trainer = Trainer(model, perception, examples, tmp_path / "model", TrainConfig(epochs=4, batch_size=32, lr=3e-3),
                       compiler=compiler, val_perception=perception, val_questions=val, ontology=onto,
                       log=lambda *_: None)
     history = trainer.train()

@@ -130,6 +130,7 @@ def test_answers_outside_the_plausible_ones_are_listed_not_trained_on():
     assert answer_target(compiler.compile_text("select: bird->exist: ? [0]"), "no") == 1
 
 
+@pytest.mark.slow
 def test_resume_refuses_a_network_of_another_shape(tiny_dataset, tmp_path):
     """Another --head (or --hidden) than the checkpoint's is refused, naming both, not switched silently."""
     from nablafol.errors import InputFileError
@@ -152,9 +153,9 @@ def test_resume_refuses_a_network_of_another_shape(tiny_dataset, tmp_path):
 
 @pytest.mark.parametrize("metrics,line,message", [
     (b'{"epoch": 0}\n{"epoch": 1, "tra', 2, "not JSON"),
-    (b'{"epoch": 0}\n\n', 2, "a blank line"),
-    (b'\xff\xfe{"epoch": 0}\n', 1, "not UTF-8"),
-    (b'{"epoch": 0}\n[1, 2]\n', 2, "a JSON list"),
+    pytest.param(b'{"epoch": 0}\n\n', 2, "a blank line", marks=pytest.mark.slow),
+    pytest.param(b'\xff\xfe{"epoch": 0}\n', 1, "not UTF-8", marks=pytest.mark.slow),
+    pytest.param(b'{"epoch": 0}\n[1, 2]\n', 2, "a JSON list", marks=pytest.mark.slow),
 ])
 def test_a_corrupt_metrics_file_refuses_resume_naming_the_line(tiny_dataset, tmp_path, metrics, line, message):
     from nablafol.errors import InputFileError

@@ -118,6 +118,7 @@ def _trainer(data, out, device="cpu", read_ahead=True, epochs=2, callbacks=()):
     return trainer
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("device", devices())
 def test_reading_ahead_trains_the_same_weights_bit_for_bit(tiny_dataset, tmp_path, device):
     today = _trainer(tiny_dataset, tmp_path / "today", device, read_ahead=False)

@@ -90,6 +90,7 @@ def test_same_seed_fresh_process_other_hash_seed_is_bit_identical(data, referenc
     assert_identical(results(tmp_path), reference)
 
 
+@pytest.mark.slow
 def test_another_seed_gives_other_weights(data, reference, tmp_path, capsys):
     from nablafol.neural import load_model
     assert main(pipeline(data, tmp_path, seed=SEED + 1)[0]) == 0  # the training only
@@ -97,6 +98,7 @@ def test_another_seed_gives_other_weights(data, reference, tmp_path, capsys):
     assert any(not torch.equal(weights[k], reference["weights"][k]) for k in reference["weights"])
 
 
+@pytest.mark.slow
 def test_workers_answer_a_trained_oracle_bit_identically(data, tmp_path):
     # forked workers reopen the HDF5 features themselves and share the model: same bytes as one process
     train, _, neural = pipeline(data, tmp_path)

@@ -9,6 +9,7 @@ import random
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tiers import examples
 
 from fuzz_commands import TARGETS, Refused, Target, attempt, run_command, run_inputs
 
@@ -17,7 +18,7 @@ from fuzz_commands import TARGETS, Refused, Target, attempt, run_command, run_in
 def test_command_never_crashes(name):
     target = TARGETS[name]
 
-    @settings(max_examples=6, database=None)
+    @settings(max_examples=examples(6), database=None)
     @given(st.randoms(use_true_random=False))
     def run(rng):
         assert attempt(target, target.generate(rng)) in ("accepted", "refused")

@@ -10,13 +10,14 @@ from types import SimpleNamespace
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tiers import examples
 
 from nablafol.data.questions import Question, encode_extra
 from nablafol.scoring import Scorer, exact_match, vocabulary_match
 from nablafol.scoring.answers import FORMS_KEPT, AnswerMatch, vocabulary_form
 from nablafol.scoring.questions import annotated_objects, global_group, steps_number
 
-PROPERTY = settings(max_examples=200, deadline=None)
+PROPERTY = settings(max_examples=examples(200), deadline=None)
 KEYS = ["groups", "annotations", "global", 'x"groups', "groups\\", "fullAnswer", "a", "zz"]
 TEXTS = ["groups", '"groups":', '{"global":"x"}', '\\"groups\\":', "yes", "", "}", "1"]
 leaves = st.none() | st.booleans() | st.integers(-3, 3) | st.sampled_from(TEXTS)

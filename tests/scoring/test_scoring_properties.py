@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tiers import examples
 from scoring_fixture import FixtureQuestion as Q
 
 from nablafol.scoring import Scorer, make_split, score, vocabulary_match
@@ -10,7 +11,7 @@ from nablafol.scoring import Scorer, make_split, score, vocabulary_match
 ANSWERS = ["yes", "no", "red", "blue", "tree", "Yes"]
 STRUCTURAL = ["query", "verify", "logical", "choose", "compare"]
 GROUPS = ("all", "open", "binary")
-PROPERTY = settings(max_examples=60, deadline=None)
+PROPERTY = settings(max_examples=examples(60), deadline=None)
 
 
 @st.composite

@@ -13,6 +13,7 @@ from pathlib import Path
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tiers import examples
 import pytest
 
 from nablafol.dsl import Kind, parse_program
@@ -107,7 +108,7 @@ def random_parser(seed: int, heads, max_steps: int, max_phrase_words: int) -> Se
     return SemanticParser(network, question_words, units, max_phrase_words=max_phrase_words, max_question_words=40)
 
 
-@settings(max_examples=30)
+@settings(max_examples=examples(30))
 @given(seed=st.integers(0, 10_000), questions=st.lists(st.text(max_size=40), min_size=1, max_size=6),
        heads=st.sets(st.sampled_from(FIELDS), min_size=4).map(sorted), max_steps=st.integers(2, 8),
        max_phrase_words=st.integers(1, 3))
@@ -127,7 +128,7 @@ def test_a_random_network_only_ever_writes_programs_that_parse(seed, questions, 
         assert 0.0 <= result.probability <= 1.0
 
 
-@settings(max_examples=40)
+@settings(max_examples=examples(40))
 @given(data=st.data(), max_steps=st.integers(2, 8), max_phrase_words=st.integers(1, 3),
        question_length=st.integers(0, 4))
 def test_any_walk_through_the_allowed_units_ends_in_a_program_that_parses(data, max_steps, max_phrase_words,
@@ -176,7 +177,7 @@ def brute_force_steps_to_close(kinds, used, operations, limit):
     return math.inf
 
 
-@settings(max_examples=60)
+@settings(max_examples=examples(60))
 @given(operations=st.sets(st.sampled_from(range(len(SIGNATURES))), min_size=1).map(lambda s: [SIGNATURES[i] for i in sorted(s)]),
        prefix=st.lists(st.tuples(st.sampled_from([Kind.OBJECTS, Kind.BOOLEAN]), st.booleans()), max_size=4),
        limit=st.integers(1, 3))

@@ -38,6 +38,7 @@ def refused(folder, *needles):
     return message
 
 
+@pytest.mark.slow
 def test_a_saved_parser_reads_back_the_same(trained, tmp_path, dataset):
     parser, _ = trained
     save_parser(tmp_path / "p", parser)
@@ -59,6 +60,7 @@ def test_no_folder_and_no_config_are_refused(tmp_path):
     refused(tmp_path / "empty", "parser.json", "missing")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("changes,needle", [
     (dict(format="nablafol-model"), "not a semantic parser"),
     (dict(format_version=99), "format_version 99"),
@@ -77,24 +79,28 @@ def test_a_broken_config_is_refused_in_one_line(parser_folder, tmp_path, changes
     refused(folder, "parser.json", needle)
 
 
+@pytest.mark.slow
 def test_a_config_that_is_not_json_is_refused(parser_folder, tmp_path):
     folder = copy_of(parser_folder, tmp_path)
     (folder / "parser.json").write_text("{not json")
     refused(folder, "parser.json", "JSON")
 
 
+@pytest.mark.slow
 def test_sizes_far_beyond_the_tensors_on_disk_are_refused_before_anything_is_built(parser_folder, tmp_path):
     folder = copy_of(parser_folder, tmp_path)
     edit_config(folder, network={"word_dim": 24, "unit_dim": 24, "hidden_dim": 1 << 18})
     refused(folder, "parser.json", "asks for")
 
 
+@pytest.mark.slow
 def test_tensors_that_do_not_fit_the_config_are_refused(parser_folder, tmp_path):
     folder = copy_of(parser_folder, tmp_path)
     edit_config(folder, network={"word_dim": 24, "unit_dim": 24, "hidden_dim": 50})
     refused(folder, "parser.safetensors", "tensor", "has shape", "needs")
 
 
+@pytest.mark.slow
 def test_missing_or_unreadable_tensors_are_refused(parser_folder, tmp_path):
     folder = copy_of(parser_folder, tmp_path)
     (folder / "parser.safetensors").unlink()
@@ -108,6 +114,7 @@ class _Payload:
         return (print, ("this must never run",))
 
 
+@pytest.mark.slow
 def test_a_pickle_that_would_run_code_is_refused(parser_folder, tmp_path, capsys):
     folder = copy_of(parser_folder, tmp_path)
     (folder / "parser.safetensors").unlink()

@@ -9,6 +9,7 @@ from nablafol.semantic_parser import (ParserError, UnreadableQuestionError, same
 from nablafol.semantic_parser.predicted_programs import parser_error
 
 
+@pytest.mark.slow
 def test_parse_many_keeps_the_order_and_puts_unreadable_questions_in_place(trained):
     parser, _ = trained
     questions = ["What color is the cup?", "", "Is the dog red?", "... ?"]
@@ -22,12 +23,14 @@ def test_parse_many_keeps_the_order_and_puts_unreadable_questions_in_place(train
         assert 0 < result.probability <= 1
 
 
+@pytest.mark.slow
 def test_a_question_longer_than_the_parser_reads_is_unreadable(trained):
     parser, _ = trained
     with pytest.raises(UnreadableQuestionError, match=f"more than the {parser.max_question_words}"):
         parser.parse("is the cup red " * parser.max_question_words)
 
 
+@pytest.mark.slow
 def test_a_program_read_with_too_little_confidence_is_refused_with_the_closest_guess(trained):
     parser, _ = trained
     read = parser.parse("Is the cup red?")
@@ -37,6 +40,7 @@ def test_a_program_read_with_too_little_confidence_is_refused_with_the_closest_g
     assert parser.parse("Is the cup red?", min_probability=read.probability * 0.99).text == read.text
 
 
+@pytest.mark.slow
 def test_parse_refuses_what_is_not_text(trained):
     parser, _ = trained
     with pytest.raises(ParserError):
@@ -45,6 +49,7 @@ def test_parse_refuses_what_is_not_text(trained):
         parser.parse_many([3])
 
 
+@pytest.mark.slow
 def test_with_predicted_programs_replaces_the_programs_and_keeps_the_gold_line(trained):
     parser, _ = trained
     gold = Question("a", "1", "Is the cup red?", "no", None, "select: cup (12)->verify color: red [0]")

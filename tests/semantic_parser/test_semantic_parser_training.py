@@ -10,6 +10,7 @@ from nablafol.semantic_parser.training import exact_match, training_examples
 from conftest import TEST_SETTINGS, simple_questions
 
 
+@pytest.mark.slow
 def test_a_parser_trained_for_seconds_reads_held_out_questions(trained, dataset):
     parser, result = trained
     held_out = training_examples(simple_questions(dataset / "val_balanced_questions.json"))[0]
@@ -20,6 +21,7 @@ def test_a_parser_trained_for_seconds_reads_held_out_questions(trained, dataset)
     assert result.history[-1]["loss"] < result.history[0]["loss"] / 3
 
 
+@pytest.mark.slow
 def test_names_never_seen_in_training_are_copied_from_the_question(trained):
     parser, _ = trained
     assert "zebra" not in parser.question_words and "zebra" not in parser.units.words

@@ -52,6 +52,7 @@ def test_the_posteriors_are_probabilities_and_mostly_the_truth(data, tmp_path):
     assert 0.8 < accuracy(data, tmp_path / "bayes.json", "val") < 1.0
 
 
+@pytest.mark.slow
 def test_with_little_noise_every_visible_concept_is_certain(data):
     card = json.loads((data / "dataset_card.json").read_text())
     dataset = build_dataset(seed=card["seed"], n_train=40, n_val=12, n_testdev=12)
@@ -75,6 +76,7 @@ def test_with_little_noise_every_visible_concept_is_certain(data):
                               noise_std=0.0, context_scale=0.5) == graphs  # no noise: the truth
 
 
+@pytest.mark.slow
 def test_test_dev_is_rebuilt_and_a_folder_not_generated_is_one_line(data, tmp_path, capsys):
     assert main([str(data), "testdev", str(tmp_path / "t.json")]) == 0
     assert len(load_scene_graphs(tmp_path / "t.json")) == 12
@@ -166,6 +168,7 @@ def brute_force_posterior(graph, features, codes, vocabulary, prior, noise_std, 
     return dict(zip(prior.contexts, weights)), classes, values
 
 
+@pytest.mark.slow
 def test_features_only_marginals_are_the_enumerated_posterior(small_world):
     """Class and attribute marginals and the scene's context are those of the generator's model
     summed hypothesis by hypothesis (the context and every object's values summed out)."""
@@ -185,6 +188,7 @@ def test_features_only_marginals_are_the_enumerated_posterior(small_world):
     assert doubtful > 0  # the noise leaves something to doubt: not the truth copied
 
 
+@pytest.mark.slow
 def test_features_only_reads_nothing_but_features_and_boxes(small_world):
     """The truth of names, attributes, relations and context is never read: scrubbed graphs give
     the same posteriors; with little noise they are the truth, relations included."""
@@ -211,6 +215,7 @@ def test_features_only_reads_nothing_but_features_and_boxes(small_world):
     assert checked > 10
 
 
+@pytest.mark.slow
 def test_the_features_only_oracle_is_written_by_default(data, tmp_path):
     """``python -m nablafol.synthetic.bayes`` writes the features-only posteriors (relations
     drawn, not copied); ``--given-truth`` the others, relations true."""

@@ -20,6 +20,7 @@ def records(dataset):
             for split in SPLITS for q in dataset.questions[split]]
 
 
+@pytest.mark.slow
 def test_every_operation_of_the_spec_occurs(records):
     steps = [step for _, _, program, _ in records for step in program]
     fields = collections.Counter(step.field for step in steps)
@@ -52,6 +53,7 @@ def test_every_operation_of_the_spec_occurs(records):
     assert min(lengths) >= 2 and max(lengths) >= 5
 
 
+@pytest.mark.slow
 def test_programs_parse_both_ways_and_round_trip(records):
     for _, question, program, _ in records:
         assert parse_program(question.semantic_str) == program
@@ -71,6 +73,7 @@ def test_answers_are_the_crisp_executors_and_ids_its_grounding(dataset, records)
                 assert set(grounded) <= set(graph.object_ids)
 
 
+@pytest.mark.slow
 def test_yes_no_answers_are_balanced_per_split(dataset):
     for split in SPLITS:
         answers = collections.Counter(q.answer for q in dataset.questions[split])
@@ -79,6 +82,7 @@ def test_yes_no_answers_are_balanced_per_split(dataset):
         assert 0.3 < binary / sum(answers.values()) < 0.8
 
 
+@pytest.mark.slow
 def test_gqa_fields(dataset, records):
     ids = [q.id for _, q, _, _ in records]
     assert len(set(ids)) == len(ids) and all(i.isdigit() for i in ids)
@@ -101,6 +105,7 @@ def test_gqa_fields(dataset, records):
     assert sum(1 for _, q, _, _ in records if q.entailed) > 0.4 * len(records)
 
 
+@pytest.mark.slow
 def test_entailed_questions_are_about_the_same_fact(records):
     by_id = {q.id: (q, program) for _, q, program, _ in records}
     checked = 0
@@ -116,6 +121,7 @@ def test_entailed_questions_are_about_the_same_fact(records):
     assert checked > 50
 
 
+@pytest.mark.slow
 def test_every_family_contributes(dataset):
     detailed = {q.types["detailed"] for split in SPLITS for q in dataset.questions[split]}
     expected = {"queryAttr", "verifyAttr", "chooseAttr", "positionQuery", "positionVerify", "positionChoose",
@@ -125,6 +131,7 @@ def test_every_family_contributes(dataset):
     assert expected <= detailed and len(FAMILIES) == 11
 
 
+@pytest.mark.slow
 def test_the_dfol_engine_with_the_golden_oracle_agrees(dataset):
     """The crisp ground truth and the project's reasoning (compiler + engine + scene-graph
     oracle) answer every question alike: neither is allowed to drift from the spec alone."""
@@ -139,6 +146,7 @@ def test_the_dfol_engine_with_the_golden_oracle_agrees(dataset):
     assert wrong == []
 
 
+@pytest.mark.slow
 def test_untyped_and_negated_filters_mean_what_the_text_says(records):
     for _, q, program, graph in records:
         if q.types["detailed"] != "existAttrNot":

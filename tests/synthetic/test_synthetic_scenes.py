@@ -20,6 +20,7 @@ def _box(obj) -> Box:
     return Box(obj.x, obj.y, obj.w, obj.h)
 
 
+@pytest.mark.slow
 def test_scenes_have_gqa_shape_and_unique_ids(dataset, graphs):
     image_ids = [g.image_id for g in graphs]
     object_ids = [o.id for g in graphs for o in g.objects]
@@ -39,6 +40,7 @@ def test_scenes_have_gqa_shape_and_unique_ids(dataset, graphs):
             assert all(v in vocabulary.palette(obj.name, t) for v, t in zip(obj.attributes, types))
 
 
+@pytest.mark.slow
 def test_every_stored_relation_agrees_with_the_boxes(dataset, graphs):
     people = set(dataset.vocabulary.categories["person"])
     seen = set()
@@ -75,6 +77,7 @@ def test_every_stored_relation_agrees_with_the_boxes(dataset, graphs):
     assert seen == set(dataset.vocabulary.stored_relations)
 
 
+@pytest.mark.slow
 def test_left_and_right_are_complete_outside_wearing_and_holding(graphs):
     for graph in graphs:
         stored = {(o.id, r.name, r.object_id) for o in graph.objects for r in o.relations}
@@ -89,6 +92,7 @@ def test_left_and_right_are_complete_outside_wearing_and_holding(graphs):
             assert found == ({expected} if expected else set())
 
 
+@pytest.mark.slow
 def test_stored_relations_are_exactly_the_rules(dataset, graphs):
     people = frozenset(dataset.vocabulary.categories["person"])
     for graph in graphs[:100]:

@@ -22,6 +22,7 @@ FILES = ["dataset_card.json", "features/gqa_objects_0.h5", "features/gqa_objects
          "val_sceneGraphs.json"]
 
 
+@pytest.mark.slow
 def test_files_are_gqas_and_read_back(written):
     folder, summary, _ = written
     assert list(summary.files) == FILES and all((folder / f).is_file() for f in FILES)
@@ -61,6 +62,7 @@ def test_answers_in_the_files_equal_a_rerun_of_the_crisp_executor(written, writt
         assert executor.answer(program_from_semantic(list(q.semantic)), scenes[q.image_id]) == q.answer
 
 
+@pytest.mark.slow
 def test_dataset_card(written):
     folder, summary, _ = written
     card = json.loads((folder / "dataset_card.json").read_text())
@@ -75,6 +77,7 @@ def test_dataset_card(written):
     assert set(card["vocabulary"]["categories"]) == set(json.loads((folder / "ontology/hypernyms.json").read_text()))
 
 
+@pytest.mark.slow
 def test_progress_reaches_its_total(written):
     _, _, calls = written
     totals = {total for _, total, _ in calls}
@@ -94,6 +97,7 @@ def test_same_seed_gives_byte_identical_files_in_another_process(written, writte
         assert (tmp_path / name).read_bytes() == (folder / name).read_bytes(), name
 
 
+@pytest.mark.slow
 def test_another_seed_gives_another_dataset(written, tmp_path):
     folder, _, _ = written
     generate_dataset(tmp_path, n_train=3, n_val=1, n_testdev=1, seed=6, feature_dim=4)
