@@ -50,7 +50,7 @@ from nablafol.ir import (Aggregate, And, Conjoin, Filter, Neg, Not, Or, Predicat
                          Shorthand, Top)
 from nablafol.numerics import log1mexp
 
-__all__ = ["TableLayout", "Circuit", "CircuitTooLarge", "CircuitJobs", "compile_circuit", "ground", "CircuitCache",
+__all__ = ["TableLayout", "Circuit", "CircuitTooLarge", "NoGrounding", "CircuitJobs", "compile_circuit", "ground", "CircuitCache",
            "answer_by_circuits", "MAX_CIRCUIT_NODES",
            "FALSE_ATOM", "TRUE_ATOM", "UNCERTAIN_ATOM"]
 
@@ -62,6 +62,11 @@ FALSE_ATOM, TRUE_ATOM, UNCERTAIN_ATOM = 0, 1, 2
 
 class CircuitTooLarge(ProgramStructureError):
     """The compilation of one question went past its budget of arithmetic nodes."""
+
+
+class NoGrounding(ProgramStructureError):
+    """A node kind the grounding does not know (one registered by a user): Shannon expansion,
+    which runs the node's own lowering, answers it instead."""
 
 
 class TableLayout:
@@ -214,7 +219,7 @@ class _Grounding:
                          for y in range(n)]
                 got.append(self._quantified(node.quantifier, terms))
         else:
-            raise ProgramStructureError(f"no grounding for attention node {type(node).__name__}")
+            raise NoGrounding(f"no grounding for attention node {type(node).__name__}")
         self.memo[node] = got
         return got
 
@@ -236,7 +241,7 @@ class _Grounding:
             return f.neg(self.truth(node.input))
         if isinstance(node, (And, Or)):
             return f.junction(_AND if isinstance(node, And) else _OR, [self.truth(t) for t in node.inputs])
-        raise ProgramStructureError(f"no grounding for truth node {type(node).__name__}")
+        raise NoGrounding(f"no grounding for truth node {type(node).__name__}")
 
 
 def ground(program: Program, layout: TableLayout, pattern: np.ndarray) -> tuple[_Formulas, list[int], list[int]]:
@@ -491,7 +496,7 @@ class CircuitCache:
             try:
                 return compile_circuit(program, TableLayout(program.predicates(), n),
                                        np.frombuffer(pattern, dtype=np.uint8), max_nodes)
-            except CircuitTooLarge:
+            except (CircuitTooLarge, NoGrounding):
                 return None
 
         self._circuits = weighted_cache(compiled, budget, lambda c: 1 if c is None else max(1, len(c)))

@@ -18,6 +18,7 @@ from nablafol.engine import Engine
 from nablafol.oracle import TableOracle
 
 from test_compiler_crisp import NAMES, ONTOLOGY, RELS, VALUES, gqa_programs, tables_for, worlds
+from tiers import examples
 
 REAL_SAMPLE = Path("/work/shared/real-gqa-sample/train_balanced_questions.sample.json")
 FIXTURE = Path(__file__).parent.parent / "dsl" / "fixtures" / "gqa_real_sample.json"
@@ -68,7 +69,7 @@ def renamed(draw, program: A.Program) -> A.Program:
     return A.Program(tuple(steps))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.data())
 def test_a_program_filled_into_a_skeleton_is_the_program_translated_alone(data):
     compiler = Compiler(ONTOLOGY, by_skeleton=True)
@@ -79,7 +80,7 @@ def test_a_program_filled_into_a_skeleton_is_the_program_translated_alone(data):
 
 
 @pytest.mark.slow
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.data(), worlds())
 def test_programs_filled_into_one_skeleton_answer_as_each_compiled_and_planned_alone(data, world):
     compiler, engine = Compiler(ONTOLOGY, by_skeleton=True), Engine()  # one of each: skeletons and shape plans shared

@@ -19,6 +19,7 @@ from nablafol.errors import ProbabilityError, ProgramStructureError
 from nablafol.ir import Aggregate, AllSame, And, Filter, Not, Predicate, Program, Quantifier, Relate, Top
 from nablafol.testing import brute_force
 from nablafol.testing.strategies import scenes_and_programs
+from tiers import examples
 
 RED, BIG, ON = Predicate("red"), Predicate("big"), Predicate("on", arity=2)
 HOP = Program.yes_no(Aggregate(Quantifier.EXISTS, Relate.of(ON, Quantifier.EXISTS, Filter(RED, Top()))))
@@ -53,7 +54,7 @@ def _inside(lower, value, upper) -> bool:
     return bool((lower <= value + TOL).all() and (value <= upper + TOL).all())
 
 
-@settings(max_examples=150)
+@settings(max_examples=examples(150))
 @given(scenes_and_programs(max_objects=3))
 def test_brute_force_is_inside_the_bounds_and_widths_shrink_to_zero_with_the_budget(case):
     assume(not case.program.read_once)
@@ -75,7 +76,7 @@ def test_brute_force_is_inside_the_bounds_and_widths_shrink_to_zero_with_the_bud
 
 
 @pytest.mark.slow
-@settings(max_examples=40)
+@settings(max_examples=examples(40))
 @given(st.lists(scenes_and_programs(max_objects=3), min_size=1, max_size=4), st.integers(0, 3), st.booleans())
 def test_the_engine_returns_sound_bounds_beside_its_answers(cases, budget, exact):
     programs, tables = [c.program for c in cases], [c.tables for c in cases]

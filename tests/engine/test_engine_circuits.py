@@ -23,6 +23,7 @@ from nablafol.ir import Aggregate, Filter, Not, Or, Predicate, Program, Quantifi
 from nablafol.oracle import TableOracle
 from nablafol.testing import brute_force, devices
 from nablafol.testing.strategies import scenes_and_programs
+from tiers import examples
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root, home of benchmarks/
 
@@ -38,7 +39,7 @@ def _flat(layout: TableLayout, tables: dict) -> np.ndarray:
                            for p in layout.predicates] + [np.zeros(0)])
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(scenes_and_programs(max_objects=3, max_depth=4))
 def test_a_circuit_gives_every_candidates_exact_probability_and_complement(case):
     layout = TableLayout(case.program.predicates(), case.n_objects)

@@ -13,6 +13,7 @@ from nablafol.engine.planning import Registry, build_batch_plan
 from nablafol.engine.tiling import TILED_ARRAYS, tiled_plan
 from nablafol.oracle import TableOracle
 from nablafol.testing.strategies import default_vocabulary, programs
+from tiers import examples
 
 UNARY, BINARY = default_vocabulary()
 PROGRAMS = programs(UNARY, BINARY, max_depth=4)
@@ -38,7 +39,7 @@ def assert_same_plan(got, want):
                 np.testing.assert_array_equal(g.arrays[name], w.arrays[name], err_msg=name)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(PROGRAMS, st.lists(st.integers(0, 6), min_size=1, max_size=9))
 def test_the_tiled_plan_is_the_plan_of_the_copies(program, scenes):
     registry = Registry()
@@ -52,7 +53,7 @@ def _scene(rng, n):
     return {p: torch.as_tensor(rng.uniform(0.02, 0.98, (n,) * p.arity)) for p in UNARY + BINARY}
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(PROGRAMS, st.lists(st.integers(1, 4), min_size=2, max_size=6), st.integers(0, 2 ** 16))
 def test_one_program_over_many_scenes_answers_as_each_scene_alone(program, sizes, seed):
     rng = np.random.default_rng(seed)
