@@ -48,13 +48,7 @@ class _Hashed:
     __slots__ = ()
 
     def __hash__(self) -> int:
-        # memo's look-up inlined (hashing is the hottest call of planning and compiling), without
-        # an exception on the first call: a raised KeyError cost more than the hash itself
-        values = self.__dict__
-        value = values.get("_hash")
-        if value is None:
-            value = values["_hash"] = self._structural_hash()
-        return value
+        return memo(self, "_hash", self._structural_hash)
 
     def __getstate__(self) -> dict:
         # only the fields travel (pickle, copy): a kept hash is of this process's string hashes,
