@@ -20,6 +20,7 @@ MOVED = {"scoring.md": 1, "benchmarks.md": 1}
 PAGES = [(f"{page}:{i}", block) for page in MOVED for i, block in enumerate(
     re.findall(r"```python\n(.*?)```", (ROOT / "docs" / page).read_text(encoding="utf-8"), flags=re.S))]
 README_MAX_LINES = 300
+DESIGN_MAX_LINES = 250  # docs/design.md: one page of the architecture and its decisions
 LIBRARY = re.findall(r"```python\n(.*?)```", (ROOT / "docs" / "library.md").read_text(encoding="utf-8"), flags=re.S)
 
 
@@ -44,6 +45,11 @@ def test_moved_examples_are_where_they_moved():
 
 def test_readme_is_a_page_not_a_log():
     assert len(README.read_text(encoding="utf-8").splitlines()) <= README_MAX_LINES
+
+
+def test_the_design_notes_stay_one_short_page():
+    design = (ROOT / "docs" / "design.md").read_text(encoding="utf-8")
+    assert len(design.splitlines()) <= DESIGN_MAX_LINES, "move long derivations beside their code (docs/*.md)"
 
 
 def test_readme_links_lead_to_files():
