@@ -245,10 +245,12 @@ class _Grounding:
 
 
 def ground(program: Program, layout: TableLayout, pattern: np.ndarray) -> tuple[_Formulas, list[int], list[int]]:
-    """The candidates' ground formulas: the DAG, each candidate's root, and each variable's
-    place in the layout."""
+    """The candidates' ground formulas: the DAG, each candidate's root then, where the program
+    has a focus, the focus attention's root at each object, and each variable's place in the layout."""
     grounding = _Grounding(layout, pattern)
     roots = [grounding.truth(t) for t in program.truths()]
+    if program.focus is not None:
+        roots += grounding.attention(program.focus)
     return grounding.formulas, roots, grounding.positions
 
 
@@ -382,15 +384,16 @@ def compile_circuit(program: Program, layout: TableLayout, pattern: np.ndarray,
     formulas, roots, positions = ground(program, layout, pattern)
     compiler = _Compiler(formulas, max_nodes)
     outputs = [compiler.compile(r) for r in roots]
-    return Circuit(compiler.ac, outputs, np.asarray(positions, dtype=np.int64))
+    return Circuit(compiler.ac, outputs, np.asarray(positions, dtype=np.int64), len(program.truths()))
 
 
 class Circuit:
     """A compiled question: ``positions`` (its variables' places in the layout), and layers of
-    sums and products that :meth:`evaluate` runs over a batch of probability assignments."""
+    sums and products that :meth:`evaluate` runs over a batch of probability assignments. Its
+    outputs are the ``candidates`` first, then the focus attention at each object, if any."""
 
-    def __init__(self, ac: _Arithmetic, outputs: list[tuple[int, int]], positions: np.ndarray):
-        self.positions = positions
+    def __init__(self, ac: _Arithmetic, outputs: list[tuple[int, int]], positions: np.ndarray, candidates: int):
+        self.positions, self.candidates = positions, int(candidates)
         n_vars = len(positions)
         live = _reachable(ac, [x for pair in outputs for x in pair])
         depth = np.zeros(len(ac.kind), dtype=np.int64)
@@ -431,7 +434,12 @@ class Circuit:
 
     def evaluate(self, log_p: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``(B, variables)`` log-probabilities of the variables, one row per assignment, to the
-        candidates' ``(log P, log(1 - P))``, each ``(B, candidates)``; differentiable.
+        candidates' ``(log P, log(1 - P))``, each ``(B, candidates)``; differentiable."""
+        log_p, log_c = self.evaluate_all(log_p)
+        return log_p[:, : self.candidates], log_c[:, : self.candidates]
+
+    def evaluate_all(self, log_p: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """As :meth:`evaluate`, for every output: the candidates, then the focus at each object.
 
         Node-major: one ``(nodes, B)`` buffer, each layer's values written below the previous
         ones and read by row gathers (contiguous rows of ``B`` values); no layer copies the buffer."""
@@ -494,13 +502,18 @@ class CircuitCache:
         def compiled(key: tuple) -> Circuit | None:
             program, n, pattern = key
             try:
-                return compile_circuit(program, TableLayout(program.predicates(), n),
-                                       np.frombuffer(pattern, dtype=np.uint8), max_nodes)
+                circuit = compile_circuit(program, TableLayout(program.predicates(), n),
+                                          np.frombuffer(pattern, dtype=np.uint8), max_nodes)
             except (CircuitTooLarge, NoGrounding):
                 return None
+            self._programs(program)
+            return circuit
 
         self._circuits = weighted_cache(compiled, budget, lambda c: 1 if c is None else max(1, len(c)))
         self._asked = bounded_cache(lambda key: None, remembered)
+        # the programs that had a circuit compiled, a look before the keys are made (a superset of
+        # those whose circuits are still kept): a batch of other programs skips the warm path at once
+        self._programs = weighted_cache(lambda program: True, remembered, lambda _: 1)
 
     def __call__(self, key: tuple) -> Circuit | None:
         """The circuit of ``key``, compiled now if not kept (``None``: past the node budget)."""
@@ -508,6 +521,10 @@ class CircuitCache:
 
     def holds(self, key: tuple) -> bool:
         return self._circuits.holds(key)
+
+    def knows(self, program: Program) -> bool:
+        """Whether a circuit of ``program`` was compiled (over some scene size and pattern) lately."""
+        return self._programs.holds(program)
 
     def asked_before(self, key: tuple) -> bool:
         """Whether ``key`` was asked before (among the last ``remembered``); remembers it."""
@@ -527,34 +544,60 @@ class CircuitJobs:
         self.keys: list[tuple] = []
         self.members: list[np.ndarray] = []
         self.log_p: list[torch.Tensor] = []
-        sizes = tables.object_mask.sum(1).cpu().numpy()
-        groups: dict = {}
-        for i in rows:
-            groups.setdefault((programs[i], int(sizes[plan.program_scene[i]])), []).append(i)
-        pid = {p: i for i, p in enumerate(plan.predicates)}
-        n_ids = max(1, len(plan.predicates))
-        for (program, n), members in groups.items():
-            members = np.asarray(members, dtype=np.int64)
-            scenes = plan.program_scene[members] * n_ids
-            parts = []
-            for p in program.predicates():
-                keys, table = (plan.unary_keys, tables.unary) if p.arity == 1 else (plan.binary_keys, tables.binary)
-                at = torch.as_tensor(np.searchsorted(keys, scenes + pid[p]), device=table.device)
-                parts.append(table[at][(slice(None),) + (slice(0, n),) * p.arity].reshape(len(members), -1))
-            flat = torch.cat(parts, 1) if parts else tables.object_mask.new_zeros((len(members), 0), dtype=tables.dtype)
+        for (program, n), members in _by_question(programs, plan, tables, rows).items():
+            flat = _flat_tables(program, n, plan, tables, members)
             codes = torch.full(flat.shape, UNCERTAIN_ATOM, dtype=torch.uint8, device=flat.device)
             codes = codes.masked_fill(flat.detach() == 0, TRUE_ATOM).masked_fill(torch.isneginf(flat.detach()), FALSE_ATOM)
             patterns, which = _distinct_rows(codes.cpu().numpy())
             for u, pattern in enumerate(patterns):
                 mine = np.nonzero(which == u)[0]
                 self.keys.append((program, n, pattern.tobytes()))
-                self.members.append(members[mine])
-                self.log_p.append(flat[torch.as_tensor(mine, device=flat.device)])
+                self.members.append(members if len(patterns) == 1 else members[mine])
+                self.log_p.append(flat if len(patterns) == 1 else flat[torch.as_tensor(mine, device=flat.device)])
+
+    def keeping(self, keep: Sequence[int]) -> "CircuitJobs":
+        """Only the jobs numbered ``keep``."""
+        kept = object.__new__(CircuitJobs)
+        kept.keys, kept.members, kept.log_p = ([x[j] for j in keep] for x in (self.keys, self.members, self.log_p))
+        return kept
+
+
+def _by_question(programs: Sequence[Program], plan, tables, rows: np.ndarray) -> dict:
+    """``rows`` grouped by (program, scene size): by identity first (a batch repeats one program
+    object), then equal programs merged."""
+    sizes = tables.object_mask.sum(1).cpu().numpy()[plan.program_scene[rows]]
+    first: dict = {}
+    which = np.fromiter((first.setdefault(id(programs[i]), len(first)) for i in rows), dtype=np.int64, count=len(rows))
+    distinct = [programs[rows[j]] for j in np.unique(which, return_index=True)[1]]
+    span = int(sizes.max(initial=0)) + 1
+    combined, inverse = np.unique(which * span + sizes, return_inverse=True)
+    groups: dict = {}
+    for u, c in enumerate(combined.tolist()):
+        key, members = (distinct[c // span], c % span), rows[inverse.reshape(-1) == u]
+        groups[key] = np.sort(np.concatenate([groups[key], members])) if key in groups else members
+    return groups
+
+
+def _flat_tables(program: Program, n: int, plan, tables, members: np.ndarray) -> torch.Tensor:
+    """``(members, layout size)``: the log-probabilities of the programs ``members``, over scenes
+    of ``n`` objects, laid out as :class:`TableLayout` of the program's predicates."""
+    pid = {p: i for i, p in enumerate(plan.predicates)}
+    n_ids = max(1, len(plan.predicates))
+    scenes = plan.program_scene[members] * n_ids
+    parts = []
+    for p in program.predicates():
+        keys, table = (plan.unary_keys, tables.unary) if p.arity == 1 else (plan.binary_keys, tables.binary)
+        at = torch.as_tensor(np.searchsorted(keys, scenes + pid[p]), device=table.device)
+        parts.append(table[at][(slice(None),) + (slice(0, n),) * p.arity].reshape(len(members), -1))
+    return torch.cat(parts, 1) if parts else tables.object_mask.new_zeros((len(members), 0), dtype=tables.dtype)
 
 
 def _distinct_rows(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``np.unique(codes, axis=0, return_inverse=True)``, by a hash of each row first: a batch's
-    copies of one question mostly share one pattern, and sorting long rows costs more than hashing."""
+    """``np.unique(codes, axis=0, return_inverse=True)``: at once where every row is the first (a
+    batch's copies of one question mostly share one pattern), else by a hash of each row first
+    (sorting long rows costs more than hashing)."""
+    if (codes == codes[:1]).all():
+        return codes[:1], np.zeros(len(codes), dtype=np.int64)
     weights = np.random.default_rng(0).integers(1, 1 << 62, codes.shape[1], dtype=np.int64)
     hashes = codes.astype(np.int64) @ weights  # wraps around: a hash, checked below
     _, first, which = np.unique(hashes, return_index=True, return_inverse=True)
@@ -565,19 +608,23 @@ def _distinct_rows(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return codes[first], which
 
 
-def answer_by_circuits(cache, jobs: CircuitJobs, width: int, dtype_like: torch.Tensor):
-    """The answers of the jobs whose circuit compiles within the budget: their rows, and their
-    ``(log P, log(1 - P))`` padded to ``width`` candidates (``-inf`` and ``0`` beyond a program's)."""
-    rows, log_p, log_c = [], [], []
+def answer_by_circuits(cache, jobs: CircuitJobs, width: int, n_objects: int, dtype_like: torch.Tensor):
+    """The answers of the jobs whose circuit compiles within the budget: their rows, their
+    ``(log P, log(1 - P))`` padded to ``width`` candidates (``-inf`` and ``0`` beyond a program's),
+    and their focus over ``n_objects`` (``-inf`` beyond a scene's objects; ``None`` when no
+    program has a focus)."""
+    rows, log_p, log_c, focus = [], [], [], []
     for key, members, flat in zip(jobs.keys, jobs.members, jobs.log_p):
         circuit = cache(key)
         if circuit is None:
             continue
-        p, c = circuit.evaluate(flat[:, torch.as_tensor(circuit.positions, device=flat.device)])
-        pad = width - p.shape[1]
+        p, c = circuit.evaluate_all(flat[:, torch.as_tensor(circuit.positions, device=flat.device)])
+        k = circuit.candidates
         rows.append(members)
-        log_p.append(torch.nn.functional.pad(p, (0, pad), value=float("-inf")))
-        log_c.append(torch.nn.functional.pad(c, (0, pad), value=0.0))
+        log_p.append(torch.nn.functional.pad(p[:, :k], (0, width - k), value=float("-inf")))
+        log_c.append(torch.nn.functional.pad(c[:, :k], (0, width - k), value=0.0))
+        focus.append(torch.nn.functional.pad(p[:, k:], (0, n_objects - (p.shape[1] - k)), value=float("-inf")))
     if not rows:
-        return np.zeros(0, dtype=np.int64), None, None
-    return np.concatenate(rows), torch.cat(log_p).to(dtype_like.dtype), torch.cat(log_c).to(dtype_like.dtype)
+        return np.zeros(0, dtype=np.int64), None, None, None
+    dtype = dtype_like.dtype
+    return np.concatenate(rows), torch.cat(log_p).to(dtype), torch.cat(log_c).to(dtype), torch.cat(focus).to(dtype)

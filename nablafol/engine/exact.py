@@ -141,9 +141,14 @@ def _gather(tables, u_rows: np.ndarray, b_rows: np.ndarray):
 def exact_answers(engine, programs: Sequence[Program], plan: BatchPlan, tables) -> Answers:
     """The batch's answers, exact for every program that repeats at most ``engine.exact_budget``
     uncertain atoms (``Answers.exact`` says which)."""
+    jobs = _known_jobs(engine, programs, plan, tables)
+    if jobs is not None and all(engine.circuits.holds(key) for key in jobs.keys):
+        warm = _warm_answers(engine, plan, tables, jobs)
+        if warm is not None:
+            return warm
     count, atoms = _shared_atoms(engine, programs, plan, tables)
     answers = engine.execute(plan, tables)  # the fast path: exact where nothing uncertain repeats
-    compiled = _circuit_answers(engine, programs, plan, tables, count, answers)
+    compiled = _circuit_answers(engine, programs, plan, tables, count, answers, jobs)
     answers._exact = torch.as_tensor((count <= engine.exact_budget) | compiled)
     expand = np.nonzero((count > 0) & (count <= engine.exact_budget) & ~compiled)[0]
     if not expand.size:
@@ -170,25 +175,69 @@ def exact_answers(engine, programs: Sequence[Program], plan: BatchPlan, tables) 
     return answers
 
 
-def _circuit_answers(engine, programs, plan: BatchPlan, tables, count: np.ndarray, answers: Answers) -> np.ndarray:
+def _known_jobs(engine, programs, plan: BatchPlan, tables) -> CircuitJobs | None:
+    """The batch's circuit jobs when a circuit of every one of its programs was compiled lately
+    (all of them can repeat atoms), else ``None``: a look at the programs, before any key is made."""
+    distinct = {id(p): p for p in programs}.values()
+    if not programs or not all(not p.read_once and engine.circuits.knows(p) for p in distinct):
+        return None
+    return CircuitJobs(programs, plan, tables, np.arange(len(programs)))
+
+
+def _warm_answers(engine, plan: BatchPlan, tables, jobs: CircuitJobs) -> Answers | None:
+    """The answers of a batch whose every question's circuit is kept: the circuits alone (no
+    fast path, no look for repeated atoms), the same values as a first call gives; ``None``
+    where one of them is kept as past its node budget (the fast path answers it)."""
+    answers = _unanswered(plan, tables)
+    rows, log_p, log_c, focus = answer_by_circuits(engine.circuits, jobs, plan.candidate_width,
+                                                   tables.object_mask.shape[1], answers.log_probs)
+    if rows.size < plan.n_programs:
+        return None
+    _write(answers, rows, log_p, log_c, focus)
+    answers._exact = torch.ones(plan.n_programs, dtype=torch.bool)
+    return answers
+
+
+def _unanswered(plan: BatchPlan, tables) -> Answers:
+    """Answers of the plan's shape with nothing written: probabilities 0, no focus."""
+    device, shape = tables.object_mask.device, (plan.n_programs, plan.candidate_width)
+    mask = torch.zeros(shape, dtype=torch.bool, device=device)
+    mask[torch.as_tensor(plan.candidate_program, device=device), torch.as_tensor(plan.candidate_position, device=device)] = True
+    log_probs = torch.full(shape, NEG_INF, dtype=tables.dtype, device=device)
+    focus = torch.full((plan.n_programs, tables.object_mask.shape[1]), NEG_INF, dtype=tables.dtype, device=device)
+    scenes = torch.as_tensor(plan.program_scene, dtype=torch.long, device=device)
+    return Answers(log_probs, mask, plan.labels, focus, tables.object_mask[scenes], torch.zeros_like(log_probs))
+
+
+def _write(answers: Answers, rows: np.ndarray, log_p, log_c, focus) -> None:
+    """``answers`` with the circuits' rows written in (candidates, complements, focus)."""
+    if not rows.size:
+        return
+    at = torch.as_tensor(rows, device=answers.log_probs.device)
+    answers.log_probs = answers.log_probs.index_copy(0, at, log_p).masked_fill(~answers.candidate_mask, NEG_INF)
+    answers.log_complement = answers.log_complement.index_copy(0, at, log_c).masked_fill(~answers.candidate_mask, 0.0)
+    answers.focus = answers.focus.index_copy(0, at, focus)
+
+
+def _circuit_answers(engine, programs, plan: BatchPlan, tables, count: np.ndarray, answers: Answers,
+                     jobs: CircuitJobs | None = None) -> np.ndarray:
     """Writes into ``answers`` the programs that circuits answer (:func:`circuit_preferred`),
-    and returns which those are, ``(P,)`` bool."""
+    and returns which those are, ``(P,)`` bool. ``jobs``: the batch's, when made already."""
     done = np.zeros(len(programs), dtype=bool)
     repeating = np.nonzero(count > 0)[0]
     if not repeating.size:
         return done
-    jobs = CircuitJobs(programs, plan, tables, repeating)
-    keep = [j for j, key in enumerate(jobs.keys)
-            if circuit_preferred(engine.circuits, key, int(count[jobs.members[j][0]]), len(jobs.members[j]),
-                                 engine.exact_budget)]
-    jobs.keys, jobs.members, jobs.log_p = ([x[j] for j in keep] for x in (jobs.keys, jobs.members, jobs.log_p))
-    rows, log_p, log_c = answer_by_circuits(engine.circuits, jobs, answers.log_probs.shape[1], answers.log_probs)
-    if rows.size:
-        at = torch.as_tensor(rows, device=answers.log_probs.device)
-        answers.log_probs = answers.log_probs.index_copy(0, at, log_p).masked_fill(~answers.candidate_mask, NEG_INF)
-        answers.log_complement = answers.log_complement.index_copy(0, at, log_c).masked_fill(
-            ~answers.candidate_mask, 0.0)
-        done[rows] = True
+    if jobs is None:
+        jobs = CircuitJobs(programs, plan, tables, repeating)
+    else:  # made for every program: a question and pattern repeat the same number of atoms
+        jobs = jobs.keeping([j for j, members in enumerate(jobs.members) if count[members[0]] > 0])
+    jobs = jobs.keeping([j for j, key in enumerate(jobs.keys)
+                         if circuit_preferred(engine.circuits, key, int(count[jobs.members[j][0]]),
+                                              len(jobs.members[j]), engine.exact_budget)])
+    rows, log_p, log_c, focus = answer_by_circuits(engine.circuits, jobs, answers.log_probs.shape[1],
+                                                   answers.focus.shape[1], answers.log_probs)
+    _write(answers, rows, log_p, log_c, focus)
+    done[rows] = True
     return done
 
 

@@ -96,6 +96,67 @@ def test_a_circuit_is_compiled_once_per_certainty_pattern_and_reused():
     assert (info.misses, info.hits, info.currsize) == (2, 1, 2)
 
 
+#: HOP with a focus: the red objects something is on (each object's attention repeats red(y))
+FOCUSED = Program.yes_no(HOP.candidates[0], focus=Filter(RED, Relate.of(ON, Quantifier.EXISTS, Filter(RED, Top()))))
+
+
+def _leaves(tables_per_scene):
+    return [{p: torch.as_tensor(np.asarray(t), dtype=torch.float64).requires_grad_() for p, t in t.items()}
+            for t in tables_per_scene]
+
+
+def _call(engine, programs, leaves):
+    answers = engine(programs, TableOracle(leaves), np.arange(len(programs)))
+    loss = (answers.log_probs.exp() * 3 + answers.log_complement.exp() + answers.focus.exp().nan_to_num()).sum()
+    grads = torch.autograd.grad(loss, [t for scene in leaves for t in scene.values()], allow_unused=True)
+    return answers, grads
+
+
+def test_a_warm_call_skips_the_fast_path_and_equals_the_first_call_bit_for_bit(monkeypatch):
+    """The second call of the same questions (same programs, sizes and certainty patterns) runs
+    only the kept circuits; its answers, focus and gradients are the first call's, bit for bit."""
+    tables = [_hop_tables(n, seed) for seed, n in enumerate((3, 4, 3, 2))]  # padded: scenes of 2-4 objects
+    programs = [HOP, FOCUSED, FOCUSED, HOP]
+    engine = Engine(exact=True, exact_budget=0)
+    cold, cold_grads = _call(engine, programs, _leaves(tables))
+    monkeypatch.setattr(engine, "execute", lambda *a: pytest.fail("the warm call ran the fast path"))
+    warm, warm_grads = _call(engine, programs, _leaves(tables))
+    assert warm.exact.all() and cold.exact.all()
+    for name in ("log_probs", "log_complement", "focus", "candidate_mask", "object_mask"):
+        assert torch.equal(getattr(warm, name), getattr(cold, name)), name
+    assert warm.labels == cold.labels
+    assert all((a is None and b is None) or torch.equal(a, b) for a, b in zip(warm_grads, cold_grads))
+    assert any(g is not None and g.abs().sum() > 0 for g in warm_grads)
+
+
+def test_a_call_with_a_new_pattern_or_program_is_not_warm():
+    """One question of the batch not kept (another certainty pattern): the whole call takes the
+    first call's path, still exact."""
+    engine = Engine(exact=True, exact_budget=0)
+    tables = _hop_tables(3, 0)
+    run_engine([HOP], [tables], dtype=torch.float64, engine=engine)
+    calls = []
+    real = engine.execute
+    engine.execute = lambda *a: calls.append(1) or real(*a)
+    other = {**tables, RED: np.array([1.0, *tables[RED][1:]])}
+    answers = run_engine([HOP, HOP], [tables, other], dtype=torch.float64, engine=engine)
+    assert calls and answers.exact.all()
+    assert answers.probs()[1, 0].item() == pytest.approx(brute_force(HOP, other)[0], abs=1e-9)
+
+
+def test_a_circuits_focus_is_exact_as_shannon_expansions():
+    """Exact mode's focus by a circuit equals exact mode's by Shannon expansion (the exact
+    attention of each object), not the fast path's."""
+    tables = [_hop_tables(n, seed) for seed, n in enumerate((3, 4))]
+    by_circuit = run_engine([FOCUSED] * 2, tables, dtype=torch.float64, engine=Engine(exact=True, exact_budget=0))
+    shannon = Engine(exact=True, exact_budget=24)
+    shannon.circuits = CircuitCache(max_nodes=2)  # no circuit fits: every question expanded
+    by_worlds = run_engine([FOCUSED] * 2, tables, dtype=torch.float64, engine=shannon)
+    fast = run_engine([FOCUSED] * 2, tables, dtype=torch.float64)
+    assert torch.allclose(by_circuit.focus, by_worlds.focus, atol=1e-12, rtol=0)
+    assert not torch.allclose(fast.focus, by_worlds.focus, atol=1e-6, rtol=0)
+
+
 def test_the_cost_model_expands_a_new_question_with_few_worlds_and_compiles_the_others():
     cache, layout = CircuitCache(), TableLayout(HOP.predicates(), 2)
     key = (HOP, 2, layout.pattern(_hop_tables(2, 0)).tobytes())
