@@ -30,6 +30,7 @@ from .suite_cli import suite_main
 BUDGETS = (0, 2, 4, 8)
 EXACT = 16  # exact mode's budget for the reference values
 SIZES = {
+    "tiny": dict(objects=3, per_family=3),
     "quick": dict(objects=5, per_family=12),
     "full": dict(objects=8, per_family=32),
 }
@@ -93,6 +94,25 @@ def run(size: str = "full", seed: int = 0) -> dict:
                                  "ms": seconds / len(programs) * 1e3}
         rows.append(row)
     return {"rows": rows, "objects": cfg["objects"], "budgets": list(BUDGETS), "exact_budget": EXACT}
+
+
+def checks(r: dict, check) -> list[dict]:
+    """The table of aims' rows: every interval holds the exact value; by budget, the mean width
+    and the share of answers decided over every family (the table by family is the report's)."""
+    ks, rows = r["budgets"], r["rows"]
+    outside = sum(row["budgets"][k]["outside"] for row in rows for k in ks)
+    checked = sum(row["budgets"][k]["checked"] for row in rows for k in ks)
+    out = [check("bounds: exact value outside its interval", f"{outside} of {checked} intervals "
+                 f"({len(rows)} families, scenes of {r['objects']} objects)", "0", outside == 0, outside)]
+    for k in ks:
+        loose = [row for row in rows if row["not_exact"]]
+        n = sum(row["not_exact"] for row in loose)
+        width = sum(row["budgets"][k]["mean_width"] * row["not_exact"] for row in loose) / max(1, n)
+        decided = sum((row["budgets"][k]["decided_yes_no"] or 0) * row["budgets"][k]["yes_no"]
+                      + (row["budgets"][k]["decided_open"] or 0) * row["budgets"][k]["open"] for row in loose)
+        out.append(check(f"bounds at budget {k}: mean width, share of answers decided", f"{width:.3f}, "
+                         f"{decided / max(1, n):.0%} of {n} answers not exact", "-", None, width))
+    return out
 
 
 def _share(x) -> str:

@@ -43,8 +43,11 @@ from .suite_cli import suite_main
 FAMILIES = ("relate", "verify rel after relate", "two hops", "and/or, same objects", "same (one input)",
             "same (two inputs)")
 BINS = ((1, 2), (3, 4), (5, 8), (9, 12), (13, 16), (17, 20), (21, 24))
-SIZES = {"quick": dict(per_bin=1, batch=1024, sizes=(8, 16, 24, 32)),
-         "full": dict(per_bin=6, batch=1024, sizes=(8, 16, 24, 32))}
+SIZES = {"tiny": dict(per_bin=1, batch=32, sizes=(8,), bins=((1, 2), (3, 4))),
+         "quick": dict(per_bin=1, batch=1024, sizes=(8, 16, 24, 32), bins=BINS),
+         "full": dict(per_bin=6, batch=1024, sizes=(8, 16, 24, 32), bins=BINS)}
+WARM_AIM = 10.0  # the whole warm engine call, per assignment, at most this many times KLay's forward
+ANCHOR = "pip install -e '.[bench]'"  # ProbLog, PySDD and KLay: the anchor, a benchmark-only dependency
 SHANNON_MAX_K = 12  # Shannon expansion is timed up to here (2^12 worlds a question)
 SHANNON_WARM_WORLDS = 1 << 12
 PROBLOG_LIMIT_S = 30.0  # per question: past it, ProbLog (and so KLay, fed by its SDD) is not measured  # warm Shannon runs over at most this many worlds in all (fewer assignments)
@@ -130,17 +133,32 @@ def klay_layers(program, tables: dict, n: int):
     return module, places, formula.get_manager().varcount, compiled - start, laid - compiled
 
 
-def run(size: str = "full", seed: int = 0) -> dict:
-    cfg = SIZES[size]
+def missing_anchor() -> str | None:
+    """What of the anchor (ProbLog, PySDD, KLay) is not installed, or ``None``."""
     try:
         import klay  # noqa: F401
         import problog  # noqa: F401
         import pysdd  # noqa: F401
     except ImportError as e:
-        raise SystemExit(f"bench_circuits needs the bench extra (pip install -e '.[bench]'): {e}") from None
+        return f"{e.name} is not installed ({ANCHOR})"
+    return None
+
+
+def run(size: str = "full", seed: int = 0) -> dict:
+    """Every measure above; without the anchor installed, only the engine's (``missing`` says so)."""
+    cfg = SIZES[size]
+    missing = missing_anchor()
     rng = np.random.default_rng(seed)
+    threads = torch.get_num_threads()
     torch.set_num_threads(1)
-    picked = questions_by_k(rng, cfg["per_bin"], cfg["sizes"])
+    try:
+        return _run(cfg, rng, missing)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _run(cfg: dict, rng: np.random.Generator, missing: str | None) -> dict:
+    picked = questions_by_k(rng, cfg["per_bin"], cfg["sizes"], cfg["bins"])
     rows = []
     warm_engine = Engine(validate=False)  # warms torch's kernels before any timing
     with torch.no_grad():
@@ -148,12 +166,12 @@ def run(size: str = "full", seed: int = 0) -> dict:
         warm_engine([some[0]], TableOracle([{p: torch.as_tensor(t) for p, t in some[1].items()}]))
     for b, cases in picked.items():
         for program, tables, n, k in cases:
-            rows.append(_measure(program, tables, n, k, cfg["batch"], rng))
+            rows.append(_measure(program, tables, n, k, cfg["batch"], rng, missing))
             print(f"k={k}: {rows[-1]}", file=sys.stderr, flush=True)  # progress: a full run takes long
-    return {"rows": rows, "bins": [list(b) for b in BINS], "batch": cfg["batch"]}
+    return {"rows": rows, "bins": [list(b) for b in cfg["bins"]], "batch": cfg["batch"], "missing": missing}
 
 
-def _measure(program, tables, n, k, batch, rng) -> dict:
+def _measure(program, tables, n, k, batch, rng, missing: str | None = None) -> dict:
     row = {"k": k, "objects": n}
     layout = TableLayout(program.predicates(), n)
     try:
@@ -173,6 +191,10 @@ def _measure(program, tables, n, k, batch, rng) -> dict:
     row["circuit_cold_ms"] = seconds * 1e3
     seconds, answers["chosen"] = _cold(lambda: Engine(validate=False, exact=True), program, tables)
     row["chosen_cold_ms"] = seconds * 1e3
+    assignments = perturbed(tables, batch, rng)
+    row["engine_warm_us"] = _engine_warm_us(program, assignments)
+    if missing:
+        return row
     want, seconds = _problog_timed(program, tables, n, PROBLOG_LIMIT_S)
     if want is None:  # ProbLog's SDD ran out of time: neither its value nor KLay's layers
         row["problog_timeout"] = True
@@ -180,7 +202,6 @@ def _measure(program, tables, n, k, batch, rng) -> dict:
     row["problog_cold_ms"] = seconds * 1e3
     row["max_abs_diff"] = max(abs(a - want[0]) for a in answers.values())
     module, places, n_vars, t_compile, t_layers = klay_layers(program, tables, n)
-    assignments = perturbed(tables, batch, rng)
     flat = torch.stack([torch.cat([a[p].reshape(-1) for p in layout.predicates]) for a in assignments]).log()
     x = torch.zeros(batch, n_vars, dtype=torch.float64)
     x[:, list(places)] = flat[:, list(places.values())]
@@ -190,11 +211,7 @@ def _measure(program, tables, n, k, batch, rng) -> dict:
         row["klay_cold_ms"] = (t_compile + t_layers + time.perf_counter() - start) * 1e3
         row["klay_warm_us"] = _seconds(lambda: module(x)) / batch * 1e6
         klay_p = module(x)[:, 0].exp()
-        # exact mode, warm: the same question over the assignments (its circuit compiled on the first call)
-        engine, oracle = Engine(validate=False, exact=True), TableOracle(assignments)
-        programs, scenes = [program] * batch, np.arange(batch)
-        ours = engine(programs, oracle, scenes)
-        row["engine_warm_us"] = _seconds(lambda: engine(programs, oracle, scenes)) / batch * 1e6
+        ours = Engine(validate=False, exact=True)([program] * batch, TableOracle(assignments), np.arange(batch))
         row["klay_vs_ours"] = float((ours.probs()[:, 0].double() - klay_p).abs().max())
         log_p = flat[:, torch.as_tensor(circuit.positions)]
         row["layers_warm_us"] = _seconds(lambda: circuit.evaluate(log_p)) / batch * 1e6
@@ -206,6 +223,46 @@ def _measure(program, tables, n, k, batch, rng) -> dict:
             row["shannon_warm_us"] = _seconds(lambda: shannon([program] * few, sub, np.arange(few)), 1) / few * 1e6
             row["compile_worlds"] = row["compile_ms"] * 1e3 / (row["shannon_warm_us"] / (1 << k))  # the cost model's
     return row
+
+
+def _engine_warm_us(program, assignments: list) -> float:
+    """Exact mode, warm: the same question over the assignments (its circuit compiled on the
+    first call), per assignment, forward."""
+    engine, oracle = Engine(validate=False, exact=True), TableOracle(assignments)
+    programs, scenes = [program] * len(assignments), np.arange(len(assignments))
+    with torch.no_grad():
+        engine(programs, oracle, scenes)
+        return _seconds(lambda: engine(programs, oracle, scenes)) / len(assignments) * 1e6
+
+
+def checks(r: dict, check) -> list[dict]:
+    """The table of aims' rows: exact up to k = 24 (equal to ProbLog, none past the node budget),
+    the warm call against KLay's forward at every k, the cold cost beside Shannon expansion's."""
+    rows, top = r["rows"], max((hi for _, hi in r["bins"]), default=0)
+    past = [row["k"] for row in rows if row.get("past_budget")]
+    out = [check("circuits: questions past the node budget",
+                 f"{len(past)} of {len(rows)}, k <= {top}" + (f" (past: k = {', '.join(map(str, past))})" if past else ""), "0",
+                 not past, len(past))]
+    if r.get("missing"):
+        return out + [check("circuits: exact mode = ProbLog; warm call / KLay's forward", f"not measured: {r['missing']}",
+                            "-", None)]
+    compared = [row for row in rows if "max_abs_diff" in row]
+    if compared:
+        worst = max(max(row["max_abs_diff"], row["klay_vs_ours"]) for row in compared)
+        out.append(check("circuits: exact mode = ProbLog = KLay", f"max |diff| {worst:.1e} over {len(compared)} "
+                         f"questions, k <= {max(row['k'] for row in compared)}", "<= 1e-6", worst <= 1e-6, worst))
+    warm = [(row["engine_warm_us"] / row["klay_warm_us"], row) for row in rows if "klay_warm_us" in row]
+    if warm:
+        ratio, row = max(warm, key=lambda x: x[0])
+        out.append(check(f"circuits: warm exact-mode call / KLay's forward, per assignment, worst k (B = {r['batch']:,})",
+                         f"{ratio:.1f}x at k = {row['k']} ({row['engine_warm_us']:.1f} vs {row['klay_warm_us']:.2f} µs; "
+                         f"k = {', '.join(str(x['k']) for _, x in warm)} measured)",
+                         f"<= {WARM_AIM:g}x", ratio <= WARM_AIM, ratio))
+    cold = [row["chosen_cold_ms"] / row["shannon_cold_ms"] for row in rows if "shannon_cold_ms" in row]
+    if cold:
+        out.append(check("circuits: cold exact mode as chosen / Shannon expansion alone, one new question",
+                         f"{min(cold):.2f}-{max(cold):.2f}x over {len(cold)} questions", "-", None, max(cold)))
+    return out
 
 
 def _with_cache(engine, max_nodes: int):

@@ -11,7 +11,9 @@ torch.compile), scaling (time against objects, batch size, program length; fitte
 drawn to --plot), training (questions/s of the Trainer), limits (issue 23's five aims against
 the machine's own limits: training roofline, eval at GQA scale against reading its files, one
 engine call, the eager Q-product against a copy, end to end against ProbLog), launches (aten calls per
-training step at two batch sizes; one program over many scenes, per question-scene). Every figure
+training step at two batch sizes; one program over many scenes, per question-scene), circuits (exact
+mode by k against ProbLog + SDD + KLay, cold and warm), bounds (width and share decided of the sound
+intervals, by budget). Every figure
 that compares two things is a ratio of two timings taken in this run. The table lists each aim: measured,
 aim, met (yes / NO / "-" where a figure has no aim or the run was too small to reach it).
 """
@@ -29,11 +31,11 @@ from pathlib import Path
 
 import torch
 
-from . import (bench_batched, bench_engine, bench_exact, bench_launches, bench_limits, bench_problog, bench_scaling,
-               bench_training, figures)
+from . import (bench_batched, bench_bounds, bench_circuits, bench_engine, bench_exact, bench_launches, bench_limits,
+               bench_problog, bench_scaling, bench_training, figures)
 from .timing import best_time
 
-SUITES = ("problog", "exact", "batched", "engine", "scaling", "training", "limits", "launches")
+SUITES = ("problog", "exact", "batched", "engine", "scaling", "training", "limits", "launches", "circuits", "bounds")
 DEFAULT_PLOT = Path(__file__).resolve().parent / "scaling.png"
 EXACT_TOLERANCE = 1e-6
 PROBLOG_SPEEDUP_AIM, PROBLOG_AT_OBJECTS = 1000.0, 20
@@ -196,6 +198,10 @@ def run_suite(name: str, size: str, plot_path: Path | None) -> tuple[dict, list[
     if name == "launches":
         r = bench_launches.run(size)
         return r, bench_launches.checks(r, check), bench_launches.report(r)
+    if name in ("circuits", "bounds"):
+        suite = bench_circuits if name == "circuits" else bench_bounds
+        r = suite.run(size)
+        return r, suite.checks(r, check), suite.report(r)
     r = bench_training.run(size)
     return r, training_checks(r), bench_training.report(r)
 
