@@ -55,7 +55,9 @@ __all__ = ["TableLayout", "Circuit", "CircuitTooLarge", "NoGrounding", "CircuitJ
            "FALSE_ATOM", "TRUE_ATOM", "UNCERTAIN_ATOM"]
 
 #: Arithmetic nodes one question's circuit may have: past it the compilation stops (the budget per question)
-MAX_CIRCUIT_NODES = 50_000
+MAX_CIRCUIT_NODES = 500_000
+#: Values (nodes × assignments) one evaluation's buffer holds at most: more assignments run in turn
+BUFFER_VALUES = 1 << 24
 #: Codes of a certainty pattern: an atom certainly false, certainly true, or uncertain
 FALSE_ATOM, TRUE_ATOM, UNCERTAIN_ATOM = 0, 1, 2
 
@@ -442,7 +444,15 @@ class Circuit:
         """As :meth:`evaluate`, for every output: the candidates, then the focus at each object.
 
         Node-major: one ``(nodes, B)`` buffer, each layer's values written below the previous
-        ones and read by row gathers (contiguous rows of ``B`` values); no layer copies the buffer."""
+        ones and read by row gathers (contiguous rows of ``B`` values); no layer copies the buffer.
+        A buffer past :data:`BUFFER_VALUES` runs in chunks of assignments (the same values)."""
+        rows = max(1, BUFFER_VALUES // max(1, self.size))
+        if log_p.shape[0] > rows:
+            parts = [self._evaluate(chunk) for chunk in log_p.split(rows)]
+            return torch.cat([p for p, _ in parts]), torch.cat([c for _, c in parts])
+        return self._evaluate(log_p)
+
+    def _evaluate(self, log_p: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         leaf_source, layers, outputs = self._arrays(log_p.device)
         b = log_p.shape[0]
         inputs = torch.cat([log_p.new_tensor([0.0, float("-inf")]).expand(b, 2), log_p, log1mexp(log_p)], dim=1)

@@ -4,6 +4,7 @@
   probability and complement (brute-force enumeration, hypothesis);
 * exact mode answers by circuits past its Shannon budget: equal to brute force on small
   scenes, to ProbLog on generated GQA questions that repeat up to 24 uncertain atoms;
+* a warm call (every circuit kept) runs the circuits alone, bit for bit the first call's;
 * gradients through the circuit's layers match finite differences (gradcheck, float64);
 * a question's circuit is compiled once per certainty pattern and reused.
 """
@@ -222,3 +223,21 @@ def test_generated_gqa_questions_repeating_up_to_24_atoms_equal_problog_where_bo
             assert answers.probs()[0, 0].item() == pytest.approx(want[0], abs=1e-6), (k, program.formula())
             compared.append(k)
     assert max(compared) >= 13, compared
+
+
+def test_a_circuit_past_its_buffer_runs_in_chunks_with_the_same_values(monkeypatch):
+    from nablafol.engine import circuits
+    tables = _hop_tables(4, 5)
+    layout = TableLayout(FOCUSED.predicates(), 4)
+    circuit = compile_circuit(FOCUSED, layout, layout.pattern(tables))
+    rng = np.random.default_rng(3)
+    log_p = torch.log(torch.as_tensor(rng.uniform(0.05, 0.95, (37, len(circuit.positions)))))
+    whole = circuit.evaluate_all(log_p)
+    monkeypatch.setattr(circuits, "BUFFER_VALUES", len(circuit) * 5)  # 5 assignments a chunk: 8 chunks
+    runs = []
+    one = circuits.Circuit._evaluate
+    monkeypatch.setattr(circuits.Circuit, "_evaluate", lambda self, x: runs.append(len(x)) or one(self, x))
+    chunked = circuit.evaluate_all(log_p)
+    assert runs == [5] * 7 + [2]
+    assert all(torch.equal(a, b) for a, b in zip(whole, chunked))
+    assert whole[0].shape == (37, circuit.candidates + 4)
