@@ -578,6 +578,8 @@ def _by_question(programs: Sequence[Program], plan, tables, rows: np.ndarray) ->
     sizes = tables.object_mask.sum(1).cpu().numpy()[plan.program_scene[rows]]
     first: dict = {}
     which = np.fromiter((first.setdefault(id(programs[i]), len(first)) for i in rows), dtype=np.int64, count=len(rows))
+    if len(first) == 1 and (sizes == sizes[:1]).all():  # one question over scenes of one size
+        return {(programs[rows[0]], int(sizes[0])): rows} if len(rows) else {}
     distinct = [programs[rows[j]] for j in np.unique(which, return_index=True)[1]]
     span = int(sizes.max(initial=0)) + 1
     combined, inverse = np.unique(which * span + sizes, return_inverse=True)

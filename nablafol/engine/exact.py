@@ -202,7 +202,8 @@ def _unanswered(plan: BatchPlan, tables) -> Answers:
     """Answers of the plan's shape with nothing written: probabilities 0, no focus."""
     device, shape = tables.object_mask.device, (plan.n_programs, plan.candidate_width)
     mask = torch.zeros(shape, dtype=torch.bool, device=device)
-    mask[torch.as_tensor(plan.candidate_program, device=device), torch.as_tensor(plan.candidate_position, device=device)] = True
+    at = (plan.candidate_program, plan.candidate_position)
+    mask[tuple(torch.as_tensor(a, device=device) for a in at)] = True
     log_probs = torch.full(shape, NEG_INF, dtype=tables.dtype, device=device)
     focus = torch.full((plan.n_programs, tables.object_mask.shape[1]), NEG_INF, dtype=tables.dtype, device=device)
     scenes = torch.as_tensor(plan.program_scene, dtype=torch.long, device=device)
