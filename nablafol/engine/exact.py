@@ -143,7 +143,7 @@ def exact_answers(engine, programs: Sequence[Program], plan: BatchPlan, tables) 
     uncertain atoms (``Answers.exact`` says which)."""
     jobs = _known_jobs(engine, programs, plan, tables)
     if jobs is not None and all(engine.circuits.holds(key) for key in jobs.keys):
-        warm = _warm_answers(engine, plan, tables, jobs)
+        warm = _warm_answers(engine, programs, plan, tables, jobs)
         if warm is not None:
             return warm
     count, atoms = _shared_atoms(engine, programs, plan, tables)
@@ -176,25 +176,30 @@ def exact_answers(engine, programs: Sequence[Program], plan: BatchPlan, tables) 
 
 
 def _known_jobs(engine, programs, plan: BatchPlan, tables) -> CircuitJobs | None:
-    """The batch's circuit jobs when a circuit of every one of its programs was compiled lately
-    (all of them can repeat atoms), else ``None``: a look at the programs, before any key is made."""
+    """The circuit jobs of the batch's programs that can repeat atoms, when a circuit of every one
+    of those was compiled lately, else ``None``: a look at the programs, before any key is made."""
     distinct = {id(p): p for p in programs}.values()
-    if not programs or not all(not p.read_once and engine.circuits.knows(p) for p in distinct):
+    repeating = [p for p in distinct if not p.read_once]
+    if not repeating or not all(engine.circuits.knows(p) for p in repeating):
         return None
-    return CircuitJobs(programs, plan, tables, np.arange(len(programs)))
+    rows = np.arange(len(programs)) if len(repeating) == len(distinct) else \
+        np.array([i for i, p in enumerate(programs) if not p.read_once], dtype=np.int64)
+    return CircuitJobs(programs, plan, tables, rows)
 
 
-def _warm_answers(engine, plan: BatchPlan, tables, jobs: CircuitJobs) -> Answers | None:
-    """The answers of a batch whose every question's circuit is kept: the circuits alone (no
-    fast path, no look for repeated atoms), the same values as a first call gives; ``None``
-    where one of them is kept as past its node budget (the fast path answers it)."""
-    answers = _unanswered(plan, tables)
+def _warm_answers(engine, programs, plan: BatchPlan, tables, jobs: CircuitJobs) -> Answers | None:
+    """The answers of a batch whose every question that can repeat atoms has its circuit kept:
+    no look for repeated atoms, the fast path only where read-once programs need it, then the
+    circuits; the same values as a first call gives. ``None`` where a circuit is kept as past its
+    node budget (the first call's path answers it)."""
+    read_once = sum(len(m) for m in jobs.members) < len(programs)
+    answers = engine.execute(plan, tables) if read_once else _unanswered(plan, tables)
     rows, log_p, log_c, focus = answer_by_circuits(engine.circuits, jobs, plan.candidate_width,
                                                    tables.object_mask.shape[1], answers.log_probs)
-    if rows.size < plan.n_programs:
+    if rows.size < sum(len(m) for m in jobs.members):
         return None
     _write(answers, rows, log_p, log_c, focus)
-    answers._exact = torch.ones(plan.n_programs, dtype=torch.bool)
+    answers._exact = torch.ones(plan.n_programs, dtype=torch.bool)  # read-once, or by a circuit
     return answers
 
 

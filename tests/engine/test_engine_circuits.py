@@ -130,6 +130,24 @@ def test_a_warm_call_skips_the_fast_path_and_equals_the_first_call_bit_for_bit(m
     assert any(g is not None and g.abs().sum() > 0 for g in warm_grads)
 
 
+def test_a_warm_call_with_read_once_programs_runs_the_fast_path_for_them_alone(monkeypatch):
+    """Read-once programs in the batch: the warm call runs the fast path (their answers) but no
+    look for repeated atoms; every answer and gradient is the first call's, bit for bit."""
+    from nablafol.engine import exact as exact_mode
+    read_once = Program.yes_no(Aggregate(Quantifier.EXISTS, Filter(RED, Top())))
+    tables = [_hop_tables(n, seed) for seed, n in enumerate((3, 4, 2))]
+    programs = [HOP, read_once, FOCUSED]
+    engine = Engine(exact=True, exact_budget=0)
+    cold, cold_grads = _call(engine, programs, _leaves(tables))
+    monkeypatch.setattr(exact_mode, "_shared_atoms", lambda *a: pytest.fail("the warm call looked for repeated atoms"))
+    warm, warm_grads = _call(engine, programs, _leaves(tables))
+    assert warm.exact.all() and cold.exact.all()
+    for name in ("log_probs", "log_complement", "focus"):
+        assert torch.equal(getattr(warm, name), getattr(cold, name)), name
+    assert all((a is None and b is None) or torch.equal(a, b) for a, b in zip(warm_grads, cold_grads))
+    assert warm.probs()[1, 0].item() == pytest.approx(brute_force(read_once, tables[1])[0], abs=1e-12)
+
+
 def test_a_call_with_a_new_pattern_or_program_is_not_warm():
     """One question of the batch not kept (another certainty pattern): the whole call takes the
     first call's path, still exact."""
