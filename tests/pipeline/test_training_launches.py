@@ -49,6 +49,7 @@ def test_a_steps_launches_do_not_grow_with_its_distinct_programs(trainer):
     assert many <= LAUNCH_GROWTH * few, (few, many, _programs(small), _programs(large))
 
 
+@pytest.mark.slow  # 32 steps under the profiler, for the counter itself; the bound above stays in the fast tier
 def test_the_count_sees_launches_made_program_by_program(trainer):
     # the counter the bound rests on: a step that ran each program on its own would be refused
     trainer, examples = trainer
