@@ -19,7 +19,8 @@ Three figures, on the CPU, one torch thread:
   (arithmetic circuits as torch layers) evaluates the same questions' compiled circuits in
   ``KLAY_US`` forward (as measured beside the engine when the aim was set; ``klaycircuits`` is
   not installed here). Beside it, the same batch as equal but distinct program objects, planned copy
-  by copy (the path every batch took before one program's plan was tiled), with the same answers.
+  by copy (the path every batch took before one program's plan was tiled), with the same answers;
+  and the same batch through ``Engine(compile=True)``, its Q-product fused into one loop.
   Each answer is checked against the program run alone on that scene.
 * **slow paths**: what a relate's Q-product pays beyond its arithmetic on this machine's torch:
   ``exp`` over ``-inf`` terms (exact zeros) against finite ones, ``where`` with a mixed mask against
@@ -29,10 +30,13 @@ from __future__ import annotations
 
 import tempfile
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
 import torch
+
+from nablafol.testing import aten_calls
 
 from .suite_cli import suite_main
 from .timing import best_time
@@ -76,18 +80,6 @@ def slow_paths(scenes: int, objects: int, seed: int = 0) -> dict:
             "exp_ratio": t["exp_neg_inf"] / t["exp_finite"], "where_ratio": t["where_mixed"] / t["where_uniform"]}
 
 
-def aten_calls(work) -> tuple[int, int]:
-    """``(outer, every)``: the aten calls ``work()`` makes from Python and autograd (an aten call
-    not inside another one), and all of them."""
-    from torch.profiler import ProfilerActivity, profile
-
-    with profile(activities=[ProfilerActivity.CPU]) as prof:
-        work()
-    calls = [e for e in prof.events() if e.name.startswith("aten::")]
-    outer = [e for e in calls if e.cpu_parent is None or not e.cpu_parent.name.startswith("aten::")]
-    return len(outer), len(calls)
-
-
 def launches_per_step(objects: int, batches: tuple, scenes: int, seed: int = 0) -> dict:
     """Aten calls of one training step at each batch size (after a warm-up step on the same batch)."""
     from .bench_training import trainer_on_generated_data
@@ -117,13 +109,15 @@ class StackedTables:
 
     def __init__(self, unary: dict, binary: dict, objects: int, scenes: int):
         self.names = {arity: {p: i for i, p in enumerate(tables)} for arity, tables in ((1, unary), (2, binary))}
-        self.stacks = {arity: torch.stack(list(tables.values())).log() if tables else None
+        # (predicates · scenes, n[, n]): a request is one row, copied whole
+        self.stacks = {arity: torch.stack(list(tables.values())).log().flatten(0, 1) if tables else None
                        for arity, tables in ((1, unary), (2, binary))}
+        self.scenes = scenes
         self.num_objects = torch.full((scenes,), objects, dtype=torch.long)
 
     def _gather(self, requests, arity: int) -> torch.Tensor:
         rows = torch.as_tensor([self.names[arity][p] for p in requests.predicates], dtype=torch.long)
-        return self.stacks[arity][rows[requests.predicate], requests.scene]
+        return self.stacks[arity].index_select(0, rows[requests.predicate] * self.scenes + requests.scene)
 
     def unary(self, requests):
         return self._gather(requests, 1)
@@ -152,7 +146,8 @@ def one_program_many_scenes(scenes: int, objects: int, repeats: int, checked: in
 
     rng = np.random.default_rng(seed)
     engine = Engine(validate=False)
-    rows = []
+    fused = Engine(validate=False, compile=True)  # the Q-product as one loop (torch.compile)
+    fused_failed, rows = None, []
     for program in gqa_programs(rng, len(TEMPLATES)):
         tables = program_scenes(rng, program, objects, scenes)
         unary = {p: t for p, t in tables.items() if p.arity == 1}
@@ -168,13 +163,22 @@ def one_program_many_scenes(scenes: int, objects: int, repeats: int, checked: in
             per_copy, per_copy_cpu = best_wall_and_cpu(lambda: engine(copies, oracle, at).probs(), repeats)
             alone = [float(engine([program], TableOracle([{p: t[s] for p, t in tables.items()}])).probs()[0, 0])
                      for s in range(min(checked, scenes))]
+            with warnings.catch_warnings(record=True) as said:  # a failed compilation warns, then runs eager
+                warnings.simplefilter("always")
+                fused_diff = float((fused(programs, oracle, at).probs()[:, 0] - answers).abs().max())  # warm
+            failed = [str(w.message) for w in said if "torch.compile" in str(w.message)]
+            fused_failed = fused_failed or (failed[0] if failed else None)
+            _, fused_cpu = best_wall_and_cpu(lambda: fused(programs, oracle, at).probs(), repeats)
         diff = max(abs(a - float(b)) for a, b in zip(alone, answers[:len(alone)]))
         rows.append({"program": str(program), "us_per_scene": cpu / scenes * 1e6,
+                     "us_per_scene_fused": fused_cpu / scenes * 1e6, "max_abs_diff_fused": fused_diff,
                      "us_per_scene_per_copy": per_copy_cpu / scenes * 1e6, "wall_us_per_scene": seconds / scenes * 1e6,
                      "wall_us_per_scene_per_copy": per_copy / scenes * 1e6, "max_abs_diff_alone": diff})
-    out = {"scenes": scenes, "objects": objects, "rows": rows,
-           "max_abs_diff": max(r["max_abs_diff_alone"] for r in rows)}
-    for key in ("us_per_scene", "us_per_scene_per_copy", "wall_us_per_scene", "wall_us_per_scene_per_copy"):
+    out = {"scenes": scenes, "objects": objects, "rows": rows, "fused_failed": fused_failed,
+           "max_abs_diff": max(r["max_abs_diff_alone"] for r in rows),
+           "max_abs_diff_fused": max(r["max_abs_diff_fused"] for r in rows)}
+    for key in ("us_per_scene", "us_per_scene_per_copy", "wall_us_per_scene", "wall_us_per_scene_per_copy",
+                "us_per_scene_fused"):
         values = [r[key] for r in rows]
         out[f"worst_{key}"], out[f"median_{key}"] = max(values), float(np.median(values))
     return out
@@ -206,7 +210,8 @@ def checks(r: dict, check) -> list[dict]:
                  f"question-scene (worst of {len(scene['rows'])} read-once GQA programs)",
                  f"{scene['worst_us_per_scene']:.2f} µs (median {scene['median_us_per_scene']:.2f}; planned copy by "
                  f"copy {scene['worst_us_per_scene_per_copy']:.2f}, median {scene['median_us_per_scene_per_copy']:.2f}; "
-                 f"wall {scene['worst_wall_us_per_scene']:.2f}; KLay {KLAY_US[0]}-{KLAY_US[1]})",
+                 f"wall {scene['worst_wall_us_per_scene']:.2f}; Q-product fused {_fused(scene)}; "
+                 f"KLay {KLAY_US[0]}-{KLAY_US[1]})",
                  f"<= {PER_SCENE_AIM_US:g} µs", scene["worst_us_per_scene"] <= PER_SCENE_AIM_US
                  if scene["scenes"] >= 1024 else None, scene["worst_us_per_scene"]),
            check(f"exp over -inf terms / over finite ones ({r['slow_paths']['terms']:,} float32)",
@@ -215,6 +220,13 @@ def checks(r: dict, check) -> list[dict]:
            check("one program over many scenes = each scene alone", f"max |diff| {scene['max_abs_diff']:.1e}", "<= 1e-6",
                  scene["max_abs_diff"] <= 1e-6, scene["max_abs_diff"])]
     return out
+
+
+def _fused(scene: dict) -> str:
+    """The fused engine's worst and median, or why it ran eager."""
+    if scene["fused_failed"]:
+        return f"not compiled ({scene['fused_failed'][:80]})"
+    return f"worst {scene['worst_us_per_scene_fused']:.2f}, median {scene['median_us_per_scene_fused']:.2f} µs"
 
 
 def report(r: dict) -> list[str]:
@@ -231,6 +243,8 @@ def report(r: dict) -> list[str]:
     for row in scene["rows"]:
         lines.append(f"  {row['us_per_scene']:>7.2f} {row['us_per_scene_per_copy']:>7.2f} {row['wall_us_per_scene']:>7.2f} "
                      f"{row['wall_us_per_scene_per_copy']:>7.2f}  {row['program'][:90]}")
+    lines.append(f"  Q-product fused (torch.compile), CPU time: {_fused(scene)}; its answers against the eager ones: "
+                 f"max |diff| {scene['max_abs_diff_fused']:.1e}")
     lines.append(f"  CPU time: worst {scene['worst_us_per_scene']:.2f} ({scene['worst_us_per_scene_per_copy']:.2f} copy "
                  f"by copy), median {scene['median_us_per_scene']:.2f} ({scene['median_us_per_scene_per_copy']:.2f}) "
                  f"(aim <= {PER_SCENE_AIM_US:g}); against each scene alone: max |diff| {scene['max_abs_diff']:.1e}")

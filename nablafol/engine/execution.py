@@ -48,7 +48,7 @@ from nablafol.engine.exact import exact_answers, exact_flags, shared_atom_counts
 from nablafol.engine.lowering import TOP
 from nablafol.engine.rowwise import run_rows, steps_of
 from nablafol.engine.planning import NEG_INF, BatchPlan, Group, ProgramPlan, Registry, build_batch_plan
-from nablafol.engine.tiling import TiledPlans
+from nablafol.engine.tiling import TiledPlans, one_object
 
 __all__ = ["Engine", "Calibration", "EXACT_BUDGET"]
 
@@ -149,15 +149,28 @@ def _plan_rows(plan: BatchPlan, idx: Callable[[np.ndarray], torch.Tensor]) -> Ca
 
 
 def _relate_columns(plan: BatchPlan, g: Group, device) -> list:
-    """A relate group's atoms, column by column: ``(table rows, flip)``, ``flip`` a ``(G, 1, 1)``
-    bool tensor where some atom of the column is reversed, else None. Kept with the plan."""
+    """A relate group's atoms, column by column: ``(table rows, flip)``, ``flip`` None where no atom
+    of the column is reversed, True where all are (one program over many scenes: a transposed view,
+    not a pass choosing between two layouts), else a ``(G, 1, 1)`` bool tensor. Kept with the plan."""
     tables, reverse = g.arrays["tables"], g.arrays["reverse"]
 
+    def flip(k: int):
+        column = reverse[:, k]
+        if not column.any() or column.all():
+            return True if column.any() else None
+        return torch.as_tensor(column, device=device)[:, None, None]
+
     def make() -> list:
-        return [(np.ascontiguousarray(tables[:, k]),
-                 torch.as_tensor(reverse[:, k], device=device)[:, None, None] if reverse[:, k].any() else None)
-                for k in range(tables.shape[1])]
+        return [(np.ascontiguousarray(tables[:, k]), flip(k)) for k in range(tables.shape[1])]
     return _kept_on_plan(plan, "columns", tables, device, make)
+
+
+def _whole_rows(source: torch.Tensor, at) -> torch.Tensor:
+    """``source[at]``; an index tensor's rows copied whole (``index_select``: the same values, where
+    indexing copies element by element, several times slower over tables of many rows)."""
+    if not torch.is_tensor(at):
+        return source[at]
+    return source.index_select(0, at.reshape(-1)).view(tuple(at.shape) + tuple(source.shape[1:]))
 
 
 class _GroupRows:
@@ -174,19 +187,21 @@ class _GroupRows:
         return self.vec[self.rows_of(self.group.arrays[name])]
 
     def unary(self) -> torch.Tensor:
-        return self.tables.unary[self.rows_of(self.group.arrays["table"])]
+        return _whole_rows(self.tables.unary, self.rows_of(self.group.arrays["table"]))
 
     def relation(self) -> torch.Tensor:
         log_r = None
         for column, flip in _relate_columns(self.plan, self.group, self.vec.device):
-            t = self.tables.binary[self.rows_of(column)]
-            if flip is not None:
+            t = _whole_rows(self.tables.binary, self.rows_of(column))
+            if flip is True:
+                t = t.transpose(1, 2)
+            elif flip is not None:
                 t = torch.where(flip, t.transpose(1, 2), t)
             log_r = t if log_r is None else log_r + t
         return log_r
 
     def truths(self) -> torch.Tensor:
-        return self.sca[self.rows_of(self.group.arrays["args"])]  # (G, K, 2)
+        return _whole_rows(self.sca, self.rows_of(self.group.arrays["args"]))  # (G, K, 2)
 
     def pad(self) -> torch.Tensor:
         return torch.as_tensor(self.group.arrays["pad"], device=self.vec.device)
@@ -279,7 +294,7 @@ class Engine(torch.nn.Module):
         if len(programs) == 1 and scenes.shape == (1,):
             return self.registry.single(programs[0], int(scenes[0]))
         if (len(programs) > 1 and scenes.shape == (len(programs),) and isinstance(programs[0], Program)
-                and len(set(map(id, programs))) == 1 and scenes.min() >= 0):
+                and one_object(programs) and scenes.min() >= 0):
             return self._tiled(programs[0], scenes)  # one program over many scenes: its plan repeated
         return build_batch_plan(programs, scenes, self.registry)
 

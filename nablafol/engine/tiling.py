@@ -12,12 +12,15 @@ is the same :class:`~nablafol.engine.planning.BatchPlan`, array for array
 """
 from __future__ import annotations
 
+import itertools
+import operator
+
 import numpy as np
 
 from nablafol.caching import weighted_cache
 from nablafol.engine.planning import SCALAR_CONSTANTS, BatchPlan, Group, Registry
 
-__all__ = ["tiled_plan", "TiledPlans", "TILED_ARRAYS", "TILED_ROWS"]
+__all__ = ["tiled_plan", "TiledPlans", "TILED_ARRAYS", "TILED_ROWS", "one_object"]
 
 #: Rows of tiled plans an engine keeps (most recently used): one program run again and again over
 #: the same scenes (a question over a fixed set of images, perturbed tables) is planned once, and
@@ -28,6 +31,12 @@ TILED_ROWS = 1 << 18
 #: (past the constants), unary or binary table indices, or values that repeat as they are
 TILED_ARRAYS = {"in0": "vector", "in1": "vector", "vin": "vector", "args": "scalar", "table": "unary",
                 "tables": "binary", "reverse": "same", "pad": "same"}
+
+
+def one_object(items: list) -> bool:
+    """Whether every item of a non-empty list is its first (the same object, not an equal one): a
+    scan that stops at the first other, without the set of ids a whole batch would build."""
+    return all(map(operator.is_, items, itertools.repeat(items[0])))
 
 
 class _RowMap:

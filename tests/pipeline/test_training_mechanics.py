@@ -7,12 +7,11 @@ import torch
 
 from nablafol.compiler import Compiler
 from nablafol.dsl import Ontology
-from nablafol.data import FeatureStore, load_questions
 from nablafol.engine import Answers
 from nablafol.pipeline.model_folder import feature_perception
-from nablafol.pipeline.perception import FeaturePerception
 from nablafol.neural import ConceptVocabulary, NeuralOracleModel, load_model
-from nablafol.pipeline.oracle_training import Curriculum, Trainer, TrainConfig, answer_loss, answer_target, prepare_examples
+from nablafol.pipeline.oracle_training import Curriculum, answer_loss, answer_target
+from training_helpers import tiny_trainer
 
 
 def _answers(log_probs, mask):
@@ -80,28 +79,13 @@ def tiny_dataset(tmp_path_factory):
     return out
 
 
-def _trainer(data, out, epochs, seed=0):
-    onto = Ontology.from_folder(data / "ontology")
-    torch.manual_seed(seed)
-    model = NeuralOracleModel.for_vocabulary(ConceptVocabulary.from_ontology(onto), feature_dim=16, hidden_dim=16,
-                                             embedding_dim=8, projection_dim=8, pair_hidden_dim=8)
-    perception = FeaturePerception(FeatureStore(data / "features"), model, onto)
-    compiler = Compiler(onto)
-    examples, skips = prepare_examples(load_questions(data / "train_balanced_questions.json").values(), compiler,
-                                       perception.has_image)
-    assert skips == [] and examples
-    val = list(load_questions(data / "val_balanced_questions.json").values())
-    return Trainer(model, perception, examples, out, TrainConfig(epochs=epochs, batch_size=16, lr=1e-2, seed=seed),
-                   compiler=compiler, val_perception=perception, val_questions=val, ontology=onto, log=lambda *_: None)
-
-
 @pytest.mark.slow
 def test_resume_gives_the_same_result_as_an_uninterrupted_run(tiny_dataset, tmp_path):
-    straight = _trainer(tiny_dataset, tmp_path / "a", epochs=3)
+    straight = tiny_trainer(tiny_dataset, tmp_path / "a", epochs=3)
     straight.train()
-    first = _trainer(tiny_dataset, tmp_path / "b", epochs=1)
+    first = tiny_trainer(tiny_dataset, tmp_path / "b", epochs=1)
     first.train()
-    resumed = _trainer(tiny_dataset, tmp_path / "b", epochs=3, seed=0)
+    resumed = tiny_trainer(tiny_dataset, tmp_path / "b", epochs=3, seed=0)
     torch.manual_seed(123)  # a different global state: resume must not depend on it
     assert resumed.resume() and resumed.epoch == 1
     resumed.train()
@@ -114,7 +98,7 @@ def test_resume_gives_the_same_result_as_an_uninterrupted_run(tiny_dataset, tmp_
 
 
 def test_the_model_folder_is_usable_after_training(tiny_dataset, tmp_path):
-    trainer = _trainer(tiny_dataset, tmp_path / "m", epochs=1)
+    trainer = tiny_trainer(tiny_dataset, tmp_path / "m", epochs=1)
     trainer.train()
     model, vocabulary, extra = load_model(tmp_path / "m")
     assert extra["epochs_done"] == 1 and "hypernyms" in extra["ontology"] and len(extra["history"]) == 1
@@ -134,13 +118,13 @@ def test_answers_outside_the_plausible_ones_are_listed_not_trained_on():
 def test_resume_refuses_a_network_of_another_shape(tiny_dataset, tmp_path):
     """Another --head (or --hidden) than the checkpoint's is refused, naming both, not switched silently."""
     from nablafol.errors import InputFileError
-    first = _trainer(tiny_dataset, tmp_path / "m", epochs=1)
+    first = tiny_trainer(tiny_dataset, tmp_path / "m", epochs=1)
     first.train()
     onto = Ontology.from_folder(tiny_dataset / "ontology")
     model = NeuralOracleModel.for_vocabulary(ConceptVocabulary.from_ontology(onto), feature_dim=16, hidden_dim=16,
                                              embedding_dim=8, projection_dim=8, pair_hidden_dim=8, head="cosine")
     assert first.model.config.head != "cosine"
-    other = _trainer(tiny_dataset, tmp_path / "m", epochs=2)
+    other = tiny_trainer(tiny_dataset, tmp_path / "m", epochs=2)
     other.model = other.trainable = model
     with pytest.raises(InputFileError, match=r"--head cosine \(the checkpoint's: dot\)"):
         other.resume()
@@ -159,11 +143,11 @@ def test_resume_refuses_a_network_of_another_shape(tiny_dataset, tmp_path):
 ])
 def test_a_corrupt_metrics_file_refuses_resume_naming_the_line(tiny_dataset, tmp_path, metrics, line, message):
     from nablafol.errors import InputFileError
-    first = _trainer(tiny_dataset, tmp_path / "m", epochs=1)
+    first = tiny_trainer(tiny_dataset, tmp_path / "m", epochs=1)
     first.train()
     (tmp_path / "m" / "metrics.jsonl").write_bytes(metrics)
     with pytest.raises(InputFileError) as refused:
-        _trainer(tiny_dataset, tmp_path / "m", epochs=2).resume()
+        tiny_trainer(tiny_dataset, tmp_path / "m", epochs=2).resume()
     text = str(refused.value)
     assert text.startswith(str(tmp_path / "m" / "metrics.jsonl")) and f"line {line}" in text and message in text
     assert len(text.splitlines()) == 1
