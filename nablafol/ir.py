@@ -815,21 +815,22 @@ def _walk(program: "Program") -> _Walk:
     roots = tuple(program.candidates) + ((program.focus,) if program.focus is not None else ())
     for root in roots:
         # depth first, inputs in order, each node after its inputs; a node met again (by identity)
-        # is not walked again
-        stack = [root]
+        # is not walked again. A node pushed back with its missing inputs above it is ready (its
+        # inputs walked) when it comes up again
+        stack = [(root, False)]
         while stack:
-            node = stack[-1]
+            node, ready = stack.pop()
             if id(node) in position:
-                stack.pop()
                 continue
-            missing = [c for c in node.children() if id(c) not in position]
-            if missing:
-                stack.extend(reversed(missing))
-                while len(missing) == 1:  # a chain of one-input nodes (GQA's usual program)
-                    missing = [c for c in missing[0].children() if id(c) not in position]
-                    stack.extend(reversed(missing))
-                continue
-            stack.pop()
+            if not ready:
+                missing = [c for c in node.children() if id(c) not in position]
+                if missing:
+                    stack.append((node, True))
+                    while len(missing) == 1:  # a chain of one-input nodes (GQA's usual program)
+                        stack.append((missing[0], True))
+                        missing = [c for c in missing[0].children() if id(c) not in position]
+                    stack.extend([(c, False) for c in reversed(missing)])
+                    continue
             kind = type(node)
             spec = _SPECS.get(kind)
             if spec is None or kind is Relate and any(type(a) is not Atom for a in node.atoms):
