@@ -13,7 +13,7 @@ from typing import Sequence
 
 import numpy as np
 
-from nablafol.plotting import _pyplot, _save
+from nablafol.plotting import pyplot, save_figure
 
 from .inspect import StepParameters
 from .shapes import beta_curve
@@ -23,7 +23,7 @@ __all__ = ["calibration_shapes", "reliability_diagram", "expected_calibration_er
 
 def calibration_shapes(params: Sequence[StepParameters], path, title: str = "calibration per step") -> Path:
     """``C(α)`` over ``α`` in [0, 1] for each step (legend: token and shape), with the identity."""
-    plt = _pyplot()
+    plt = pyplot()
     alpha = np.linspace(0.0, 1.0, 401)
     fig, ax = plt.subplots(figsize=(6.5, 5.5))
     ax.plot(alpha, alpha, color="grey", linestyle="--", linewidth=1, label="identity")
@@ -33,7 +33,7 @@ def calibration_shapes(params: Sequence[StepParameters], path, title: str = "cal
     ax.set_aspect("equal")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="upper left")
-    return _save(plt, fig, path)
+    return save_figure(plt, fig, path)
 
 
 def reliability_bins(confidences: Sequence[float], correct: Sequence[bool], bins: int = 10):
@@ -76,7 +76,7 @@ def reliability_diagram(curves: dict[str, tuple[Sequence[float], Sequence[bool]]
     """For each named model ``(confidences of its chosen answers, whether each was right)``:
     accuracy against mean confidence per bin, with the diagonal (perfect calibration) and the
     ECE in the legend; below, how many answers fall in each bin."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, (ax, ax_count) = plt.subplots(2, 1, figsize=(6, 7), sharex=True, gridspec_kw={"height_ratios": [3, 1]})
     ax.plot([0, 1], [0, 1], color="grey", linestyle="--", linewidth=1, label="perfectly calibrated")
     edges = np.linspace(0.0, 1.0, bins + 1)
@@ -91,4 +91,4 @@ def reliability_diagram(curves: dict[str, tuple[Sequence[float], Sequence[bool]]
     ax.legend(fontsize=8, loc="upper left")
     ax_count.set(xlabel="confidence of the chosen answer", ylabel="share of answers")
     ax_count.grid(alpha=0.3)
-    return _save(plt, fig, path)
+    return save_figure(plt, fig, path)

@@ -29,7 +29,7 @@ from __future__ import annotations
 import operator
 from dataclasses import dataclass, fields
 from itertools import filterfalse
-from typing import Callable, Iterator, NamedTuple, Union
+from typing import Iterator, NamedTuple, Union, get_args, get_origin, get_type_hints
 
 from .caching import memo
 from .errors import ProgramStructureError
@@ -91,9 +91,36 @@ class Predicate(_PredicateFields):
 
 
 class Node(_Hashed):
-    """Base of DFOL nodes."""
+    """Base of DFOL nodes. A node class's fields say what it is made of (:func:`_node` reads
+    their annotations): its inputs (nodes), its predicates and its other values. The
+    constructor checks each field against its annotation, :meth:`children` lists the inputs,
+    and the walk and the rebuild of a :class:`Program` read and make every field the same way."""
+
+    _fields: tuple = ()  # (name, role, kind to check or None, class name, label) per field: _node
+
+    def __post_init__(self):
+        values = self.__dict__
+        for name, role, kind, where, label in self._fields:
+            value = values[name]
+            if role is _UNARIES:
+                _check_unary_tuple(value, where)
+            elif role is _NODES or role is _ATOMS:
+                _check_all(value, kind, where, label)
+            elif kind is not None and not isinstance(value, kind):
+                _check(value, kind, f"{where} {label}")
+            elif role is _UNARY and value.arity != 1:
+                raise ProgramStructureError(
+                    f"{where} needs a unary predicate, {value.name!r} is binary")
+
+    def _structural_hash(self) -> int:
+        # a (long, shared) predicate tuple counts by its hash, looked up, not recomputed
+        values = self.__dict__
+        return hash((type(self).__name__,) + tuple(
+            _check_unary_tuple(values[name], where) if role is _UNARIES else values[name]
+            for name, role, _, where, _ in self._fields))
 
     def children(self) -> tuple["Node", ...]:
+        """The node's inputs, in order (made for each class by :func:`_node` from its fields)."""
         return ()
 
     def term(self) -> str:
@@ -122,13 +149,61 @@ def _check_all(values, kind, where, item):
         _check(v, kind, f"{where} {item}")
 
 
+# What a field is, read from its annotation: an input node, a tuple of input nodes, a unary
+# predicate, a tuple of them, a relate's atoms, or any other value (kept as it is)
+_NODE, _NODES, _UNARY, _UNARIES, _ATOMS = "node", "nodes", "unary", "unaries", "atoms"
+_VALUE = "value"
+_LABELS = {"each": "input", "inputs": "input", "atoms": "atom"}  # a field as checks name it
+_SPECS: dict = {}  # class made by _node (not a subclass of one) -> (name, role) per field
+
+
+def _role(kind) -> tuple:
+    """``(role, kind to check or None)`` of a field annotated ``kind``."""
+    if kind is Predicate:
+        return _UNARY, kind
+    if get_origin(kind) is tuple:
+        item = get_args(kind)[0]
+        if item is Predicate or item is Atom or issubclass(item, Node):
+            return (_UNARIES if item is Predicate else _ATOMS if item is Atom else _NODES), item
+        return _VALUE, None
+    kinds = get_args(kind) if get_origin(kind) is Union else (kind,)
+    if all(isinstance(k, type) and issubclass(k, Node) for k in kinds):
+        return _NODE, kinds if len(kinds) > 1 else kind
+    return _VALUE, kind if isinstance(kind, type) and kind is not bool else None
+
+
 def _node(cls):
-    """A node class as a frozen dataclass, hashed once by :class:`_Hashed` unless it hashes itself."""
+    """A node class as a frozen dataclass, hashed once by :class:`_Hashed` unless it hashes itself,
+    its fields' roles read from their annotations."""
     own_hash = "__hash__" in vars(cls)
     cls = dataclass(frozen=True, eq=True)(cls)
     if not own_hash:
         cls.__hash__ = _Hashed.__hash__
+    if issubclass(cls, Node):
+        hints = get_type_hints(cls)
+        cls._fields = tuple((f.name, *_role(hints[f.name]), cls.__name__,
+                             _LABELS.get(f.name, f.name)) for f in fields(cls))
+        _SPECS[cls] = tuple((name, role) for name, role, *_ in cls._fields)
+        if "children" not in vars(cls):
+            cls.children = _inputs_of(_SPECS[cls])
     return cls
+
+
+def _inputs_of(spec: tuple):
+    """``children`` of a node class of fields ``spec``: its input fields' values, in order."""
+    inputs = [(name, role) for name, role in spec if role is _NODE or role is _NODES]
+    if not inputs:
+        return Node.children
+    if len(inputs) == 1:
+        (name, role), = inputs
+        if role is _NODES:
+            return lambda self: self.__dict__[name]
+        return lambda self: (self.__dict__[name],)
+    if all(role is _NODE for _, role in inputs):  # Conjoin, Pairwise
+        get = operator.attrgetter(*(name for name, _ in inputs))
+        return lambda self: get(self)
+    return lambda self: tuple(c for name, role in inputs for c in
+                              (self.__dict__[name] if role is _NODES else (self.__dict__[name],)))
 
 
 @_node
@@ -146,15 +221,6 @@ class Filter(Attention):
     predicate: Predicate
     input: Attention
 
-    def __post_init__(self):
-        _check(self.predicate, Predicate, "Filter predicate")
-        if self.predicate.arity != 1:
-            raise ProgramStructureError(f"Filter needs a unary predicate, {self.predicate.name!r} is binary")
-        _check(self.input, Attention, "Filter input")
-
-    def children(self):
-        return (self.input,)
-
     def term(self) -> str:
         return f"Filter_{self.predicate}[{self.input.term()}]"
 
@@ -164,12 +230,6 @@ class Neg(Attention):
     """``Neg[α] = 1 - α``: ``¬F(X)``."""
 
     input: Attention
-
-    def __post_init__(self):
-        _check(self.input, Attention, "Neg input")
-
-    def children(self):
-        return (self.input,)
 
     def term(self) -> str:
         return f"Neg[{self.input.term()}]"
@@ -206,18 +266,10 @@ class Relate(Attention):
     quantifier: Quantifier
     input: Attention
 
-    def __post_init__(self):
-        _check_all(self.atoms, Atom, "Relate", "atom")
-        _check(self.quantifier, Quantifier, "Relate quantifier")
-        _check(self.input, Attention, "Relate input")
-
     @classmethod
     def of(cls, predicate: Predicate, quantifier: Quantifier, input: Attention, reverse: bool = False) -> "Relate":
         """The relate of a single binary predicate."""
         return cls((Atom(predicate, reverse),), quantifier, input)
-
-    def children(self):
-        return (self.input,)
 
     def term(self) -> str:
         rel = "∧".join(str(a) for a in self.atoms)
@@ -231,13 +283,6 @@ class Conjoin(Attention):
     left: Attention
     right: Attention
 
-    def __post_init__(self):
-        _check(self.left, Attention, "Conjoin left")
-        _check(self.right, Attention, "Conjoin right")
-
-    def children(self):
-        return (self.left, self.right)
-
     def term(self) -> str:
         return f"({self.left.term()} ⊙ {self.right.term()})"
 
@@ -248,13 +293,6 @@ class Aggregate(Truth):
 
     quantifier: Quantifier
     input: Attention
-
-    def __post_init__(self):
-        _check(self.quantifier, Quantifier, "Aggregate quantifier")
-        _check(self.input, Attention, "Aggregate input")
-
-    def children(self):
-        return (self.input,)
 
     def term(self) -> str:
         return f"A_{self.quantifier.symbol}({self.input.term()})"
@@ -342,19 +380,6 @@ class AggregateEach(Truths):
     input: Attention
     negate: bool = False
 
-    def __post_init__(self):
-        _check(self.quantifier, Quantifier, "AggregateEach quantifier")
-        _check_unary_tuple(self.predicates, "AggregateEach")
-        _check(self.input, Attention, "AggregateEach input")
-
-    def __hash__(self) -> int:
-        # as _Hashed's, with the (long, shared) predicate tuple's hash looked up, not recomputed
-        return memo(self, "_hash", lambda: hash(("AggregateEach", self.quantifier, _check_unary_tuple(
-            self.predicates, "AggregateEach"), self.input, self.negate)))
-
-    def children(self):
-        return (self.input,)
-
     def _one(self, p: Predicate) -> Truth:
         body = Conjoin(self.input, Neg(Filter(p, Top()))) if self.negate else Filter(p, self.input)
         return Aggregate(self.quantifier, body)
@@ -378,8 +403,7 @@ class Pairwise(Truths):
     right: AggregateEach
 
     def __post_init__(self):
-        _check(self.left, AggregateEach, "Pairwise left")
-        _check(self.right, AggregateEach, "Pairwise right")
+        super().__post_init__()
         if self.left.predicates != self.right.predicates:
             raise ProgramStructureError("Pairwise needs two AggregateEach over the same predicates")
 
@@ -387,17 +411,12 @@ class Pairwise(Truths):
     def predicates(self) -> tuple[Predicate, ...]:
         return self.left.predicates
 
-    def children(self):
-        return (self.left, self.right)
-
     def truths(self) -> tuple[Truth, ...]:
         return tuple(And((a, b)) for a, b in zip(self.left.truths(), self.right.truths()))
 
     def generic(self) -> Truth:
         return And((self.left.generic(), self.right.generic()))
 
-
-_PER_PREDICATE = (AggregateEach, Pairwise)  # Truths with one truth per predicate
 
 
 @_node
@@ -420,11 +439,11 @@ class AnyOfGroups(Truths):
         '(∃X: wood(X) ∧ Cup(X)) ∧ (∃Y: wood(Y) ∧ Mug(Y))'
     """
 
-    each: Truths
+    each: Union[AggregateEach, Pairwise]
     sizes: tuple[int, ...]
 
     def __post_init__(self):
-        _check(self.each, _PER_PREDICATE, "AnyOfGroups input")
+        super().__post_init__()
         n = self.each.n_truths
         if (not isinstance(self.sizes, tuple) or not self.sizes
                 or not all(type(k) is int and k >= 1 for k in self.sizes) or sum(self.sizes) != n):
@@ -435,9 +454,6 @@ class AnyOfGroups(Truths):
     @property
     def n_truths(self) -> int:
         return len(self.sizes)
-
-    def children(self):
-        return (self.each,)
 
     def truths(self) -> tuple[Truth, ...]:
         inner, out, start = self.each.truths(), [], 0
@@ -460,27 +476,16 @@ class Not(Truth):
 
     input: Truth
 
-    def __post_init__(self):
-        _check(self.input, Truth, "Not input")
-
-    def children(self):
-        return (self.input,)
-
     def term(self) -> str:
         return f"¬{self.input.term()}"
 
 
+@_node
 class _Junction(Truth):
     """Independent closed formulas joined by :attr:`symbol`."""
 
     inputs: tuple[Truth, ...]
     symbol = ""
-
-    def __post_init__(self):
-        _check_all(self.inputs, Truth, type(self).__name__, "input")
-
-    def children(self):
-        return self.inputs
 
     def term(self) -> str:
         return "(" + f" {self.symbol} ".join(t.term() for t in self.inputs) + ")"
@@ -490,7 +495,6 @@ class _Junction(Truth):
 class And(_Junction):
     """``Π s_k``: all of independent closed formulas."""
 
-    inputs: tuple[Truth, ...]
     symbol = "∧"
 
 
@@ -498,7 +502,6 @@ class And(_Junction):
 class Or(_Junction):
     """``1 - Π (1 - s_k)``: any of independent closed formulas."""
 
-    inputs: tuple[Truth, ...]
     symbol = "∨"
 
 
@@ -510,17 +513,12 @@ class Shorthand(Truth):
         raise NotImplementedError
 
 
+@_node
 class _OfEach(Shorthand):
     """One truth made of the truths of one :class:`Truths` node, joined by :attr:`junction`."""
 
-    each: Truths
+    each: Union[AggregateEach, Pairwise]
     junction = _Junction
-
-    def __post_init__(self):
-        _check(self.each, _PER_PREDICATE, f"{type(self).__name__} input")
-
-    def children(self):
-        return (self.each,)
 
     def expanded(self) -> Truth:
         return self.junction(self.each.truths())
@@ -533,7 +531,6 @@ class _OfEach(Shorthand):
 class AnyOf(_OfEach):
     """``∨_k t_k`` over the truths of one :class:`Truths` node (independent ones: ``1 - Π(1 - t_k)``)."""
 
-    each: Truths
     junction = Or
 
 
@@ -541,7 +538,6 @@ class AnyOf(_OfEach):
 class AllOf(_OfEach):
     """``∧_k t_k`` over the truths of one :class:`Truths` node (``Π t_k``)."""
 
-    each: Truths
     junction = And
 
 
@@ -564,14 +560,6 @@ class AllSame(Shorthand):
 
     predicates: tuple[Predicate, ...]
     input: Attention
-
-    def __post_init__(self):
-        _check_unary_tuple(self.predicates, "AllSame")
-        _check(self.input, Attention, "AllSame input")
-
-    def __hash__(self) -> int:
-        return memo(self, "_hash", lambda: hash(("AllSame", _check_unary_tuple(self.predicates, "AllSame"),
-                                                 self.input)))
 
     @property
     def each(self) -> AggregateEach:
@@ -756,9 +744,6 @@ class Program(_Hashed):
     def __str__(self) -> str:
         return self.term()
 
-    def __hash__(self) -> int:
-        return memo(self, "_hash", self._structural_hash)
-
     def _structural_hash(self) -> int:
         # equal programs have equal shapes and labels: a hash of these is a structural hash, in C
         # (hashing node by node, in Python, cost more than the walk)
@@ -820,7 +805,6 @@ def number_predicates(index: dict, predicates: tuple) -> range | tuple[int, ...]
 
 def _walk(program: "Program") -> _Walk:
     position: dict[int, int] = {}  # id(node) -> position in the order of it, or of the equal node there
-    at_position = position.get
     merged: dict = {}  # entry -> position
     order: list[Node] = []
     key: list = []
@@ -831,77 +815,51 @@ def _walk(program: "Program") -> _Walk:
     roots = tuple(program.candidates) + ((program.focus,) if program.focus is not None else ())
     for root in roots:
         # depth first, inputs in order, each node after its inputs; a node met again (by identity)
-        # is not walked again. A node is read when its inputs are walked; until then, it pushes
-        # them (a chain of one-input nodes, GQA's usual program, in one go)
-        stack = [root]
+        # is not walked again. A node pushed back with its missing inputs above it is ready (its
+        # inputs walked) when it comes up again
+        stack = [(root, False)]
         while stack:
-            node = stack[-1]
+            node, ready = stack.pop()
             if id(node) in position:
-                stack.pop()
                 continue
+            if not ready:
+                missing = [c for c in node.children() if id(c) not in position]
+                if missing:
+                    stack.append((node, True))
+                    while len(missing) == 1:  # a chain of one-input nodes (GQA's usual program)
+                        stack.append((missing[0], True))
+                        missing = [c for c in missing[0].children() if id(c) not in position]
+                    stack.extend([(c, False) for c in reversed(missing)])
+                    continue
             kind = type(node)
-            entry = None
-            if kind is Filter or kind is Aggregate or kind is Relate or kind is Neg:
-                x = at_position(id(node.input))
-                if x is None:
-                    child = node.input
-                    while True:
-                        stack.append(child)
-                        kind = type(child)
-                        if not (kind is Filter or kind is Aggregate or kind is Relate or kind is Neg):
-                            break
-                        child = child.input
-                        if id(child) in position:
-                            break
-                    continue
-                if kind is Filter:
-                    p = node.predicate
-                    used[p] = None
-                    entry = (Filter, unary.setdefault(p, len(unary)), x)
-                elif kind is Aggregate:
-                    entry = (Aggregate, node.quantifier, x)
-                elif kind is Neg:
-                    entry = (Neg, x)
-                elif all(type(a) is Atom for a in node.atoms):  # a Relate
-                    atoms = []
-                    for a in node.atoms:
-                        p = a.predicate
-                        used[p] = None
-                        atoms.append((binary.setdefault(p, len(binary)), a.reverse))
-                    entry = (Relate, node.quantifier, x, tuple(atoms))
-            elif kind is Top:
-                entry = (Top,)
-            else:
-                pending = [c for c in node.children() if id(c) not in position]
-                if pending:
-                    stack.extend(reversed(pending))
-                    continue
-                if kind is AggregateEach:
-                    used.update(dict.fromkeys(node.predicates))
-                    entry = (AggregateEach, node.quantifier, node.negate, position[id(node.input)],
-                             number_predicates(unary, node.predicates))
-                elif kind is Conjoin:
-                    entry = (Conjoin, position[id(node.left)], position[id(node.right)])
-                elif kind is Pairwise:
-                    entry = (Pairwise, position[id(node.left)], position[id(node.right)])
-                elif kind is AnyOfGroups:
-                    entry = (AnyOfGroups, position[id(node.each)], node.sizes)
-                elif kind is AnyOf or kind is AllOf:
-                    entry = (kind, position[id(node.each)])
-                elif kind is AllSame:
-                    entry = (AllSame, position[id(node.nonempty)], position[id(node.each)], position[id(node.input)])
-                elif kind is Not or kind is And or kind is Or:
-                    entry = (kind, tuple([position[id(c)] for c in node.children()]))
-            if entry is None:  # a class the walk does not know: merged by its own equality
-                known = False
+            spec = _SPECS.get(kind)
+            if spec is None or kind is Relate and any(type(a) is not Atom for a in node.atoms):
+                known = False  # a class the walk does not know: merged by its own equality
+                _note_predicates(node, used)
                 entry = (None, node)
-                if isinstance(node, Filter):
-                    used[node.predicate] = None
-                elif isinstance(node, AggregateEach):
-                    used.update(dict.fromkeys(node.predicates))
-                elif isinstance(node, Relate):
-                    used.update(dict.fromkeys(a.predicate for a in node.atoms))
-            stack.pop()
+            else:
+                entry = [kind]
+                values = node.__dict__
+                for name, role in spec:
+                    value = values[name]
+                    if role is _NODE:
+                        value = position[id(value)]
+                    elif role is _VALUE:
+                        pass
+                    elif role is _NODES:
+                        value = tuple([position[id(c)] for c in value])
+                    elif role is _UNARY:
+                        used[value] = None
+                        value = unary.setdefault(value, len(unary))
+                    elif role is _UNARIES:
+                        used.update(dict.fromkeys(value))
+                        value = number_predicates(unary, value)
+                    elif role is _ATOMS:
+                        used.update(dict.fromkeys(a.predicate for a in value))
+                        value = tuple([(binary.setdefault(a.predicate, len(binary)), a.reverse)
+                                       for a in value])
+                    entry.append(value)
+                entry = tuple(entry)
             at = merged.get(entry)
             if at is None:
                 at = merged[entry] = len(order)
@@ -913,6 +871,19 @@ def _walk(program: "Program") -> _Walk:
     key.append((tuple([position[id(c)] for c in program.candidates]),
                 position[id(program.focus)] if program.focus is not None else -1))
     return _Walk(tuple(order), tuple(used), Shape(tuple(key), tuple(unary), tuple(binary)))
+
+
+def _note_predicates(node, used: dict) -> None:
+    """The predicates of a node of a class the walk does not know, as its known base names them."""
+    spec = next((_SPECS[c] for c in type(node).__mro__ if c in _SPECS), ())
+    for name, role in spec:
+        value = getattr(node, name)
+        if role is _UNARY:
+            used[value] = None
+        elif role is _UNARIES:
+            used.update(dict.fromkeys(value))
+        elif role is _ATOMS:
+            used.update(dict.fromkeys(a.predicate for a in value))
 
 
 def _rebuilt(shape: Shape, like: _Walk, unary: dict, binary: dict) -> _Walk:
@@ -932,128 +903,97 @@ def _rebuilt(shape: Shape, like: _Walk, unary: dict, binary: dict) -> _Walk:
         predicates[find(shape.binary[i])] = p
     nodes: list = []
     new: list = []  # whether each node was made again
-    # the nodes are made from the checked program's parts, or predicates in its places
     for entry, old in zip(shape.key, like.nodes):
-        kind = entry[0]
-        if kind is Filter:
-            again = entry[1] in unary or new[entry[2]]
-            node = Filter(all_unary[entry[1]], nodes[entry[2]]) if again else old
-        elif kind is Aggregate:
-            again = new[entry[2]]
-            node = Aggregate(entry[1], nodes[entry[2]]) if again else old
-        elif kind is Relate:
-            again = new[entry[2]] or any(p in binary for p, _ in entry[3])
-            node = Relate(tuple([Atom(all_binary[p], reverse) for p, reverse in entry[3]]),
-                                    entry[1], nodes[entry[2]]) if again else old
-        elif kind is Neg:
-            again = new[entry[1]]
-            node = Neg(nodes[entry[1]]) if again else old
-        elif kind is Top:
-            again, node = False, old
-        elif kind is AggregateEach:
-            numbers = entry[4]
-            again = new[entry[3]] or any(i in numbers for i in unary)
-            node = AggregateEach(entry[1], (tuple(all_unary[numbers.start:numbers.stop]) if type(numbers) is range
-                                                      else tuple([all_unary[i] for i in numbers])),
-                                           nodes[entry[3]], entry[2]) if again else old
-        elif kind is Conjoin or kind is Pairwise:
-            again = new[entry[1]] or new[entry[2]]
-            node = kind(nodes[entry[1]], nodes[entry[2]]) if again else old
-        elif kind is AnyOfGroups:
-            again = new[entry[1]]
-            node = AnyOfGroups(nodes[entry[1]], entry[2]) if again else old
-        elif kind is AnyOf or kind is AllOf:
-            again = new[entry[1]]
-            node = kind(nodes[entry[1]]) if again else old
-        elif kind is AllSame:
-            again = new[entry[2]] or new[entry[3]]
-            node = AllSame(nodes[entry[2]].predicates, nodes[entry[3]]) if again else old
-        else:  # Not, And, Or
-            again = any(new[i] for i in entry[1])
-            node = ((Not(nodes[entry[1][0]]) if kind is Not else kind(tuple([nodes[i] for i in entry[1]])))
-                    if again else old)
-        nodes.append(node)
-        new.append(again)
+        kind, spec, again = entry[0], _SPECS[entry[0]], False
+        for (_, role), value in zip(spec, entry[1:]):
+            again = (new[value] if role is _NODE else any(new[i] for i in value) if role is _NODES
+                     else value in unary if role is _UNARY
+                     else any(i in value for i in unary) if role is _UNARIES
+                     else any(p in binary for p, _ in value) if role is _ATOMS else False)
+            if again:
+                break
+        if not again:
+            nodes.append(old)
+            new.append(False)
+            continue
+        values = []
+        for (_, role), value in zip(spec, entry[1:]):
+            if role is _NODE:
+                value = nodes[value]
+            elif role is _NODES:
+                value = tuple([nodes[i] for i in value])
+            elif role is _UNARY:
+                value = all_unary[value]
+            elif role is _UNARIES:
+                value = (tuple(all_unary[value.start:value.stop]) if type(value) is range
+                         else tuple([all_unary[i] for i in value]))
+            elif role is _ATOMS:
+                value = tuple([Atom(all_binary[p], reverse) for p, reverse in value])
+            values.append(value)
+        nodes.append(kind(*values))
+        new.append(True)
     return _Walk(tuple(nodes), tuple(predicates), Shape(shape.key, tuple(all_unary), tuple(all_binary)))
 
 
 # --- structural read-once analysis ------------------------------------------------------
 # How often each predicate is used in the grounding of one candidate, capped at 2 (all that
-# matters is "twice or more"); a use under a Relate counts 2, since the relate's input is
-# instantiated once per object of its variable.
+# matters is "twice or more"), node by node in the walk's order: a node's inputs, then its own
+# predicates once. A relate's input counts twice (instantiated once per object of its variable),
+# an AllSame's once per value, a per-predicate node's shared inputs once per truth.
 
 
-class _Uses:
-    """Predicate -> uses (1 or 2) of the formulas under each node, computed once per node."""
+def _add(*parts: dict) -> dict:
+    out: dict = {}
+    for part in parts:
+        for p, k in part.items():
+            out[p] = min(2, out.get(p, 0) + k)
+    return out
 
-    def __init__(self):
-        self.known: dict = {}
 
-    @staticmethod
-    def add(*parts: dict) -> dict:
-        out: dict = {}
-        for part in parts:
-            for p, k in part.items():
-                out[p] = min(2, out.get(p, 0) + k)
-        return out
+def _times(uses: dict, k: int) -> dict:
+    return uses if k == 1 else {p: min(2, n * k) for p, n in uses.items()}
 
-    @staticmethod
-    def times(uses: dict, k: int) -> dict:
-        return uses if k == 1 else {p: min(2, n * k) for p, n in uses.items()}
 
-    def of(self, node, inside: bool = False) -> dict:
-        key = (node, inside)
-        if key not in self.known:
-            self.known[key] = self._compute(node, inside)
-        return self.known[key]
+def _uses(node, of: dict) -> dict:
+    """The uses under ``node``, its inputs' (``of``) known."""
+    if isinstance(node, AllSame):
+        return _add(_times(of[node.input], len(node.predicates)), dict.fromkeys(node.predicates, 1))
+    if isinstance(node, (AnyOf, AllOf)):  # every truth of the node, in one formula
+        return _per_truth(node.each, node.each.n_truths, of)
+    base = next((c for c in type(node).__mro__ if c in _SPECS), None)
+    if base is None:  # a kind of its own (added with its own lowering): every predicate below it
+        # counted twice, so that the engine's analysis of its rows decides
+        return _times(_add(*(of[c] for c in node.children())), 2)
+    parts = [_times(of[c], 2) if base is Relate else of[c] for c in node.children()]
+    for name, role in _SPECS[base]:
+        value = getattr(node, name)
+        if role is _UNARY:
+            parts.append({value: 1})
+        elif role is _ATOMS:
+            parts.extend({a.predicate: 1} for a in value)
+    return _add(*parts)
 
-    def _compute(self, node, inside: bool) -> dict:
-        once = 2 if inside else 1
-        if isinstance(node, Top):
-            return {}
-        if isinstance(node, Filter):
-            return self.add({node.predicate: once}, self.of(node.input, inside))
-        if isinstance(node, Neg):
-            return self.of(node.input, inside)
-        if isinstance(node, Conjoin):
-            return self.add(self.of(node.left, inside), self.of(node.right, inside))
-        if isinstance(node, Relate):
-            return self.add(*({a.predicate: once} for a in node.atoms), self.of(node.input, True))
-        if isinstance(node, (Aggregate, Not)):
-            return self.of(node.input)
-        if isinstance(node, (And, Or)):
-            return self.add(*(self.of(t) for t in node.inputs))
-        if isinstance(node, (AnyOf, AllOf)):  # every truth of the node, in one formula
-            return self.per_truth(node.each, node.each.n_truths)
-        if isinstance(node, AllSame):  # the input once per value; with one value, AllSame is its ∄
-            k = len(node.predicates)
-            return self.add(self.times(self.of(node.input), k if k > 1 else 1),
-                            dict.fromkeys(node.predicates, 1))
-        # a kind this analysis does not know (added with its own lowering): every predicate
-        # below it counted twice, so that the engine's analysis of its rows decides
-        return self.times(self.add(*(self.of(c, inside) for c in node.children())), 2)
 
-    def per_truth(self, each, repeat: int) -> dict:
-        """Uses in ``repeat`` truths of a per-predicate node (their inputs ``repeat`` times,
-        each truth's own predicate once per side)."""
-        if isinstance(each, AggregateEach):
-            shared, own = self.of(each.input), 1
-        else:  # Pairwise: both sides use the truth's predicate
-            shared, own = self.add(self.of(each.left.input), self.of(each.right.input)), 2
-        return self.add(self.times(shared, repeat), dict.fromkeys(each.predicates, own))
-
-    def candidate(self, entry) -> dict:
-        """Uses in the worst candidate of a program entry (a truth, or a Truths node of many)."""
-        if isinstance(entry, AnyOfGroups):  # one candidate per group: a disjunction of its truths
-            return self.per_truth(entry.each, max(entry.sizes))
-        if isinstance(entry, Truths):
-            return self.per_truth(entry, 1)
-        return self.of(entry)
+def _per_truth(each, repeat: int, of: dict) -> dict:
+    """Uses in ``repeat`` truths of a per-predicate node (their inputs ``repeat`` times, each
+    truth's own predicate once per side)."""
+    sides = (each,) if isinstance(each, AggregateEach) else (each.left, each.right)
+    shared = _times(_add(*(of[side.input] for side in sides)), repeat)
+    return _add(shared, dict.fromkeys(each.predicates, len(sides)))
 
 
 def _structural_repeats(program: "Program") -> set:
-    uses = _Uses()
-    return {p for entry in program.candidates for p, n in uses.candidate(entry).items() if n > 1}
+    of: dict = {}
+    for node in program.nodes():
+        of[node] = _uses(node, of)
+    found = set()
+    for entry in program.candidates:
+        if isinstance(entry, AnyOfGroups):  # one candidate per group: a disjunction of its truths
+            uses = _per_truth(entry.each, max(entry.sizes), of)
+        else:
+            uses = _per_truth(entry, 1, of) if isinstance(entry, Truths) else of[entry]
+        found.update(p for p, n in uses.items() if n > 1)
+    return found
 
 # --- FOL rendering -------------------------------------------------------------------
 # ∃ and ∀ are pulled to the front (prenex form: Q X (A ∧ Q' Y B) = Q X Q' Y (A ∧ B) over a

@@ -11,7 +11,8 @@ from typing import Optional, Sequence
 _CMAP = "viridis"
 
 
-def _pyplot():
+def pyplot():
+    """matplotlib's pyplot on the file-only backend."""
     import matplotlib
     matplotlib.use("Agg")  # files only: no display needed
     import matplotlib.pyplot as plt
@@ -20,7 +21,7 @@ def _pyplot():
 
 def training_curve(history: Sequence[dict], path, title: str = "training the oracle through the reasoning") -> Path:
     """Loss and validation accuracy (all / open / binary) per epoch, from ``metrics.jsonl`` records."""
-    plt = _pyplot()
+    plt = pyplot()
     epochs = [h["epoch"] + 1 for h in history]
     fig, (ax_loss, ax_acc) = plt.subplots(1, 2, figsize=(10, 4))
     ax_loss.plot(epochs, [h["train_loss"] for h in history], marker="o", color="tab:red")
@@ -34,7 +35,7 @@ def training_curve(history: Sequence[dict], path, title: str = "training the ora
     for ax in (ax_loss, ax_acc):
         ax.grid(alpha=0.3)
     fig.suptitle(title)
-    return _save(plt, fig, path)
+    return save_figure(plt, fig, path)
 
 
 def learning_curves(curves: dict[str, Sequence[tuple[float, Optional[float]]]], path,
@@ -42,7 +43,7 @@ def learning_curves(curves: dict[str, Sequence[tuple[float, Optional[float]]]], 
                     levels: Optional[dict[str, float]] = None) -> Path:
     """One line per way of learning: ``name -> [(seconds, accuracy in [0, 1] or None), ...]``;
     ``levels``: ``name -> accuracy``, each a dashed horizontal line (a bound no training reaches)."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for name, points in curves.items():
         kept = [(t, a) for t, a in points if a is not None]
@@ -54,19 +55,19 @@ def learning_curves(curves: dict[str, Sequence[tuple[float, Optional[float]]]], 
            title=title)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="lower right")  # clear of the bounds drawn at the top
-    return _save(plt, fig, path)
+    return save_figure(plt, fig, path)
 
 
 def attention_over_boxes(boxes, width: float, height: float, attention: Sequence[float], labels: Sequence[str],
                          path, title: str) -> Path:
     """Boxes (x1, y1, x2, y2 pixels) on the image frame, filled and outlined by their attention."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 7 * height / max(width, 1)))
     _draw_boxes(ax, boxes, width, height, attention, labels)
     fig.colorbar(plt.cm.ScalarMappable(cmap=plt.get_cmap(_CMAP), norm=plt.Normalize(0, 1)), ax=ax, fraction=0.04,
                  label="attention α(F | x)")
     ax.set_title(title, fontsize=9)
-    return _save(plt, fig, path)
+    return save_figure(plt, fig, path)
 
 
 def attention_steps(boxes, width: float, height: float, steps: Sequence[tuple[str, Sequence[float]]],
@@ -75,7 +76,7 @@ def attention_steps(boxes, width: float, height: float, steps: Sequence[tuple[st
     order the program computes them, drawn as :func:`attention_over_boxes` draws one."""
     if not steps:
         raise ValueError("attention_steps: no step to draw")
-    plt = _pyplot()
+    plt = pyplot()
     columns = min(columns, len(steps))
     rows = -(-len(steps) // columns)
     panel = 4.2
@@ -90,14 +91,14 @@ def attention_steps(boxes, width: float, height: float, steps: Sequence[tuple[st
         ax.set_title(f"{k + 1}. {step_title}", fontsize=8)
         ax.tick_params(labelsize=6)
     fig.suptitle(title, fontsize=9)
-    return _save(plt, fig, path)
+    return save_figure(plt, fig, path)
 
 
 def grouped_bars(categories: Sequence[str], series: dict[str, Sequence[Optional[float]]], path, xlabel: str,
                  ylabel: str, title: str, notes: Sequence[str] = ()) -> Path:
     """Bars per category, one colour per series (``None``: no bar); ``notes`` are written
     under the category names (e.g. how many questions each holds)."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(max(6.0, 1.2 * len(categories) * max(1, len(series)) / 2), 4.5))
     width = 0.8 / max(1, len(series))
     for s, (name, values) in enumerate(series.items()):
@@ -113,7 +114,7 @@ def grouped_bars(categories: Sequence[str], series: dict[str, Sequence[Optional[
     ax.set_yticks(range(0, 101, 20))
     ax.grid(alpha=0.3, axis="y")
     ax.legend(fontsize=8, loc="upper center", ncol=2)
-    return _save(plt, fig, path)
+    return save_figure(plt, fig, path)
 
 
 def _draw_boxes(ax, boxes, width: float, height: float, attention: Sequence[float], labels: Sequence[str],
@@ -134,7 +135,8 @@ def _draw_boxes(ax, boxes, width: float, height: float, attention: Sequence[floa
                 bbox=dict(facecolor="white", alpha=0.6, linewidth=0, pad=1))
 
 
-def _save(plt, fig, path) -> Path:
+def save_figure(plt, fig, path) -> Path:
+    """Write ``fig`` as a PNG at ``path`` (its folder made if missing), close it, return the path."""
     fig.tight_layout()
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

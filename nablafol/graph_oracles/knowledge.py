@@ -51,7 +51,7 @@ from ..numerics import safe_log
 from ..oracle import Requests
 from .fact_tables import expand_ranges
 from .knowledge_base import KnowledgeBase, Triple  # noqa: F401  (Triple: used by the doctests)
-from .scene_graph import _default_ontology, _numpy, _scenes
+from .scene_graph import checked_scenes, default_ontology, int64_numpy
 
 __all__ = ["KnowledgeOracle", "KIND", "canonical_name", "split_tail"]
 
@@ -90,7 +90,7 @@ class KnowledgeOracle:
     def __init__(self, knowledge: KnowledgeBase, objects: Sequence[Sequence[Mapping[str, float]]],
                  ontology=None, device=None):
         self.knowledge = knowledge
-        self.ontology = ontology if ontology is not None else _default_ontology()
+        self.ontology = ontology if ontology is not None else default_ontology()
         self.device = torch.device(device) if device is not None else torch.device("cpu")
         sizes = [len(scene) for scene in objects]
         self._num_objects = torch.as_tensor(sizes, dtype=torch.long, device=self.device)
@@ -189,7 +189,8 @@ class KnowledgeOracle:
     def unary(self, requests: Requests) -> torch.Tensor:
         """``(R, N)`` log-probabilities of ``RELATION:TAIL`` facts."""
         ids = np.array([self._require(p, 1, self.facts) for p in requests.predicates], dtype=np.int64)
-        scene, pred = _scenes(requests, len(self._start), "KnowledgeOracle"), _numpy(requests.predicate)
+        scene = checked_scenes(requests, len(self._start), "KnowledgeOracle")
+        pred = int64_numpy(requests.predicate)
         rows, entry = expand_ranges(self._start[scene], self._end[scene])
         key = ids[pred[rows]] * self._n_labels + self._entry_label[entry]
         conf, hit = _lookup(self._unary_keys, self._unary_conf, key)
@@ -201,7 +202,8 @@ class KnowledgeOracle:
     def binary(self, requests: Requests) -> torch.Tensor:
         """``(R, N, N)`` log-probabilities of ``RELATION:PHRASE`` between two objects' classes."""
         ids = np.array([self._require(p, 2, self.relations) for p in requests.predicates], dtype=np.int64)
-        scene, pred = _scenes(requests, len(self._start), "KnowledgeOracle"), _numpy(requests.predicate)
+        scene = checked_scenes(requests, len(self._start), "KnowledgeOracle")
+        pred = int64_numpy(requests.predicate)
         rows, first = expand_ranges(self._start[scene], self._end[scene])  # X's (object, class) entries
         pair, second = expand_ranges(self._start[scene[rows]], self._end[scene[rows]])  # ... times Y's
         rows, first = rows[pair], first[pair]

@@ -115,7 +115,8 @@ def _room(cache: dict) -> None:
         cache.clear()
 
 
-def _default_ontology():
+def default_ontology():
+    """GQA's ontology, what an oracle given none reads scene graphs with."""
     from nablafol.dsl import Ontology  # imported late: dsl is torch-free and optional for TableOracle users
     return Ontology.gqa()
 
@@ -298,7 +299,7 @@ class SceneGraphOracle:
         return type(self) is SceneGraphOracle
 
     def __init__(self, graphs: Sequence, ontology=None, device=None):
-        self.ontology = ontology if ontology is not None else _default_ontology()
+        self.ontology = ontology if ontology is not None else default_ontology()
         self.columns = PredicateColumns.of(self.ontology)
         self.graphs = tuple(graphs)
         self.device = torch.device(device) if device is not None else torch.device("cpu")
@@ -493,7 +494,8 @@ class SceneGraphOracle:
             cols = [self._require(p, 1)[1] if c is None else c for c, p in zip(cols, requests.predicates)]
         cols = np.array(cols, dtype=np.int64)
         cols[cols >= self._n_unary] = ABSENT
-        scene, pred = _scenes(requests, len(self.graphs), "SceneGraphOracle"), _numpy(requests.predicate)
+        scene = checked_scenes(requests, len(self.graphs), "SceneGraphOracle")
+        pred = int64_numpy(requests.predicate)
         wanted = cols[pred] if len(pred) else pred
         absent, every = wanted == ABSENT, wanted == EVERY_OBJECT
         log_probs = self._unary_facts.gather(scene, np.where(absent | every, 0, wanted), self._n,
@@ -509,7 +511,8 @@ class SceneGraphOracle:
     def binary(self, requests: Requests) -> torch.Tensor:
         """``(R, N, N)`` log-probabilities (see the module docstring)."""
         resolved = [self._require(p, 2) for p in requests.predicates]
-        scene, pred = _scenes(requests, len(self.graphs), "SceneGraphOracle"), _numpy(requests.predicate)
+        scene = checked_scenes(requests, len(self.graphs), "SceneGraphOracle")
+        pred = int64_numpy(requests.predicate)
         dtype = torch.get_default_dtype()
         out = torch.full((len(scene), self._n, self._n), float("-inf"), dtype=dtype)
         groups: dict[tuple[str, Any], int] = {}  # one computation per group: every relation, each rule
@@ -651,13 +654,14 @@ class SceneGraphOracle:
         return f"SceneGraphOracle({len(self.graphs)} scenes, up to {self._n} objects)"
 
 
-def _numpy(t: torch.Tensor) -> np.ndarray:
+def int64_numpy(t: torch.Tensor) -> np.ndarray:
+    """An index tensor as an int64 numpy array (on the CPU, not copied when already one)."""
     return t.detach().cpu().numpy().astype(np.int64, copy=False)
 
 
-def _scenes(requests: Requests, n_scenes: int, who: str) -> np.ndarray:
+def checked_scenes(requests: Requests, n_scenes: int, who: str) -> np.ndarray:
     """The requests' scene indices as numpy, checked against the oracle's batch."""
-    scene = _numpy(requests.scene)
+    scene = int64_numpy(requests.scene)
     if scene.size and (scene.min() < 0 or scene.max() >= n_scenes):
         bad = int(scene.min() if scene.min() < 0 else scene.max())
         raise ShapeError(f"{who}: scene index {bad} out of range for a batch of {n_scenes} scenes")

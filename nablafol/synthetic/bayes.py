@@ -372,7 +372,7 @@ def rebuilt_generator(data):
     from nablafol.data import load_scene_graphs
     from nablafol.errors import InputFileError
 
-    from .writer import CARD_NAME, SPLITS, Generator, _rng, build_dataset
+    from .writer import CARD_NAME, SPLITS, Generator, build_dataset, stream_rng
     data = Path(data)
     card_path = data / CARD_NAME
     if not card_path.exists():
@@ -390,7 +390,7 @@ def rebuilt_generator(data):
             counts(g) != counts(written[g.image_id]) for g in dataset.scenes["train"]):
         raise InputFileError(data, "the scenes rebuilt from the card differ from the written ones (generated "
                                    "with other scene settings than the defaults?)")
-    codes = ConceptCodes.draw(dataset.vocabulary, card["features"]["dim"], _rng(card["seed"], "codes"))
+    codes = ConceptCodes.draw(dataset.vocabulary, card["features"]["dim"], stream_rng(card["seed"], "codes"))
     if codes.to_json() != card["concepts"]:
         raise InputFileError(card_path, "the concept strengths rebuilt from the seed differ from the card's")
     return Generator(dataset, codes, card["features"]["noise_std"], card["features"]["context_scale"])

@@ -103,7 +103,9 @@ class DatasetSummary:
                 "questions": dict(self.questions), "files": list(self.files)}
 
 
-def _rng(seed: int, stream: str, split: int = 0) -> np.random.Generator:
+def stream_rng(seed: int, stream: str, split: int = 0) -> np.random.Generator:
+    """The random stream ``stream`` of a dataset's ``seed`` (one per split index): the streams do
+    not draw from one another, so adding draws to one leaves the others as they were."""
     return np.random.default_rng(np.random.SeedSequence([seed, _STREAMS[stream], split]))
 
 
@@ -176,7 +178,7 @@ def build_dataset(n_train: int = 1500, n_val: int = 300, n_testdev: int = 300, s
     scenes: dict[str, list[SceneGraph]] = {}
     questions: dict[str, list[Question]] = {}
     for index, split in enumerate(SPLITS):
-        scene_rng, question_rng = _rng(seed, "scenes", index), _rng(seed, "questions", index)
+        scene_rng, question_rng = stream_rng(seed, "scenes", index), stream_rng(seed, "questions", index)
         graphs, generated = [], []
         for _ in range(sizes[split]):
             graph = scene_generator.generate(scene_rng, next(image_ids), object_ids)
@@ -185,7 +187,7 @@ def build_dataset(n_train: int = 1500, n_val: int = 300, n_testdev: int = 300, s
             done += 1
             if progress is not None:
                 progress(done, total, f"{split} scenes and questions")
-        kept = balance_yes_no(generated, _rng(seed, "balance", index))
+        kept = balance_yes_no(generated, stream_rng(seed, "balance", index))
         questions[split] = to_questions(kept, next_question)
         next_question += len(kept)
         scenes[split] = graphs
@@ -239,7 +241,7 @@ def generate_dataset(out_dir, n_train: int = 1500, n_val: int = 300, n_testdev: 
             write_scene_graphs(path, dataset.scenes[split])
             written.append(path)
     written += write_ontology(out / "ontology", dataset.vocabulary)
-    codes = ConceptCodes.draw(dataset.vocabulary, feature_dim, _rng(seed, "codes"))
+    codes = ConceptCodes.draw(dataset.vocabulary, feature_dim, stream_rng(seed, "codes"))
     all_graphs = [g for split in SPLITS for g in dataset.scenes[split]]
     done = [total_scenes]
 
@@ -247,7 +249,7 @@ def generate_dataset(out_dir, n_train: int = 1500, n_val: int = 300, n_testdev: 
         done[0] += count
         if progress is not None:
             progress(done[0], total, "features")
-    written += write_features(out / "features", all_graphs, codes, _rng(seed, "features"),
+    written += write_features(out / "features", all_graphs, codes, stream_rng(seed, "features"),
                               noise_std=noise_std, context_scale=context_scale, progress=feature_progress)
     write_text(card, json.dumps(_card(dataset, codes, feature_dim, noise_std, context_scale), indent=1,
                                ensure_ascii=False) + "\n")

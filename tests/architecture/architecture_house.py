@@ -73,20 +73,30 @@ def imports(mods: dict[str, Path] | None = None) -> dict[str, set[str]]:
 
     edges: dict[str, set[str]] = {}
     for module, path in mods.items():
-        package = module if path.stem == "__init__" else module.rpartition(".")[0]
         targets = set()
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Import):
-                targets.update(a.name for a in node.names)
-            elif isinstance(node, ast.ImportFrom):
-                if node.level:
-                    base = package.split(".")[: len(package.split(".")) - node.level + 1]
-                    source = ".".join(base + ([node.module] if node.module else []))
-                else:
-                    source = node.module or ""
-                targets.update(f"{source}.{a.name}" if f"{source}.{a.name}" in mods else source for a in node.names)
+        for source, name in imported_names(module, path):
+            if name is None:
+                targets.add(source)
+            else:
+                targets.add(f"{source}.{name}" if f"{source}.{name}" in mods else source)
         edges[module] = {r for r in map(resolve, targets) if r and r != module}
     return edges
+
+
+def imported_names(module: str, path: Path):
+    """``(source, name)`` for every name ``module`` imports from a module (relative imports
+    resolved), and ``(module, None)`` for every plain ``import module``."""
+    package = module if path.stem == "__init__" else module.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            yield from ((a.name, None) for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                source = ".".join(base + ([node.module] if node.module else []))
+            else:
+                source = node.module or ""
+            yield from ((source, a.name) for a in node.names)
 
 
 def layer_of(module: str) -> int | None:

@@ -6,7 +6,8 @@ import ast
 
 import pytest
 
-from architecture_house import LAYERS, ROOT, cycles, declared_packages, imports, layer_of, modules
+from architecture_house import (LAYERS, ROOT, cycles, declared_packages, imported_names, imports, layer_of,
+                                modules)
 
 
 def test_every_module_has_a_layer():
@@ -29,6 +30,28 @@ def test_imports_never_point_to_a_higher_layer():
             if here is not None and there is not None and there > here:
                 wrong.append(f"{module} ({LAYERS[here][0]}) imports {target} ({LAYERS[there][0]})")
     assert wrong == [], "\n".join(wrong)
+
+
+def private_imports(mods: dict) -> list[str]:
+    """Every ``from <a module of the project> import _name`` in another module of it."""
+    found = []
+    for module, path in mods.items():
+        for source, name in imported_names(module, path):
+            project = source == "nablafol" or source.startswith("nablafol.")
+            if project and source != module and name and name.startswith("_") and not name.startswith("__"):
+                found.append(f"{module} imports {name} from {source}")
+    return found
+
+
+def test_no_module_imports_another_modules_private_names():
+    """A ``_name`` is its module's own: another module that needs it needs it public."""
+    assert private_imports(modules()) == []
+
+
+def test_a_private_import_is_found(tmp_path):
+    module = tmp_path / "thief.py"
+    module.write_text("def f():\n    from .plotting import _hidden, shown\n    from . import __version__\n")
+    assert private_imports({"nablafol.thief": module}) == ["nablafol.thief imports _hidden from nablafol.plotting"]
 
 
 @pytest.mark.slow

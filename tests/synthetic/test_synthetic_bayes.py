@@ -14,7 +14,7 @@ from nablafol.scoring import Scorer, vocabulary_match
 from nablafol.synthetic import generate_dataset
 from nablafol.synthetic.bayes import ClassPrior, bayes_scene_graphs, main, write_bayes_scene_graphs
 from nablafol.synthetic.object_features import ConceptCodes, image_features
-from nablafol.synthetic.writer import _rng, build_dataset
+from nablafol.synthetic.writer import build_dataset, stream_rng
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +56,7 @@ def test_the_posteriors_are_probabilities_and_mostly_the_truth(data, tmp_path):
 def test_with_little_noise_every_visible_concept_is_certain(data):
     card = json.loads((data / "dataset_card.json").read_text())
     dataset = build_dataset(seed=card["seed"], n_train=40, n_val=12, n_testdev=12)
-    codes = ConceptCodes.draw(dataset.vocabulary, card["features"]["dim"], _rng(card["seed"], "codes"))
+    codes = ConceptCodes.draw(dataset.vocabulary, card["features"]["dim"], stream_rng(card["seed"], "codes"))
     graphs, rng = dataset.scenes["val"], np.random.default_rng(0)
     features = [image_features(g, codes, rng, noise_std=0.01, context_scale=0.5)[0] for g in graphs]
     bayes = bayes_scene_graphs(graphs, features, codes, dataset.vocabulary, ClassPrior(dataset.scenes["train"], dataset.vocabulary.classes),
