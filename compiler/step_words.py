@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple, Optional
 
+from nablafol.caching import bounded_cache
 from nablafol.dsl import ast as A
 
 __all__ = ["StepWords", "words_of_program", "words_of_template"]
@@ -88,7 +89,7 @@ _STEP = {form: re.compile(_HEAD + pattern + _TAIL) for form, pattern in _ARGUMEN
 _ARROW = "->"
 
 
-def _template_step(piece: str) -> Optional[StepWords]:
+def _template_step_uncached(piece: str) -> Optional[StepWords]:
     for form, pattern in _STEP.items():
         m = pattern.fullmatch(piece)
         if m is None:
@@ -115,14 +116,13 @@ def _template_step(piece: str) -> Optional[StepWords]:
     return None
 
 
+# a program's steps repeat across programs far more than its lines do ("exist: ? [2]")
+_template_step = bounded_cache(_template_step_uncached, 1 << 16)
+
+
 def words_of_template(template: str) -> Optional[tuple[StepWords, ...]]:
     """The steps of an id template (every id group written `` (-)``) as words, read without the
     parser; ``None`` where the line is not in the strict form this reads (the parser then reads
     it, or says what is wrong with it)."""
-    steps = []
-    for piece in template.split(_ARROW):
-        words = _template_step(piece)
-        if words is None:
-            return None
-        steps.append(words)
-    return tuple(steps)
+    steps = tuple(map(_template_step, template.split(_ARROW)))
+    return None if None in steps else steps
