@@ -61,8 +61,8 @@ class CompiledQuestion:
             return NotImplemented
         return self.program == other.program and self.source == other.source
 
-    def __hash__(self) -> int:
-        return hash((self.program, self.source))
+    def __hash__(self) -> int:  # the program alone: hashing never parses a source
+        return hash(self.program)
 
     @property
     def is_binary(self) -> bool:
