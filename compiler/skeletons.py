@@ -3,7 +3,7 @@
 Most GQA programs repeat a few structures with other names, values and relations ("select:
 cup -> filter color: red -> exist" and "select: dog -> filter color: brown -> exist"). A
 program's *skeleton key* is what the translation's structure depends on: every step's operation,
-type, dependencies and role, with the words that only name a predicate (a selected or related
+type (but a filtered or verified value's), argument form, dependencies and role, with the words that only name a predicate (a selected or related
 name, a filtered or verified value, a relation) replaced by *slots*, and the words that decide
 more kept as written:
 
@@ -14,7 +14,9 @@ more kept as written:
 * which slots name one predicate (two equal predicates make one node where two make two).
 
 The first program of a key is translated and walked; the next ones only fill its predicates in
-(:meth:`nablafol.ir.Program.refilled`): no translation, no walk. A program whose slot names a
+(:meth:`nablafol.ir.Program.refilled`): no translation, no walk; and a line of a key met before is
+read from its text (:meth:`Skeletons.known`, :mod:`compiler.step_words`), not parsed. A program
+whose slot names a
 predicate the skeleton also holds as a constant (a filtered ``red`` under ``choose: red|blue``)
 would merge nodes the skeleton keeps apart: it is translated alone.
 """
