@@ -159,15 +159,16 @@ class Skeletons:
             # a filtered or verified value's type only names its predicate (a slot), but for `rel`
             head = (op, type_ == "rel" if op in _VALUE_VERBS and form != "relation" else type_, form, len(parts), deps)
             entry: tuple = head
-            if op == "select":
-                if form == "scene":
-                    constants.append(frozenset((SCENE,)))
-                    name = (None, "scene")
-                else:
-                    predicate = c.name(parts[0])
-                    slots.append(predicate)
-                    name = (predicate.name, parts[0])
-            elif op == "filter" or (op == "verify" and form == "phrase"):
+            # a form its operation does not take (only text outside the grammar's checks gives
+            # one) falls to the last case: its key is never met, so the parser reads it and refuses
+            if op == "select" and form == "scene":
+                constants.append(frozenset((SCENE,)))
+                name = (None, "scene")
+            elif op == "select" and form == "phrase":
+                predicate = c.name(parts[0])
+                slots.append(predicate)
+                name = (predicate.name, parts[0])
+            elif (op == "filter" and form in ("phrase", "negated")) or (op == "verify" and form == "phrase"):
                 slots.append(c.value(parts[0], type_))
                 name = inputs[0] if op == "filter" and inputs else (None, None)
             elif op in ("relate", "verify") and form == "relation":

@@ -157,6 +157,11 @@ MET = "select: chair (1)->filter color: red [0]->relate: table,on,s (2) [1]->exi
     "select: chair (1)->filter color: red [0]->relate: table,on,s (2) [1]->exist: ? [2]->",
     "select color: chair (1)->filter color: red [0]->relate: table,on,s (2) [1]->exist: ? [2]",  # a typed select
     "select: chair (1)->filter color: red [0]->relate: table,on,s (2) [1]->exist color: ? [2]",
+    "select: ?->filter color: red [0]->relate: table,on,s (2) [1]->exist: ? [2]",  # forms their operations do not take
+    "select:  (1)->filter color: red [0]->relate: table,on,s (2) [1]->exist: ? [2]",
+    "select: chair (1)->filter color: ? [0]->relate: table,on,s (2) [1]->exist: ? [2]",
+    "select: chair (1)->filter color: red|blue [0]->relate: table,on,s (2) [1]->exist: ? [2]",
+    "select: chair (1)->filter color: red [0]->relate: table [1]->exist: ? [2]",
     "select: chair  (1)->filter color: red [0]->relate: table,on,s (2) [1]->exist: ? [2]",
     "select: chair (1)->filter hposition: red [0]->relate: table,on,s (2) [1]->exist: ? [2]",  # a word refused
 ])
