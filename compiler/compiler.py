@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from nablafol.caching import bounded_cache, memo
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Optional
 
 from nablafol import dsl
@@ -36,16 +36,33 @@ from .translate import Translator
 CACHE_SIZE = 1 << 16
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class CompiledQuestion:
     """A GQA program compiled: the DFOL program and how to read its answer.
 
     ``program.labels`` are the plausible answers in GQA's raw form (``None`` for yes/no);
-    ``source`` is the parsed program with object ids removed.
+    ``source`` is the parsed program with object ids removed, given as ``origin`` or, for a
+    program filled in from its text, parsed from ``origin`` (its id template) when first asked
+    for. Equal when program and source are.
     """
 
     program: Program
-    source: A.Program
+    origin: "A.Program | str" = field(repr=False)
+
+    @property
+    def source(self) -> A.Program:
+        origin = self.origin
+        if isinstance(origin, str):
+            return memo(self, "_source", lambda: dsl.parse_template(origin, without_ids=True))
+        return origin
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, CompiledQuestion):
+            return NotImplemented
+        return self.program == other.program and self.source == other.source
+
+    def __hash__(self) -> int:  # the program alone: hashing never parses a source
+        return hash(self.program)
 
     @property
     def is_binary(self) -> bool:
@@ -197,6 +214,10 @@ class Compiler:
         # the same template reads as the same program up to ids, which compiling drops: one
         # compilation serves every line of the template (failures raise and are not cached)
         source, key.source = key.source, None  # the cache keeps the template, not the question
+        if self._skeletons is not None:  # a key met before: filled in from the text, nothing parsed
+            program = self._skeletons.known(key.template)
+            if program is not None:
+                return CompiledQuestion(program, key.template)
         try:
             parsed = dsl.parse_template(key.template, without_ids=True)
         except dsl.ProgramError:  # read the question's own text: the error then quotes it
