@@ -1,0 +1,213 @@
+"""The capturable path (``Engine(fixed_shapes=True)``): a batch run at shapes that repeat, with no host read.
+
+A training step's work is small and launched op by op; an accelerator runs it faster when its
+kernels are recorded once and replayed (CUDA graphs, ``torch.compile(mode="reduce-overhead")``).
+A recording replays only at the shapes it was made at and cannot contain a host read (``.item()``,
+``nonzero``, a copy to the host), so this path changes what decides shapes and what reads values:
+
+* **shape buckets**: every operator group's rows, the programs, their candidates, the oracle's
+  requests, the scenes and the objects are padded up to a bucket (:func:`bucket`: a power of two or
+  one and a half times one), so batches of different programs of similar sizes run at one shape.
+  A padded row repeats its group's first row (its inputs, its tables): it computes a copy that
+  nothing reads, so it adds nothing to any answer or gradient;
+* **masks, not data-dependent indexing**: scenes are always masked (an object past a scene's size
+  is an exact 0 in every table, as the eager path's padded scenes), and the Q-product runs as
+  plain dense passes (the eager CPU path looks at a block's terms to skip its ``-inf`` ones, a
+  host read);
+* **the index tensors uploaded before the step**: the whole plan's index arrays go to the device in
+  one copy (pinned, not waiting for the device) before the first operator runs;
+* **the oracle's tables checked on the device**: one flag, read once after the batch has run (the
+  eager path reads one per table as it arrives); ``validate=False`` reads nothing.
+
+What the batch computes is the eager path's arithmetic on the same values, so answers agree with
+it to the bit where the reductions meet the same lengths, and within the tolerance written in
+``docs/numerics.md`` otherwise (padding objects changes a vectorized sum's grouping).
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import torch
+
+from nablafol.engine.answers import Tables
+from nablafol.engine.planning import BatchPlan, Group
+from nablafol.errors import ProgramStructureError, ShapeError
+from nablafol.oracle import Requests, scene_sizes
+
+__all__ = ["bucket", "padded_plan", "padded_requests", "upload", "FixedTables", "fixed_tables"]
+
+NEG_INF = float("-inf")
+SCALAR_CONSTANTS = 2  # the scalar store's first rows: log 1 and log 0 (planning's numbering)
+
+
+def bucket(n: int) -> int:
+    """The shape ``n`` rows are padded to: the least of ``2^k`` and ``3·2^(k-1)`` at least ``n``
+    (at most a third of the rows are padding); 0 stays 0 (nothing to run).
+
+        >>> [bucket(n) for n in (0, 1, 2, 3, 5, 7, 9, 13, 100)]
+        [0, 1, 2, 3, 6, 8, 12, 16, 128]
+    """
+    if n <= 2:
+        return n
+    power = 1 << (n - 1).bit_length()
+    return power * 3 // 4 if power * 3 // 4 >= n else power
+
+
+def _repeat_first(size: int, padded: int) -> np.ndarray:
+    """Positions of a group's padded rows: its own rows, then its first row again."""
+    return np.concatenate([np.arange(size), np.zeros(padded - size, dtype=np.int64)])
+
+
+def padded_plan(plan: BatchPlan) -> BatchPlan:
+    """``plan`` with each operator group's rows, the programs and the candidates padded up to their
+    buckets; the unary and binary requests are padded after the plan's own (see
+    :func:`padded_requests`), so a relate's neutral table moves to the binary bucket's end."""
+    v_map = np.zeros(len(plan.v_scene), dtype=np.int64)
+    s_map = np.arange(plan.n_scalars + SCALAR_CONSTANTS, dtype=np.int64)  # the constants keep their rows
+    old_neutral, new_neutral = len(plan.binary_keys), bucket(len(plan.binary_keys))
+    v_source, levels, v_next, s_next = [], [], 0, 0
+    for vgroups, sgroups in plan.levels:
+        new_v, new_s = [], []
+        for g in vgroups:
+            size, padded = g.stop - g.start, bucket(g.stop - g.start)
+            v_map[g.start:g.stop] = np.arange(v_next, v_next + size)
+            rep = _repeat_first(size, padded)
+            v_source.append(g.start + rep)
+            new_v.append(Group(g.operator, v_next, v_next + padded,
+                               _padded_arrays(g, rep, v_map, s_map, old_neutral, new_neutral)))
+            v_next += padded
+        for g in sgroups:
+            size, padded = g.stop - g.start, bucket(g.stop - g.start)
+            s_map[SCALAR_CONSTANTS + g.start:SCALAR_CONSTANTS + g.stop] = SCALAR_CONSTANTS + np.arange(s_next,
+                                                                                                     s_next + size)
+            rep = _repeat_first(size, padded)
+            new_s.append(Group(g.operator, s_next, s_next + padded,
+                               _padded_arrays(g, rep, v_map, s_map, old_neutral, new_neutral)))
+            s_next += padded
+        levels.append((new_v, new_s))
+    source = np.concatenate(v_source) if v_source else np.zeros(0, dtype=np.int64)
+    n_programs = bucket(plan.n_programs)
+    extra = n_programs - plan.n_programs
+    return replace(
+        plan, n_programs=n_programs, levels=levels,
+        program_scene=np.concatenate([plan.program_scene, np.zeros(extra, dtype=np.int64)]),
+        v_scene=plan.v_scene[source], v_program=plan.v_program[source], v_step=plan.v_step[source],
+        candidate_rows=s_map[plan.candidate_rows], candidate_width=bucket(plan.candidate_width),
+        focus=np.concatenate([np.where(plan.focus >= 0, v_map[np.maximum(plan.focus, 0)], -1),
+                              np.full(extra, -1, dtype=np.int64)]),
+        labels=list(plan.labels) + [None] * extra,
+        v_rank=None, s_rank=None, v_offset=None, s_offset=None, derived={})
+
+
+def _padded_arrays(g: Group, rep: np.ndarray, v_map, s_map, old_neutral: int, new_neutral: int) -> dict:
+    """A group's index arrays in the padded plan's numbering, its padded rows repeating its first."""
+    out = {}
+    for name, a in g.arrays.items():
+        a = a[rep]
+        if name in ("in0", "in1", "vin"):  # vector rows
+            a = v_map[a]
+        elif name == "args":  # scalar rows (the constants stay)
+            a = s_map[a]
+        elif name == "tables":  # binary requests; the neutral table moved to the bucket's end
+            a = np.where(a == old_neutral, new_neutral, a)
+        elif name not in ("table", "reverse", "pad"):  # unary requests and flags keep their values
+            raise ProgramStructureError(f"fixed shapes: operator {g.operator.name!r} reads index array {name!r}, "
+                                        f"which the padded plan does not know how to renumber")
+        out[name] = a
+    return out
+
+
+def padded_requests(keys: np.ndarray, plan: BatchPlan) -> tuple[np.ndarray, np.ndarray, tuple]:
+    """The requests of ``keys`` (scene, local predicate) padded up to their bucket by repeating
+    the first, and the distinct predicates they name."""
+    n_ids = max(1, len(plan.predicates))
+    scene, pid = keys // n_ids, keys % n_ids
+    distinct, local = np.unique(pid, return_inverse=True)
+    rep = _repeat_first(len(keys), bucket(len(keys)))
+    return scene[rep], local.reshape(-1)[rep], tuple(plan.predicates[i] for i in distinct.tolist())
+
+
+def upload(arrays: list, device) -> list:
+    """Integer or bool numpy arrays as tensors on ``device``, in one copy (from pinned memory where
+    the device is an accelerator, without waiting for it): each result is a view of one buffer."""
+    flat = [np.asarray(a, dtype=np.int64).reshape(-1) for a in arrays]
+    host = torch.from_numpy(np.concatenate(flat) if flat else np.zeros(0, dtype=np.int64))
+    device = torch.device(device)
+    if device.type != "cpu":
+        host = host.pin_memory() if torch.cuda.is_available() and device.type == "cuda" else host
+        buffer = host.to(device, non_blocking=True)
+    else:
+        buffer = host
+    out, at = [], 0
+    for a, f in zip(arrays, flat):
+        t = buffer[at:at + f.size].view(np.shape(a))
+        out.append(t.bool() if np.asarray(a).dtype == bool else t)
+        at += f.size
+    return out
+
+
+class FixedTables:
+    """What :func:`fixed_tables` gives: the padded tables, the objects the oracle gave
+    (``n_objects``), and the flag that some table held a value outside ``[0, 1]`` (a 0-dim bool
+    tensor on the device, ``None`` when not validated)."""
+
+    __slots__ = ("unary", "binary", "object_mask", "dtype", "invalid", "n_objects")
+
+    def __init__(self, unary, binary, object_mask, dtype, invalid, n_objects: int):
+        self.unary, self.binary, self.object_mask, self.dtype = unary, binary, object_mask, dtype
+        self.invalid, self.n_objects = invalid, n_objects
+
+    def trimmed(self, n_unary: int, n_binary: int, n_scenes: int) -> Tables:
+        """The tables of the batch's own requests, scenes and objects (views): what the eager path
+        would have asked for (the exactness flags read them)."""
+        n = self.n_objects
+        unary = None if self.unary is None else self.unary[:n_unary, :n]
+        binary = None if self.binary is None else self.binary[:n_binary, :n, :n]
+        return Tables(unary, binary, self.object_mask[:n_scenes, :n], self.dtype, True, neutral=False)
+
+
+def fixed_tables(oracle, plan: BatchPlan, requests: dict, validate: bool) -> FixedTables:
+    """The oracle asked for the padded requests (``requests``: arity -> :class:`Requests`), its
+    tables padded to the objects' bucket and masked where a scene has fewer objects, with no
+    value read on the host."""
+    sizes = scene_sizes(oracle.num_objects)
+    device = sizes.device
+    scenes = bucket(sizes.shape[0])
+    sizes = torch.nn.functional.pad(sizes, (0, scenes - sizes.shape[0]))  # no scene past the last: no objects
+    tables, invalid, n_objects = {}, None, None
+    for arity, req in requests.items():
+        if not len(req):
+            tables[arity] = None
+            continue
+        table = oracle.unary(req) if arity == 1 else oracle.binary(req)
+        n = table.shape[-1] if torch.is_tensor(table) and table.dim() == 1 + arity else None
+        if n is None or table.shape != (len(req),) + (n,) * arity or (n_objects is not None and n != n_objects):
+            name = "unary" if arity == 1 else "binary"
+            shape = tuple(table.shape) if torch.is_tensor(table) else type(table).__name__
+            raise ShapeError(f"{type(oracle).__name__}.{name} returned {shape}, expected {len(req)} requests x "
+                             f"objects{' x objects' if arity == 2 else ''}")
+        if table.device != device:
+            raise ShapeError(f"{type(oracle).__name__} returned a table on {table.device}, its num_objects is on "
+                             f"{device}: an oracle gives both on one device")
+        n_objects = n
+        tables[arity] = table
+    if n_objects is None:  # a batch that asks the oracle nothing: its size is read (the one host read)
+        n_objects = int(sizes.max()) if sizes.numel() else 0
+    n = bucket(n_objects)
+    object_mask = torch.arange(n, device=device)[None, :] < sizes[:, None]  # (scenes, objects)
+    for arity, table in tables.items():
+        if table is None:
+            continue
+        req = requests[arity]
+        valid = object_mask[req.scene]
+        if arity == 2:
+            valid = valid[:, :, None] & valid[:, None, :]
+        table = torch.nn.functional.pad(table, (0, n - table.shape[-1]) * arity, value=NEG_INF)
+        if validate:
+            bad = ((torch.isnan(table) | (table > 0)) & valid).any()
+            invalid = bad if invalid is None else invalid | bad
+        tables[arity] = table.masked_fill(~valid, NEG_INF)  # padding: an exact 0
+    dtype = next((t.dtype for t in tables.values() if t is not None), torch.get_default_dtype())
+    return FixedTables(tables[1], tables[2], object_mask, dtype, invalid, n_objects)
+
