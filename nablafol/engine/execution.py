@@ -327,16 +327,17 @@ class Engine(torch.nn.Module):
             return self._tiled(programs[0], scenes)  # one program over many scenes: its plan repeated
         return build_batch_plan(programs, scenes, self.registry)
 
-    def forward(self, programs: Sequence[Program], oracle: Oracle, scenes=None) -> Answers:
+    def forward(self, programs: Sequence[Program], oracle: Oracle, scenes=None,
+                plan: Optional[BatchPlan] = None) -> Answers:
         """Evaluate ``programs``; program ``k`` runs on scene ``scenes[k]`` of the oracle's batch.
 
         ``scenes`` defaults to ``0, 1, 2, ...`` when the oracle holds one scene per program,
-        and to all zeros when it holds a single scene.
+        and to all zeros when it holds a single scene. ``plan``: what :meth:`plan_for` gave for
+        the same arguments, made beforehand (in another thread, while an earlier batch ran).
         """
         programs = list(programs)
         num_objects = scene_sizes(oracle.num_objects)
-        one_question = scenes is None and len(programs) == 1 and num_objects.shape[0] == 1
-        plan = self.plan(programs, None if one_question else self._scenes(programs, oracle, scenes))
+        plan = self.plan_for(programs, oracle, scenes) if plan is None else plan
         prepare = getattr(self.calibration, "prepare", None)
         if prepare is not None:  # a calibrator that reads the programs first (e.g. their predicate sequences)
             prepare(programs, device=num_objects.device)
@@ -351,15 +352,23 @@ class Engine(torch.nn.Module):
             answers._exact = lambda: exact_flags(self, programs, plan, detached.with_neutral())
         return self._bounded(answers, programs, plan, tables)
 
+    def plan_for(self, programs: Sequence[Program], oracle: Oracle, scenes=None) -> BatchPlan:
+        """The plan :meth:`forward` runs for these arguments (host work alone: numpy, no tensor read)."""
+        programs = list(programs)
+        one_question = scenes is None and len(programs) == 1 and scene_sizes(oracle.num_objects).shape[0] == 1
+        return self.plan(programs, None if one_question else self._scenes(programs, oracle, scenes))
+
     def _fixed(self, programs: list, plan: BatchPlan, oracle: Oracle) -> Answers:
         """The fast path at bucketed shapes (``fixed_shapes=True``), trimmed back to the batch."""
         device = scene_sizes(oracle.num_objects).device
         fixed = plan.kept(("fixed", device), lambda: padded_plan(plan))
         requests = [padded_requests(keys, plan) for keys in (plan.unary_keys, plan.binary_keys)]
-        on_device = _upload_plan(fixed, device, [part for r in requests for part in r[:2]])
+        # once per plan and device: a plan kept for one question at a time runs again and again
+        on_device = fixed.kept(("uploaded", device),
+                               lambda: _upload_plan(fixed, device, [part for r in requests for part in r[:2]]))
         asked = {arity: Requests(on_device[2 * k], on_device[2 * k + 1], requests[k][2])
                  for k, arity in enumerate((1, 2))}
-        got = fixed_tables(oracle, fixed, asked, self.validate)
+        got = fixed_tables(oracle, asked, self.validate)
         answers = self.execute(fixed, Tables(got.unary, got.binary, got.object_mask, got.dtype, True, neutral=False))
         if got.invalid is not None and bool(got.invalid):  # the one read: the eager check names what and where
             self.tables(plan, oracle)

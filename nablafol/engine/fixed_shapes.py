@@ -167,7 +167,7 @@ class FixedTables:
         return Tables(unary, binary, self.object_mask[:n_scenes, :n], self.dtype, True, neutral=False)
 
 
-def fixed_tables(oracle, plan: BatchPlan, requests: dict, validate: bool) -> FixedTables:
+def fixed_tables(oracle, requests: dict, validate: bool) -> FixedTables:
     """The oracle asked for the padded requests (``requests``: arity -> :class:`Requests`), its
     tables padded to the objects' bucket and masked where a scene has fewer objects, with no
     value read on the host."""
