@@ -30,7 +30,6 @@ Example (the paper's formula (1) on one scene of two objects):
 from __future__ import annotations
 
 import warnings
-from functools import partial
 from typing import Callable, Optional, Protocol, Sequence
 
 import numpy as np
@@ -46,7 +45,7 @@ from nablafol.engine.answers import Answers, Tables
 from nablafol.engine.bounds import answer_bounds
 from nablafol.engine.circuits import CircuitCache
 from nablafol.engine.exact import exact_answers, exact_flags, shared_atom_counts
-from nablafol.engine.fixed_shapes import fixed_tables, padded_plan, padded_requests, upload
+from nablafol.engine.fixed_shapes import fixed_tables, layout_of, padded_plan, padded_requests, run_fixed, upload
 from nablafol.engine.lowering import TOP
 from nablafol.engine.rowwise import run_rows, steps_of
 from nablafol.engine.planning import NEG_INF, BatchPlan, Group, ProgramPlan, Registry, build_batch_plan
@@ -162,33 +161,6 @@ def _relate_columns(plan: BatchPlan, g: Group, device) -> list:
     return _kept_on_plan(plan, "columns", tables, device, make)
 
 
-def _upload_plan(plan: BatchPlan, device, extra: list) -> list:
-    """Every index array the executor reads from ``plan`` put on ``device`` in one copy, kept where
-    :func:`_plan_indices`, :meth:`_GroupRows.pad` and :func:`_relate_columns` look for them (the
-    fixed-shape path: no copy once the operators run); returns the ``extra`` arrays, uploaded alongside."""
-    arrays = [plan.v_scene, plan.v_program, plan.v_step, plan.candidate_rows, plan.candidate_program,
-              plan.candidate_position, plan.focus, plan.program_scene]
-    relates, flips = [], []  # (group, its atoms' columns, which columns hold a reversed atom); their flags
-    for vgroups, sgroups in plan.levels:
-        for g in vgroups + sgroups:
-            arrays.extend(a for name, a in g.arrays.items() if name not in ("tables", "reverse"))
-            if "tables" in g.arrays:
-                tables, reverse = g.arrays["tables"], g.arrays["reverse"]
-                columns = [np.ascontiguousarray(tables[:, k]) for k in range(tables.shape[1])]
-                flipped = [k for k in range(len(columns)) if reverse[:, k].any()]
-                relates.append((g, columns, flipped))
-                arrays.extend(columns)
-                flips.extend(reverse[:, k] for k in flipped)
-    tensors = upload(arrays + flips + list(extra), device)
-    for a, t in zip(arrays, tensors):
-        plan.derived[("tensor", id(a), device)] = (a, t)
-    flip_tensors = iter(tensors[len(arrays):len(arrays) + len(flips)])
-    for g, columns, flipped in relates:
-        kept = [(c, next(flip_tensors)[:, None, None] if k in flipped else None) for k, c in enumerate(columns)]
-        plan.derived[("columns", id(g.arrays["tables"]), device)] = (g.arrays["tables"], kept)
-    return tensors[len(arrays) + len(flips):]
-
-
 class _GroupRows:
     """What a group's operator reads, batched (the reader :mod:`~nablafol.engine.lowering`
     describes): its inputs gathered from the rows computed so far."""
@@ -218,8 +190,7 @@ class _GroupRows:
         return self.sca[self.rows_of(self.group.arrays["args"])]  # (G, K, 2)
 
     def pad(self) -> torch.Tensor:
-        a, device = self.group.arrays["pad"], self.vec.device
-        return _kept_on_plan(self.plan, "tensor", a, device, lambda: torch.as_tensor(a, device=device))
+        return torch.as_tensor(self.group.arrays["pad"], device=self.vec.device)
 
     def objects(self) -> Optional[torch.Tensor]:
         return self.mask
@@ -286,19 +257,19 @@ class Engine(torch.nn.Module):
 
     ``fixed_shapes=True`` runs every batch at bucketed shapes with no value read on the host
     between its first operator and its answers (:mod:`nablafol.engine.fixed_shapes`): what CUDA
-    graphs or ``torch.compile(mode="reduce-overhead")`` need to record a training step once and
-    replay it. Its answers are the eager path's within ``docs/numerics.md``'s tolerance; with
-    ``validate`` it reads one flag after the batch (``validate=False``: none).
+    graphs need to record a batch once and replay it; with ``compile=True`` that run goes through
+    ``torch.compile(mode="reduce-overhead")``. Its answers are the eager path's within
+    ``docs/numerics.md``'s tolerance; with ``validate`` it reads one flag after the batch
+    (``validate=False``: none).
     """
 
     def __init__(self, calibration: Optional[Callable] = None, validate: bool = True, compile: bool = False,
                  exact: bool = False, exact_budget: int = EXACT_BUDGET, bounds: bool = False,
                  fixed_shapes: bool = False):
         super().__init__()
-        if fixed_shapes and (exact or bounds or compile):
-            raise ProgramStructureError("fixed_shapes runs the fast path at fixed shapes (compile the whole step with "
-                                        "torch.compile instead of compile=True); exact inference and bounds are "
-                                        "not fixed-shape work: use one or the other")
+        if fixed_shapes and (exact or bounds):
+            raise ProgramStructureError("fixed_shapes runs the fast path at fixed shapes; exact inference and bounds "
+                                        "are not fixed-shape work: use one or the other")
         if not (type(exact_budget) is int and 0 <= exact_budget <= MAX_EXACT_BUDGET):
             raise ProgramStructureError(f"exact_budget must be a whole number of atoms from 0 to {MAX_EXACT_BUDGET}, "
                                         f"got {exact_budget!r}")
@@ -312,9 +283,10 @@ class Engine(torch.nn.Module):
         self.circuits = CircuitCache()  # exact mode's compiled questions, reused across calls
         self._tiled = TiledPlans(self.registry)
         self.fixed_shapes = bool(fixed_shapes)
-        # the dense passes: the eager CPU Q-product reads how many of a block's terms are -inf
-        self._q_product = (_CompiledQProduct() if compile else
-                           partial(ops.q_product, block_elements=None) if fixed_shapes else ops.q_product)
+        self._q_product = _CompiledQProduct() if compile and not fixed_shapes else ops.q_product
+        # compiled, the fixed-shape run is recorded once per layout and replayed (CUDA graphs on CUDA)
+        self._run_fixed = (torch.compile(run_fixed, mode="reduce-overhead", dynamic=False) if compile and fixed_shapes
+                           else run_fixed)
 
     def plan(self, programs: Sequence[Program], scenes=None) -> BatchPlan:
         if scenes is None and len(programs) == 1:  # one question: no arrays
@@ -361,22 +333,23 @@ class Engine(torch.nn.Module):
     def _fixed(self, programs: list, plan: BatchPlan, oracle: Oracle) -> Answers:
         """The fast path at bucketed shapes (``fixed_shapes=True``), trimmed back to the batch."""
         device = scene_sizes(oracle.num_objects).device
-        fixed = plan.kept(("fixed", device), lambda: padded_plan(plan))
         requests = [padded_requests(keys, plan) for keys in (plan.unary_keys, plan.binary_keys)]
-        # once per plan and device: a plan kept for one question at a time runs again and again
-        on_device = fixed.kept(("uploaded", device),
-                               lambda: _upload_plan(fixed, device, [part for r in requests for part in r[:2]]))
-        asked = {arity: Requests(on_device[2 * k], on_device[2 * k + 1], requests[k][2])
-                 for k, arity in enumerate((1, 2))}
+
+        def uploaded():  # once per plan and device: a plan kept for one question at a time runs again and again
+            layout, arrays = layout_of(padded_plan(plan))
+            return layout, upload(arrays + [part for r in requests for part in r[:2]], device)
+        layout, index = plan.kept(("fixed shapes", device), uploaded)
+        asked = {1: Requests(index[-4], index[-3], requests[0][2]), 2: Requests(index[-2], index[-1], requests[1][2])}
         got = fixed_tables(oracle, asked, self.validate)
-        answers = self.execute(fixed, Tables(got.unary, got.binary, got.object_mask, got.dtype, True, neutral=False))
+        log_probs, log_complement, candidate_mask, focus, object_mask = self._run_fixed(
+            layout, index[:-4], got.unary, got.binary, got.object_mask, self.calibration)
         if got.invalid is not None and bool(got.invalid):  # the one read: the eager check names what and where
             self.tables(plan, oracle)
             raise ProbabilityError(f"{type(oracle).__name__}: a table holds a probability outside [0, 1]")
         tables = got.trimmed(len(plan.unary_keys), len(plan.binary_keys), int(scene_sizes(oracle.num_objects).shape[0]))
         n, p, k = tables.object_mask.shape[1], plan.n_programs, plan.candidate_width
-        out = Answers(answers.log_probs[:p, :k], answers.candidate_mask[:p, :k], plan.labels, answers.focus[:p, :n],
-                      answers.object_mask[:p, :n], answers.log_complement[:p, :k])
+        out = Answers(log_probs[:p, :k], candidate_mask[:p, :k], plan.labels, focus[:p, :n], object_mask[:p, :n],
+                      log_complement[:p, :k])
         if self.calibration is None:
             detached = tables.detached()
             out._exact = lambda: exact_flags(self, programs, plan, detached.with_neutral())

@@ -14,8 +14,10 @@ A recording replays only at the shapes it was made at and cannot contain a host 
   is an exact 0 in every table, as the eager path's padded scenes), and the Q-product runs as
   plain dense passes (the eager CPU path looks at a block's terms to skip its ``-inf`` ones, a
   host read);
-* **the index tensors uploaded before the step**: the whole plan's index arrays go to the device in
-  one copy (pinned, not waiting for the device) before the first operator runs;
+* **a run of its own** (:func:`run_fixed`): the same operators as the batched executor, but its
+  shape is a :class:`Layout` of Python values (what a recording is keyed by) and every index it
+  reads is a tensor passed in, the whole plan's uploaded in one copy (pinned, not waiting for the
+  device) before the first operator runs: a new batch at a layout met before replays its recording;
 * **the oracle's tables checked on the device**: one flag, read once after the batch has run (the
   eager path reads one per table as it arrives); ``validate=False`` reads nothing.
 
@@ -26,16 +28,20 @@ it to the bit where the reductions meet the same lengths, and within the toleran
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Callable, NamedTuple, Optional
 
 import numpy as np
 import torch
 
+from nablafol import operators as ops
 from nablafol.engine.answers import Tables
+from nablafol.engine.lowering import OPERATORS, TOP
 from nablafol.engine.planning import BatchPlan, Group
 from nablafol.errors import ProgramStructureError, ShapeError
 from nablafol.oracle import Requests, scene_sizes
 
-__all__ = ["bucket", "padded_plan", "padded_requests", "upload", "FixedTables", "fixed_tables"]
+__all__ = ["bucket", "padded_plan", "padded_requests", "upload", "FixedTables", "fixed_tables", "Layout", "layout_of",
+           "run_fixed"]
 
 NEG_INF = float("-inf")
 SCALAR_CONSTANTS = 2  # the scalar store's first rows: log 1 and log 0 (planning's numbering)
@@ -89,11 +95,17 @@ def padded_plan(plan: BatchPlan) -> BatchPlan:
     source = np.concatenate(v_source) if v_source else np.zeros(0, dtype=np.int64)
     n_programs = bucket(plan.n_programs)
     extra = n_programs - plan.n_programs
+    # the answers' entries too: a padded one writes its first entry's value into a row past the
+    # programs' (cut off by the run: a repeated place would pass its gradient twice)
+    entries = _repeat_first(len(plan.candidate_rows), bucket(len(plan.candidate_rows)))
+    trash = np.arange(len(entries)) >= len(plan.candidate_rows)
     return replace(
         plan, n_programs=n_programs, levels=levels,
         program_scene=np.concatenate([plan.program_scene, np.zeros(extra, dtype=np.int64)]),
         v_scene=plan.v_scene[source], v_program=plan.v_program[source], v_step=plan.v_step[source],
-        candidate_rows=s_map[plan.candidate_rows], candidate_width=bucket(plan.candidate_width),
+        candidate_program=np.where(trash, n_programs, plan.candidate_program[entries]),
+        candidate_position=np.where(trash, 0, plan.candidate_position[entries]),
+        candidate_rows=s_map[plan.candidate_rows][entries], candidate_width=bucket(plan.candidate_width),
         focus=np.concatenate([np.where(plan.focus >= 0, v_map[np.maximum(plan.focus, 0)], -1),
                               np.full(extra, -1, dtype=np.int64)]),
         labels=list(plan.labels) + [None] * extra,
@@ -211,3 +223,142 @@ def fixed_tables(oracle, requests: dict, validate: bool) -> FixedTables:
     dtype = next((t.dtype for t in tables.values() if t is not None), torch.get_default_dtype())
     return FixedTables(tables[1], tables[2], object_mask, dtype, invalid, n_objects)
 
+
+
+# --- the run itself: static layout, index tensors as arguments ---------------------------------
+
+class GroupLayout(NamedTuple):
+    """What one operator group is, apart from its index tensors: its operator (by number), its first
+    row in its store and its size, the names of the index arrays it reads (in the order they are
+    passed), and how many relate columns follow them (each a table-rows tensor and a flip tensor)."""
+
+    operator: int
+    start: int
+    size: int
+    names: tuple
+    columns: int
+
+
+class Layout(NamedTuple):
+    """A padded batch's shape, all Python values: equal layouts run the same operations at the same
+    shapes (what a recording of the run is keyed by); per level, its vector and scalar groups."""
+
+    levels: tuple  # ((vector GroupLayouts), (scalar GroupLayouts)) per level
+    vector_rows: int
+    programs: int
+    candidates: int
+
+
+#: The plan-wide index arrays a run reads, first in its list of tensors
+_PLAN_ARRAYS = ("v_scene", "v_program", "v_step", "candidate_program", "candidate_position", "candidate_rows", "focus",
+                "program_scene")
+
+
+def layout_of(fixed: BatchPlan) -> tuple[Layout, list]:
+    """A padded plan (:func:`padded_plan`) as its :class:`Layout` and the numpy index arrays
+    :func:`run_fixed` reads, in the order it reads them."""
+    arrays = [getattr(fixed, name) for name in _PLAN_ARRAYS]
+    levels = []
+    for vgroups, sgroups in fixed.levels:
+        level = []
+        for groups in (vgroups, sgroups):
+            laid = []
+            for g in groups:
+                names = tuple(sorted(n for n in g.arrays if n not in ("tables", "reverse")))
+                arrays.extend(g.arrays[n] for n in names)
+                columns = g.arrays["tables"].shape[1] if "tables" in g.arrays else 0
+                for k in range(columns):  # a relate's atoms, column by column, each with where it is reversed
+                    arrays.extend((np.ascontiguousarray(g.arrays["tables"][:, k]), g.arrays["reverse"][:, k, None, None]))
+                laid.append(GroupLayout(g.operator.id, g.start, g.stop - g.start, names, columns))
+            level.append(tuple(laid))
+        levels.append(tuple(level))
+    return Layout(tuple(levels), len(fixed.v_scene), fixed.n_programs, fixed.candidate_width), arrays
+
+
+class _Rows:
+    """What a group's operator reads (the reader :mod:`~nablafol.engine.lowering` describes), from
+    the run's index tensors: every input a gather, every mask applied."""
+
+    __slots__ = ("arrays", "columns", "vec", "sca", "unary_table", "binary", "mask", "q_product")
+
+    def __init__(self, arrays: dict, columns: list, vec, sca, unary, binary, mask, q_product):
+        self.arrays, self.columns, self.vec, self.sca = arrays, columns, vec, sca
+        self.unary_table, self.binary, self.mask, self.q_product = unary, binary, mask, q_product
+
+    def vector(self, name: str) -> torch.Tensor:
+        return self.vec[self.arrays[name]]
+
+    def unary(self) -> torch.Tensor:
+        return self.unary_table[self.arrays["table"]]
+
+    def relation(self) -> torch.Tensor:
+        log_r = None
+        for rows, flip in self.columns:
+            t = self.binary[rows]
+            t = torch.where(flip, t.transpose(1, 2), t)
+            log_r = t if log_r is None else log_r + t
+        return log_r
+
+    def truths(self) -> torch.Tensor:
+        return self.sca[self.arrays["args"]]
+
+    def pad(self) -> torch.Tensor:
+        return self.arrays["pad"]
+
+    def objects(self) -> torch.Tensor:
+        return self.mask
+
+    def all_objects(self) -> torch.Tensor:
+        return torch.zeros(self.mask.shape, dtype=self.vec.dtype, device=self.vec.device).masked_fill(~self.mask, NEG_INF)
+
+
+def _dense_q_product(log_r, log_y, mask_x, mask_y, quantifier):
+    """The Q-product as plain dense passes (the eager CPU path reads how many terms are ``-inf``)."""
+    return ops.q_product(log_r, log_y, mask_x, mask_y, quantifier, block_elements=None)
+
+
+def run_fixed(layout: Layout, index: list, unary: Optional[torch.Tensor], binary: Optional[torch.Tensor],
+              object_mask: torch.Tensor, calibration: Optional[Callable] = None) -> tuple:
+    """The batch's operators over its padded tables, level by level: tensor operations alone, at the
+    shapes ``layout`` fixes (what ``torch.compile(mode="reduce-overhead")`` records once per layout
+    and replays). ``index``: the tensors of :func:`layout_of`'s arrays. Returns the padded
+    ``(log_probs, log_complement, candidate_mask, focus, object_mask)`` of the programs."""
+    tensors = iter(index)
+    v_scene, v_program, v_step, c_program, c_position, c_rows, focus, program_scene = (
+        next(tensors) for _ in _PLAN_ARRAYS)
+    n, device = object_mask.shape[1], object_mask.device
+    dtype = unary.dtype if unary is not None else binary.dtype if binary is not None else torch.get_default_dtype()
+    if binary is not None:  # the neutral all-ones table a relate of fewer atoms than its group's widest reads
+        binary = torch.cat([binary, binary.new_zeros((1, n, n))])
+    vec = torch.zeros((0, n), dtype=dtype, device=device)
+    # scalars carry (log p, log(1 - p)): rows 0 and 1 are the constants true and false
+    sca = torch.tensor([[0.0, NEG_INF], [NEG_INF, 0.0]], dtype=dtype, device=device)
+    for vgroups, sgroups in layout.levels:
+        outs = []
+        for g in vgroups:
+            arrays = {name: next(tensors) for name in g.names}
+            columns = [(next(tensors), next(tensors)) for _ in range(g.columns)]
+            rows = slice(g.start, g.start + g.size)
+            mask = object_mask[v_scene[rows]]
+            operator = OPERATORS[g.operator]
+            out = operator.run(_Rows(arrays, columns, vec, sca, unary, binary, mask, _dense_q_product))
+            if calibration is not None and operator is not TOP:
+                out = calibration(out, mask, v_program[rows], v_step[rows]).masked_fill(~mask, NEG_INF)
+            outs.append(out)
+        vec = torch.cat([vec] + outs) if outs else vec
+        outs = []
+        for g in sgroups:
+            arrays = {name: next(tensors) for name in g.names}
+            mask = object_mask[v_scene[arrays["vin"]]] if "vin" in arrays else None
+            outs.append(OPERATORS[g.operator].run(_Rows(arrays, [], vec, sca, unary, binary, mask, _dense_q_product)))
+        sca = torch.cat([sca] + outs) if outs else sca
+    shape, at, p = (layout.programs + 1, layout.candidates), (c_program, c_position), layout.programs  # + padding's row
+    log_probs = sca.new_full(shape, NEG_INF).index_put(at, sca[c_rows, 0])[:p]
+    log_complement = sca.new_zeros(shape).index_put(at, sca[c_rows, 1])[:p]
+    candidate_mask = torch.zeros(shape, dtype=torch.bool, device=device).index_put(
+        at, torch.ones_like(c_rows, dtype=torch.bool))[:p]
+    if layout.vector_rows:
+        focused = vec[focus.clamp(min=0)].masked_fill(~(focus >= 0)[:, None], NEG_INF)
+    else:  # yes/no questions of no attention at all
+        focused = vec.new_full((layout.programs, n), NEG_INF)
+    return log_probs, log_complement, candidate_mask, focused, object_mask[program_scene]

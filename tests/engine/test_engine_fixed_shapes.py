@@ -9,7 +9,7 @@ from torch.overrides import TorchFunctionMode
 from tiers import examples
 
 from nablafol.engine import Engine
-from nablafol.engine.fixed_shapes import bucket, padded_plan
+from nablafol.engine.fixed_shapes import bucket, layout_of, padded_plan
 from nablafol.errors import ProbabilityError, ProgramStructureError
 from nablafol.ir import Aggregate, Filter, Predicate, Program, Quantifier, Relate, Top
 from nablafol.oracle import TableOracle
@@ -93,7 +93,8 @@ def test_padded_plan_runs_at_bucketed_shapes():
         plan = padded_plan(engine.plan(batch, np.arange(len(batch))))
         shapes.append([(g.operator.name, g.stop - g.start) for v, s in plan.levels for g in v + s])
         assert all(size == bucket(size) for _, size in shapes[-1])
-        assert plan.n_programs == bucket(len(batch))
+        assert plan.n_programs == bucket(len(batch)) and len(plan.candidate_rows) == bucket(len(batch))
+        shapes[-1].append(tuple(a.shape for a in layout_of(plan)[1]))  # every index the run reads
     assert shapes[0] == shapes[1]
 
 
@@ -196,6 +197,28 @@ def test_fixed_shapes_refuse_bad_tables_as_eager():
 
 
 def test_fixed_shapes_refuse_what_is_not_fixed_shape_work():
-    for other in (dict(exact=True), dict(bounds=True), dict(compile=True)):
+    for other in (dict(exact=True), dict(bounds=True)):
         with pytest.raises(ProgramStructureError, match="fixed_shapes"):
             Engine(fixed_shapes=True, **other)
+
+
+@pytest.mark.slow
+def test_compiled_fixed_shapes_equal_eager_and_replay_a_layout():
+    """``Engine(fixed_shapes=True, compile=True)`` runs the batch through
+    ``torch.compile(mode="reduce-overhead")``: the eager path's answers and gradients within the
+    tolerance, and a second batch of other programs at the same layout compiles nothing new."""
+    from torch._dynamo.utils import counters
+    torch._dynamo.reset()
+    (p0, p1, _), (r0, _) = default_vocabulary()
+    hop = Program.yes_no(Aggregate(Quantifier.EXISTS, Relate.of(r0, Quantifier.EXISTS, Filter(p0, Top()))))
+    plain = Program.yes_no(Aggregate(Quantifier.FORALL, Filter(p1, Top())))
+    rng = np.random.default_rng(3)
+    tables = [{p0: rng.random(n), p1: rng.random(n), r0: rng.random((n, n))} for n in (5, 7)]
+    compiled = Engine(fixed_shapes=True, compile=True, validate=False)
+    graphs = []
+    for batch in ([hop] * 7 + [plain] * 7, [plain] * 8 + [hop] * 8):  # each group 7 or 8 rows: bucket 8
+        scenes = [k % 2 for k in range(len(batch))]
+        _agree(_run(Engine(), batch, tables, scenes, torch.float32),
+               _run(compiled, batch, tables, scenes, torch.float32), torch.float32)
+        graphs.append(counters["stats"]["unique_graphs"])
+    assert graphs[0] >= 1 and graphs[1] == graphs[0]
