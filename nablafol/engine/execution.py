@@ -45,7 +45,8 @@ from nablafol.engine.answers import Answers, Tables
 from nablafol.engine.bounds import answer_bounds
 from nablafol.engine.circuits import CircuitCache
 from nablafol.engine.exact import exact_answers, exact_flags, shared_atom_counts
-from nablafol.engine.fixed_shapes import fixed_tables, layout_of, padded_plan, padded_requests, run_fixed, upload
+from nablafol.engine.fixed_shapes import (ShapeFloors, fixed_tables, layout_of, padded_plan, padded_requests, run_fixed,
+                                          upload)
 from nablafol.engine.lowering import TOP
 from nablafol.engine.rowwise import run_rows, steps_of
 from nablafol.engine.planning import NEG_INF, BatchPlan, Group, ProgramPlan, Registry, build_batch_plan
@@ -283,6 +284,7 @@ class Engine(torch.nn.Module):
         self.circuits = CircuitCache()  # exact mode's compiled questions, reused across calls
         self._tiled = TiledPlans(self.registry)
         self.fixed_shapes = bool(fixed_shapes)
+        self.shape_floors = ShapeFloors()  # the fixed-shape path's sizes met so far: its layouts repeat
         self._q_product = _CompiledQProduct() if compile and not fixed_shapes else ops.q_product
         # compiled, the fixed-shape run is recorded once per layout and replayed (CUDA graphs on CUDA)
         self._run_fixed = (torch.compile(run_fixed, mode="reduce-overhead", dynamic=False) if compile and fixed_shapes
@@ -332,21 +334,23 @@ class Engine(torch.nn.Module):
 
     def _fixed(self, programs: list, plan: BatchPlan, oracle: Oracle) -> Answers:
         """The fast path at bucketed shapes (``fixed_shapes=True``), trimmed back to the batch."""
-        device = scene_sizes(oracle.num_objects).device
-        requests = [padded_requests(keys, plan) for keys in (plan.unary_keys, plan.binary_keys)]
+        n_scenes = scene_sizes(oracle.num_objects).shape[0]
+        device, sizes = scene_sizes(oracle.num_objects).device, self.shape_floors.sizes(plan)
+        requests = [padded_requests(keys, plan, size) for keys, size in zip((plan.unary_keys, plan.binary_keys),
+                                                                             sizes[-2:])]
 
-        def uploaded():  # once per plan and device: a plan kept for one question at a time runs again and again
-            layout, arrays = layout_of(padded_plan(plan))
+        def uploaded():  # once per plan, device and sizes: a plan kept for one question at a time runs again and again
+            layout, arrays = layout_of(padded_plan(plan, sizes))
             return layout, upload(arrays + [part for r in requests for part in r[:2]], device)
-        layout, index = plan.kept(("fixed shapes", device), uploaded)
+        layout, index = plan.kept(("fixed shapes", device, sizes), uploaded)
         asked = {1: Requests(index[-4], index[-3], requests[0][2]), 2: Requests(index[-2], index[-1], requests[1][2])}
-        got = fixed_tables(oracle, asked, self.validate)
+        got = fixed_tables(oracle, asked, self.validate, self.shape_floors.scenes(n_scenes))
         log_probs, log_complement, candidate_mask, focus, object_mask = self._run_fixed(
             layout, index[:-4], got.unary, got.binary, got.object_mask, self.calibration)
         if got.invalid is not None and bool(got.invalid):  # the one read: the eager check names what and where
             self.tables(plan, oracle)
             raise ProbabilityError(f"{type(oracle).__name__}: a table holds a probability outside [0, 1]")
-        tables = got.trimmed(len(plan.unary_keys), len(plan.binary_keys), int(scene_sizes(oracle.num_objects).shape[0]))
+        tables = got.trimmed(len(plan.unary_keys), len(plan.binary_keys), n_scenes)
         n, p, k = tables.object_mask.shape[1], plan.n_programs, plan.candidate_width
         out = Answers(log_probs[:p, :k], candidate_mask[:p, :k], plan.labels, focus[:p, :n], object_mask[:p, :n],
                       log_complement[:p, :k])

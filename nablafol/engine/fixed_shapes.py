@@ -40,7 +40,7 @@ from nablafol.engine.planning import BatchPlan, Group
 from nablafol.errors import ProgramStructureError, ShapeError
 from nablafol.oracle import Requests, scene_sizes
 
-__all__ = ["bucket", "padded_plan", "padded_requests", "upload", "FixedTables", "fixed_tables", "Layout", "layout_of",
+__all__ = ["bucket", "structure_of", "bucketed_sizes", "ShapeFloors", "padded_plan", "padded_requests", "upload", "FixedTables", "fixed_tables", "Layout", "layout_of",
            "run_fixed"]
 
 NEG_INF = float("-inf")
@@ -65,18 +65,68 @@ def _repeat_first(size: int, padded: int) -> np.ndarray:
     return np.concatenate([np.arange(size), np.zeros(padded - size, dtype=np.int64)])
 
 
-def padded_plan(plan: BatchPlan) -> BatchPlan:
-    """``plan`` with each operator group's rows, the programs and the candidates padded up to their
-    buckets; the unary and binary requests are padded after the plan's own (see
-    :func:`padded_requests`), so a relate's neutral table moves to the binary bucket's end."""
+def structure_of(plan: BatchPlan) -> tuple:
+    """What a plan's run is made of, apart from its sizes: per level, each group's operator, the
+    index arrays it reads and its relate columns."""
+    def shape(g: Group) -> tuple:
+        return g.operator.id, tuple(sorted(g.arrays)), g.arrays["tables"].shape[1] if "tables" in g.arrays else 0
+    return tuple((tuple(map(shape, v)), tuple(map(shape, s))) for v, s in plan.levels)
+
+
+def bucketed_sizes(plan: BatchPlan) -> tuple:
+    """The sizes :func:`padded_plan` pads ``plan`` to by default: each group's rows, then the
+    programs, the answers' entries, the candidates, the unary and the binary requests, bucketed."""
+    sizes = [g.stop - g.start for v, s in plan.levels for g in v + s]
+    sizes += [plan.n_programs, len(plan.candidate_rows), plan.candidate_width, len(plan.unary_keys),
+              len(plan.binary_keys)]
+    return tuple(map(bucket, sizes))
+
+
+class ShapeFloors:
+    """The largest sizes met so far for each plan structure (:func:`structure_of`), and for the
+    scenes: a batch padded to at least these runs at the layout of the batches before it, so after
+    a few batches of one structure every later one replays their recording. Padding rows, programs,
+    candidates, requests or scenes changes no value (padded rows are copies nothing reads); objects
+    are left to each batch's bucket (their padding regroups sums, and a run resumed with no floors
+    would then differ from one that never stopped). The structures kept are bounded, least recently
+    met dropped first."""
+
+    def __init__(self, structures: int = 256):
+        self.structures = structures
+        self._sizes: dict = {}  # structure -> sizes (insertion order: least recently met first)
+        self._scenes = 0
+
+    def sizes(self, plan: BatchPlan) -> tuple:
+        """``plan``'s padded sizes: its buckets, raised to the largest met for its structure."""
+        key, sizes = structure_of(plan), bucketed_sizes(plan)
+        met = self._sizes.pop(key, None)
+        sizes = sizes if met is None else tuple(map(max, met, sizes))
+        self._sizes[key] = sizes
+        if len(self._sizes) > self.structures:
+            del self._sizes[next(iter(self._sizes))]
+        return sizes
+
+    def scenes(self, n: int) -> int:
+        """The scenes ``n`` are padded to: their bucket, raised to the most met."""
+        self._scenes = max(self._scenes, bucket(n))
+        return self._scenes
+
+
+def padded_plan(plan: BatchPlan, sizes: Optional[tuple] = None) -> BatchPlan:
+    """``plan`` with each operator group's rows, the programs and the candidates padded up to
+    ``sizes`` (:func:`bucketed_sizes` by default); the unary and binary requests are padded after
+    the plan's own (see :func:`padded_requests`), so a relate's neutral table moves to the binary
+    requests' padded end."""
+    sizes = bucketed_sizes(plan) if sizes is None else sizes
+    padded_to = iter(sizes)
     v_map = np.zeros(len(plan.v_scene), dtype=np.int64)
     s_map = np.arange(plan.n_scalars + SCALAR_CONSTANTS, dtype=np.int64)  # the constants keep their rows
-    old_neutral, new_neutral = len(plan.binary_keys), bucket(len(plan.binary_keys))
+    old_neutral, new_neutral = len(plan.binary_keys), sizes[-1]
     v_source, levels, v_next, s_next = [], [], 0, 0
     for vgroups, sgroups in plan.levels:
         new_v, new_s = [], []
         for g in vgroups:
-            size, padded = g.stop - g.start, bucket(g.stop - g.start)
+            size, padded = g.stop - g.start, next(padded_to)
             v_map[g.start:g.stop] = np.arange(v_next, v_next + size)
             rep = _repeat_first(size, padded)
             v_source.append(g.start + rep)
@@ -84,7 +134,7 @@ def padded_plan(plan: BatchPlan) -> BatchPlan:
                                _padded_arrays(g, rep, v_map, s_map, old_neutral, new_neutral)))
             v_next += padded
         for g in sgroups:
-            size, padded = g.stop - g.start, bucket(g.stop - g.start)
+            size, padded = g.stop - g.start, next(padded_to)
             s_map[SCALAR_CONSTANTS + g.start:SCALAR_CONSTANTS + g.stop] = SCALAR_CONSTANTS + np.arange(s_next,
                                                                                                      s_next + size)
             rep = _repeat_first(size, padded)
@@ -93,11 +143,11 @@ def padded_plan(plan: BatchPlan) -> BatchPlan:
             s_next += padded
         levels.append((new_v, new_s))
     source = np.concatenate(v_source) if v_source else np.zeros(0, dtype=np.int64)
-    n_programs = bucket(plan.n_programs)
+    n_programs, n_entries, width = next(padded_to), next(padded_to), next(padded_to)
     extra = n_programs - plan.n_programs
     # the answers' entries too: a padded one writes its first entry's value into a row past the
     # programs' (cut off by the run: a repeated place would pass its gradient twice)
-    entries = _repeat_first(len(plan.candidate_rows), bucket(len(plan.candidate_rows)))
+    entries = _repeat_first(len(plan.candidate_rows), n_entries)
     trash = np.arange(len(entries)) >= len(plan.candidate_rows)
     return replace(
         plan, n_programs=n_programs, levels=levels,
@@ -105,7 +155,7 @@ def padded_plan(plan: BatchPlan) -> BatchPlan:
         v_scene=plan.v_scene[source], v_program=plan.v_program[source], v_step=plan.v_step[source],
         candidate_program=np.where(trash, n_programs, plan.candidate_program[entries]),
         candidate_position=np.where(trash, 0, plan.candidate_position[entries]),
-        candidate_rows=s_map[plan.candidate_rows][entries], candidate_width=bucket(plan.candidate_width),
+        candidate_rows=s_map[plan.candidate_rows][entries], candidate_width=width,
         focus=np.concatenate([np.where(plan.focus >= 0, v_map[np.maximum(plan.focus, 0)], -1),
                               np.full(extra, -1, dtype=np.int64)]),
         labels=list(plan.labels) + [None] * extra,
@@ -130,13 +180,13 @@ def _padded_arrays(g: Group, rep: np.ndarray, v_map, s_map, old_neutral: int, ne
     return out
 
 
-def padded_requests(keys: np.ndarray, plan: BatchPlan) -> tuple[np.ndarray, np.ndarray, tuple]:
-    """The requests of ``keys`` (scene, local predicate) padded up to their bucket by repeating
-    the first, and the distinct predicates they name."""
+def padded_requests(keys: np.ndarray, plan: BatchPlan, size: int) -> tuple[np.ndarray, np.ndarray, tuple]:
+    """The requests of ``keys`` (scene, local predicate) padded up to ``size`` by repeating the
+    first, and the distinct predicates they name."""
     n_ids = max(1, len(plan.predicates))
     scene, pid = keys // n_ids, keys % n_ids
     distinct, local = np.unique(pid, return_inverse=True)
-    rep = _repeat_first(len(keys), bucket(len(keys)))
+    rep = _repeat_first(len(keys), size)
     return scene[rep], local.reshape(-1)[rep], tuple(plan.predicates[i] for i in distinct.tolist())
 
 
@@ -179,13 +229,12 @@ class FixedTables:
         return Tables(unary, binary, self.object_mask[:n_scenes, :n], self.dtype, True, neutral=False)
 
 
-def fixed_tables(oracle, requests: dict, validate: bool) -> FixedTables:
+def fixed_tables(oracle, requests: dict, validate: bool, scenes: int) -> FixedTables:
     """The oracle asked for the padded requests (``requests``: arity -> :class:`Requests`), its
-    tables padded to the objects' bucket and masked where a scene has fewer objects, with no
-    value read on the host."""
+    tables padded to the objects' bucket and masked where a scene has fewer objects (``scenes``:
+    the scenes padded to), with no value read on the host."""
     sizes = scene_sizes(oracle.num_objects)
     device = sizes.device
-    scenes = bucket(sizes.shape[0])
     sizes = torch.nn.functional.pad(sizes, (0, scenes - sizes.shape[0]))  # no scene past the last: no objects
     tables, invalid, n_objects = {}, None, None
     for arity, req in requests.items():

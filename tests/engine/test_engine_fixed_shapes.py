@@ -9,7 +9,7 @@ from torch.overrides import TorchFunctionMode
 from tiers import examples
 
 from nablafol.engine import Engine
-from nablafol.engine.fixed_shapes import bucket, layout_of, padded_plan
+from nablafol.engine.fixed_shapes import ShapeFloors, bucket, layout_of, padded_plan
 from nablafol.errors import ProbabilityError, ProgramStructureError
 from nablafol.ir import Aggregate, Filter, Predicate, Program, Quantifier, Relate, Top
 from nablafol.oracle import TableOracle
@@ -96,6 +96,26 @@ def test_padded_plan_runs_at_bucketed_shapes():
         assert plan.n_programs == bucket(len(batch)) and len(plan.candidate_rows) == bucket(len(batch))
         shapes[-1].append(tuple(a.shape for a in layout_of(plan)[1]))  # every index the run reads
     assert shapes[0] == shapes[1]
+
+
+def test_a_smaller_batch_runs_at_the_layout_a_larger_one_left():
+    """Shape floors: after a batch of one structure, a smaller one of the same structure is padded
+    to its sizes (one layout, one recording), and its answers are still the eager path's."""
+    red, blue, on = Predicate("red"), Predicate("blue"), Predicate("on", arity=2)
+    hop = Program.yes_no(Aggregate(Quantifier.EXISTS, Relate.of(on, Quantifier.EXISTS, Filter(red, Top()))))
+    plain = Program.yes_no(Aggregate(Quantifier.EXISTS, Filter(blue, Top())))
+    big, small = [hop] * 9 + [plain] * 5, [plain] * 2 + [hop] * 3
+    engine, floors = Engine(), ShapeFloors()
+    plans = [engine.plan(batch, np.arange(len(batch)) % 2) for batch in (big, small)]
+    layouts = [layout_of(padded_plan(plan, floors.sizes(plan)))[0] for plan in plans]
+    assert layouts[0] == layouts[1] != layout_of(padded_plan(plans[1]))[0]
+    rng = np.random.default_rng(1)
+    tables = [{red: rng.random(n), blue: rng.random(n), on: rng.random((n, n))} for n in (4, 6)]
+    fixed = Engine(fixed_shapes=True)
+    for batch in (big, small):
+        scenes = np.arange(len(batch)) % 2
+        _agree(_run(Engine(), batch, tables, scenes, torch.float64), _run(fixed, batch, tables, scenes, torch.float64),
+               torch.float64)
 
 
 # --- no value read on the host -----------------------------------------------------------------
