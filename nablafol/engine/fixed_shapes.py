@@ -9,7 +9,8 @@ A recording replays only at the shapes it was made at and cannot contain a host 
   requests, the scenes and the objects are padded up to a bucket (:func:`bucket`: a power of two or
   one and a half times one), so batches of different programs of similar sizes run at one shape.
   A padded row repeats its group's first row (its inputs, its tables): it computes a copy that
-  nothing reads, so it adds nothing to any answer or gradient;
+  nothing reads, so it adds nothing to any answer or gradient. The engine's :class:`ShapeFloors`
+  raise a batch's sizes to the largest met for its structure, so that layouts repeat;
 * **masks, not data-dependent indexing**: scenes are always masked (an object past a scene's size
   is an exact 0 in every table, as the eager path's padded scenes), and the Q-product runs as
   plain dense passes (the eager CPU path looks at a block's terms to skip its ``-inf`` ones, a
@@ -38,7 +39,7 @@ from nablafol.engine.answers import Tables
 from nablafol.engine.lowering import OPERATORS, TOP
 from nablafol.engine.planning import BatchPlan, Group
 from nablafol.errors import ProgramStructureError, ShapeError
-from nablafol.oracle import Requests, scene_sizes
+from nablafol.oracle import scene_sizes
 
 __all__ = ["bucket", "structure_of", "bucketed_sizes", "ShapeFloors", "padded_plan", "padded_requests", "upload", "FixedTables", "fixed_tables", "Layout", "layout_of",
            "run_fixed"]
