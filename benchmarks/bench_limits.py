@@ -134,7 +134,7 @@ def _device_work(events) -> list:
     return [e for e in events if e.device_type != DeviceType.CPU and e.key != "Activity Buffer Request"]
 
 
-def _device_shares(prof, ops, step_s: float) -> dict:
+def device_shares(prof, ops, step_s: float) -> dict:
     """Shares of a profiled step on an accelerator: its busy time (the union of its kernels' and
     copies' intervals) and the matrix products' and dropout's device time, over the step's wall time."""
     intervals = sorted((e.time_range.start, e.time_range.end) for e in _device_work(prof.events()))
@@ -267,7 +267,7 @@ def roofline_case(objects: int, batch: int, n_scenes: int, steps: int, seed: int
                 shares[label] = sum(e.self_cpu_time_total for e in ops if e.key in names) / profiled * (
                     1 - shares["read features"])
         else:
-            shares.update(_device_shares(prof, ops, step_s))
+            shares.update(device_shares(prof, ops, step_s))
             top = _top_device_work(ops)
 
         unary = sum(t.shape[0] for t in recorder.unary_tables)

@@ -45,6 +45,8 @@ from nablafol.engine.answers import Answers, Tables
 from nablafol.engine.bounds import answer_bounds
 from nablafol.engine.circuits import CircuitCache
 from nablafol.engine.exact import exact_answers, exact_flags, shared_atom_counts
+from nablafol.engine.fixed_shapes import (ShapeFloors, fixed_tables, layout_of, padded_plan, padded_requests, run_fixed,
+                                          upload)
 from nablafol.engine.lowering import TOP
 from nablafol.engine.rowwise import run_rows, steps_of
 from nablafol.engine.planning import NEG_INF, BatchPlan, Group, ProgramPlan, Registry, build_batch_plan
@@ -268,11 +270,22 @@ class Engine(torch.nn.Module):
     ``bounds=True`` also returns sound bounds on every answer's probability
     (:attr:`Answers.bounds`): an exact answer's own value, else an interval that conditions on
     the ``exact_budget`` atoms it shares most (:mod:`nablafol.engine.bounds`).
+
+    ``fixed_shapes=True`` runs every batch at bucketed shapes with no value read on the host
+    between its first operator and its answers (:mod:`nablafol.engine.fixed_shapes`): what CUDA
+    graphs need to record a batch once and replay it; with ``compile=True`` that run goes through
+    ``torch.compile(mode="reduce-overhead")``. Its answers are the eager path's within
+    ``docs/numerics.md``'s tolerance; with ``validate`` it reads one flag after the batch
+    (``validate=False``: none).
     """
 
     def __init__(self, calibration: Optional[Callable] = None, validate: bool = True, compile: bool = False,
-                 exact: bool = False, exact_budget: int = EXACT_BUDGET, bounds: bool = False):
+                 exact: bool = False, exact_budget: int = EXACT_BUDGET, bounds: bool = False,
+                 fixed_shapes: bool = False):
         super().__init__()
+        if fixed_shapes and (exact or bounds):
+            raise ProgramStructureError("fixed_shapes runs the fast path at fixed shapes; exact inference and bounds "
+                                        "are not fixed-shape work: use one or the other")
         if not (type(exact_budget) is int and 0 <= exact_budget <= MAX_EXACT_BUDGET):
             raise ProgramStructureError(f"exact_budget must be a whole number of atoms from 0 to {MAX_EXACT_BUDGET}, "
                                         f"got {exact_budget!r}")
@@ -285,7 +298,12 @@ class Engine(torch.nn.Module):
         self.registry = Registry()
         self.circuits = CircuitCache()  # exact mode's compiled questions, reused across calls
         self._tiled = TiledPlans(self.registry)
-        self._q_product = _CompiledQProduct() if compile else ops.q_product
+        self.fixed_shapes = bool(fixed_shapes)
+        self.shape_floors = ShapeFloors()  # the fixed-shape path's sizes met so far: its layouts repeat
+        self._q_product = _CompiledQProduct() if compile and not fixed_shapes else ops.q_product
+        # compiled, the fixed-shape run is recorded once per layout and replayed (CUDA graphs on CUDA)
+        self._run_fixed = (torch.compile(run_fixed, mode="reduce-overhead", dynamic=False) if compile and fixed_shapes
+                           else run_fixed)
 
     def plan(self, programs: Sequence[Program], scenes=None) -> BatchPlan:
         if scenes is None and len(programs) == 1:  # one question: no arrays
@@ -298,19 +316,22 @@ class Engine(torch.nn.Module):
             return self._tiled(programs[0], scenes)  # one program over many scenes: its plan repeated
         return build_batch_plan(programs, scenes, self.registry)
 
-    def forward(self, programs: Sequence[Program], oracle: Oracle, scenes=None) -> Answers:
+    def forward(self, programs: Sequence[Program], oracle: Oracle, scenes=None,
+                plan: Optional[BatchPlan] = None) -> Answers:
         """Evaluate ``programs``; program ``k`` runs on scene ``scenes[k]`` of the oracle's batch.
 
         ``scenes`` defaults to ``0, 1, 2, ...`` when the oracle holds one scene per program,
-        and to all zeros when it holds a single scene.
+        and to all zeros when it holds a single scene. ``plan``: what :meth:`plan_for` gave for
+        the same arguments, made beforehand (in another thread, while an earlier batch ran).
         """
         programs = list(programs)
         num_objects = scene_sizes(oracle.num_objects)
-        one_question = scenes is None and len(programs) == 1 and num_objects.shape[0] == 1
-        plan = self.plan(programs, None if one_question else self._scenes(programs, oracle, scenes))
+        plan = self.plan_for(programs, oracle, scenes) if plan is None else plan
         prepare = getattr(self.calibration, "prepare", None)
         if prepare is not None:  # a calibrator that reads the programs first (e.g. their predicate sequences)
             prepare(programs, device=num_objects.device)
+        if self.fixed_shapes:
+            return self._fixed(programs, plan, oracle)
         tables = self.tables(plan, oracle)
         if self.exact:
             return self._bounded(exact_answers(self, programs, plan, tables.with_neutral()), programs, plan, tables)
@@ -319,6 +340,39 @@ class Engine(torch.nn.Module):
             detached = tables.detached()
             answers._exact = lambda: exact_flags(self, programs, plan, detached.with_neutral())
         return self._bounded(answers, programs, plan, tables)
+
+    def plan_for(self, programs: Sequence[Program], oracle: Oracle, scenes=None) -> BatchPlan:
+        """The plan :meth:`forward` runs for these arguments (host work alone: numpy, no tensor read)."""
+        programs = list(programs)
+        one_question = scenes is None and len(programs) == 1 and scene_sizes(oracle.num_objects).shape[0] == 1
+        return self.plan(programs, None if one_question else self._scenes(programs, oracle, scenes))
+
+    def _fixed(self, programs: list, plan: BatchPlan, oracle: Oracle) -> Answers:
+        """The fast path at bucketed shapes (``fixed_shapes=True``), trimmed back to the batch."""
+        n_scenes = scene_sizes(oracle.num_objects).shape[0]
+        device, sizes = scene_sizes(oracle.num_objects).device, self.shape_floors.sizes(plan)
+        requests = [padded_requests(keys, plan, size) for keys, size in zip((plan.unary_keys, plan.binary_keys),
+                                                                             sizes[-2:])]
+
+        def uploaded():  # once per plan, device and sizes: a plan kept for one question at a time runs again and again
+            layout, arrays = layout_of(padded_plan(plan, sizes))
+            return layout, upload(arrays + [part for r in requests for part in r[:2]], device)
+        layout, index = plan.kept(("fixed shapes", device, sizes), uploaded)
+        asked = {1: Requests(index[-4], index[-3], requests[0][2]), 2: Requests(index[-2], index[-1], requests[1][2])}
+        got = fixed_tables(oracle, asked, self.validate, self.shape_floors.scenes(n_scenes))
+        log_probs, log_complement, candidate_mask, focus, object_mask = self._run_fixed(
+            layout, index[:-4], got.unary, got.binary, got.object_mask, self.calibration)
+        if got.invalid is not None and bool(got.invalid):  # the one read: the eager check names what and where
+            self.tables(plan, oracle)
+            raise ProbabilityError(f"{type(oracle).__name__}: a table holds a probability outside [0, 1]")
+        tables = got.trimmed(len(plan.unary_keys), len(plan.binary_keys), n_scenes)
+        n, p, k = tables.object_mask.shape[1], plan.n_programs, plan.candidate_width
+        out = Answers(log_probs[:p, :k], candidate_mask[:p, :k], plan.labels, focus[:p, :n], object_mask[:p, :n],
+                      log_complement[:p, :k])
+        if self.calibration is None:
+            detached = tables.detached()
+            out._exact = lambda: exact_flags(self, programs, plan, detached.with_neutral())
+        return out
 
     def _bounded(self, answers: Answers, programs: list, plan: BatchPlan, tables: Tables) -> Answers:
         """``answers`` with their bounds when the engine gives them (``bounds=True``)."""

@@ -14,6 +14,8 @@ question that cannot be answered is never dropped: it becomes a :class:`Skip` wi
 """
 from __future__ import annotations
 
+import threading
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import Callable, Iterator, Optional, Sequence
 
@@ -93,11 +95,17 @@ class Answerer:
     (0: all); outcomes are produced only when ``keep_outcomes`` (they cost formulas).
     ``explain``: with ``keep_outcomes``, each outcome also says why (:func:`nablafol.explain`, that
     many objects per step and facts); 0: not asked.
+
+    A chunk's batches are planned one ahead in a background thread (the perception's oracle for
+    the batch's images, on its device, and the engine's plan) while the current batch runs and
+    its answers are read: the same answers, in the same order, with the host's work out of the
+    device's way (``overlap=False``: each batch planned in turn; ``explain`` also reads the
+    perception, so it plans in turn too).
     """
 
     def __init__(self, perception: Perception, compiler: Optional[Compiler] = None, engine: Optional[Engine] = None,
                  batch_size: int = 1024, threshold: float = 0.5, keep_outcomes: bool = False, details_top: int = 10,
-                 explain: int = 0):
+                 explain: int = 0, overlap: bool = True):
         if not (isinstance(batch_size, int) and batch_size >= 1):
             raise ValueError(f"batch_size must be a whole number >= 1, got {batch_size!r}")
         self.perception = perception
@@ -106,6 +114,8 @@ class Answerer:
         self.engine = engine or Engine(calibration=perception.calibrator)
         self.batch_size, self.threshold = batch_size, threshold
         self.keep_outcomes, self.details_top, self.explain = keep_outcomes, details_top, explain
+        self.overlap = overlap
+        self._planning = threading.Lock()  # the engine's plans and their cache, from either thread
         self._known: set[Predicate] = set()  # predicates the perception was asked about and knows
         self._unknown: set[Predicate] = set()  # ... and does not know
         # per answerer (another perception may know other predicates); caching rule 2
@@ -124,13 +134,37 @@ class Answerer:
             else:
                 ready.append((position, prepared))
         ready.sort(key=lambda pc: self._batch_order(pc[1]))
-        for start in range(0, len(ready), self.batch_size):
-            batch = ready[start:start + self.batch_size]
-            for (position, _), outcome in zip(batch, self._answer([qc for _, qc in batch])):
-                results[position] = outcome
-            if progress is not None:
-                progress(len(batch))
+        batches = [[qc for _, qc in ready[start:start + self.batch_size]]
+                   for start in range(0, len(ready), self.batch_size)]
+        with self._planned_ahead(batches) as planned:
+            for k, batch in enumerate(batches):
+                for (position, _), outcome in zip(ready[k * self.batch_size:], self._answer(batch, planned(k))):
+                    results[position] = outcome
+                if progress is not None:
+                    progress(len(batch))
         return results
+
+    @contextmanager
+    def _planned_ahead(self, batches: list):
+        """Inside: ``planned(k)``, batch ``k``'s :meth:`_planned`, read one batch ahead in a
+        background thread (:class:`~nablafol.pipeline.prefetch.Prefetch`) when overlapping."""
+        if not self.overlap or self.explain or len(batches) < 2:
+            yield lambda k: self._planned(batches[k])
+            return
+        from nablafol.pipeline.prefetch import Prefetch
+        with Prefetch(lambda k: self._planned(batches[k]), range(len(batches))) as ahead:
+            yield ahead.take
+
+    def _planned(self, batch) -> tuple:
+        """A batch's host-side work: its images' oracle (on the perception's device), each
+        question's scene in it, and the engine's plan."""
+        images = sorted({q.image_id for q, _ in batch})
+        index = {image: b for b, image in enumerate(images)}
+        oracle = self.perception.oracle(images)
+        scenes = np.array([index[q.image_id] for q, _ in batch], dtype=np.int64)
+        with self._planning:
+            plan = self.engine.plan_for([c.program for _, c in batch], oracle, scenes)
+        return oracle, scenes, plan
 
     def _batch_order(self, prepared: tuple) -> tuple:
         """Questions are batched in order of (objects in the image, image): a batch pads every
@@ -166,13 +200,11 @@ class Answerer:
             return None
         return next(p for p in predicates if p in self._unknown)  # the first, in program order
 
-    def _answer(self, batch) -> Iterator[Outcome]:
-        images = sorted({q.image_id for q, _ in batch})
-        index = {image: b for b, image in enumerate(images)}
-        oracle = self.perception.oracle(images)
-        scenes = np.array([index[q.image_id] for q, _ in batch], dtype=np.int64)
-        with torch.no_grad():
-            answers = self.engine([c.program for _, c in batch], oracle, scenes)
+    def _answer(self, batch, planned: tuple) -> Iterator[Outcome]:
+        oracle, scenes, plan = planned
+        # exact mode reads the engine's plan cache as it runs: not while the next batch is planned
+        with torch.no_grad(), (self._planning if self.engine.exact else nullcontext()):
+            answers = self.engine([c.program for _, c in batch], oracle, scenes, plan=plan)
         guessed = answers.guessed()
         # per question: the answers its outcome is read from, its row there, its program, whether widened
         rows = [(answers, k, compiled, False) for k, (_, compiled) in enumerate(batch)]
@@ -184,7 +216,9 @@ class Answerer:
                 predictions, guesses = reads[id(a)]
                 yield Outcome(q.id, predictions[k], {}, (), guessed=guesses[k], fallback=widened)
             return
-        kept = {id(a): (a.probs().cpu(), a.exact.tolist(),
+        with self._planning:  # the exactness flags are found with the engine's plan cache
+            exact_flags = {id(a): a.exact.tolist() for a in distinct}
+        kept = {id(a): (a.probs().cpu(), exact_flags[id(a)],
                         a.focus.exp().masked_fill(~a.object_mask, 0.0).cpu().numpy(),
                         None if a.bounds is None else tuple(b.cpu() for b in a.bounds)) for a in distinct}
         for (q, _), (a, k, compiled, widened), scene in zip(batch, rows, scenes):
@@ -230,7 +264,7 @@ class Answerer:
                     again.append((k, widened))
         if not again:
             return
-        with torch.no_grad():
+        with torch.no_grad(), self._planning:
             answers = self.engine([w.program for _, w in again], oracle, scenes[[k for k, _ in again]])
         for j, ((k, widened), guess) in enumerate(zip(again, answers.guessed())):
             if not guess:

@@ -114,11 +114,13 @@ def test_the_gpu_script_runs_every_section_on_the_cpu_too(tmp_path, capsys):
     assert bench_gpu.main(["--size", "tiny", "--device", "cpu", "--json", str(out)]) == 0
     result = json.loads(out.read_text())
     sections = [k for k in result if k.endswith(" seconds")]
-    assert len(sections) == 5 and not [k for k, v in result.items() if isinstance(v, dict) and "error" in v]
+    assert len(sections) == 6 and not [k for k, v in result.items() if isinstance(v, dict) and "error" in v]
     same = result["same_answers"]
     assert same["fast_float64_cpu_max_abs_diff"] == 0.0 and same["exact_float32_cpu_max_abs_diff"] < 1e-5
     assert all(v == same["programs"] for k, v in same.items() if k.endswith("same_predictions"))
     assert result["roofline N=4 batch 8"]["step_s"] > 0
+    steps = result["steps N=4 batch 8"]  # today's eager step beside the fixed-shape one
+    assert steps["eager"]["over_eager"] == 1.0 and steps["fixed shapes"]["questions_per_s"] > 0
     if not torch.cuda.is_available():
         capsys.readouterr()
         assert bench_gpu.main(["--device", "cuda"]) == 0

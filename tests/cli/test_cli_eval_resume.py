@@ -300,9 +300,9 @@ def test_eval_runs_with_the_collector_off_and_restores_it_after(data, reference,
         seen["loading"] = gc.isenabled()
         return original(job, *rest)
 
-    def answering(self, batch):
+    def answering(self, batch, planned):
         seen.setdefault("answering", set()).add(gc.isenabled())
-        return answer(self, batch)
+        return answer(self, batch, planned)
 
     monkeypatch.setattr(evaluation, "_answerer", watched)
     monkeypatch.setattr(Answerer, "_answer", answering)
