@@ -78,7 +78,7 @@ def _shared_atoms(engine, programs, plan: BatchPlan, tables) -> tuple[np.ndarray
         sub = build_batch_plan([programs[i] for i in need], plan.program_scene[need], engine.registry)
         u_rows, b_rows = _request_rows(sub, plan)
         sub_tables = _gather(tables, u_rows, b_rows)
-    rows = [engine.registry.packed(programs[i]).grounding for i in need]
+    rows = [engine.registry.packed(programs[i]).plan.grounding for i in need]
     atoms = repeated_atoms(sub, rows, sub_tables.unary, sub_tables.binary, sub_tables.object_mask)
     count[need] = atoms.count
     if sub is not plan:  # back to the whole batch's numbering

@@ -23,7 +23,7 @@ Example: the operators of ``A_∃(Filter_red[1])``'s rows, in the order a level 
     >>> from nablafol.ir import Aggregate, Filter, Predicate, Program, Top
     >>> from nablafol.engine.planning import ProgramPlan
     >>> plan = ProgramPlan.of(Program.yes_no(Aggregate(Quantifier.EXISTS, Filter(Predicate("red"), Top()))))
-    >>> [OPERATORS[k].name for k in plan.v_kind.tolist() + plan.s_kind.tolist()]
+    >>> [OPERATORS[k].name for k in plan.v[:, 0].tolist() + plan.s[:, 0].tolist()]
     ['top', 'filter', 'aggregate ∃']
 """
 from __future__ import annotations
