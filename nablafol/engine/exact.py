@@ -29,7 +29,7 @@ its node budget keeps the fast path's answer, flagged not exact.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 import numpy as np
 import torch
@@ -278,11 +278,12 @@ def _worlds(engine, programs, plan: BatchPlan, tables, atoms: RepeatedAtoms, run
     return mix(result.log_probs), mix(result.log_complement), mix(result.focus)
 
 
-class _Settings:
+class _Settings(NamedTuple):
     """The atoms each world sets: ``world`` (world row), ``atom`` (row of the atom list), ``value`` (0/1)."""
 
-    def __init__(self, world, atom, value):
-        self.world, self.atom, self.value = world, atom, value
+    world: np.ndarray
+    atom: np.ndarray
+    value: np.ndarray
 
 
 def _settings(mine: np.ndarray, place, owner, world, first_bit: np.ndarray) -> _Settings:

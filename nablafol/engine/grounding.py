@@ -239,10 +239,7 @@ class _KleeneRows:
         tables, reverse = a.idx(g.arrays["tables"]), g.arrays["reverse"]
         poss = cert = None
         for j in range(tables.shape[1]):
-            p, c = a.b_poss[tables[:, j]], a.b_cert[tables[:, j]]
-            if reverse[:, j].any():
-                flip = torch.as_tensor(reverse[:, j], device=a.device)[:, None, None]
-                p, c = torch.where(flip, p.transpose(1, 2), p), torch.where(flip, c.transpose(1, 2), c)
+            p, c = (_flipped(t[tables[:, j]], reverse[:, j]) for t in (a.b_poss, a.b_cert))
             poss, cert = (p, c) if poss is None else (poss & p, cert & c)
         return poss, cert
 
@@ -307,11 +304,7 @@ class _CountRows:
             real = tables[:, j] < a.b_width - 1  # not the neutral table
             if not real.any():
                 continue
-            wj = uses[torch.as_tensor(real, device=a.device)]
-            flip = reverse[real, j]
-            if flip.any():
-                f = torch.as_tensor(flip, device=a.device)[:, None, None]
-                wj = torch.where(f, wj.transpose(1, 2), wj)
+            wj = _flipped(uses[torch.as_tensor(real, device=a.device)], reverse[real, j])
             slots = np.searchsorted(a.b_slots, programs[real] * a.b_width + tables[real, j])
             self.counts.binary.index_add_(0, a.idx(slots), wj)
 
@@ -337,6 +330,13 @@ class _CountRows:
 
     def add_all_same_input(self, counts: torch.Tensor) -> None:
         self.counts.vector.index_add_(0, self.analysis.idx(self._all_same()[0]), counts)
+
+
+def _flipped(t: torch.Tensor, reverse: np.ndarray) -> torch.Tensor:
+    """``(G, N, N)`` matrices, transposed where ``reverse`` (a reversed atom reads ``(y, x)``)."""
+    if not reverse.any():
+        return t
+    return torch.where(torch.as_tensor(reverse, device=t.device)[:, None, None], t.transpose(1, 2), t)
 
 
 def _uncertain(slots: np.ndarray, width: int, repeated: torch.Tensor, table_poss, table_cert) -> np.ndarray:
