@@ -122,27 +122,23 @@ class _Analysis:
         s_at = lambda p, r: plan.s_rank[plan.s_offset[p] + r] + SCALAR_CONSTANTS  # noqa: E731
         r, rp = stacked("roots", 2)
         m, mp = stacked("merges", 4)
-        a, ap = stacked("allsame", 2)
-        v, vp = stacked("allsame_values", 2)
-        same_base = np.concatenate([[0], np.cumsum(np.bincount(ap, minlength=len(rows)))[:-1]]).astype(np.int64)
         roots = np.stack([r[:, 0], s_at(rp, r[:, 1])], 1)
         merges = np.stack([m[:, 0], v_at(mp, m[:, 1]), v_at(mp, m[:, 2]) * (1 + int(m[:, 3].max(initial=0)))
                            + m[:, 3]], 1)  # (entry, row, one key per (block, group))
-        same = np.stack([s_at(ap, a[:, 0]), v_at(ap, a[:, 1])], 1)
-        values = np.stack([v[:, 0] + same_base[vp], v_at(vp, v[:, 1])], 1)
         self.roots, self.merges = roots, merges
         self.n_entries = int(self.roots[:, 0].max()) + 1 if len(self.roots) else 0
         self.group_width = 1 + int(m[:, 3].max(initial=0))  # a merge key is block * group_width + group
-        # AllSame row -> its input row and the Filter_π[1] row of each value (in argument order)
-        self.same_index = np.full(SCALAR_CONSTANTS + plan.n_scalars, -1, dtype=np.int64)
-        self.same_index[same[:, 0]] = np.arange(len(same))
-        self.same_input = same[:, 1]
-        counts = np.bincount(values[:, 0], minlength=len(same)) if len(values) else np.zeros(len(same), np.int64)
-        width = max(1, int(counts.max(initial=0)))
-        self.same_values = np.full((len(same), width), -1, dtype=np.int64)
-        if len(values):
-            starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
-            self.same_values[values[:, 0], np.arange(len(values)) - starts[values[:, 0]]] = values[:, 1]
+        # each row's inputs: what an AllSame row's truths read (_CountRows.all_same_values)
+        self.v_in = np.full((2, len(plan.v_scene)), -1, dtype=np.int64)
+        self.s_vin = np.full(SCALAR_CONSTANTS + plan.n_scalars, -1, dtype=np.int64)
+        for vgroups, sgroups in plan.levels:
+            for g in vgroups:
+                for k in (0, 1):
+                    if f"in{k}" in g.arrays:
+                        self.v_in[k, g.start:g.stop] = g.arrays[f"in{k}"]
+            for g in sgroups:
+                if "vin" in g.arrays:
+                    self.s_vin[SCALAR_CONSTANTS + g.start:SCALAR_CONSTANTS + g.stop] = g.arrays["vin"]
 
     # -- up: Kleene values -------------------------------------------------------------------
     def _up(self):
@@ -314,10 +310,12 @@ class _CountRows:
         self.counts.scalar.index_add_(0, args.reshape(-1), counts.reshape(-1).to(torch.int32))
 
     def _all_same(self):
-        a = self.analysis
-        at = a.same_index[self.rows]
-        width = self.group.arrays["args"].shape[1] - 1
-        return a.same_input[at], a.same_values[at, :width]  # (G,), (G, K) with -1 padding
+        """AllSame rows' input ``(G,)`` and each value's ``Filter_π[1]`` row ``(G, K)``, -1 where
+        padded: their truths are ``A_∃(α)``, then ``A_∃(α ⊙ Neg[Filter_π[1]])`` per value."""
+        a, args = self.analysis, self.group.arrays["args"]
+        conjoined = a.s_vin[args[:, 1:]]  # -1 at padding, whose rows are the constant ones
+        values = np.where(conjoined >= 0, a.v_in[0, a.v_in[1, np.maximum(conjoined, 0)]], -1)
+        return a.s_vin[args[:, 0]], values
 
     def all_same_values(self):
         """For AllSame rows: ((possible, valid) of the input, possible of each value's

@@ -43,8 +43,6 @@ class PlanBuilder:
         self.unary_index: dict = {}
         self.binary_index: dict = {}
         self.last_vector_rows: dict = {}  # AggregateEach -> its last vector rows
-        self.value_rows: dict = {}  # a negated AggregateEach -> its Filter_π[1] rows
-        self.all_same: list = []  # (AllSame row, input row, Filter_π[1] rows), for the grounding analysis
 
     def row(self, node):
         """The row of a node already lowered (its inputs are lowered before it)."""
@@ -166,7 +164,7 @@ class ProgramPlan:
 
     def _rows_held(self) -> int:
         g = self.grounding
-        tables = (self.v, self.a, self.s, self.e, self.candidates, g.roots, g.merges, g.allsame, g.allsame_values)
+        tables = (self.v, self.a, self.s, self.e, self.candidates, g.roots, g.merges)
         return sum(map(len, tables)) + _PACK_OVERHEAD_ROWS
 
     @property
@@ -195,20 +193,16 @@ class GroundingRows:
     * ``roots`` ``(n, 2)``: (entry, scalar row) of every candidate truth;
     * ``merges`` ``(m, 4)``: (entry, vector row, block, group) for the last vector rows of the
       ``AggregateEach`` blocks of an entry that holds many candidates: what these rows pass to
-      their shared input is summed within a group (one candidate) and maximized over groups;
-    * ``allsame`` ``(a, 2)`` and ``allsame_values`` ``(b, 2)``: (AllSame row, input row) and
-      (AllSame index, ``Filter_π[1]`` row of each value).
+      their shared input is summed within a group (one candidate) and maximized over groups.
     """
 
     roots: np.ndarray
     merges: np.ndarray
-    allsame: np.ndarray
-    allsame_values: np.ndarray
 
     @classmethod
     def of(cls, program: Program, plan: PlanBuilder) -> "GroundingRows":
         roots, merges = [], []
-        tops, allsame = plan.last_vector_rows, plan.all_same
+        tops = plan.last_vector_rows
         for u, c in enumerate(program.candidates):
             rows = plan.row(c)
             if not isinstance(rows, range):
@@ -221,11 +215,8 @@ class GroundingRows:
             blocks = {tops[b].start: tops[b] for b in ((inner.left, inner.right) if isinstance(inner, Pairwise) else (inner,))}
             for start, block in blocks.items():  # a Pairwise of one node with itself: one block
                 merges.append(_block(len(block), u, np.arange(block.start, block.stop), start, group))
-        values = [_block(len(v), k, np.arange(v.start, v.stop)) for k, (_, _, v) in enumerate(allsame)]
         return cls(roots=np.concatenate(roots).astype(np.int64),
-                   merges=np.concatenate(merges) if merges else np.zeros((0, 4), dtype=np.int64),
-                   allsame=np.array([(j, x) for j, x, _ in allsame], dtype=np.int64).reshape(-1, 2),
-                   allsame_values=np.concatenate(values) if values else np.zeros((0, 2), dtype=np.int64))
+                   merges=np.concatenate(merges) if merges else np.zeros((0, 4), dtype=np.int64))
 
 
 class _Rows:
