@@ -84,7 +84,7 @@ def conjoin(log_a: torch.Tensor, log_b: torch.Tensor, mask: torch.Tensor | None 
 BLOCK_ELEMENTS = 1 << 18  # terms per block of the ∃/∄ Q-product on the CPU: its passes stay in cache
 # On an accelerator each pass is a kernel launch and there is no cache to stay in: the CPU's small
 # blocks made many launches each of little work (benchmarks/README.md). Blocks of up to 256 MiB a
-# buffer there (2^26 float32 terms; three buffers, and as many again under autograd's backward).
+# tensor there (2^26 float32 terms; three at once, and as many again under autograd's backward).
 ACCELERATOR_BLOCK_BYTES = 1 << 28
 # A block whose terms are mostly -inf (the pairs a scene graph relates are few; an attention after
 # a filter holds few objects, as an open question's candidate rows) computes only its other terms:
@@ -114,9 +114,9 @@ def q_product(
     * ``∄``: ``log Π_j (1 - r_ij y_j)``.
 
     ∃ and ∄ take ``R·N·M`` evaluations of ``log(1 - e^t)``, the engine's only quadratic
-    work. :class:`_NoneTrue` does it over blocks of ``block_elements`` terms in reused
-    buffers, so its passes stay in cache and nothing quadratic is kept for the backward
-    pass (``"auto"``: :data:`BLOCK_ELEMENTS` on the CPU, :data:`ACCELERATOR_BLOCK_BYTES` a buffer
+    work. :class:`_NoneTrue` does it over blocks of ``block_elements`` terms, so its
+    passes stay in cache and nothing quadratic is kept for the backward
+    pass (``"auto"``: :data:`BLOCK_ELEMENTS` on the CPU, :data:`ACCELERATOR_BLOCK_BYTES` a tensor
     elsewhere; ``None``: plain tensor operations in one block, the form ``torch.compile`` fuses).
     """
     if block_elements == "auto":
@@ -173,7 +173,8 @@ def _none_true_blocks(log_r: torch.Tensor, log_y: torch.Tensor, step: int) -> to
     ``log_r``'s layout): one block made by a plain sum where it is laid out as that already."""
     rows, n, m = log_r.shape
     if 0 < rows <= step and log_r.is_contiguous() and log_r.dtype == log_y.dtype:
-        return _none_true_terms(log_r + (log_y if rows == 1 else log_y[:, None, :]))  # (1, M) broadcasts
+        # one row's (1, M) broadcasts as (1, 1, M)
+        return _none_true_terms(log_r + (log_y if rows == 1 else log_y[:, None, :]))
     out = log_r.new_empty((rows, n))
     for s in range(0, rows, step):
         block = log_r[s:s + step]

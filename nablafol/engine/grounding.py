@@ -137,8 +137,9 @@ class _Analysis:
                     if f"in{k}" in g.arrays:
                         self.v_in[k, g.start:g.stop] = g.arrays[f"in{k}"]
             for g in sgroups:
+                rows = slice(SCALAR_CONSTANTS + g.start, SCALAR_CONSTANTS + g.stop)
                 if "vin" in g.arrays:
-                    self.s_vin[SCALAR_CONSTANTS + g.start:SCALAR_CONSTANTS + g.stop] = g.arrays["vin"]
+                    self.s_vin[rows] = g.arrays["vin"]
 
     # -- up: Kleene values -------------------------------------------------------------------
     def _up(self):
@@ -334,7 +335,8 @@ def _flipped(t: torch.Tensor, reverse: np.ndarray) -> torch.Tensor:
     """``(G, N, N)`` matrices, transposed where ``reverse`` (a reversed atom reads ``(y, x)``)."""
     if not reverse.any():
         return t
-    return torch.where(torch.as_tensor(reverse, device=t.device)[:, None, None], t.transpose(1, 2), t)
+    flip = torch.as_tensor(reverse, device=t.device)[:, None, None]
+    return torch.where(flip, t.transpose(1, 2), t)
 
 
 def _uncertain(slots: np.ndarray, width: int, repeated: torch.Tensor, table_poss, table_cert) -> np.ndarray:

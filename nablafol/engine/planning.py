@@ -117,9 +117,9 @@ class PlanBuilder:
 
 @dataclass(frozen=True)
 class ProgramPlan:
-    """A program as row matrices of local indices (see the module docstring); a column's -1: none."""
+    """A program as row matrices of local indices (the module docstring); -1 in a column: none."""
 
-    v: np.ndarray  # (nv, 5) vector rows: operator (lowering.OPERATORS), level, in0, in1, unary predicate
+    v: np.ndarray  # (nv, 5) vector rows: operator (in OPERATORS), level, in0, in1, unary predicate
     a: np.ndarray  # (na, 3) relate atoms: vector row, binary predicate, reversed
     s: np.ndarray  # (ns, 3) scalar rows: operator, level, vector input
     e: np.ndarray  # (ne, 2) the truths scalar rows combine: scalar row, scalar input
@@ -134,8 +134,8 @@ class ProgramPlan:
     def of(cls, program: Program) -> "ProgramPlan":
         """``program``'s plan, built anew (an engine keeps plans by shape: ``Registry``)."""
         if not isinstance(program, Program):
-            raise ProgramStructureError(f"expected a nablafol.ir.Program, got {type(program).__name__} "
-                                        f"{program!r:.60}")
+            raise ProgramStructureError(f"expected a nablafol.ir.Program, got "
+                                        f"{type(program).__name__} {program!r:.60}")
         return cls._build(program)
 
     @classmethod
@@ -159,7 +159,8 @@ class ProgramPlan:
 
     def weight(self) -> int:
         """What keeping it costs, in rows: its rows', its candidates', its grounding rows', and a
-        fixed part for its arrays and objects (what the engine's caches are bounded by); computed once."""
+        fixed part for its arrays and objects (what the engine's caches are bounded by); computed
+        once."""
         return memo(self, "_weight", self._rows_held)
 
     def _rows_held(self) -> int:

@@ -96,7 +96,8 @@ class _OneRow:
     __slots__ = ("step", "vec", "sca", "tables", "q_product")
 
     def __init__(self, vec: list, sca: list, tables: Tables, q_product: Callable):
-        self.step, self.vec, self.sca, self.tables, self.q_product = None, vec, sca, tables, q_product
+        self.step, self.vec, self.sca = None, vec, sca
+        self.tables, self.q_product = tables, q_product
 
     def vector(self, name: str) -> torch.Tensor:
         return self.vec[self.step.inputs[name]]
@@ -138,7 +139,8 @@ def run_rows(steps: tuple, plan: BatchPlan, tables: Tables, q_product: Callable)
     sca: list = [None] * (SCALAR_CONSTANTS + plan.n_scalars)
     # scalars carry (log p, log(1 - p)); rows 0 and 1 are log 1 and log 0 (padding of And / Or).
     # No step writes into what it reads and every output is a new tensor: constants are shared
-    true = plan.kept(("true", dtype, device), lambda: torch.tensor([[0.0, NEG_INF]], dtype=dtype, device=device))
+    true = plan.kept(("true", dtype, device),
+                     lambda: torch.tensor([[0.0, NEG_INF]], dtype=dtype, device=device))
     sca[0], sca[1] = true, plan.kept(("false", dtype, device), lambda: true.flip(-1))
     row = _OneRow(vec, sca, tables, q_product)
     for step in steps:

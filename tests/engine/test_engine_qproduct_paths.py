@@ -79,8 +79,8 @@ def _bits(x):
 def test_mostly_impossible_terms_are_summed_from_the_others_to_the_dense_passes_bits(
         rows, n, m, seed, live, y_live, dtypes, quantifier, block_elements, nan, tracked):
     """A block whose terms are mostly -inf (few related pairs, a narrow attention) computes only its
-    other terms (``operators._sparse_log1mexp``): the sums are the dense passes' to the bit (the sign of
-    a zero, a NaN's bits), under autograd's forward too."""
+    other terms (``operators._sparse_log1mexp``): the sums are the dense passes' to the bit (the
+    sign of a zero, a NaN's bits), under autograd's forward too."""
     import nablafol.operators as ops
     g = torch.Generator().manual_seed(seed)
     r_dtype, y_dtype = dtypes
@@ -106,7 +106,8 @@ def test_mostly_impossible_terms_are_summed_from_the_others_to_the_dense_passes_
         dense = run()
         patch.setattr(ops, "SPARSE_SHARE", 0.15)
         patch.setattr(ops, "SPARSE_MIN_TERMS", 1)  # every block looked at, however small
-        patch.setattr(ops, "_sparse_log1mexp", lambda *a, **k: taken.append(sparse_terms(*a, **k)) or taken[-1])
+        patch.setattr(ops, "_sparse_log1mexp",
+                      lambda *a, **k: taken.append(sparse_terms(*a, **k)) or taken[-1])
         sparse = run()
     assert sparse.dtype == dense.dtype == r_dtype
     assert torch.equal(_bits(sparse), _bits(dense))
