@@ -115,11 +115,37 @@ def _kept_on_plan(plan: BatchPlan, kind: str, array: np.ndarray, device, make: C
     return entry[1]
 
 
+def _there(plan: BatchPlan, rows: np.ndarray) -> str:
+    """``"all"``, ``"none"`` or ``"some"``: how many entries of an index array of the plan are
+    there (not ``-1``, padding); kept on the plan."""
+    def count() -> str:
+        there = int((rows >= 0).sum())
+        return "all" if there == rows.size else "none" if there == 0 else "some"
+    return _kept_on_plan(plan, "there", rows, None, count)
+
+
 def _plan_indices(plan: BatchPlan, device) -> Callable[[np.ndarray], torch.Tensor]:
     """The plan's numpy index arrays as long tensors on ``device``, each converted once (kept on the plan)."""
     def idx(a: np.ndarray) -> torch.Tensor:
         return _kept_on_plan(plan, "tensor", a, device, lambda: torch.as_tensor(a, dtype=torch.long, device=device))
     return idx
+
+
+def _plan_rows(plan: BatchPlan, idx: Callable[[np.ndarray], torch.Tensor]) -> Callable[[np.ndarray], object]:
+    """What reads the rows a plan's index array names: a ``slice`` where they are a run of consecutive
+    rows (a view, where a gather copies: a single question's rows mostly are), else the index tensor.
+    A 2-D ``(G, 1)`` array becomes ``(slice, None)``. Kept on the plan."""
+    def rows(a: np.ndarray):
+        def make():
+            flat = a[:, 0] if a.ndim == 2 and a.shape[1] == 1 else a
+            if flat.ndim == 1 and flat.size and flat[0] >= 0 and (flat.size == 1 or bool(
+                    (np.diff(flat) == 1).all())):
+                run = slice(int(flat[0]), int(flat[0]) + flat.size)
+                return run if flat is a else (run, None)
+            return None
+        run = _kept_on_plan(plan, "run", a, None, make)
+        return idx(a) if run is None else run
+    return rows
 
 
 def _relate_columns(plan: BatchPlan, g: Group, device) -> list:
@@ -138,30 +164,30 @@ class _GroupRows:
     """What a group's operator reads, batched (the reader :mod:`~nablafol.engine.lowering`
     describes): its inputs gathered from the rows computed so far."""
 
-    __slots__ = ("plan", "group", "vec", "sca", "tables", "mask", "idx", "q_product")
+    __slots__ = ("plan", "group", "vec", "sca", "tables", "mask", "rows_of", "q_product")
 
-    def __init__(self, plan: BatchPlan, group: Group, vec, sca, tables: Tables, mask, idx,
+    def __init__(self, plan: BatchPlan, group: Group, vec, sca, tables: Tables, mask, rows_of,
                  q_product):
         self.plan, self.group, self.vec, self.sca, self.tables = plan, group, vec, sca, tables
-        self.mask, self.idx, self.q_product = mask, idx, q_product
+        self.mask, self.rows_of, self.q_product = mask, rows_of, q_product
 
     def vector(self, name: str) -> torch.Tensor:
-        return self.vec[self.idx(self.group.arrays[name])]
+        return self.vec[self.rows_of(self.group.arrays[name])]
 
     def unary(self) -> torch.Tensor:
-        return self.tables.unary[self.idx(self.group.arrays["table"])]
+        return self.tables.unary[self.rows_of(self.group.arrays["table"])]
 
     def relation(self) -> torch.Tensor:
         log_r = None
         for column, flip in _relate_columns(self.plan, self.group, self.vec.device):
-            t = self.tables.binary[self.idx(column)]
+            t = self.tables.binary[self.rows_of(column)]
             if flip is not None:
                 t = torch.where(flip, t.transpose(1, 2), t)
             log_r = t if log_r is None else log_r + t
         return log_r
 
     def truths(self) -> torch.Tensor:
-        return self.sca[self.idx(self.group.arrays["args"])]  # (G, K, 2)
+        return self.sca[self.rows_of(self.group.arrays["args"])]  # (G, K, 2)
 
     def pad(self) -> torch.Tensor:
         return torch.as_tensor(self.group.arrays["pad"], device=self.vec.device)
@@ -203,6 +229,9 @@ class _CompiledQProduct:
             warnings.warn(f"torch.compile of the Q-product failed ({self.failed[:200]}); using the eager Q-product",
                           RuntimeWarning, stacklevel=2)
             return ops.q_product(log_r, log_y, mask_x, None, quantifier)
+
+
+_FEW_SCENES = 64  # up to this many scene sizes are read as a list
 
 
 class Engine(torch.nn.Module):
@@ -372,8 +401,12 @@ class Engine(torch.nn.Module):
         """What the oracle says about every ``(scene, predicate)`` pair the plan needs."""
         num_objects = scene_sizes(oracle.num_objects)
         device = num_objects.device
-        sizes = num_objects.tolist()  # one call to read them, not two reductions and two syncs
-        n, least = max(sizes, default=0), min(sizes, default=0)
+        if num_objects.shape[0] <= _FEW_SCENES:  # one call to read them, not two reductions and two syncs
+            sizes = num_objects.tolist()
+            n, least = max(sizes, default=0), min(sizes, default=0)
+        else:
+            n = int(num_objects.max())
+            least = int(num_objects.min())
         # one scene, or scenes of one size: nothing to mask (a single question's call is mostly masking)
         padded = num_objects.shape[0] > 1 and least != n
         if padded:
@@ -397,6 +430,7 @@ class Engine(torch.nn.Module):
         unary, binary, object_mask, dtype = tables.unary, tables.binary, tables.object_mask, tables.dtype
         device, n = object_mask.device, object_mask.shape[1]
         idx = _plan_indices(plan, device)
+        rows_of = _plan_rows(plan, idx)
 
         v_scene = idx(plan.v_scene)
         vec = _Store(torch.zeros((0, n), dtype=dtype, device=device), len(plan.v_scene))
@@ -408,7 +442,8 @@ class Engine(torch.nn.Module):
             for g in vgroups:
                 rows = slice(g.start, g.stop)
                 mask = object_mask[v_scene[rows]] if masked else None
-                reader = _GroupRows(plan, g, vec.rows, sca.rows, tables, mask, idx, self._q_product)
+                reader = _GroupRows(plan, g, vec.rows, sca.rows, tables, mask, rows_of,
+                                    self._q_product)
                 out = g.operator.run(reader)
                 if self.calibration is not None and g.operator is not TOP:
                     out = self.calibration(out, mask, idx(plan.v_program)[rows], idx(plan.v_step)[rows])
@@ -419,8 +454,9 @@ class Engine(torch.nn.Module):
             for g in sgroups:
                 mask = None
                 if tables.padded and "vin" in g.arrays:
-                    mask = object_mask[v_scene[idx(g.arrays["vin"])]]
-                reader = _GroupRows(plan, g, vec.rows, sca.rows, tables, mask, idx, self._q_product)
+                    mask = object_mask[v_scene[rows_of(g.arrays["vin"])]]
+                reader = _GroupRows(plan, g, vec.rows, sca.rows, tables, mask, rows_of,
+                                    self._q_product)
                 outs.append(g.operator.run(reader))
             sca.extend(outs)
         vec, sca = vec.rows, sca.rows
@@ -439,10 +475,10 @@ class Engine(torch.nn.Module):
             log_complement[at] = sca[rows, 1]
             cand_mask = torch.zeros(shape, dtype=torch.bool, device=device)
             cand_mask[at] = True
-        focus_rows, there = idx(plan.focus), plan.focus >= 0
-        if not vec.shape[0] or not there.any():  # yes/no questions have no focus
+        focus_rows, focused = idx(plan.focus), _there(plan, plan.focus)
+        if not vec.shape[0] or focused == "none":  # yes/no questions have no focus
             focus = vec.new_full((len(focus_rows), n), NEG_INF)
-        elif there.all():
+        elif focused == "all":
             focus = vec[focus_rows]  # a gather, not a view: a view would keep the whole store alive
         else:
             focus = vec[focus_rows.clamp(min=0)].masked_fill(~(focus_rows >= 0)[:, None], NEG_INF)
