@@ -478,7 +478,7 @@ def qproduct_vs_copy(sizes, device=None) -> list[dict]:
         scratch = torch.empty_like(terms)
         te = best_time(lambda: torch.exp(terms, out=scratch), 5, synchronizer(device))
         # a scene graph's tables: SPARSE_RELATED of the pairs related, the rest exactly impossible
-        # (-inf): the Q-product computes only the other terms (operators._sparse_sums)
+        # (-inf): the Q-product computes only the other terms (operators._sparse_log1mexp)
         g = torch.Generator().manual_seed(1)
         terms.masked_fill_(torch.rand(rows, n, n, generator=g).to(device) >= SPARSE_RELATED, float("-inf"))
         log_y, mask = torch.zeros(rows, n, device=device), torch.ones(rows, n, dtype=torch.bool, device=device)

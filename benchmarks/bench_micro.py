@@ -162,8 +162,8 @@ def _log1mexp_float_threshold(x, guard=True):
     from nablafol import numerics
     if guard:
         x = x.clamp(max=0.0)
-    near = numerics._near_zero(x)
-    return torch.where(x > numerics.LOG_HALF, near, numerics._far(x), out=near)
+    near = torch.expm1(x).neg_().log_()
+    return torch.where(x > numerics.LOG_HALF, near, torch.exp(x).neg_().log1p_(), out=near)
 
 
 def one_question(repeats: int, calls: int = 500) -> dict:

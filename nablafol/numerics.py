@@ -4,7 +4,7 @@ The engine carries every probability ``p`` as ``log p`` (float32 is enough: ``lo
 product of hundreds of probabilities does not underflow, and ``p`` close to 1 keeps its
 distance to 1 as ``log p ≈ -(1 - p)``). Three conversions are delicate and live here:
 
-* ``log p`` from ``p`` (:func:`safe_log`, :func:`safe_log1m`): exact ``-inf`` at 0;
+* ``log p`` from ``p`` (:func:`safe_log`): exact ``-inf`` at 0;
 * ``log(1 - p)`` from ``log p`` (:func:`log1mexp`): exact at both ends, accurate in between
   (Mächler, 2012: ``log(-expm1(x))`` near 0, ``log1p(-exp(x))`` below ``-log 2``);
 * their gradients. In log space an exact 0 carries no gradient (``∂/∂log p = p·∂/∂p = 0``),
@@ -37,23 +37,13 @@ def log_half(dtype: torch.dtype) -> torch.Tensor:
     return found if found is not None else torch.tensor(LOG_HALF, dtype=dtype, device="cpu")
 
 
-def _near_zero(x: torch.Tensor) -> torch.Tensor:
-    """``log(-expm1(x))`` in place on the new tensor: accurate for x in (-log 2, 0]."""
-    return torch.expm1(x).neg_().log_()
-
-
-def _far(x: torch.Tensor) -> torch.Tensor:
-    """``log1p(-exp(x))`` in place on the new tensor: accurate for x <= -log 2."""
-    return torch.exp(x).neg_().log1p_()
-
-
 def _log1mexp_forward(x: torch.Tensor, guard: bool = True) -> torch.Tensor:
-    # each branch in place on its own new tensor: the same operations as log(-expm1(x)) and
-    # log1p(-exp(x)), with two allocations where there were six
+    # each branch in place on its own new tensor: the same operations as log(-expm1(x)) (accurate
+    # for x in (-log 2, 0]) and log1p(-exp(x)) (below), with two allocations where there were six
     if guard:
         x = x.clamp(max=0.0)  # log-probabilities are <= 0; guard against round-off above 0
-    near = _near_zero(x)
-    return torch.where(x > log_half(x.dtype), near, _far(x), out=near)
+    near = torch.expm1(x).neg_().log_()
+    return torch.where(x > log_half(x.dtype), near, torch.exp(x).neg_().log1p_(), out=near)
 
 
 def _log1mexp_derivative(x: torch.Tensor) -> torch.Tensor:
@@ -128,20 +118,6 @@ class _SafeLog(torch.autograd.Function):
         return torch.where(p > 0, grad / safe, torch.zeros_like(grad))
 
 
-class _SafeLog1m(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, p):
-        ctx.save_for_backward(p)
-        return torch.log1p(-p)
-
-    @staticmethod
-    def backward(ctx, grad):
-        (p,) = ctx.saved_tensors
-        q = 1.0 - p
-        safe = torch.where(q > 0, q, torch.ones_like(q))
-        return torch.where(q > 0, -grad / safe, torch.zeros_like(grad))
-
-
 def safe_log(p: torch.Tensor) -> torch.Tensor:
     """``log p`` for probabilities, ``-inf`` at 0 with a finite (zero) gradient there.
 
@@ -153,13 +129,6 @@ def safe_log(p: torch.Tensor) -> torch.Tensor:
     if torch.is_grad_enabled() and p.requires_grad:
         return _SafeLog.apply(p)
     return torch.log(p)
-
-
-def safe_log1m(p: torch.Tensor) -> torch.Tensor:
-    """``log(1 - p)`` for probabilities, ``-inf`` at 1 with a finite (zero) gradient there."""
-    if torch.is_grad_enabled() and p.requires_grad:
-        return _SafeLog1m.apply(p)
-    return torch.log1p(-p)
 
 
 class _LogAddExp(torch.autograd.Function):

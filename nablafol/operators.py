@@ -25,7 +25,7 @@ import enum
 
 import torch
 
-from .numerics import log1mexp, log1mexp_nonpositive, log1mexp_slope, log_half, masked_sum
+from .numerics import log1mexp, log1mexp_nonpositive, log1mexp_slope, masked_sum
 
 NEG_INF = float("-inf")
 _SYMBOLS = {"forall": "∀", "exists": "∃", "not_exists": "∄"}
@@ -84,7 +84,7 @@ def conjoin(log_a: torch.Tensor, log_b: torch.Tensor, mask: torch.Tensor | None 
 BLOCK_ELEMENTS = 1 << 18  # terms per block of the ∃/∄ Q-product on the CPU: its passes stay in cache
 # On an accelerator each pass is a kernel launch and there is no cache to stay in: the CPU's small
 # blocks made many launches each of little work (benchmarks/README.md). Blocks of up to 256 MiB a
-# buffer there (2^26 float32 terms; three buffers, and as many again under autograd's backward).
+# tensor there (2^26 float32 terms; three at once, and as many again under autograd's backward).
 ACCELERATOR_BLOCK_BYTES = 1 << 28
 # A block whose terms are mostly -inf (the pairs a scene graph relates are few; an attention after
 # a filter holds few objects, as an open question's candidate rows) computes only its other terms:
@@ -114,9 +114,9 @@ def q_product(
     * ``∄``: ``log Π_j (1 - r_ij y_j)``.
 
     ∃ and ∄ take ``R·N·M`` evaluations of ``log(1 - e^t)``, the engine's only quadratic
-    work. :class:`_NoneTrue` does it over blocks of ``block_elements`` terms in reused
-    buffers, so its passes stay in cache and nothing quadratic is kept for the backward
-    pass (``"auto"``: :data:`BLOCK_ELEMENTS` on the CPU, :data:`ACCELERATOR_BLOCK_BYTES` a buffer
+    work. :class:`_NoneTrue` does it over blocks of ``block_elements`` terms, so its
+    passes stay in cache and nothing quadratic is kept for the backward
+    pass (``"auto"``: :data:`BLOCK_ELEMENTS` on the CPU, :data:`ACCELERATOR_BLOCK_BYTES` a tensor
     elsewhere; ``None``: plain tensor operations in one block, the form ``torch.compile`` fuses).
     """
     if block_elements == "auto":
@@ -168,41 +168,27 @@ def _block_rows(log_r: torch.Tensor, block_elements: int) -> int:
 
 
 def _none_true_blocks(log_r: torch.Tensor, log_y: torch.Tensor, step: int) -> torch.Tensor:
-    """``Σ_j log(1 - e^{log r_ij + log y_j})`` in ``log_r``'s dtype, ``step`` rows at a time in
-    reused buffers; all rows in one block: the same operations on fresh tensors (the buffers'
-    bookkeeping was most of a small call). A block of mostly ``-inf`` terms: :func:`_sparse_sums`."""
+    """``Σ_j log(1 - e^{log r_ij + log y_j})`` in ``log_r``'s dtype, ``step`` rows at a time, each
+    block's terms a contiguous tensor of their own (so the sums' order is theirs whatever
+    ``log_r``'s layout): one block made by a plain sum where it is laid out as that already."""
     rows, n, m = log_r.shape
-    if 0 < rows <= step:  # into fresh contiguous tensors as into the buffers: the sums' order is theirs
-        if log_r.is_contiguous() and log_r.dtype == log_y.dtype:  # the sum is laid out as log_r: contiguous
-            t = log_r + (log_y if rows == 1 else log_y[:, None, :])  # one row: (1, M) broadcasts as (1, 1, M)
-        else:
-            t = torch.add(log_r, log_y[:, None, :], out=log_r.new_empty(log_r.shape))
-        sparse = _sparse_sums(t)
-        return log1mexp_nonpositive(t).sum(-1) if sparse is None else sparse  # the passes below, on new tensors
+    if 0 < rows <= step and log_r.is_contiguous() and log_r.dtype == log_y.dtype:
+        # one row's (1, M) broadcasts as (1, 1, M)
+        return _none_true_terms(log_r + (log_y if rows == 1 else log_y[:, None, :]))
     out = log_r.new_empty((rows, n))
-    if rows:
-        t, a, b = (log_r.new_empty((step, n, m)) for _ in range(3))
-        for s in range(0, rows, step):
-            k = min(rows, s + step) - s
-            tk = torch.add(log_r[s:s + k], log_y[s:s + k, None, :], out=t[:k])
-            sparse = _sparse_sums(tk)
-            if sparse is not None:
-                out[s:s + k] = sparse
-                continue
-            ak = torch.expm1(tk, out=a[:k]).neg_().log_()  # log(-expm1(t)): accurate near t = 0
-            bk = torch.exp(tk, out=b[:k]).neg_().log1p_()  # log1p(-e^t): accurate below -log 2
-            torch.where(tk > log_half(tk.dtype), ak, bk, out=ak)
-            torch.sum(ak, dim=-1, out=out[s:s + k])
+    for s in range(0, rows, step):
+        block = log_r[s:s + step]
+        terms = torch.add(block, log_y[s:s + step, None, :], out=log_r.new_empty(block.shape))
+        out[s:s + step] = _none_true_terms(terms)
     return out
 
 
-def _sparse_sums(t: torch.Tensor) -> torch.Tensor | None:
-    """``Σ_j log(1 - e^{t_ij})`` of a ``(k, N, M)`` block of terms that are mostly ``-inf``,
-    computing only the others (:func:`_sparse_log1mexp` into ``t``, a tensor of the caller's
-    own); ``None``, ``t`` untouched, when that is not worth it. The rows are summed by the same
-    reduction as the dense passes' over the same values: their sums bit for bit."""
+def _none_true_terms(t: torch.Tensor) -> torch.Tensor:
+    """``Σ_j log(1 - e^{t_ij})`` of a ``(k, N, M)`` block of terms, ``t`` a tensor of the caller's
+    own: from its finite terms alone where most are ``-inf`` (:func:`_sparse_log1mexp`, written
+    into ``t``), else by the dense passes; the same reduction over the same values either way."""
     terms = _sparse_log1mexp(t, out=t, guard=False)
-    return None if terms is None else terms.sum(-1)
+    return (log1mexp_nonpositive(t) if terms is None else terms).sum(-1)
 
 
 def _sparse_log1mexp(t: torch.Tensor, out: torch.Tensor | None, guard: bool) -> torch.Tensor | None:
@@ -337,7 +323,3 @@ def and_(log_s: torch.Tensor) -> torch.Tensor:
     """Conjunction of independent scalars over the last dimension: ``Π s_k``."""
     return log_s.sum(-1)
 
-
-def or_(log_s: torch.Tensor) -> torch.Tensor:
-    """Disjunction of independent scalars over the last dimension: ``1 - Π (1 - s_k)``."""
-    return log1mexp_nonpositive(log1mexp(log_s).sum(-1))

@@ -29,7 +29,7 @@ its node budget keeps the fast path's answer, flagged not exact.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 import numpy as np
 import torch
@@ -78,7 +78,7 @@ def _shared_atoms(engine, programs, plan: BatchPlan, tables) -> tuple[np.ndarray
         sub = build_batch_plan([programs[i] for i in need], plan.program_scene[need], engine.registry)
         u_rows, b_rows = _request_rows(sub, plan)
         sub_tables = _gather(tables, u_rows, b_rows)
-    rows = [engine.registry.packed(programs[i]).grounding for i in need]
+    rows = [engine.registry.packed(programs[i]).plan.grounding for i in need]
     atoms = repeated_atoms(sub, rows, sub_tables.unary, sub_tables.binary, sub_tables.object_mask)
     count[need] = atoms.count
     if sub is not plan:  # back to the whole batch's numbering
@@ -333,11 +333,12 @@ def _worlds(engine, programs, plan: BatchPlan, tables, atoms: RepeatedAtoms, run
     return mix(result.log_probs), mix(result.log_complement), mix(result.focus)
 
 
-class _Settings:
+class _Settings(NamedTuple):
     """The atoms each world sets: ``world`` (world row), ``atom`` (row of the atom list), ``value`` (0/1)."""
 
-    def __init__(self, world, atom, value):
-        self.world, self.atom, self.value = world, atom, value
+    world: np.ndarray
+    atom: np.ndarray
+    value: np.ndarray
 
 
 def _settings(mine: np.ndarray, place, owner, world, first_bit: np.ndarray) -> _Settings:

@@ -2,9 +2,9 @@
 
 How a batch runs:
 
-1. every program is flattened once into a :class:`ProgramPlan`, kept on the program as row
-   matrices with the engine's predicate ids: its distinct nodes in topological order, each
-   with its *level* (1 + the level of its deepest input) and its inputs as local indices;
+1. every program is flattened into a :class:`ProgramPlan` (:mod:`~nablafol.engine.planning`):
+   rows, each with its *level* (1 + its deepest input's) and its inputs as local indices,
+   built once per program shape and kept by the engine's registry;
 2. the plans of the batch are concatenated with numpy, and nodes are sorted by
    ``(level, operator kind)`` so that each level's nodes of one kind are contiguous rows;
 3. the oracle is asked once for all distinct ``(scene, unary predicate)`` pairs and once
@@ -14,7 +14,7 @@ How a batch runs:
    ...), reading its inputs from the rows of earlier levels.
 
 So a batch costs a handful of tensor operations per level whatever its size; the only
-Python work per program is the flattening, cached per program and done once.
+Python work per program is filling its shape's plan with its predicates' ids.
 
 Example (the paper's formula (1) on one scene of two objects):
     >>> import torch
@@ -181,9 +181,10 @@ class _GroupRows:
 
     __slots__ = ("plan", "group", "vec", "sca", "tables", "mask", "rows_of", "q_product")
 
-    def __init__(self, plan: BatchPlan, group: Group, vec, sca, tables: Tables, mask, rows_of, q_product):
-        self.plan, self.group, self.vec, self.sca, self.tables, self.mask = plan, group, vec, sca, tables, mask
-        self.rows_of, self.q_product = rows_of, q_product
+    def __init__(self, plan: BatchPlan, group: Group, vec, sca, tables: Tables, mask, rows_of,
+                 q_product):
+        self.plan, self.group, self.vec, self.sca, self.tables = plan, group, vec, sca, tables
+        self.mask, self.rows_of, self.q_product = mask, rows_of, q_product
 
     def vector(self, name: str) -> torch.Tensor:
         return self.vec[self.rows_of(self.group.arrays[name])]
@@ -510,7 +511,9 @@ class Engine(torch.nn.Module):
             for g in vgroups:
                 rows = slice(g.start, g.stop)
                 mask = object_mask[v_scene[rows]] if masked else None
-                out = g.operator.run(_GroupRows(plan, g, vec.rows, sca.rows, tables, mask, rows_of, self._q_product))
+                reader = _GroupRows(plan, g, vec.rows, sca.rows, tables, mask, rows_of,
+                                    self._q_product)
+                out = g.operator.run(reader)
                 if self.calibration is not None and g.operator is not TOP:
                     out = self.calibration(out, mask, idx(plan.v_program)[rows], idx(plan.v_step)[rows])
                     out = out.masked_fill(~mask, NEG_INF)
@@ -518,8 +521,12 @@ class Engine(torch.nn.Module):
             vec.extend(outs)
             outs = []
             for g in sgroups:
-                mask = object_mask[v_scene[rows_of(g.arrays["vin"])]] if tables.padded and "vin" in g.arrays else None
-                outs.append(g.operator.run(_GroupRows(plan, g, vec.rows, sca.rows, tables, mask, rows_of, self._q_product)))
+                mask = None
+                if tables.padded and "vin" in g.arrays:
+                    mask = object_mask[v_scene[rows_of(g.arrays["vin"])]]
+                reader = _GroupRows(plan, g, vec.rows, sca.rows, tables, mask, rows_of,
+                                    self._q_product)
+                outs.append(g.operator.run(reader))
             sca.extend(outs)
         vec, sca = vec.rows, sca.rows
 

@@ -122,27 +122,24 @@ class _Analysis:
         s_at = lambda p, r: plan.s_rank[plan.s_offset[p] + r] + SCALAR_CONSTANTS  # noqa: E731
         r, rp = stacked("roots", 2)
         m, mp = stacked("merges", 4)
-        a, ap = stacked("allsame", 2)
-        v, vp = stacked("allsame_values", 2)
-        same_base = np.concatenate([[0], np.cumsum(np.bincount(ap, minlength=len(rows)))[:-1]]).astype(np.int64)
         roots = np.stack([r[:, 0], s_at(rp, r[:, 1])], 1)
         merges = np.stack([m[:, 0], v_at(mp, m[:, 1]), v_at(mp, m[:, 2]) * (1 + int(m[:, 3].max(initial=0)))
                            + m[:, 3]], 1)  # (entry, row, one key per (block, group))
-        same = np.stack([s_at(ap, a[:, 0]), v_at(ap, a[:, 1])], 1)
-        values = np.stack([v[:, 0] + same_base[vp], v_at(vp, v[:, 1])], 1)
         self.roots, self.merges = roots, merges
         self.n_entries = int(self.roots[:, 0].max()) + 1 if len(self.roots) else 0
         self.group_width = 1 + int(m[:, 3].max(initial=0))  # a merge key is block * group_width + group
-        # AllSame row -> its input row and the Filter_π[1] row of each value (in argument order)
-        self.same_index = np.full(SCALAR_CONSTANTS + plan.n_scalars, -1, dtype=np.int64)
-        self.same_index[same[:, 0]] = np.arange(len(same))
-        self.same_input = same[:, 1]
-        counts = np.bincount(values[:, 0], minlength=len(same)) if len(values) else np.zeros(len(same), np.int64)
-        width = max(1, int(counts.max(initial=0)))
-        self.same_values = np.full((len(same), width), -1, dtype=np.int64)
-        if len(values):
-            starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
-            self.same_values[values[:, 0], np.arange(len(values)) - starts[values[:, 0]]] = values[:, 1]
+        # each row's inputs: what an AllSame row's truths read (_CountRows.all_same_values)
+        self.v_in = np.full((2, len(plan.v_scene)), -1, dtype=np.int64)
+        self.s_vin = np.full(SCALAR_CONSTANTS + plan.n_scalars, -1, dtype=np.int64)
+        for vgroups, sgroups in plan.levels:
+            for g in vgroups:
+                for k in (0, 1):
+                    if f"in{k}" in g.arrays:
+                        self.v_in[k, g.start:g.stop] = g.arrays[f"in{k}"]
+            for g in sgroups:
+                rows = slice(SCALAR_CONSTANTS + g.start, SCALAR_CONSTANTS + g.stop)
+                if "vin" in g.arrays:
+                    self.s_vin[rows] = g.arrays["vin"]
 
     # -- up: Kleene values -------------------------------------------------------------------
     def _up(self):
@@ -239,10 +236,7 @@ class _KleeneRows:
         tables, reverse = a.idx(g.arrays["tables"]), g.arrays["reverse"]
         poss = cert = None
         for j in range(tables.shape[1]):
-            p, c = a.b_poss[tables[:, j]], a.b_cert[tables[:, j]]
-            if reverse[:, j].any():
-                flip = torch.as_tensor(reverse[:, j], device=a.device)[:, None, None]
-                p, c = torch.where(flip, p.transpose(1, 2), p), torch.where(flip, c.transpose(1, 2), c)
+            p, c = (_flipped(t[tables[:, j]], reverse[:, j]) for t in (a.b_poss, a.b_cert))
             poss, cert = (p, c) if poss is None else (poss & p, cert & c)
         return poss, cert
 
@@ -307,11 +301,7 @@ class _CountRows:
             real = tables[:, j] < a.b_width - 1  # not the neutral table
             if not real.any():
                 continue
-            wj = uses[torch.as_tensor(real, device=a.device)]
-            flip = reverse[real, j]
-            if flip.any():
-                f = torch.as_tensor(flip, device=a.device)[:, None, None]
-                wj = torch.where(f, wj.transpose(1, 2), wj)
+            wj = _flipped(uses[torch.as_tensor(real, device=a.device)], reverse[real, j])
             slots = np.searchsorted(a.b_slots, programs[real] * a.b_width + tables[real, j])
             self.counts.binary.index_add_(0, a.idx(slots), wj)
 
@@ -321,10 +311,12 @@ class _CountRows:
         self.counts.scalar.index_add_(0, args.reshape(-1), counts.reshape(-1).to(torch.int32))
 
     def _all_same(self):
-        a = self.analysis
-        at = a.same_index[self.rows]
-        width = self.group.arrays["args"].shape[1] - 1
-        return a.same_input[at], a.same_values[at, :width]  # (G,), (G, K) with -1 padding
+        """AllSame rows' input ``(G,)`` and each value's ``Filter_π[1]`` row ``(G, K)``, -1 where
+        padded: their truths are ``A_∃(α)``, then ``A_∃(α ⊙ Neg[Filter_π[1]])`` per value."""
+        a, args = self.analysis, self.group.arrays["args"]
+        conjoined = a.s_vin[args[:, 1:]]  # -1 at padding, whose rows are the constant ones
+        values = np.where(conjoined >= 0, a.v_in[0, a.v_in[1, np.maximum(conjoined, 0)]], -1)
+        return a.s_vin[args[:, 0]], values
 
     def all_same_values(self):
         """For AllSame rows: ((possible, valid) of the input, possible of each value's
@@ -337,6 +329,14 @@ class _CountRows:
 
     def add_all_same_input(self, counts: torch.Tensor) -> None:
         self.counts.vector.index_add_(0, self.analysis.idx(self._all_same()[0]), counts)
+
+
+def _flipped(t: torch.Tensor, reverse: np.ndarray) -> torch.Tensor:
+    """``(G, N, N)`` matrices, transposed where ``reverse`` (a reversed atom reads ``(y, x)``)."""
+    if not reverse.any():
+        return t
+    flip = torch.as_tensor(reverse, device=t.device)[:, None, None]
+    return torch.where(flip, t.transpose(1, 2), t)
 
 
 def _uncertain(slots: np.ndarray, width: int, repeated: torch.Tensor, table_poss, table_cert) -> np.ndarray:

@@ -23,7 +23,7 @@ Example: the operators of ``A_∃(Filter_red[1])``'s rows, in the order a level 
     >>> from nablafol.ir import Aggregate, Filter, Predicate, Program, Top
     >>> from nablafol.engine.planning import ProgramPlan
     >>> plan = ProgramPlan.of(Program.yes_no(Aggregate(Quantifier.EXISTS, Filter(Predicate("red"), Top()))))
-    >>> [OPERATORS[k].name for k in plan.v_kind.tolist() + plan.s_kind.tolist()]
+    >>> [OPERATORS[k].name for k in plan.v[:, 0].tolist() + plan.s[:, 0].tolist()]
     ['top', 'filter', 'aggregate ∃']
 """
 from __future__ import annotations
@@ -362,7 +362,6 @@ def _lower_aggregate_each(node: AggregateEach, plan) -> range:
         values = plan.vector_block(FILTER, node, top, predicate=predicates)
         negs = plan.vector_block(NEG, node, np.arange(values.start, values.stop))
         last = plan.vector_block(CONJOIN, node, vin, np.arange(negs.start, negs.stop))
-        plan.value_rows[node] = values
     plan.last_vector_rows[node] = last
     return plan.scalar_block(AGGREGATE[node.quantifier], attention=np.arange(last.start, last.stop))
 
@@ -392,11 +391,9 @@ def _lower_all_of(node: AllOf, plan) -> int:
 
 @register_lowering(AllSame)
 def _lower_all_same(node: AllSame, plan) -> int:
-    # its truths: A_∃(α), then A_∃(α ⊙ Neg[Filter_π[1]]) per value
-    rows = plan.row(node.each)
-    row = plan.scalar(ScalarRow(ALL_SAME, truths=(plan.row(node.nonempty),) + tuple(rows)))
-    plan.all_same.append((row, plan.row(node.input), plan.value_rows[node.each]))
-    return row
+    # its truths: A_∃(α), then A_∃(α ⊙ Neg[Filter_π[1]]) per value (the analysis follows them)
+    truths = (plan.row(node.nonempty),) + tuple(plan.row(node.each))
+    return plan.scalar(ScalarRow(ALL_SAME, truths=truths))
 
 
 _TOP = Top()

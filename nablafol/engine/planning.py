@@ -6,7 +6,7 @@ registry's predicate ids, so the registry keeps it (``Registry.packed``).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import NamedTuple, Sequence
 
 import numpy as np
@@ -26,46 +26,6 @@ SCALAR_CONSTANTS = 2  # the scalar store's rows 0 and 1 hold log 1 and log 0 (pa
 # --- one program, flattened ------------------------------------------------------------
 
 
-class _NodeIndex:
-    """node -> value, looked up by identity; an equal but distinct node (a child that
-    ``Program.nodes()`` merged with an equal one) is found by structural equality, in a table made
-    on the first such miss (most programs have none: no node is hashed for them)."""
-
-    __slots__ = ("by_id", "items", "by_node")
-
-    def __init__(self):
-        self.by_id: dict[int, object] = {}
-        self.items: list = []  # (node, value) in order; holding the nodes keeps their ids their own
-        self.by_node: dict | None = None
-
-    def __setitem__(self, node, value):
-        self.by_id[id(node)] = value
-        self.items.append((node, value))
-        if self.by_node is not None:
-            self.by_node[node] = value
-
-    def __getitem__(self, node):
-        try:
-            return self.by_id[id(node)]
-        except KeyError:
-            if self.by_node is None:
-                self.by_node = dict(self.items)
-            value = self.by_node[node]
-            self.by_id[id(node)] = value
-            return value
-
-    def get(self, node, default=None):
-        try:
-            return self[node]
-        except KeyError:
-            return default
-
-    def __contains__(self, node):
-        return self.get(node, _MISSING) is not _MISSING
-
-
-_MISSING = object()
-
 class PlanBuilder:
     """One program's rows as its nodes' lowerings (:mod:`~nablafol.engine.lowering`) add them:
     vector rows ``(operator, level, first, second, predicate)`` with a relate's atoms beside,
@@ -74,17 +34,15 @@ class PlanBuilder:
 
     def __init__(self):
         # node -> its row (a range for a node of many truths). Nodes come from Program.nodes(),
-        # deduplicated; a child may still be an equal but distinct object (found by equality)
-        self.rows = _NodeIndex()
+        # deduplicated; a child may still be an equal but distinct object: found by equality
+        self.rows: dict = {}
         self.v_rows, self.s_rows = _Rows(5), _Rows(3)
         self.atoms: list = []  # (vector row, local binary predicate, reversed)
-        self.edges: list = []  # (scalar row, scalar input), as tuples and (n, 2) blocks
+        self.edges: list = []  # (n, 2) blocks of (scalar row, scalar input)
         self.steps: list = []  # what each vector row computes (ProgramPlan.attention_steps, compact)
         self.unary_index: dict = {}
         self.binary_index: dict = {}
-        self.last_vector_rows = _NodeIndex()  # AggregateEach -> its last vector rows
-        self.value_rows = _NodeIndex()  # a negated AggregateEach -> its Filter_π[1] rows
-        self.all_same: list = []  # (AllSame row, input row, Filter_π[1] rows), for the grounding analysis
+        self.last_vector_rows: dict = {}  # AggregateEach -> its last vector rows
 
     def row(self, node):
         """The row of a node already lowered (its inputs are lowered before it)."""
@@ -134,10 +92,7 @@ class PlanBuilder:
             level = 1 + (max(levels[truths.start:truths.stop]) if isinstance(truths, range)
                          else max(levels[t] for t in truths))
         j = self.s_rows.add((row.operator.id, level, row.attention))
-        if isinstance(truths, range):
-            self.edges.append(_block(len(truths), j, np.arange(truths.start, truths.stop)))
-        else:
-            self.edges.extend((j, t) for t in truths)
+        self.edges.append(_block(len(truths), j, np.asarray(truths)))
         return j
 
     def scalar_block(self, operator: Operator, attention=None, truths=None, groups=None) -> range:
@@ -162,39 +117,25 @@ class PlanBuilder:
 
 @dataclass(frozen=True)
 class ProgramPlan:
-    """A program as arrays of local indices (see the module docstring)."""
+    """A program as row matrices of local indices (the module docstring); -1 in a column: none."""
 
-    # vector (attention) nodes
-    v_kind: np.ndarray  # the row's Operator, by its number in lowering.OPERATORS
-    v_level: np.ndarray
-    v_in0: np.ndarray  # local vector input (-1: none)
-    v_in1: np.ndarray
-    v_pred: np.ndarray  # local unary predicate (Filter), else -1
-    # relate atoms: (node, local binary predicate, reversed)
-    a_node: np.ndarray
-    a_pred: np.ndarray
-    a_rev: np.ndarray
-    # scalar (truth) nodes
-    s_kind: np.ndarray  # likewise
-    s_level: np.ndarray
-    s_vin: np.ndarray  # local vector input (Aggregate), else -1
-    # scalar arguments of Not/And/Or: (node, local scalar input)
-    e_node: np.ndarray
-    e_arg: np.ndarray
+    v: np.ndarray  # (nv, 5) vector rows: operator (in OPERATORS), level, in0, in1, unary predicate
+    a: np.ndarray  # (na, 3) relate atoms: vector row, binary predicate, reversed
+    s: np.ndarray  # (ns, 3) scalar rows: operator, level, vector input
+    e: np.ndarray  # (ne, 2) the truths scalar rows combine: scalar row, scalar input
     candidates: np.ndarray  # local scalar rows of the answers
     focus: int  # local vector row, -1 when none
     unary: tuple[Predicate, ...]
     binary: tuple[Predicate, ...]
     _steps: tuple  # compact form of `attention_steps` (AggregateEach blocks not expanded)
-    # the row matrices the columns above are views of (what packing copies in one go)
-    _tables: tuple = field(default=(), repr=False, compare=False)
-    grounding: "GroundingRows | None" = field(default=None, repr=False, compare=False)
+    grounding: "GroundingRows" = field(repr=False, compare=False)
 
     @classmethod
     def of(cls, program: Program) -> "ProgramPlan":
         """``program``'s plan, built anew (an engine keeps plans by shape: ``Registry``)."""
         if not isinstance(program, Program):
-            raise ProgramStructureError(f"expected a nablafol.ir.Program, got {type(program).__name__} {program!r:.60}")
+            raise ProgramStructureError(f"expected a nablafol.ir.Program, got "
+                                        f"{type(program).__name__} {program!r:.60}")
         return cls._build(program)
 
     @classmethod
@@ -203,29 +144,29 @@ class ProgramPlan:
         for node in program.nodes():  # each after its inputs
             lowering = lowering_of(type(node))
             if lowering is None:
-                raise ProgramStructureError(f"unknown node {type(node).__name__}: no lowering is registered for it")
+                raise ProgramStructureError(f"unknown node {type(node).__name__}: no lowering is "
+                                            "registered for it")
             plan.rows[node] = lowering(node, plan)
-        v, s = plan.v_rows.array(), plan.s_rows.array()
-        a = np.array(plan.atoms, dtype=np.int64).reshape(-1, 3)
-        e = _stack_pairs(plan.edges)
-        rows = plan.rows
+        rows = [plan.rows[c] for c in program.candidates]
         candidates = np.concatenate([np.arange(r.start, r.stop) if isinstance(r, range) else [r]
-                                     for r in map(rows.__getitem__, program.candidates)]).astype(np.int64)
-        grounding = GroundingRows.of(program, plan)
-        return cls(
-            v_kind=v[:, 0], v_level=v[:, 1], v_in0=v[:, 2], v_in1=v[:, 3], v_pred=v[:, 4],
-            a_node=a[:, 0], a_pred=a[:, 1], a_rev=a[:, 2].astype(bool),
-            s_kind=s[:, 0], s_level=s[:, 1], s_vin=s[:, 2],
-            e_node=e[:, 0], e_arg=e[:, 1],
-            candidates=candidates,
-            focus=rows[program.focus] if program.focus is not None else -1,
-            unary=tuple(plan.unary_index), binary=tuple(plan.binary_index), _steps=tuple(plan.steps),
-            _tables=(v, a, s, e), grounding=grounding,
-        )
+                                     for r in rows]).astype(np.int64)
+        edges = np.concatenate(plan.edges) if plan.edges else np.zeros((0, 2), dtype=np.int64)
+        return cls(plan.v_rows.array(), np.array(plan.atoms, dtype=np.int64).reshape(-1, 3),
+                   plan.s_rows.array(), edges, candidates,
+                   plan.rows[program.focus] if program.focus is not None else -1,
+                   tuple(plan.unary_index), tuple(plan.binary_index), tuple(plan.steps),
+                   GroundingRows.of(program, plan))
 
     def weight(self) -> int:
-        """What keeping it costs, in rows (:func:`_weight`; computed once)."""
-        return memo(self, "_weight", lambda: _weight(self._tables, self.candidates, self.grounding))
+        """What keeping it costs, in rows: its rows', its candidates', its grounding rows', and a
+        fixed part for its arrays and objects (what the engine's caches are bounded by); computed
+        once."""
+        return memo(self, "_weight", self._rows_held)
+
+    def _rows_held(self) -> int:
+        g = self.grounding
+        tables = (self.v, self.a, self.s, self.e, self.candidates, g.roots, g.merges)
+        return sum(map(len, tables)) + _PACK_OVERHEAD_ROWS
 
     @property
     def attention_steps(self) -> tuple:
@@ -253,20 +194,16 @@ class GroundingRows:
     * ``roots`` ``(n, 2)``: (entry, scalar row) of every candidate truth;
     * ``merges`` ``(m, 4)``: (entry, vector row, block, group) for the last vector rows of the
       ``AggregateEach`` blocks of an entry that holds many candidates: what these rows pass to
-      their shared input is summed within a group (one candidate) and maximized over groups;
-    * ``allsame`` ``(a, 2)`` and ``allsame_values`` ``(b, 2)``: (AllSame row, input row) and
-      (AllSame index, ``Filter_π[1]`` row of each value).
+      their shared input is summed within a group (one candidate) and maximized over groups.
     """
 
     roots: np.ndarray
     merges: np.ndarray
-    allsame: np.ndarray
-    allsame_values: np.ndarray
 
     @classmethod
     def of(cls, program: Program, plan: PlanBuilder) -> "GroundingRows":
         roots, merges = [], []
-        tops, allsame = plan.last_vector_rows, plan.all_same
+        tops = plan.last_vector_rows
         for u, c in enumerate(program.candidates):
             rows = plan.row(c)
             if not isinstance(rows, range):
@@ -279,11 +216,8 @@ class GroundingRows:
             blocks = {tops[b].start: tops[b] for b in ((inner.left, inner.right) if isinstance(inner, Pairwise) else (inner,))}
             for start, block in blocks.items():  # a Pairwise of one node with itself: one block
                 merges.append(_block(len(block), u, np.arange(block.start, block.stop), start, group))
-        values = [_block(len(v), k, np.arange(v.start, v.stop)) for k, (_, _, v) in enumerate(allsame)]
         return cls(roots=np.concatenate(roots).astype(np.int64),
-                   merges=np.concatenate(merges) if merges else np.zeros((0, 4), dtype=np.int64),
-                   allsame=np.array([(j, x) for j, x, _ in allsame], dtype=np.int64).reshape(-1, 2),
-                   allsame_values=np.concatenate(values) if values else np.zeros((0, 2), dtype=np.int64))
+                   merges=np.concatenate(merges) if merges else np.zeros((0, 4), dtype=np.int64))
 
 
 class _Rows:
@@ -323,28 +257,6 @@ def _block(k: int, *columns) -> np.ndarray:
     for i, c in enumerate(columns):
         out[:, i] = c
     return out
-
-
-def _local_ids(index: dict, predicates: tuple) -> np.ndarray:
-    """The local ids of ``predicates`` in ``index``, adding the new ones (dense numbering)."""
-    numbers = number_predicates(index, predicates)
-    return np.fromiter(numbers, dtype=np.int64, count=len(numbers))
-
-
-def _stack_pairs(edges: list) -> np.ndarray:
-    """Edges given as (node, arg) tuples and as (n, 2) arrays -> one (E, 2) array."""
-    parts, pending = [], []
-    for e in edges:
-        if isinstance(e, np.ndarray):
-            if pending:
-                parts.append(np.array(pending, dtype=np.int64).reshape(-1, 2))
-                pending = []
-            parts.append(e.astype(np.int64))
-        else:
-            pending.append(e)
-    if pending:
-        parts.append(np.array(pending, dtype=np.int64).reshape(-1, 2))
-    return np.concatenate(parts) if parts else np.zeros((0, 2), dtype=np.int64)
 
 
 class _Shape:
@@ -415,10 +327,9 @@ class BatchPlan:
 
     def kept(self, key, make):
         """``make()``, computed once for this plan under the hashable ``key``."""
-        found = self.derived.get(key, _MISSING)
-        if found is _MISSING:
-            found = self.derived[key] = make()
-        return found
+        if key not in self.derived:
+            self.derived[key] = make()
+        return self.derived[key]
 
     @property
     def n_scalars(self) -> int:
@@ -475,7 +386,7 @@ class Registry:
     def _single_plan(self, program: Program, scene: int) -> "BatchPlan":
         return build_batch_plan([program], np.array([scene], dtype=np.int64), self)
 
-    def packed(self, program: Program) -> "_Packed":
+    def packed(self, program: Program) -> Packed:
         """``program``'s plan as row matrices with this engine's predicate ids: its shape's plan
         (built once a shape), with the ids of the predicates that fill the shape in. A program with
         a node of a kind the shape does not know is packed from its own plan."""
@@ -483,9 +394,10 @@ class Registry:
             ProgramPlan.of(program)  # raises, naming what it was given
         shape = program.shape()
         if shape is not None:
-            return _Packed.of(self._shaped(_Shape(shape.key, program)), self._ids(shape.unary + shape.binary))
+            plan = self._shaped(_Shape(shape.key, program))
+            return Packed(plan, self._ids(shape.unary + shape.binary))
         plan = ProgramPlan._build(program)
-        return _Packed.of(plan, self._ids(plan.unary + plan.binary))
+        return Packed(plan, self._ids(plan.unary + plan.binary))
 
     def _ids(self, preds) -> np.ndarray:
         found = list(map(self.ids.get, preds))  # in C: an open question has up to 1,232
@@ -500,38 +412,13 @@ class Registry:
         return np.fromiter(found, dtype=np.int64, count=len(found))
 
 
-class _Packed(NamedTuple):
-    """One program's plan as four row matrices (local row indices, local predicate ids) and its
-    predicates' engine-wide ids (``ids``: the unary ones, then the binary ones): a batch
-    concatenates four arrays per program instead of a dozen, and relabels every program's
-    predicates in one pass (planning is per-program work). A named tuple: one is made per
-    distinct program, and a frozen dataclass cost more to make."""
+class Packed(NamedTuple):
+    """One program's plan (local row indices, local predicate ids) and the engine-wide ``ids`` of
+    its predicates, the unary ones then the binary ones: a batch concatenates four row matrices per
+    program and relabels every program's predicates in one pass."""
 
-    v: np.ndarray  # (nv, 5): operator number, level, in0, in1, local unary predicate (-1: none); the plan's own
-    a: np.ndarray  # (na, 3): node, local binary predicate, reversed
-    s: np.ndarray  # (ns, 3): operator number, level, vector input
-    e: np.ndarray  # (ne, 2): node, scalar argument
-    candidates: np.ndarray
-    focus: int
-    grounding: GroundingRows
-    ids: np.ndarray  # engine-wide id of each local predicate, unary then binary
-    n_unary: int
-
-    @classmethod
-    def of(cls, plan: ProgramPlan, ids: np.ndarray) -> "_Packed":
-        """``plan`` with the engine-wide ``ids`` of its unary predicates, then of its binary ones."""
-        v, a, s, e = plan._tables
-        return cls(v, a, s, e, plan.candidates, plan.focus, plan.grounding, ids, len(plan.unary))
-
-
-_GROUNDING_ARRAYS = tuple(f.name for f in fields(GroundingRows))  # once: dataclasses.fields is slow
-
-
-def _weight(tables, candidates: np.ndarray, grounding: GroundingRows) -> int:
-    """What keeping a plan or a pack costs, in rows: its tables', its candidates', its grounding
-    rows', and a fixed part for its arrays and objects (what the engine's caches are bounded by)."""
-    grounding_rows = sum(len(getattr(grounding, name)) for name in _GROUNDING_ARRAYS)
-    return sum(map(len, tables)) + len(candidates) + grounding_rows + _PACK_OVERHEAD_ROWS
+    plan: ProgramPlan
+    ids: np.ndarray
 
 
 def _rows_of(parts: list[np.ndarray], width: int) -> tuple[np.ndarray, np.ndarray]:
@@ -566,12 +453,13 @@ def build_batch_plan(programs: Sequence[Program], scenes: np.ndarray, registry: 
     # is looked up once: the registry's look-up compares an equal program of another compiler
     # node by node (most of planning a batch)
     by_object: dict = {}  # id -> (the program, its pack): holding the program keeps its id its own
-    packs = []
+    packs, ids = [], []
     for p in programs:
         entry = by_object.get(id(p))
         if entry is None:
             entry = by_object[id(p)] = (p, registry.packed(p))
-        packs.append(entry[1])
+        packs.append(entry[1].plan)
+        ids.append(entry[1].ids)
     n_prog = len(packs)
     # one vectorized pass per table for the whole batch (numpy calls per program dominated planning)
     v, nv = _rows_of([p.v for p in packs], 5)
@@ -588,14 +476,14 @@ def build_batch_plan(programs: Sequence[Program], scenes: np.ndarray, registry: 
     v_scene = scenes[v_program] if n_prog else v_program
     v_step = np.arange(len(v_kind)) - np.repeat(v_off, nv)
     # predicates: each program's local ids made engine-wide, in one pass for the batch
-    ids, n_ids = _rows_of([p.ids for p in packs], 0)
+    ids, n_ids = _rows_of(ids, 0)
     ids_off = np.cumsum(n_ids) - n_ids
     v_pred = v[:, 4].copy()
     has = v_pred >= 0
     v_pred[has] = ids[v_pred[has] + np.repeat(ids_off, nv)[has]]
     # relate atoms
     a_node = _shifted(a[:, 0], v_off, na)
-    binary_off = ids_off + np.fromiter((p.n_unary for p in packs), dtype=np.int64, count=n_prog)
+    binary_off = ids_off + np.fromiter((len(p.unary) for p in packs), dtype=np.int64, count=n_prog)
     a_pred = ids[a[:, 1] + np.repeat(binary_off, na)] if a.size else a[:, 1]
     a_rev = a[:, 2].astype(bool)
     # scalar nodes
@@ -638,8 +526,8 @@ def build_batch_plan(programs: Sequence[Program], scenes: np.ndarray, registry: 
 
     levels = []
     max_level = int(max(v_level.max(initial=-1), s_level.max(initial=-1)))
-    v_sorted_kind, v_sorted_level = v_kind[v_order], v_level[v_order]
-    s_sorted_kind, s_sorted_level = s_kind[s_order], s_level[s_order]
+    v_sorted = (v_order, v_kind[v_order], v_level[v_order])
+    s_sorted = (s_order, s_kind[s_order], s_level[s_order])
     # relate atoms and scalar args, grouped by their (sorted) owner row
     a_owner = v_rank[a_node] if a_node.size else a_node
     a_req = np.searchsorted(binary_keys, b_key_per_atom) if a_node.size else a_node
@@ -647,12 +535,8 @@ def build_batch_plan(programs: Sequence[Program], scenes: np.ndarray, registry: 
     e_row = s_rank[e_arg] + CONST if e_arg.size else e_arg
     for level in range(max_level + 1):
         vgroups, sgroups = [], []
-        lo, hi = np.searchsorted(v_sorted_level, [level, level + 1])
-        kinds = v_sorted_kind[lo:hi]
-        for kind in np.unique(kinds):
-            a, b = lo + np.searchsorted(kinds, kind), lo + np.searchsorted(kinds, kind, side="right")
-            g = Group(OPERATORS[kind], int(a), int(b))
-            orig = v_order[a:b]
+        for g, orig in _groups(level, *v_sorted):
+            a, b = g.start, g.stop
             for name, inputs in (("in0", v_in0), ("in1", v_in1)):
                 if (inputs[orig[:1]] >= 0).any():  # a row kind's inputs are all there or none
                     g.arrays[name] = vrow(inputs[orig])
@@ -662,14 +546,11 @@ def build_batch_plan(programs: Sequence[Program], scenes: np.ndarray, registry: 
             if sel.any():
                 neutral = len(binary_keys)  # an all-ones table appended after the oracle's
                 g.arrays["tables"] = _padded(a_owner[sel] - a, a_req[sel], b - a, neutral)
-                g.arrays["reverse"] = _padded(a_owner[sel] - a, a_rev[sel].astype(np.int64), b - a, 0).astype(bool)
+                reverse = _padded(a_owner[sel] - a, a_rev[sel].astype(np.int64), b - a, 0)
+                g.arrays["reverse"] = reverse.astype(bool)
             vgroups.append(g)
-        lo, hi = np.searchsorted(s_sorted_level, [level, level + 1])
-        kinds = s_sorted_kind[lo:hi]
-        for kind in np.unique(kinds):
-            a, b = lo + np.searchsorted(kinds, kind), lo + np.searchsorted(kinds, kind, side="right")
-            g = Group(OPERATORS[kind], int(a), int(b))
-            orig = s_order[a:b]
+        for g, orig in _groups(level, *s_sorted):
+            a, b = g.start, g.stop
             if (s_vin[orig[:1]] >= 0).any():
                 g.arrays["vin"] = vrow(s_vin[orig])
             sel = (e_owner >= a) & (e_owner < b)
@@ -697,6 +578,14 @@ def build_batch_plan(programs: Sequence[Program], scenes: np.ndarray, registry: 
     )
 
 
+def _groups(level: int, order: np.ndarray, kinds: np.ndarray, levels: np.ndarray):
+    """The groups of one level (rows sorted by level, then operator), each with its rows' original
+    (unsorted) numbers."""
+    lo, hi = np.searchsorted(levels, [level, level + 1])
+    here = kinds[lo:hi]
+    for kind in np.unique(here):
+        a, b = lo + np.searchsorted(here, kind), lo + np.searchsorted(here, kind, side="right")
+        yield Group(OPERATORS[kind], int(a), int(b)), order[a:b]
 
 
 def _truths_after_attentions(s_level: np.ndarray, e_node: np.ndarray, e_arg: np.ndarray,

@@ -1,20 +1,19 @@
-"""One program's plan run row by row: each node one operator call on its own ``(1, N)`` row.
+"""One program's plan run row by row: each row one call of its operator on its own ``(1, N)`` row.
 
 A model that embeds the engine asks one question about one scene per call. The batched
-executor (:mod:`~nablafol.engine.execution`) then spends most of the call on bookkeeping
-that pays off only for many rows: a store the rows of each level are copied into, index
-tensors, gathers. Here the plan is turned once into a list of steps, one per row: each step
-calls its row's operator (:mod:`~nablafol.engine.lowering`, the batched executor's own
-``Operator.run``) on the one row, its inputs the Python references to the rows it reads.
-Scalar steps keep their group's
+executor (:mod:`~nablafol.engine.execution`) then spends most of the call on bookkeeping that
+pays off only for many rows: a store the rows of each level are copied into, index tensors,
+gathers. Here the plan's groups are read once into steps, one per row, each calling its row's
+:class:`~nablafol.engine.lowering.Operator` (the batched executor's own ``Operator.run``) on the
+one row, its inputs Python references to the rows it reads. Scalar steps keep their group's
 argument width (its padding rows too), so every sum adds the same terms in the same order as
-the batched kernel: the answers are the batched executor's, bit for bit. Gradients are the
-same terms, to rounding: where a row feeds several steps, autograd adds their gradients in
-another order than the batched gather's accumulation.
+the batched kernel: the answers are the batched executor's, bit for bit. Gradients are the same
+terms, to rounding: where a row feeds several steps, autograd adds their gradients in another
+order than the batched gather's accumulation.
 
-Plans with many rows (an open question asks about hundreds of candidates) stay batched:
-:func:`steps_of` returns None for them. So do calls with a calibrator, scenes of several sizes
-(padded) or ``Engine(compile=True)`` (:meth:`Engine.execute` decides).
+Plans of more than :data:`MAX_ROWS` rows (an open question asks about hundreds of candidates)
+stay batched, and so do calls with a calibrator, scenes of several sizes (padded) or
+``Engine(compile=True)`` (:meth:`Engine.execute` decides).
 
 Example:
     >>> import torch
@@ -50,34 +49,28 @@ MAX_ROWS = 48
 
 
 class Step(NamedTuple):
-    """One row of a plan: its operator, where its value goes, and what it reads."""
+    """One row of a plan: its operator, where its value goes (its row in the vector or the scalar
+    store), and what it reads: vector rows by input name, its unary table row, a relate's (binary
+    table row, reversed) atoms without the neutral padding, the truths it combines (the group's
+    padding rows too) and which of them are padding ``(1, K)``."""
 
     operator: Operator
-    out: int  # its row in the vector or the scalar store
-    inputs: dict  # in0 / in1 / vin -> vector row
-    table: int = -1  # unary table row
-    atoms: tuple = ()  # (binary table row, reversed) of a relate, the neutral padding left out
-    truths: tuple = ()  # scalar rows combined, the group's padding rows too
-    pad: Optional[np.ndarray] = None  # (1, K): which truths are padding
+    out: int
+    inputs: dict
+    table: int
+    atoms: tuple
+    truths: tuple
+    pad: Optional[np.ndarray]
 
 
-class Steps(NamedTuple):
-    steps: tuple
-    n_vectors: int
-    n_scalars: int  # the scalar store's rows, its two constant rows too
-    candidates: tuple
-    focus: int
-
-
-def steps_of(plan: BatchPlan) -> Optional[Steps]:
-    """The plan as steps to run row by row, or None when it is not one program with at most
+def steps_of(plan: BatchPlan) -> Optional[tuple]:
+    """The plan's steps to run row by row, or None when it is not one program with at most
     :data:`MAX_ROWS` rows. Kept with the plan."""
-    return plan.kept("rowwise", lambda: _build(plan))
+    return plan.kept("rowwise", lambda: _steps(plan))
 
 
-def _build(plan: BatchPlan) -> Optional[Steps]:
-    rows = len(plan.v_scene) + plan.n_scalars
-    if plan.n_programs != 1 or rows > MAX_ROWS:
+def _steps(plan: BatchPlan) -> Optional[tuple]:
+    if plan.n_programs != 1 or len(plan.v_scene) + plan.n_scalars > MAX_ROWS:
         return None
     neutral = len(plan.binary_keys)  # the relates' padding table: adds log 1, left out here
     steps = []
@@ -86,26 +79,25 @@ def _build(plan: BatchPlan) -> Optional[Steps]:
             for g in groups:
                 a = g.arrays
                 for i in range(g.stop - g.start):
-                    atoms = ()
-                    if "tables" in a:
-                        atoms = tuple((int(t), bool(r)) for t, r in zip(a["tables"][i], a["reverse"][i]) if t != neutral)
-                    pad = a["pad"][i:i + 1] if "pad" in a else None
+                    atoms = tuple((int(t), bool(r)) for t, r in zip(a["tables"][i], a["reverse"][i])
+                                  if t != neutral) if "tables" in a else ()
                     steps.append(Step(g.operator, first + g.start + i,
                                       {name: int(a[name][i]) for name in ("in0", "in1", "vin") if name in a},
                                       int(a["table"][i]) if "table" in a else -1, atoms,
-                                      tuple(int(r) for r in a["args"][i]) if "args" in a else (), pad))
-    return Steps(tuple(steps), len(plan.v_scene), SCALAR_CONSTANTS + plan.n_scalars,
-                 tuple(plan.candidate_rows.tolist()), int(plan.focus[0]))
+                                      tuple(map(int, a["args"][i])) if "args" in a else (),
+                                      a["pad"][i:i + 1] if "pad" in a else None))
+    return tuple(steps)
 
 
 class _OneRow:
     """What a step's operator reads, for one row (the reader :mod:`~nablafol.engine.lowering`
     describes): Python references to the rows it reads, no gather."""
 
-    __slots__ = ("step", "vec", "sca", "tables", "n", "q_product")
+    __slots__ = ("step", "vec", "sca", "tables", "q_product")
 
-    def __init__(self, step: Optional[Step], vec: list, sca: list, tables: Tables, n: int, q_product: Callable):
-        self.step, self.vec, self.sca, self.tables, self.n, self.q_product = step, vec, sca, tables, n, q_product
+    def __init__(self, vec: list, sca: list, tables: Tables, q_product: Callable):
+        self.step, self.vec, self.sca = None, vec, sca
+        self.tables, self.q_product = tables, q_product
 
     def vector(self, name: str) -> torch.Tensor:
         return self.vec[self.step.inputs[name]]
@@ -117,8 +109,7 @@ class _OneRow:
         log_r = None
         for table, reverse in self.step.atoms:
             t = _row(self.tables.binary, table)
-            if reverse:
-                t = t.transpose(1, 2)
+            t = t.transpose(1, 2) if reverse else t
             log_r = t if log_r is None else log_r + t
         return log_r
 
@@ -132,7 +123,8 @@ class _OneRow:
         return None  # one scene, unpadded
 
     def all_objects(self) -> torch.Tensor:
-        return torch.zeros((1, self.n), dtype=self.tables.dtype, device=self.tables.object_mask.device)
+        t = self.tables
+        return torch.zeros((1, t.object_mask.shape[1]), dtype=t.dtype, device=t.object_mask.device)
 
 
 def _row(table: torch.Tensor, i: int) -> torch.Tensor:
@@ -140,35 +132,32 @@ def _row(table: torch.Tensor, i: int) -> torch.Tensor:
     return table if table.shape[0] == 1 else table[i:i + 1]
 
 
-def _constants(dtype, device) -> tuple:
-    true = torch.tensor([[0.0, NEG_INF]], dtype=dtype, device=device)
-    return true, true.flip(-1)
-
-
-def run_rows(steps: Steps, plan: BatchPlan, tables: Tables, q_product: Callable) -> Answers:
+def run_rows(steps: tuple, plan: BatchPlan, tables: Tables, q_product: Callable) -> Answers:
     """Run ``steps`` (from :func:`steps_of`) over ``tables``; the batched executor's answers."""
     dtype, device, n = tables.dtype, tables.object_mask.device, tables.object_mask.shape[1]
-    vec: list = [None] * steps.n_vectors
-    sca: list = [None] * steps.n_scalars
+    vec: list = [None] * len(plan.v_scene)
+    sca: list = [None] * (SCALAR_CONSTANTS + plan.n_scalars)
     # scalars carry (log p, log(1 - p)); rows 0 and 1 are log 1 and log 0 (padding of And / Or).
     # No step writes into what it reads and every output is a new tensor: constants are shared
-    sca[0], sca[1] = plan.kept(("constants", dtype, device), lambda: _constants(dtype, device))
-    row = _OneRow(None, vec, sca, tables, n, q_product)
-    for step in steps.steps:
+    true = plan.kept(("true", dtype, device),
+                     lambda: torch.tensor([[0.0, NEG_INF]], dtype=dtype, device=device))
+    sca[0], sca[1] = true, plan.kept(("false", dtype, device), lambda: true.flip(-1))
+    row = _OneRow(vec, sca, tables, q_product)
+    for step in steps:
         row.step = step
         (vec if step.operator.vector else sca)[step.out] = step.operator.run(row)
-    candidates = steps.candidates
+    candidates = plan.kept("candidate rows", plan.candidate_rows.tolist)
     if len(candidates) == 1:
         picked = sca[candidates[0]]
         log_probs, log_complement = picked[:, :1], picked[:, 1:]
     else:
         picked = torch.stack([sca[r] for r in candidates], dim=2)  # (1, 2, K)
         log_probs, log_complement = picked[:, 0], picked[:, 1]
-    if steps.focus < 0:
+    focus = int(plan.focus[0])
+    if focus < 0:
         focus = torch.full((1, n), NEG_INF, dtype=dtype, device=device)
     else:  # the user gets a row to edit: a copy where autograd may have saved it
-        focus = vec[steps.focus]
-        focus = focus.clone() if focus.requires_grad else focus
+        focus = vec[focus].clone() if vec[focus].requires_grad else vec[focus]
     cand_mask = torch.ones((1, len(candidates)), dtype=torch.bool, device=device)
     # a new mask (the tables' stays with `exact`); unpadded (checked by the caller): all True
     object_mask = torch.ones((1, n), dtype=torch.bool, device=device)

@@ -95,12 +95,12 @@ def renamings():
 
 def packed_with_predicates(registry, program):
     """The packed tables with each predicate id written as its predicate (ids differ by registry)."""
-    pack = registry.packed(program)
+    pack, ids = registry.packed(program)
     # local ids made engine-wide, as a batch's plan makes them (ids: the unary ones, then the binary)
     v, a = pack.v.copy(), pack.a.copy()
     has = v[:, 4] >= 0
-    v[has, 4] = pack.ids[v[has, 4]]
-    a[:, 1] = pack.ids[a[:, 1] + pack.n_unary]
+    v[has, 4] = ids[v[has, 4]]
+    a[:, 1] = ids[a[:, 1] + len(pack.unary)]
     v = [tuple(row[:4]) + ((registry.predicates[row[4]] if row[4] >= 0 else None),) for row in v.tolist()]
     a = [(row[0], registry.predicates[row[1]], row[2]) for row in a.tolist()]
     return v, a, pack.s.tolist(), pack.e.tolist(), pack.candidates.tolist(), pack.focus, [
@@ -205,5 +205,5 @@ def test_programs_that_differ_in_predicates_only_build_one_plan():
     kept = Program.yes_no(Aggregate(Quantifier.FORALL, Filter(UNARY[0], Top())))
     ProgramPlan.of(kept)
     fresh = Registry()
-    assert np.array_equal(fresh.packed(kept).v, ProgramPlan.of(kept)._tables[0])
+    assert np.array_equal(fresh.packed(kept).plan.v, ProgramPlan.of(kept).v)
     assert fresh._shaped.cache_info().misses == 1

@@ -99,8 +99,8 @@ def test_groups_of_truths_equal_the_disjunctions_they_stand_for(data):
 @given(st.data())
 def test_long_candidate_lists_equal_their_expansion(data):
     """An open question's ``AggregateEach`` over many predicates (planning numbers more than a few
-    at once: ``planning._local_ids``), some of them used before in the program or repeated in the
-    list, against the same truths written one ``Aggregate`` each, in one batch of both."""
+    at once: ``PlanBuilder.unary_block``), some of them used before in the program or repeated in
+    the list, against the same truths written one ``Aggregate`` each, in one batch of both."""
     unary, binary = default_vocabulary(n_unary=24)
     values = tuple(data.draw(st.permutations(unary))[:data.draw(st.integers(9, 24))])
     if data.draw(st.booleans()):  # a repeat
