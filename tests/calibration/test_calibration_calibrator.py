@@ -77,7 +77,7 @@ def test_missing_or_bad_calibrator_files_are_one_line_errors(tmp_path):
 
 
 def test_a_program_met_again_is_read_from_what_was_kept_with_the_same_parameters(tmp_path, monkeypatch):
-    from calibration import calibrator as module
+    from nablafol.calibration import calibrator as module
     _, _, _, _, examples = _setup(tmp_path)
     programs = [e.compiled.program for e in examples[:12]]
     calibrator = TopDownCalibrator.for_programs(programs)
