@@ -24,6 +24,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from nablafol.caching import bounded_cache, memo
 from nablafol.engine import ProgramPlan
 from nablafol.ir import AggregateEach, Conjoin, Filter, Neg, Relate, Top
 
@@ -36,6 +37,14 @@ UNKNOWN = "<unknown>"
 # softplus underflows to 0 for very negative outputs
 MIN_EXPONENT = 1e-3
 _IDENTITY_SOFTPLUS = math.log(math.expm1(1.0 - MIN_EXPONENT))  # MIN_EXPONENT + softplus(x) = 1
+# programs whose token sequences a calibrator keeps: a training set's distinct programs, met again every epoch
+ENCODED_PROGRAMS = 1 << 16
+
+
+def attention_steps(program) -> tuple:
+    """``ProgramPlan.attention_steps`` of ``program``, kept on it: a calibrator reads them at every
+    step it calibrates, and building the plan anew each time was about a tenth of a calibration epoch."""
+    return memo(program, "_calibration_steps", lambda: ProgramPlan.of(program).attention_steps)
 
 
 def step_token(step) -> str:
@@ -90,6 +99,7 @@ class TopDownCalibrator(nn.Module):
             self.head[-1].bias.copy_(torch.tensor([_IDENTITY_SOFTPLUS, _IDENTITY_SOFTPLUS, 0.0, 0.0]))
         self._params = None
         self._offsets = None
+        self._encoded = bounded_cache(self._encode, ENCODED_PROGRAMS)
 
     @classmethod
     def for_programs(cls, programs, **sizes) -> "TopDownCalibrator":
@@ -113,22 +123,10 @@ class TopDownCalibrator(nn.Module):
         device = device or self.embed.weight.device
         seqs, entries, counts = [], [], []
         for p in programs:
-            steps = ProgramPlan.of(p).attention_steps
-            positions, seq, each_pos = [], [], {}
-            for step in steps:
-                if isinstance(step, tuple):  # the candidates of one AggregateEach share a position
-                    key = id(step[0])
-                    if key not in each_pos:
-                        each_pos[key] = len(seq)
-                        seq.append(self._id("<each>"))
-                    positions.append((each_pos[key], self._id(_candidate_token(step))))
-                else:
-                    tok = self._id(step_token(step))
-                    positions.append((len(seq), tok))
-                    seq.append(tok)
+            seq, positions = self._encoded(p)
             seqs.append(seq)
             entries.append(positions)
-            counts.append(len(steps))
+            counts.append(len(positions))
         lengths = torch.tensor([len(s) for s in seqs])
         padded = torch.zeros(len(seqs), int(lengths.max()), dtype=torch.long)
         for k, s in enumerate(seqs):
@@ -143,6 +141,23 @@ class TopDownCalibrator(nn.Module):
         features = torch.cat([states[prog, pos], self.embed(own)], dim=1)
         return self.head(features), torch.tensor([0] + counts[:-1], device=device).cumsum(0)
 
+    def _encode(self, program) -> tuple[list[int], list[tuple[int, int]]]:
+        """``(sequence, positions)``: the token ids of ``program``'s sequence, and for every
+        attention step its position in it and its own token id (a candidate's predicate)."""
+        positions, seq, each_pos = [], [], {}
+        for step in attention_steps(program):
+            if isinstance(step, tuple):  # the candidates of one AggregateEach share a position
+                key = id(step[0])
+                if key not in each_pos:
+                    each_pos[key] = len(seq)
+                    seq.append(self._id("<each>"))
+                positions.append((each_pos[key], self._id(_candidate_token(step))))
+            else:
+                tok = self._id(step_token(step))
+                positions.append((len(seq), tok))
+                seq.append(tok)
+        return seq, positions
+
     def forward(self, log_a: torch.Tensor, mask: torch.Tensor, program: torch.Tensor, step: torch.Tensor):
         if self._params is None:
             raise RuntimeError("TopDownCalibrator: prepare(programs) must run before the engine calls it")
@@ -154,7 +169,7 @@ def program_tokens(programs) -> set[str]:
     several shards of a training set unite into the whole set's)."""
     tokens = set()
     for p in programs:
-        for step in ProgramPlan.of(p).attention_steps:
+        for step in attention_steps(p):
             tokens.add(step_token(step))
             cand = _candidate_token(step)
             if cand:

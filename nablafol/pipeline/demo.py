@@ -82,7 +82,6 @@ def run_demo(args: DemoSettings) -> int:
     from nablafol.plotting import learning_curves, training_curve
     from nablafol.scoring import make_split, score
     from nablafol.synthetic import generate_dataset
-    from nablafol.synthetic.bayes import bayes_split
     from nablafol.pipeline.calibration_training import train_calibrator
     from nablafol.pipeline.oracle_training import Trainer, TrainConfig, prepare_examples
 
@@ -99,16 +98,9 @@ def run_demo(args: DemoSettings) -> int:
     wall, cpu, began = time.perf_counter(), time.process_time(), time.time()
     say = report.say
 
-    # 1. the dataset
-    report.start()
-    bar = ProgressBar(f"1/{STAGES} generate", unit="steps")
-    summary = generate_dataset(data, seed=args.seed, progress=lambda d, n, stage: bar(d, n), **sizes)
-    bar.close()
-    say(f"# nablafol demo\n\nEmbedded GQA-like dataset (seed {args.seed}) in `{data}`: " + ", ".join(
-        f"{k} {summary.scenes[k]:,} scenes / {summary.questions[k]:,} questions" for k in summary.scenes)
-        + f" — {report.stop('generate'):.1f} s.")
     # the stages that need nothing of the base model, beside everything this process does until
-    # the tables (demo_beside): started as soon as the data is written
+    # the tables (demo_beside): started now, the parser on the training questions as soon as they
+    # are drawn, the rest once the data is written
     request = BesideRequest(data, out, args.seed, args.parser_epochs, blackbox_epochs, ceiling_epochs,
                             pretrained_epochs, args.lr, torch.get_num_threads())
     one_process = args.one_process or not can_spawn()
@@ -116,8 +108,18 @@ def run_demo(args: DemoSettings) -> int:
         print(f"demo: the main script ({getattr(sys.modules['__main__'], '__file__', None)}) is no file a second "
               "process could re-read (a script from standard input?): the stages beside the training run in this "
               "process first (the same results, one after the other)")
-    beside = Beside(request, one_process=one_process)
+    beside = Beside(request, one_process=one_process, before_data=True)
     try:
+        # 1. the dataset
+        report.start()
+        bar = ProgressBar(f"1/{STAGES} generate", unit="steps")
+        summary = generate_dataset(data, seed=args.seed, progress=lambda d, n, stage: bar(d, n),
+                                   on_split=beside.hand, **sizes)
+        bar.close()
+        say(f"# nablafol demo\n\nEmbedded GQA-like dataset (seed {args.seed}) in `{data}`: " + ", ".join(
+            f"{k} {summary.scenes[k]:,} scenes / {summary.questions[k]:,} questions" for k in summary.scenes)
+            + f" — {report.stop('generate'):.1f} s.")
+        beside.written(summary.generator)  # one process: the stages beside run now
         ontology = Ontology.from_folder(data / "ontology")
         compiler = Compiler(ontology)
         train_q = load_questions(data / "train_balanced_questions.json")
@@ -183,19 +185,6 @@ def run_demo(args: DemoSettings) -> int:
         scores[CALIBRATED] = score(list(test_q.values()), calibrated.predictions, split, match=vocabulary_match)
         report.stop("calibrate")
 
-        # the Bayes ceiling: the generator's posteriors given the features, through the same engine
-        report.start()
-        bayes_runs = {}
-        for split_name, questions in (("testdev", test_q), ("val", val_q)):
-            graphs = {g.image_id: g for g in bayes_split(summary.generator, store, split_name, features_only=True)}
-            bayes_runs[split_name] = _evaluate(Answerer(SceneGraphPerception(graphs, ontology=ontology),
-                                                        compiler=compiler), questions, f"6/{STAGES} Bayes {split_name}")
-        scores[BAYES] = score(list(test_q.values()), bayes_runs["testdev"].predictions, split, match=vocabulary_match)
-        bayes_val = score(list(val_q.values()), bayes_runs["val"].predictions, match=vocabulary_match).overall
-        overall = scores[BAYES].overall
-        bayes_interval = wilson_interval(round(overall.accuracy["all"] * overall.count["all"]), overall.count["all"])
-        report.stop("Bayes ceiling")
-
         # what needs this process's runs only, done while the second process may still work
         report.start()
         base_val = _evaluate(Answerer(perception, compiler=compiler, keep_outcomes=True), val_q,
@@ -226,6 +215,12 @@ def run_demo(args: DemoSettings) -> int:
         parsing.update(golden_accuracy=scores[BASE].overall.accuracy["all"],
                        predicted_accuracy=predicted.overall.accuracy["all"])
         report.stop("predicted programs")
+
+        # the Bayes ceiling: the generator's posteriors given the features, through the same engine
+        scores[BAYES] = score(list(test_q.values()), side["bayes"]["testdev"], split, match=vocabulary_match)
+        bayes_val = score(list(val_q.values()), side["bayes"]["val"], match=vocabulary_match).overall
+        overall = scores[BAYES].overall
+        bayes_interval = wilson_interval(round(overall.accuracy["all"] * overall.count["all"]), overall.count["all"])
 
         # 5. baselines that never see a program
         blackbox = side["black_box"]

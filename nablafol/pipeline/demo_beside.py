@@ -22,10 +22,13 @@ order: ``one_process=True`` runs the same function in the caller, and gives the 
 """
 from __future__ import annotations
 
+import copyreg
+import io
 import pickle
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from types import MappingProxyType
 from pathlib import Path
 from typing import Optional
 
@@ -78,14 +81,58 @@ def validation_accuracy(perception, compiler, questions) -> float:
     return scorer.compute().accuracy["all"]
 
 
-def run_beside(request: BesideRequest) -> dict:
-    """Run every stage of this module (see its docstring); what the report needs, picklable."""
+def run_beside(request: BesideRequest, inbox=None, generator=None) -> dict:
+    """Run every stage of this module (see its docstring); what the report needs, picklable.
+    ``inbox``: where the training questions, the word that the data is written and its generator
+    come from (:class:`_Messages`, from a first process still writing it); None: the data is
+    written, and ``generator`` wrote it (None: rebuilt from the data's card)."""
     from nablafol.pipeline.allocator import keep_freed_memory
     with keep_freed_memory():  # its trainings' big temporaries reuse the last step's pages
-        return _run_beside(request)
+        return _run_beside(request, inbox if inbox is not None else _Written(request.data, generator))
 
 
-def _run_beside(request: BesideRequest) -> dict:
+class _Written:
+    """The inbox of a run whose data is written already: the training questions from their file,
+    the generator as handed."""
+
+    def __init__(self, data: Path, generator=None):
+        self.data, self.generator = Path(data), generator
+
+    def train_questions(self) -> list:
+        from nablafol.data import load_questions
+        return list(load_questions(self.data / "train_balanced_questions.json").values())
+
+    def wait_for_data(self):
+        return self.generator
+
+
+class _Messages:
+    """The inbox of a second process started before the data is written: the first process sends
+    the training questions as soon as they are drawn (the parser needs nothing else), then word
+    that every file is written, with the generator that wrote it (the Bayes ceiling's model)."""
+
+    def __init__(self, connection):
+        self._connection = connection
+
+    def _next(self, kind: str):
+        try:
+            got, value = pickle.loads(self._connection.recv_bytes())
+        except EOFError:
+            raise RuntimeError("the first process stopped before it had written the data") from None
+        if got != kind:
+            raise RuntimeError(f"the first process sent {got!r} where {kind!r} belonged")
+        return value
+
+    def train_questions(self) -> list:
+        return self._next("train")
+
+    def wait_for_data(self):
+        generator = self._next("written")
+        self._connection.close()
+        return generator
+
+
+def _run_beside(request: BesideRequest, inbox) -> dict:
     import torch
 
     from nablafol.compiler import Compiler
@@ -93,21 +140,29 @@ def _run_beside(request: BesideRequest) -> dict:
     from nablafol.dsl import Ontology
     torch.set_num_threads(request.threads)
     cpu, began = time.process_time(), time.time()  # the clock both processes share: when it began and ended
+    timings, cpus, out = {}, {}, {}
+    clock = StageClock(timings, cpus)
+    with clock("parser"):  # on the training questions alone: it can start before the rest is written
+        trained, settings = _train_parser(request, inbox.train_questions())
+    generator = inbox.wait_for_data()
     data = Path(request.data)
+    if generator is None:  # none handed over: rebuilt from the data's card
+        from nablafol.synthetic.bayes import rebuilt_generator
+        generator = rebuilt_generator(data)
     ontology = Ontology.from_folder(data / "ontology")
     compiler = Compiler(ontology)
     questions = {split: load_questions(data / f"{split}_balanced_questions.json") for split in ("train", "val", "testdev")}
     store = feature_memory(data)
-    timings, cpus, out = {}, {}, {}
-    clock = StageClock(timings, cpus)
 
     with clock("parser"):
-        out["parser"], out["parser_read"] = _parser(request, questions["train"], questions["testdev"])
+        out["parser"], out["parser_read"] = _parser_read(request, trained, settings, questions["testdev"])
     with clock("black box"):
         out["black_box"], out["black_box_predictions"] = _black_box(request, questions, store)
     with clock("ceiling"):
         model, out["ceiling_history"], out["ceiling_predictions"], out["ceiling_concepts"] = _ceiling(
             request, ontology, compiler, questions, store)
+    with clock("Bayes ceiling"):
+        out["bayes"] = _bayes(generator, ontology, compiler, questions, store)
     with clock("pretrained"):
         out["pretrained_history"] = _pretrained(request, model, ontology, compiler, questions, store)
     out["timings"], out["stage_cpu_seconds"], out["cpu_seconds"] = timings, cpus, time.process_time() - cpu
@@ -116,8 +171,8 @@ def _run_beside(request: BesideRequest) -> dict:
 
 
 class StageClock:
-    """``with clock(stage):`` writes the stage's wall seconds into ``wall`` and this process's CPU
-    seconds into ``cpu`` (both dicts, by stage name): the CPU seconds say what a stage costs
+    """``with clock(stage):`` adds the stage's wall seconds to ``wall`` and this process's CPU
+    seconds to ``cpu`` (both dicts, by stage name): the CPU seconds say what a stage costs
     whatever else the machine runs, the wall what it took here."""
 
     def __init__(self, wall: dict, cpu: dict):
@@ -128,21 +183,25 @@ class StageClock:
         wall, cpu = time.perf_counter(), time.process_time()
         try:
             yield
-        finally:
-            self.wall[stage] = time.perf_counter() - wall
-            self.cpu[stage] = time.process_time() - cpu
+        finally:  # a stage timed in parts adds them up
+            self.wall[stage] = self.wall.get(stage, 0.0) + time.perf_counter() - wall
+            self.cpu[stage] = self.cpu.get(stage, 0.0) + time.process_time() - cpu
 
 
-def _parser(request: BesideRequest, train_q: dict, test_q: dict) -> tuple[dict, dict]:
-    """The semantic parser trained on the training questions, saved in ``OUT/parser``; how, and
-    test-dev's questions with the programs it reads (id -> question), with how many it read as
-    annotated and how many it could not read."""
-    from nablafol.dsl import parse_program
-    from nablafol.semantic_parser import (TrainingSettings, same_program, save_parser, train_parser,
-                                          with_predicted_programs)
+def _train_parser(request: BesideRequest, train_questions: list):
+    """The semantic parser trained on the training questions, and its settings."""
+    from nablafol.semantic_parser import TrainingSettings, train_parser
     settings = (TrainingSettings(seed=request.seed) if request.parser_epochs is None
                 else TrainingSettings(epochs=request.parser_epochs, seed=request.seed))
-    trained = train_parser(train_q.values(), settings=settings)
+    return train_parser(train_questions, settings=settings), settings
+
+
+def _parser_read(request: BesideRequest, trained, settings, test_q: dict) -> tuple[dict, dict]:
+    """The trained parser saved in ``OUT/parser``; how it was trained, and test-dev's questions
+    with the programs it reads (id -> question), with how many it read as annotated and how many
+    it could not read."""
+    from nablafol.dsl import parse_program
+    from nablafol.semantic_parser import same_program, save_parser, with_predicted_programs
     save_parser(Path(request.out) / "parser", trained.parser)
     read = {q.id: q for q in with_predicted_programs(test_q.values(), trained.parser)}
     exact = sum(q.semantic_str is not None and test_q[q.id].semantic_str is not None
@@ -190,6 +249,23 @@ def _ceiling(request: BesideRequest, ontology, compiler, questions: dict, store)
     return model, history, run.predictions, concepts
 
 
+def _bayes(generator, ontology, compiler, questions: dict, store) -> dict:
+    """The Bayes ceiling's answers: the generator's posteriors given the features and boxes
+    (:func:`nablafol.synthetic.bayes.features_only_scene_graphs`) through the same engine and
+    golden programs; split (test-dev, validation) -> predictions."""
+    from nablafol.pipeline.answering import Answerer
+    from nablafol.pipeline.evaluation import answer_stream
+    from nablafol.pipeline.perception import SceneGraphPerception
+    from nablafol.synthetic.bayes import bayes_split
+    out = {}
+    for split in ("testdev", "val"):
+        graphs = {g.image_id: g for g in bayes_split(generator, store, split, features_only=True)}
+        answerer = Answerer(SceneGraphPerception(graphs, ontology=ontology), compiler=compiler)
+        asked = questions[split]
+        out[split] = answer_stream(asked.values(), answerer, chunk_size=max(1, len(asked)), collect=True).predictions
+    return out
+
+
 def _pretrained(request: BesideRequest, model, ontology, compiler, questions: dict, store) -> list[dict]:
     """The labelled network trained ``pretrained_epochs`` epochs through the reasoning on the
     answers, every program from the first epoch (as ``nablafol train --scene-graphs`` after its
@@ -220,19 +296,58 @@ def can_spawn() -> bool:
 
 class Beside:
     """:func:`run_beside` started now in a second process (``one_process``: run here, now);
-    :meth:`result` waits for what it hands back; :meth:`stop` ends it (the demo failed)."""
+    :meth:`result` waits for what it hands back; :meth:`stop` ends it (the demo failed).
 
-    def __init__(self, request: BesideRequest, one_process: bool = False):
-        self._result, self._process = None, None
+    ``before_data``: started before the data is written (the second process's start-up and the
+    parser's training then overlap the dataset's generation): the caller hands over the training
+    questions with :meth:`hand` (``generate_dataset``'s ``on_split``), then calls :meth:`written`
+    (in one process, the stages run then)."""
+
+    def __init__(self, request: BesideRequest, one_process: bool = False, before_data: bool = False):
+        self._result, self._process, self._request, self._outbox = None, None, request, None
         if one_process:
-            self._result = run_beside(request)
+            if not before_data:
+                self._result = run_beside(request)
             return
         import multiprocessing
         context = multiprocessing.get_context("spawn")  # a fresh interpreter: nothing of this one's torch or files
         self._receive, send = context.Pipe(duplex=False)
-        self._process = context.Process(target=_serve, args=(request, send), name="nablafol demo beside", daemon=True)
+        inbox = None
+        if before_data:
+            inbox, self._outbox = context.Pipe(duplex=False)
+        self._process = context.Process(target=_serve, args=(request, send, inbox), name="nablafol demo beside",
+                                        daemon=True)
         self._process.start()
         send.close()
+        if inbox is not None:
+            inbox.close()
+
+    def hand(self, split: str, questions: list) -> None:
+        """The training questions, to the second process as soon as they are drawn."""
+        if split == "train":
+            self._send("train", list(questions))
+
+    def written(self, generator=None) -> None:
+        """Every file of the data is written (by ``generator``: the Bayes ceiling's model; None:
+        rebuilt from the data's card): the second process goes on (one process: runs now)."""
+        if self._outbox is not None:
+            if generator is not None:  # the Bayes oracle reads the scenes only: the questions stay here
+                generator = replace(generator, dataset=replace(generator.dataset, questions={}))
+            self._send("written", generator)
+            if self._outbox is not None:
+                self._outbox.close()
+                self._outbox = None
+        elif self._process is None and self._result is None:
+            self._result = run_beside(self._request, generator=generator)
+
+    def _send(self, kind: str, value) -> None:
+        if self._outbox is None:
+            return
+        try:
+            self._outbox.send_bytes(_dumps((kind, value)))
+        except OSError:  # the second process has ended: result() says why
+            self._outbox.close()
+            self._outbox = None
 
     def result(self) -> dict:
         if self._result is None:
@@ -253,12 +368,27 @@ class Beside:
             self._process.join()
 
 
-def _serve(request: BesideRequest, send) -> None:
-    """The second process: :func:`run_beside`, its result or its failure (one line) sent back."""
+def _dumps(value) -> bytes:
+    """``pickle.dumps(value)``, read-only mappings (a scene graph's, a vocabulary's) written as their
+    items and read back as read-only mappings (pickle refuses them)."""
+    buffer = io.BytesIO()
+    pickler = pickle.Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL)
+    pickler.dispatch_table = {**copyreg.dispatch_table, MappingProxyType: lambda proxy: (_read_only, (dict(proxy),))}
+    pickler.dump(value)
+    return buffer.getvalue()
+
+
+def _read_only(items: dict) -> MappingProxyType:
+    return MappingProxyType(items)
+
+
+def _serve(request: BesideRequest, send, inbox=None) -> None:
+    """The second process: :func:`run_beside`, its result or its failure (one line) sent back
+    (``inbox``: the connection the first process hands the data's news over, or None)."""
     # plain pickle, not the connection's: torch would share the tensors' memory through this
     # process, which has ended by the time they are read
     try:
-        send.send_bytes(pickle.dumps(("result", run_beside(request))))
+        send.send_bytes(pickle.dumps(("result", run_beside(request, _Messages(inbox) if inbox is not None else None))))
     except BaseException as e:  # noqa: BLE001 - the first process says it, in one line
         send.send_bytes(pickle.dumps(("error", f"{type(e).__name__}: {e}")))
     finally:

@@ -28,6 +28,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Callable, Iterable, Optional
 
+import numpy as np
 import torch
 
 from nablafol.caching import bounded_cache
@@ -178,6 +179,15 @@ class _Encoded:
             self.copied.append(-1)
         self.inputs, self.copied = self.inputs[:-1], self.copied[:-1]
         self.copies = sorted(copied_positions)  # the words word dropout may hide
+        # the same as arrays, made once: a batch is cut from them every epoch
+        self.arrays = (np.asarray(self.source, dtype=np.int64),
+                       np.asarray(self.copyable, dtype=bool).reshape(COPY_GROUPS, len(words)),
+                       np.asarray(self.inputs, dtype=np.int64), np.asarray(self.copied, dtype=np.int64))
+        # the wanted scores: (step, unit) of the units it writes, (step, group, position) of its copies
+        self.written = np.asarray([(t, unit) for t, unit in enumerate(self.target) if unit >= 0],
+                                  dtype=np.int64).reshape(-1, 2)
+        self.copy_places = np.asarray([(t, g, i) for t, places in enumerate(self.copy_from) for g, i in places],
+                                      dtype=np.int64).reshape(-1, 3)
 
 
 def _batch(encoded: list[_Encoded], n_units: int, dropout: float, generator: torch.Generator):
@@ -191,20 +201,24 @@ def _batch(encoded: list[_Encoded], n_units: int, dropout: float, generator: tor
     copied = torch.full((size, steps), -1, dtype=torch.long)
     wanted = torch.zeros(size, steps, n_units + COPY_GROUPS * longest, dtype=torch.bool)
     valid = torch.zeros(size, steps, dtype=torch.bool)
+    # filled in numpy and wrapped once (a tensor per example and field was most of a batch's making)
+    words_np, copyable_np, droppable_np = words.numpy(), copyable.numpy(), droppable.numpy()
+    inputs_np, copied_np, valid_np = inputs.numpy(), copied.numpy(), valid.numpy()
     rows, steps_at, columns = [], [], []  # the (example, step, column) of every wanted score
     for b, e in enumerate(encoded):
-        words[b, :len(e.source)] = torch.tensor(e.source)
-        copyable[b, :, :len(e.source)] = torch.tensor(e.copyable)
-        droppable[b, e.copies] = True
-        inputs[b, :len(e.inputs)] = torch.tensor(e.inputs)
-        copied[b, :len(e.copied)] = torch.tensor(e.copied)
-        valid[b, :len(e.target)] = True
-        for t, (unit, places) in enumerate(zip(e.target, e.copy_from)):
-            for column in [unit] * (unit >= 0) + [n_units + g * longest + i for g, i in places]:
-                rows.append(b)
-                steps_at.append(t)
-                columns.append(column)
-    wanted[rows, steps_at, columns] = True
+        source, can_copy, e_inputs, e_copied = e.arrays
+        words_np[b, :len(source)] = source
+        copyable_np[b, :, :len(source)] = can_copy
+        droppable_np[b, e.copies] = True
+        inputs_np[b, :len(e_inputs)] = e_inputs
+        copied_np[b, :len(e_copied)] = e_copied
+        valid_np[b, :len(e.target)] = True
+        places = e.copy_places
+        rows += [np.full(len(e.written) + len(places), b, dtype=np.int64)]
+        steps_at += [e.written[:, 0], places[:, 0]]
+        columns += [e.written[:, 1], n_units + places[:, 1] * longest + places[:, 2]]
+    if rows:
+        wanted.numpy()[np.concatenate(rows), np.concatenate(steps_at), np.concatenate(columns)] = True
     if dropout:
         drop = (torch.rand(words.shape, generator=generator) < dropout) & droppable
         words = words.masked_fill(drop, 1)

@@ -154,8 +154,11 @@ def build_dataset(n_train: int = 1500, n_val: int = 300, n_testdev: int = 300, s
                   questions_per_scene: int = 10, vocabulary: Vocabulary | None = None,
                   progress: Progress | None = None, min_objects: int = MIN_OBJECTS,
                   max_objects: int = MAX_OBJECTS, large_share: float = 0.0,
-                  spatial_neighbours: int | None = None) -> SyntheticDataset:
-    """Scenes and questions of every split, in memory (what :func:`generate_dataset` writes)."""
+                  spatial_neighbours: int | None = None,
+                  on_split: Callable[[str, list], None] | None = None) -> SyntheticDataset:
+    """Scenes and questions of every split, in memory (what :func:`generate_dataset` writes).
+    ``on_split(split, questions)`` hears of each split's questions as soon as they are made (the
+    demo's second process starts on the training questions while the other splits are drawn)."""
     _check(n_train, n_val, n_testdev, seed, 2, questions_per_scene)
     if not (isinstance(min_objects, int) and isinstance(max_objects, int) and 2 <= min_objects <= max_objects <= 100):
         raise DatasetError(f"objects per scene: need 2 <= min <= max <= 100, got {min_objects!r}, {max_objects!r}")
@@ -189,6 +192,8 @@ def build_dataset(n_train: int = 1500, n_val: int = 300, n_testdev: int = 300, s
                 progress(done, total, f"{split} scenes and questions")
         kept = balance_yes_no(generated, stream_rng(seed, "balance", index))
         questions[split] = to_questions(kept, next_question)
+        if on_split is not None:
+            on_split(split, questions[split])
         next_question += len(kept)
         scenes[split] = graphs
     return SyntheticDataset(seed, vocabulary, scenes, questions, scene_generator.width, scene_generator.height,
@@ -200,13 +205,15 @@ def generate_dataset(out_dir, n_train: int = 1500, n_val: int = 300, n_testdev: 
                      noise_std: float = NOISE_STD, context_scale: float = 0.5,
                      vocabulary: Vocabulary | None = None, min_objects: int = MIN_OBJECTS,
                      max_objects: int = MAX_OBJECTS, large_share: float = 0.0,
-                     spatial_neighbours: int | None = None) -> DatasetSummary:
+                     spatial_neighbours: int | None = None,
+                     on_split: Callable[[str, list], None] | None = None) -> DatasetSummary:
     """Generate the dataset and write it into ``out_dir``: a new or empty folder, or one an earlier
     ``generate_dataset`` wrote (its ``dataset_card.json`` says so), whose files are replaced; any
     other folder with something in it is refused (it may hold a user's GQA files of the same names).
 
     ``progress(done, total, stage)`` is called as scenes are made and as their features are
-    written (``total`` is twice the number of scenes). Returns a :class:`DatasetSummary`.
+    written (``total`` is twice the number of scenes); ``on_split`` as :func:`build_dataset`'s,
+    before anything is written. Returns a :class:`DatasetSummary`.
     """
     _check(n_train, n_val, n_testdev, seed, feature_dim, questions_per_scene)
     if not (isinstance(noise_std, (int, float)) and noise_std >= 0 and np.isfinite(noise_std)):
@@ -226,7 +233,7 @@ def generate_dataset(out_dir, n_train: int = 1500, n_val: int = 300, n_testdev: 
     dataset = build_dataset(n_train, n_val, n_testdev, seed, questions_per_scene=questions_per_scene,
                             vocabulary=vocabulary, progress=scene_progress, min_objects=min_objects,
                             max_objects=max_objects, large_share=large_share,
-                            spatial_neighbours=spatial_neighbours)
+                            spatial_neighbours=spatial_neighbours, on_split=on_split)
     written: list[Path] = []
     choices = dataset_choices(dataset)
     for split in SPLITS:

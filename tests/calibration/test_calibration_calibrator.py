@@ -74,3 +74,20 @@ def test_missing_or_bad_calibrator_files_are_one_line_errors(tmp_path):
         load_calibrator(tmp_path)
     save_calibrator(tmp_path, TopDownCalibrator(["attr:red"]))
     assert load_calibrator(tmp_path).tokens == ["<unknown>", "attr:red"]
+
+
+def test_a_program_met_again_is_read_from_what_was_kept_with_the_same_parameters(tmp_path, monkeypatch):
+    from nablafol.calibration import calibrator as module
+    _, _, _, _, examples = _setup(tmp_path)
+    programs = [e.compiled.program for e in examples[:12]]
+    calibrator = TopDownCalibrator.for_programs(programs)
+    first, offsets = calibrator.raw_parameters(programs)
+    built = []
+    original = module.ProgramPlan.of
+    monkeypatch.setattr(module.ProgramPlan, "of", lambda p: built.append(p) or original(p))
+    again, offsets_again = calibrator.raw_parameters(programs)
+    assert not built  # the plans were built once, when the vocabulary was read
+    assert torch.equal(first, again) and torch.equal(offsets, offsets_again)
+    fresh = TopDownCalibrator(calibrator.tokens[1:])
+    fresh.load_state_dict(calibrator.state_dict())
+    assert torch.equal(fresh.raw_parameters(programs)[0], first)  # a new calibrator reads the same sequences

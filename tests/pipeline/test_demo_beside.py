@@ -37,11 +37,48 @@ def test_a_second_process_gives_what_this_one_gives(tiny, tmp_path):
     assert [h["val_accuracy"] for h in here["black_box"].history] == [h["val_accuracy"] for h in there["black_box"].history]
     assert (tmp_path / "there" / "parser").is_dir() and (tmp_path / "there" / "pretrained" / "config.json").exists()
     assert there["span"][0] < there["span"][1] and len(there["span"]) == 2
-    assert set(there["timings"]) == set(there["stage_cpu_seconds"]) == {"parser", "black box", "ceiling", "pretrained"}
+    assert set(there["timings"]) == set(there["stage_cpu_seconds"]) == {"parser", "black box", "ceiling", "Bayes ceiling", "pretrained"}
     assert there["parser_read"].keys() == here["parser_read"].keys() and there["parser"]["exact_match"] == here["parser"]["exact_match"]
     # every epoch validated: the learning curves' points
     assert len(there["ceiling_history"]) == 2 and all("val_accuracy" in r for r in there["ceiling_history"])
     assert len(there["pretrained_history"]) == 1 and there["pretrained_history"][0]["val_accuracy"] is not None
+
+
+@pytest.mark.slow
+def test_started_before_the_data_it_gives_what_it_gives_after(tiny, tmp_path):
+    """The demo's way: the second process starts first, trains the parser on the training
+    questions handed over while the other splits are drawn, and goes on once every file is written."""
+    early = Beside(request_for(tmp_path / "data", tmp_path / "early"), before_data=True)
+    handed = []
+    generate_dataset(tmp_path / "data", n_train=40, n_val=10, n_testdev=10, seed=2, feature_dim=8,
+                     on_split=lambda split, questions: handed.append(split) or early.hand(split, questions))
+    assert handed == ["train", "val", "testdev"]
+    early.written()
+    there = early.result()
+    here = Beside(request_for(tiny, tmp_path / "here"), one_process=True).result()
+    assert there["parser_read"] == here["parser_read"] and there["parser"]["exact_match"] == here["parser"]["exact_match"]
+    assert here["ceiling_predictions"] == there["ceiling_predictions"] and here["ceiling_predictions"]
+    assert here["black_box_predictions"] == there["black_box_predictions"]
+    assert set(there["timings"]) == {"parser", "black box", "ceiling", "Bayes ceiling", "pretrained"}
+
+
+def test_the_training_questions_handed_over_are_those_written(tmp_path):
+    from nablafol.data import load_questions
+    handed = {}
+    generate_dataset(tmp_path / "d", n_train=6, n_val=2, n_testdev=2, seed=3, feature_dim=8,
+                     on_split=lambda split, questions: handed.setdefault(split, list(questions)))
+    for split in ("train", "val", "testdev"):
+        assert handed[split] == list(load_questions(tmp_path / "d" / f"{split}_balanced_questions.json").values())
+
+
+@pytest.mark.slow
+def test_a_failure_beside_before_the_data_is_one_line_here_and_handing_over_goes_on(tmp_path):
+    beside = Beside(request_for(tmp_path / "no such data", tmp_path / "out"), before_data=True)
+    beside.hand("train", [])  # no question: the parser refuses, the process ends
+    beside.hand("train", [])
+    beside.written()
+    with pytest.raises(RuntimeError, match=r"^demo, stages beside the training: \w+Error: "):
+        beside.result()
 
 
 @pytest.mark.slow
