@@ -305,6 +305,7 @@ class Beside:
 
     def __init__(self, request: BesideRequest, one_process: bool = False, before_data: bool = False):
         self._result, self._process, self._request, self._outbox = None, None, request, None
+        self._sender, self._sending = None, None
         if one_process:
             if not before_data:
                 self._result = run_beside(request)
@@ -334,20 +335,25 @@ class Beside:
             if generator is not None:  # the Bayes oracle reads the scenes only: the questions stay here
                 generator = replace(generator, dataset=replace(generator.dataset, questions={}))
             self._send("written", generator)
-            if self._outbox is not None:
-                self._outbox.close()
-                self._outbox = None
+            if self._sender is not None:
+                self._sender.put(None)
+            self._outbox = None
         elif self._process is None and self._result is None:
             self._result = run_beside(self._request, generator=generator)
 
     def _send(self, kind: str, value) -> None:
         if self._outbox is None:
             return
-        try:
-            self._outbox.send_bytes(_dumps((kind, value)))
-        except OSError:  # the second process has ended: result() says why
-            self._outbox.close()
-            self._outbox = None
+        if self._sender is None:
+            # a pipe takes a large message only as fast as the second process reads it, and that
+            # process reads its inbox between stages: sending from this thread would stall the demo
+            import queue
+            import threading
+            self._sender = queue.SimpleQueue()
+            self._sending = threading.Thread(target=_send_all, args=(self._sender, self._outbox),
+                                             name="nablafol demo hand-over", daemon=True)
+            self._sending.start()
+        self._sender.put(_dumps((kind, value)))
 
     def result(self) -> dict:
         if self._result is None:
@@ -357,6 +363,8 @@ class Beside:
                 kind, value = "error", f"the second process ended without an answer (exit code {self._process.exitcode})"
             finally:
                 self._process.join()
+                if self._sending is not None:
+                    self._sending.join()
             if kind == "error":
                 raise RuntimeError(f"demo, stages beside the training: {value}")
             self._result = value
@@ -366,6 +374,17 @@ class Beside:
         if self._process is not None and self._process.is_alive():
             self._process.terminate()
             self._process.join()
+
+
+def _send_all(messages, outbox) -> None:
+    """Send ``messages`` (bytes, None: the last) down ``outbox`` in order, then close it."""
+    try:
+        while (message := messages.get()) is not None:
+            outbox.send_bytes(message)
+    except OSError:  # the second process has ended: Beside.result says why
+        pass
+    finally:
+        outbox.close()
 
 
 def _dumps(value) -> bytes:
