@@ -318,7 +318,8 @@ class Beside:
             inbox, self._outbox = context.Pipe(duplex=False)
         self._process = context.Process(target=_serve, args=(request, send, inbox), name="nablafol demo beside",
                                         daemon=True)
-        self._process.start()
+        with _blas_threads(request.threads):
+            self._process.start()
         send.close()
         if inbox is not None:
             inbox.close()
@@ -374,6 +375,23 @@ class Beside:
         if self._process is not None and self._process.is_alive():
             self._process.terminate()
             self._process.join()
+
+
+@contextmanager
+def _blas_threads(threads: int):
+    """numpy's BLAS threads in a process spawned inside: as many as torch's (BLAS reads them once,
+    at start-up; more threads than that take the other process's core)."""
+    import os
+    names = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+    before = {name: os.environ.get(name) for name in names}
+    for name in names:
+        os.environ.setdefault(name, str(max(1, threads)))
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
 
 
 def _send_all(messages, outbox) -> None:
