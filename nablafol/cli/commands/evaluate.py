@@ -77,8 +77,8 @@ def add_arguments(parser) -> None:
                         "repeats uncertain atoms (conditioning on them; docs/exactness.md) instead of the paper's "
                         "approximation; each answer's flag in --details")
     parser.add_argument("--exact-budget", type=exact_budget, default=12, metavar="K", help="with --exact-inference "
-                        "or --bounds: the most repeated uncertain atoms conditioned on per answer (2^K worlds; beyond, the "
-                        "approximation, flagged; default 12)")
+                        "or --bounds: the most repeated uncertain atoms conditioned on per answer (2^K worlds; beyond, a compiled "
+                        "circuit; past its node budget, the approximation, flagged; default 12)")
     parser.add_argument("--bounds", action="store_true", help="with --details: each answer's sound bounds "
                         "[lower, upper] on its probabilities (\"bounds\"; an exact answer's are its value), "
                         "conditioning on --exact-budget shared atoms (docs/exactness.md)")
