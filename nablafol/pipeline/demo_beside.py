@@ -304,8 +304,8 @@ class Beside:
     (in one process, the stages run then)."""
 
     def __init__(self, request: BesideRequest, one_process: bool = False, before_data: bool = False):
-        self._result, self._process, self._request, self._outbox = None, None, request, None
-        self._sender, self._sending = None, None
+        # _outbox: messages for the second process (bytes; None: the last), None once closed
+        self._result, self._process, self._request, self._outbox, self._sending = None, None, request, None, None
         if one_process:
             if not before_data:
                 self._result = run_beside(request)
@@ -315,7 +315,15 @@ class Beside:
         self._receive, send = context.Pipe(duplex=False)
         inbox = None
         if before_data:
-            inbox, self._outbox = context.Pipe(duplex=False)
+            import queue
+            import threading
+            inbox, outbox = context.Pipe(duplex=False)
+            # a pipe takes a large message only as fast as the second process reads it, and that
+            # process reads its inbox between stages: sending from the caller's thread would stall it
+            self._outbox = queue.SimpleQueue()
+            self._sending = threading.Thread(target=_send_all, args=(self._outbox, outbox),
+                                             name="nablafol demo hand-over", daemon=True)
+            self._sending.start()
         self._process = context.Process(target=_serve, args=(request, send, inbox), name="nablafol demo beside",
                                         daemon=True)
         with _blas_threads(request.threads):
@@ -336,25 +344,14 @@ class Beside:
             if generator is not None:  # the Bayes oracle reads the scenes only: the questions stay here
                 generator = replace(generator, dataset=replace(generator.dataset, questions={}))
             self._send("written", generator)
-            if self._sender is not None:
-                self._sender.put(None)
+            self._outbox.put(None)
             self._outbox = None
         elif self._process is None and self._result is None:
             self._result = run_beside(self._request, generator=generator)
 
     def _send(self, kind: str, value) -> None:
-        if self._outbox is None:
-            return
-        if self._sender is None:
-            # a pipe takes a large message only as fast as the second process reads it, and that
-            # process reads its inbox between stages: sending from this thread would stall the demo
-            import queue
-            import threading
-            self._sender = queue.SimpleQueue()
-            self._sending = threading.Thread(target=_send_all, args=(self._sender, self._outbox),
-                                             name="nablafol demo hand-over", daemon=True)
-            self._sending.start()
-        self._sender.put(_dumps((kind, value)))
+        if self._outbox is not None:
+            self._outbox.put(_dumps((kind, value)))
 
     def result(self) -> dict:
         if self._result is None:
