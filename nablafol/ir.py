@@ -612,7 +612,7 @@ class Program(_Hashed):
             if len(self.candidates) != 1 or not isinstance(self.candidates[0], Truth):
                 raise ProgramStructureError("a yes/no Program has exactly one Truth; give labels for several")
         else:
-            n = self.n_candidates
+            n = sum(c.n_truths if isinstance(c, Truths) else 1 for c in self.candidates)
             if not isinstance(self.labels, tuple) or len(self.labels) != n:
                 raise ProgramStructureError(
                     f"a Program with {n} candidates needs as many labels, got {self.labels!r:.80}")
@@ -621,9 +621,27 @@ class Program(_Hashed):
         if self.focus is not None:
             _check(self.focus, Attention, "Program focus")
 
+    # hashed by shape and labels (``_structural_hash``), and equal by them: equal programs have
+    # equal shapes and labels, and a shape makes its program again (``_rebuilt``), so comparing
+    # them is structural equality without reading a node (a filled program's nodes stay unmade)
+    __hash__ = _Hashed.__hash__
+
+    def __eq__(self, other) -> bool:
+        if other is self:
+            return True
+        if not isinstance(other, Program):
+            return NotImplemented
+        if self.labels != other.labels:
+            return False
+        mine, theirs = self.shape(), other.shape()
+        if mine is not None and theirs is not None:
+            return mine == theirs
+        return self.candidates == other.candidates and self.focus == other.focus
+
     @property
     def n_candidates(self) -> int:
-        return sum(c.n_truths if isinstance(c, Truths) else 1 for c in self.candidates)
+        # the labels name every candidate truth (checked when made); a yes/no program has one
+        return 1 if self.labels is None else len(self.labels)
 
     def truths(self) -> tuple[Truth, ...]:
         """Every candidate as a separate truth (``AggregateEach`` expanded), in label order."""
@@ -671,8 +689,9 @@ class Program(_Hashed):
         """This program with other predicates at some local numbers of its :meth:`shape`
         (``unary[i]`` replaces ``shape().unary[i]``, ``binary[j]`` ``shape().binary[j]``): the
         program a compiler would make of another question of the same structure. Only the nodes
-        that use a replaced predicate, and the nodes above them, are made again; the others are
-        this program's own, and nothing is walked. The new predicates must keep the shape: none
+        that use a replaced predicate, and the nodes above them, are made again, the others are
+        this program's own, and that only when a node is first asked for (:class:`FilledProgram`):
+        nothing is walked. The new predicates must keep the shape: none
         equal to another predicate of the program (else equal nodes would merge), which the caller
         checks.
 
@@ -684,12 +703,7 @@ class Program(_Hashed):
         walk = self._walked()
         if walk.shape is None:
             raise ProgramStructureError("a program with a node of a kind its shape does not know cannot be refilled")
-        new = _rebuilt(walk.shape, walk, unary, binary)
-        end = new.shape.key[len(new.nodes)]
-        program = Program(tuple([new.nodes[i] for i in end[0]]), self.labels,
-                                    new.nodes[end[1]] if end[1] >= 0 else None)
-        memo(program, "_walk", lambda: new)  # what a walk of it would make, known already
-        return program
+        return FilledProgram(walk, unary, binary, self.labels)
 
     def _walked(self) -> "_Walk":
         return memo(self, "_walk", lambda: _walk(self))
@@ -749,6 +763,56 @@ class Program(_Hashed):
         # (hashing node by node, in Python, cost more than the walk)
         shape = self.shape()
         return _Hashed._structural_hash(self) if shape is None else hash((shape, self.labels))
+
+
+class FilledProgram(Program):
+    """A program filled into another's shape (:meth:`Program.refilled`), equal to the program made
+    whole: its shape, predicates and labels are known at once (all that planning and the engine's
+    caches read), its nodes are made the first time something asks for them (``candidates``,
+    ``focus``, :meth:`nodes`, a rendering, the read-once analysis). A compiler fills most
+    programs of a stream into skeletons it met, and an eval asks none of them for a node."""
+
+    def __init__(self, like: "_Walk", unary: dict, binary: dict, labels):
+        values = self.__dict__  # frozen: written once, here, as the dataclass's own __init__ would
+        values["labels"], values["_like"], values["_unary"], values["_binary"] = labels, like, unary, binary
+        values["_shape"] = _refilled_shape(like.shape, unary, binary)
+
+    @property
+    def candidates(self) -> tuple:
+        return self._made()[0]
+
+    @property
+    def focus(self):
+        return self._made()[1]
+
+    def _made(self) -> tuple:
+        def make():
+            walk = self._walked()
+            end = walk.shape.key[len(walk.nodes)]
+            return tuple([walk.nodes[i] for i in end[0]]), (walk.nodes[end[1]] if end[1] >= 0 else None)
+        return memo(self, "_roots", make)
+
+    def _walked(self) -> "_Walk":
+        values = self.__dict__
+        return memo(self, "_walk", lambda: _rebuilt(values["_shape"], values["_like"], values["_unary"],
+                                                    values["_binary"]))
+
+    def shape(self) -> "Shape":
+        return self.__dict__["_shape"]
+
+    def predicates(self) -> tuple[Predicate, ...]:
+        values = self.__dict__
+        return memo(self, "_predicates", lambda: _refilled_predicates(values["_like"], values["_unary"],
+                                                                      values["_binary"]))
+
+    def refilled(self, unary: dict[int, Predicate], binary: dict[int, Predicate]) -> "Program":
+        # the same local numbers as the skeleton's: filled into the skeleton at once, nothing made
+        values = self.__dict__
+        return FilledProgram(values["_like"], {**values["_unary"], **unary}, {**values["_binary"], **binary},
+                             self.labels)
+
+    def __reduce__(self):
+        return Program, (self.candidates, self.labels, self.focus)  # what travels is the program made whole
 
 
 _PI = Predicate("π")  # stands for each predicate of an AggregateEach when printed
@@ -886,21 +950,36 @@ def _note_predicates(node, used: dict) -> None:
             used.update(dict.fromkeys(a.predicate for a in value))
 
 
-def _rebuilt(shape: Shape, like: _Walk, unary: dict, binary: dict) -> _Walk:
-    """``like`` (a walk of ``shape``) with the predicates at local numbers ``unary`` and ``binary``
-    replaced: its nodes made again from the key where they use a replaced predicate or stand on
-    a node made again, kept otherwise (the inverse of :func:`_walk`, which a property test checks)."""
+def _refilled_shape(shape: Shape, unary: dict, binary: dict) -> Shape:
+    """``shape`` with the predicates at local numbers ``unary`` and ``binary`` replaced."""
     all_unary, all_binary = list(shape.unary), list(shape.binary)
     for i, p in unary.items():
         all_unary[i] = p
     for i, p in binary.items():
         all_binary[i] = p
+    return Shape(shape.key, tuple(all_unary), tuple(all_binary))
+
+
+def _refilled_predicates(like: _Walk, unary: dict, binary: dict) -> tuple:
+    """The predicates of ``like`` in order of first use, those at local numbers ``unary`` and
+    ``binary`` of its shape replaced."""
+    shape = like.shape
     predicates = list(like.predicates)
     find = like.predicates.index  # a scan in C: a few replaced among up to 1,232 (hashing each cost more)
     for i, p in unary.items():
         predicates[find(shape.unary[i])] = p
     for i, p in binary.items():
         predicates[find(shape.binary[i])] = p
+    return tuple(predicates)
+
+
+def _rebuilt(shape: Shape, like: _Walk, unary: dict, binary: dict) -> _Walk:
+    """``like`` (a walk of a program of ``shape``'s key) made again as the walk of that program
+    with the predicates of ``shape`` (``like``'s own but at local numbers ``unary`` and
+    ``binary``): its nodes made again from the key where they use a replaced predicate or stand
+    on a node made again, kept otherwise (the inverse of :func:`_walk`, which a property test
+    checks)."""
+    all_unary, all_binary = shape.unary, shape.binary
     nodes: list = []
     new: list = []  # whether each node was made again
     for entry, old in zip(shape.key, like.nodes):
@@ -932,7 +1011,7 @@ def _rebuilt(shape: Shape, like: _Walk, unary: dict, binary: dict) -> _Walk:
             values.append(value)
         nodes.append(kind(*values))
         new.append(True)
-    return _Walk(tuple(nodes), tuple(predicates), Shape(shape.key, tuple(all_unary), tuple(all_binary)))
+    return _Walk(tuple(nodes), _refilled_predicates(like, unary, binary), shape)
 
 
 # --- structural read-once analysis ------------------------------------------------------

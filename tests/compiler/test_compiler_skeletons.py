@@ -203,3 +203,71 @@ def test_compiling_a_new_program_of_a_known_key_does_not_translate(monkeypatch):
     monkeypatch.setattr(compiler._skeletons, "_translate", lambda p: translated.append(p))
     program = compiler.compile(parsed("select: dog->filter color: blue [0]->exist: ? [1]")).program
     assert translated == [] and np.array_equal([p.name for p in program.predicates()], ["dog", "blue"])
+
+
+def nodes_counted(patch) -> list:
+    """Every node (and relate atom) made from now on, appended as its class's name."""
+    from nablafol import ir
+    made: list = []
+    for cls in (ir.Node, ir.Atom):
+        check = cls.__post_init__
+
+        def counted(self, check=check):
+            made.append(type(self).__name__)
+            check(self)
+        patch.setattr(cls, "__post_init__", counted)
+    return made
+
+
+def answered(engine: Engine, program, oracle) -> tuple:
+    answers = engine([program], oracle)
+    return answers.probs(), answers.focus
+
+
+@settings(max_examples=examples(10), deadline=None)
+@given(worlds())
+def test_a_filled_program_is_compiled_planned_and_answered_without_making_a_node(world):
+    from nablafol.ir import FilledProgram
+    compiler, engine = Compiler(ONTOLOGY), Engine()
+    first = "select: chair->filter color: red [0]->relate: table,on,s [1]->query: material [2]"
+    again = "select: dog->filter color: blue [0]->relate: man,near,s [1]->query: material [2]"
+    skeleton = compiler.compile_text(first).program
+    answered(engine, skeleton, TableOracle([{p: torch.as_tensor(t) for p, t in tables_for(skeleton, world).items()}]))
+    alone = Compiler(ONTOLOGY, by_skeleton=False).compile_text(again).program
+    oracle = TableOracle([{p: torch.as_tensor(t) for p, t in tables_for(alone, world).items()}])
+    with pytest.MonkeyPatch.context() as patch:
+        made = nodes_counted(patch)
+        program = compiler.compile_text(again).program  # read from its text and filled in
+        got = answered(engine, program, oracle)
+        assert type(program) is FilledProgram and made == []
+        assert program == alone and program.n_candidates == alone.n_candidates
+        nodes = tuple(program.nodes())  # asked for: made now, and counted
+        assert made and nodes == tuple(alone.nodes()) and program.focus == alone.focus
+    expected = answered(Engine(), alone, oracle)
+    assert all(torch.equal(g, e) for g, e in zip(got, expected))
+
+
+@settings(max_examples=examples(60), deadline=None)
+@given(st.data(), worlds())
+def test_programs_filled_into_a_planned_skeleton_make_no_node_and_answer_as_translated_alone(data, world):
+    from nablafol.ir import FilledProgram
+    compiler, engine = Compiler(ONTOLOGY, by_skeleton=True), Engine()
+    first = data.draw(gqa_programs())
+    skeleton = through_skeletons(compiler, first)
+    if isinstance(skeleton, CompileError):
+        return
+    answered(engine, skeleton, TableOracle([{p: torch.as_tensor(t) for p, t in tables_for(skeleton, world).items()}]))
+    for program in [data.draw(renamed(first)) for _ in range(3)]:
+        alone = translated_alone(Compiler(ONTOLOGY), program)
+        if isinstance(alone, CompileError):
+            continue
+        oracle = TableOracle([{p: torch.as_tensor(t) for p, t in tables_for(alone, world).items()}])
+        with pytest.MonkeyPatch.context() as patch:
+            made = nodes_counted(patch)
+            shared = through_skeletons(compiler, program)
+            got = answered(engine, shared, oracle)
+            if type(shared) is FilledProgram:
+                assert made == []
+        expected = answered(Engine(), alone, oracle)
+        assert all(torch.equal(g, e) for g, e in zip(got, expected))
+        assert shared == alone and tuple(shared.nodes()) == tuple(alone.nodes())
