@@ -97,33 +97,10 @@ class _ByTemplate:
         return isinstance(other, _ByTemplate) and other.template == self.template
 
 
-class _IdFree:
-    """A cache key: a program without ids, and its template with the id groups taken out.
-
-    The key hashes that line (a string: microseconds cheaper than hashing the program's steps)
-    and compares the programs themselves, so two templates share a compilation only when they
-    read as equal programs: one line with ids and one without share it; two spellings of one
-    program that differ in more than ids (spacing) only miss each other."""
-
-    __slots__ = ("line", "program")
-
-    def __init__(self, line: str, program: A.Program):
-        self.line, self.program = line, program
-
-    def __hash__(self) -> int:
-        return hash(self.line)
-
-    def __eq__(self, other) -> bool:
-        return (isinstance(other, _IdFree) and other.line == self.line
-                and (other.program is self.program or other.program == self.program))
-
-
-_ID_GROUP = " (-)"  # how dsl.id_template writes an id group
-
-
 class CacheInfo(NamedTuple):
-    """Lookups answered from a cache (by line, by id-free line or by parsed program) and programs
-    translated (a program compiled both from text and with :meth:`Compiler.compile` counts twice)."""
+    """Lookups answered from a cache (by id-free line or by parsed program) and programs compiled
+    (a program compiled both from text and with :meth:`Compiler.compile` counts twice, as do two
+    lines of it of two id templates, ``dsl.id_template``: one with id groups, one without)."""
 
     hits: int
     misses: int
@@ -159,7 +136,6 @@ class Compiler:
         self._skeletons = Skeletons(self.concepts, self._translator.program) if by_skeleton else None
         self._compile_stripped = bounded_cache(self._compile_checked, cache_size)
         self._compile_line = bounded_cache(self._compile_parsed, cache_size)
-        self._compile_id_free = bounded_cache(self._compile_keyed, cache_size)
 
     def compile(self, program: A.Program) -> CompiledQuestion:
         """Compile a parsed program; raises :class:`CompileError` naming the step, or
@@ -205,10 +181,9 @@ class Compiler:
             return None
 
     def cache_info(self) -> CacheInfo:
-        by_line, id_free = self._compile_line.cache_info(), self._compile_id_free.cache_info()
-        parsed = self._compile_stripped.cache_info()
-        return CacheInfo(by_line.hits + id_free.hits + parsed.hits, id_free.misses + parsed.misses, parsed.maxsize,
-                         id_free.currsize + parsed.currsize)
+        by_line, parsed = self._compile_line.cache_info(), self._compile_stripped.cache_info()
+        return CacheInfo(by_line.hits + parsed.hits, by_line.misses + parsed.misses, parsed.maxsize,
+                         by_line.currsize + parsed.currsize)
 
     def _compile_parsed(self, key: _ByTemplate) -> CompiledQuestion:
         # the same template reads as the same program up to ids, which compiling drops: one
@@ -223,10 +198,7 @@ class Compiler:
         except dsl.ProgramError:  # read the question's own text: the error then quotes it
             parsed = dsl.parse_program(source) if isinstance(source, str) else dsl.program_from_semantic(source)
             return self.compile(parsed)
-        return self._compile_id_free(_IdFree(key.template.replace(_ID_GROUP, ""), parsed))
-
-    def _compile_keyed(self, key: _IdFree) -> CompiledQuestion:
-        return self._compile_uncached(key.program)
+        return self._compile_uncached(parsed)
 
     def _compile_checked(self, program: A.Program) -> CompiledQuestion:
         # a program may be built by hand: checked as the readers check theirs, so that the

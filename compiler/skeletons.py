@@ -33,7 +33,6 @@ from .concepts import SCENE, Concepts
 from .errors import CompileError
 from .step_words import StepWords, words_of_program, words_of_template
 
-SLOT = "slot"  # a word that names a predicate, in a key
 _VALUE_VERBS = frozenset({"filter", "verify"})
 
 
