@@ -28,7 +28,6 @@ from nablafol.compiler import CompileError, CompiledQuestion, Compiler
 from nablafol.engine import Engine
 from nablafol.ir import Predicate
 from nablafol.pipeline.perception import Perception
-from nablafol.semantic_parser.predicted_programs import parser_error
 
 #: Compiled programs a run keeps (with their checks), the most recently used: enough for GQA's
 #: validation split (~73,000 distinct programs up to object ids, a repeat often 30,000 questions
@@ -74,6 +73,8 @@ def compile_question(question, compiler: Compiler) -> CompiledQuestion | Skip:
     ``semanticStr``; a CRIC program), compiled by ``compiler.compile_source``, or why not."""
     source = question.program_source()
     if source is None:
+        # the parser's package is imported only here: a golden eval never meets a question without a program
+        from nablafol.semantic_parser.predicted_programs import parser_error
         unreadable = parser_error(question)
         if unreadable is not None:  # the semantic parser could not read the question's words
             return Skip(question.id, "unreadable question", unreadable)
