@@ -81,3 +81,20 @@ def test_real_gqa_fixture_answers_match_where_the_scene_graph_has_the_facts():
     wrong = {qid for qid, q in questions.items() if run.predictions.get(qid) != q.answer}
     # the one miss asks indoors/outdoors of an image whose scene graph has no location
     assert wrong == {"20968248"} and graphs[questions["20968248"].image_id].location is None
+
+
+def test_a_golden_eval_imports_no_module_it_does_not_use(tmp_path):
+    # the semantic parser (a question without a program), the test and plotting libraries: a golden
+    # eval's process loads none of them, only what reading, compiling, answering and scoring use
+    import json
+    import subprocess
+    import sys
+    script = ("import sys; from nablafol.cli import main; code = main(sys.argv[1:]); "
+              "print(sorted(m for m in sys.modules if m.split('.')[0] in ('hypothesis', 'matplotlib') "
+              "or m.startswith('nablafol.semantic_parser')))")
+    done = subprocess.run([sys.executable, "-c", script, "eval", "--questions", str(EVERY / "questions.json"),
+                           "--scene-graphs", str(EVERY / "sceneGraphs.json"), "--predictions",
+                           str(tmp_path / "p.json")], capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.strip().splitlines()[-1].replace("'", '"')) == []
+    assert json.loads((tmp_path / "p.json").read_text())  # it answered
