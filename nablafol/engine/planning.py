@@ -1,8 +1,7 @@
-"""Planning a batch of DFOL programs: each program flattened once into row matrices, a batch's
-plans concatenated and ordered by ``(level, operator kind)`` for :mod:`nablafol.engine.execution`.
-
-Numpy only: no tensor is made here. A program's packed plan depends on the program and on the
-registry's predicate ids, so the registry keeps it (``Registry.packed``).
+"""Planning a batch of DFOL programs, numpy only: each program flattened once into row matrices
+(:class:`ProgramPlan`, kept per shape by the engine's :class:`Registry`), a batch's plans
+concatenated and ordered by ``(level, operator kind)`` (:class:`BatchPlan`) for
+:mod:`nablafol.engine.execution`.
 """
 from __future__ import annotations
 
@@ -11,12 +10,12 @@ from typing import NamedTuple, Sequence
 
 import numpy as np
 
-from nablafol.caching import bounded_cache, memo, weighted_cache
+from nablafol.caching import memo, weighted_cache
 from nablafol.errors import ProgramStructureError, ShapeError
 from nablafol.engine.lowering import OPERATORS, Operator, ScalarRow, VectorRow, lowering_of
 from nablafol.ir import AnyOfGroups, Pairwise, Predicate, Program, number_predicates
 
-__all__ = ["ProgramPlan", "BatchPlan", "build_batch_plan"]
+__all__ = ["ProgramPlan", "BatchPlan", "build_batch_plan", "request_key", "split_key"]
 
 NEG_INF = float("-inf")
 
@@ -136,10 +135,6 @@ class ProgramPlan:
         if not isinstance(program, Program):
             raise ProgramStructureError(f"expected a nablafol.ir.Program, got "
                                         f"{type(program).__name__} {program!r:.60}")
-        return cls._build(program)
-
-    @classmethod
-    def _build(cls, program: Program) -> "ProgramPlan":
         plan = PlanBuilder()
         for node in program.nodes():  # each after its inputs
             lowering = lowering_of(type(node))
@@ -159,11 +154,7 @@ class ProgramPlan:
 
     def weight(self) -> int:
         """What keeping it costs, in rows: its rows', its candidates', its grounding rows', and a
-        fixed part for its arrays and objects (what the engine's caches are bounded by); computed
-        once."""
-        return memo(self, "_weight", self._rows_held)
-
-    def _rows_held(self) -> int:
+        fixed part for its arrays and objects (what the engine's shape cache is bounded by)."""
         g = self.grounding
         tables = (self.v, self.a, self.s, self.e, self.candidates, g.roots, g.merges)
         return sum(map(len, tables)) + _PACK_OVERHEAD_ROWS
@@ -260,16 +251,13 @@ def _block(k: int, *columns) -> np.ndarray:
 
 
 class _Shape:
-    """A program's shape as a cache key (``Program.shape().key``: its nodes with their predicates
-    as local ids, numbered as :meth:`ProgramPlan._build` numbers them): programs of one shape have
-    one plan up to their predicates. Hashed and compared by ``key`` alone; ``program`` is the one a
-    plan is built from when the shape is new."""
+    """A program's shape as the cache key of its plan (``Program.shape().key``), hashed once and
+    compared by ``key`` alone; ``program`` is the one a plan is built from when the shape is new."""
 
     __slots__ = ("key", "program", "_hash")
 
     def __init__(self, key: tuple, program: Program):
-        self.key, self.program = key, program
-        self._hash = hash(key)
+        self.key, self.program, self._hash = key, program, hash(key)
 
     def __hash__(self) -> int:
         return self._hash
@@ -278,7 +266,7 @@ class _Shape:
         return isinstance(other, _Shape) and (self.key is other.key or self.key == other.key)
 
     def plan(self) -> ProgramPlan:
-        return ProgramPlan._build(self.program)
+        return ProgramPlan.of(self.program)
 
 
 # --- a batch of programs, as sorted index arrays ----------------------------------------
@@ -305,7 +293,7 @@ class BatchPlan:
     v_scene: np.ndarray  # scene of each vector row (sorted order)
     v_program: np.ndarray
     v_step: np.ndarray
-    unary_keys: np.ndarray  # distinct (scene, predicate id) pairs, as scene * P + id
+    unary_keys: np.ndarray  # distinct (scene, predicate id) pairs, sorted (request_key)
     binary_keys: np.ndarray
     predicates: list  # predicate id -> Predicate
     # the answers' scalar rows as entries (program, column, row), in program order: an open question
@@ -362,54 +350,36 @@ def _padded(owner: np.ndarray, values: np.ndarray, n_rows: int, fill: int) -> np
 #: candidate): a count bound that held the small ones would hold the open ones too.
 SHAPE_ROWS = 1 << 21
 _PACK_OVERHEAD_ROWS = 16  # the arrays and objects of a plan weigh about this many rows
-#: Whole plans of one-program batches an engine keeps (a model calling it one question at a time)
-SINGLE_PLANS = 1 << 10
 
 
 class Registry:
-    """Predicate -> small int, per engine, and the plans of the program shapes it met (kept here:
-    a program is packed from its shape's plan and these ids)."""
+    """Predicate -> small int, per engine, and the plans of the program shapes it met (the one
+    cache of plans: a program is packed from its shape's plan and these ids)."""
 
     def __init__(self, cache_rows: int = SHAPE_ROWS):
         self.ids: dict[Predicate, int] = {}
         self.predicates: list[Predicate] = []
         self._shaped = weighted_cache(_Shape.plan, cache_rows, ProgramPlan.weight)
-        self._single = bounded_cache(self._single_plan, SINGLE_PLANS)
-
-    def single(self, program: Program, scene: int) -> "BatchPlan":
-        """The plan of a batch of one: kept whole, since one question at a time spent a third of
-        each call merging a batch of one (the plan depends only on the program and its scene)."""
-        if not isinstance(program, Program):
-            return build_batch_plan([program], np.array([scene], dtype=np.int64), self)  # raises, naming it
-        return self._single(program, scene)
-
-    def _single_plan(self, program: Program, scene: int) -> "BatchPlan":
-        return build_batch_plan([program], np.array([scene], dtype=np.int64), self)
 
     def packed(self, program: Program) -> Packed:
         """``program``'s plan as row matrices with this engine's predicate ids: its shape's plan
         (built once a shape), with the ids of the predicates that fill the shape in. A program with
         a node of a kind the shape does not know is packed from its own plan."""
-        if not isinstance(program, Program):
-            ProgramPlan.of(program)  # raises, naming what it was given
-        shape = program.shape()
+        shape = program.shape() if isinstance(program, Program) else None
         if shape is not None:
             plan = self._shaped(_Shape(shape.key, program))
             return Packed(plan, self._ids(shape.unary + shape.binary))
-        plan = ProgramPlan._build(program)
+        plan = ProgramPlan.of(program)  # raises, naming it, for what is not a program
         return Packed(plan, self._ids(plan.unary + plan.binary))
 
-    def _ids(self, preds) -> np.ndarray:
-        found = list(map(self.ids.get, preds))  # in C: an open question has up to 1,232
-        if None in found:
-            for i, p in enumerate(preds):
-                if found[i] is None:
-                    j = self.ids.get(p)  # a repeat within `preds` was added just before
-                    if j is None:
-                        j = self.ids[p] = len(self.predicates)
-                        self.predicates.append(p)
-                    found[i] = j
-        return np.fromiter(found, dtype=np.int64, count=len(found))
+    def _ids(self, preds: tuple) -> np.ndarray:
+        ids = self.ids
+        if not all(map(ids.__contains__, preds)):  # in C: an open question has up to 1,232
+            for p in preds:
+                if p not in ids:
+                    ids[p] = len(self.predicates)
+                    self.predicates.append(p)
+        return np.fromiter(map(ids.__getitem__, preds), dtype=np.int64, count=len(preds))
 
 
 class Packed(NamedTuple):
@@ -433,6 +403,18 @@ def _shifted(local: np.ndarray, offsets: np.ndarray, counts: np.ndarray) -> np.n
     if not local.size:
         return local
     return np.where(local >= 0, local + np.repeat(offsets, counts), -1)
+
+
+def request_key(scene, predicate, n_predicates: int):
+    """The key of the oracle request ``(scene, predicate id)`` of a plan of ``n_predicates``
+    predicates (numbers or arrays): ``BatchPlan.unary_keys`` and ``binary_keys`` hold them, sorted."""
+    return scene * max(1, n_predicates) + predicate
+
+
+def split_key(keys, n_predicates: int) -> tuple:
+    """``(scene, predicate id)`` of request keys (:func:`request_key`)."""
+    n = max(1, n_predicates)
+    return keys // n, keys % n
 
 
 def _distinct(keys: np.ndarray, bound: int) -> np.ndarray:
@@ -503,13 +485,12 @@ def build_batch_plan(programs: Sequence[Program], scenes: np.ndarray, registry: 
     v_pred = np.where(has, rank[np.maximum(v_pred, 0)], -1)
     a_pred = rank[a_pred] if a_pred.size else a_pred
     predicates = [registry.predicates[i] for i in canonical]
-    n_pred_ids = max(1, len(predicates))
 
-    # distinct oracle requests, as keys scene * n_pred_ids + predicate id
-    u_key_per_node = np.where(has, v_scene * n_pred_ids + np.maximum(v_pred, 0), -1)
-    key_bound = (int(scenes.max()) + 1) * n_pred_ids if n_prog else 0
+    # distinct oracle requests, as keys (request_key)
+    u_key_per_node = np.where(has, request_key(v_scene, np.maximum(v_pred, 0), len(predicates)), -1)
+    key_bound = request_key(int(scenes.max()) + 1, 0, len(predicates)) if n_prog else 0
     unary_keys = _distinct(u_key_per_node[has], key_bound)
-    b_key_per_atom = v_scene[a_node] * n_pred_ids + a_pred if a_node.size else np.zeros(0, dtype=np.int64)
+    b_key_per_atom = request_key(v_scene[a_node], a_pred, len(predicates))
     binary_keys = _distinct(b_key_per_atom, key_bound)
 
     # sort rows by (level, kind): each level's kinds become contiguous groups
