@@ -1,20 +1,8 @@
-"""The batched DFOL executor: many different programs, one tensor operation per operator kind.
-
-How a batch runs:
-
-1. every program is flattened into a :class:`ProgramPlan` (:mod:`~nablafol.engine.planning`):
-   rows, each with its *level* (1 + its deepest input's) and its inputs as local indices,
-   built once per program shape and kept by the engine's registry;
-2. the plans of the batch are concatenated with numpy, and nodes are sorted by
-   ``(level, operator kind)`` so that each level's nodes of one kind are contiguous rows;
-3. the oracle is asked once for all distinct ``(scene, unary predicate)`` pairs and once
-   for all ``(scene, binary predicate)`` pairs of the batch;
-4. level by level, each operator kind runs as **one** call of its :mod:`operators` function
-   on all its rows (``Filter`` rows of every program together, every ∃-``Relate`` together,
-   ...), reading its inputs from the rows of earlier levels.
-
-So a batch costs a handful of tensor operations per level whatever its size; the only
-Python work per program is filling its shape's plan with its predicates' ids.
+"""The batched DFOL executor (:class:`Engine`): a batch's plan (:mod:`~nablafol.engine.planning`),
+the oracle asked once for all its distinct ``(scene, predicate)`` pairs of each arity, then, level
+by level, each operator kind run as **one** call of its :mod:`operators` function on all its rows
+(every program's ``Filter`` rows together, every ∃-``Relate`` together, ...), reading its inputs
+from the rows of earlier levels: a handful of tensor operations per level whatever the batch's size.
 
 Example (the paper's formula (1) on one scene of two objects):
     >>> import torch
@@ -75,35 +63,24 @@ class Calibration(Protocol):
                  step: torch.Tensor) -> torch.Tensor: ...
 
 
-# --- the rows computed so far ---
-
 class _Store:
-    """The rows computed so far, level after level (groups arrive in row order).
-
-    Without autograd the rows go into one buffer of the final size: concatenating the store
-    anew at every level copies it once per level, quadratic in program length. With autograd
-    a concatenation per level keeps the backward pass free of in-place bookkeeping."""
+    """The rows computed so far, level after level (groups arrive in row order). Without autograd
+    they go into one buffer of the final size (concatenating the store at every level copies it
+    once per level, quadratic in program length); with autograd a concatenation per level keeps
+    the backward pass free of in-place writes."""
 
     def __init__(self, first: torch.Tensor, total: int):
-        self.filled = first.shape[0]
-        if torch.is_grad_enabled():
-            self.rows = first
-            self._buffer = None
-        else:
-            self._buffer = first.new_empty((first.shape[0] + total,) + tuple(first.shape[1:]))
-            self._buffer[: self.filled] = first
-            self.rows = self._buffer  # rows past `filled` are written before anything reads them
+        self.filled, self.grad = first.shape[0], torch.is_grad_enabled()
+        # rows past `filled` are written before anything reads them
+        self.rows = first if self.grad else torch.cat([first, first.new_empty((total,) + first.shape[1:])])
 
     def extend(self, outs: list) -> None:
-        if not outs:
-            return
-        if self._buffer is None:
+        if self.grad and outs:
             self.rows = torch.cat([self.rows] + outs)
-            return
-        for out in outs:
-            self._buffer[self.filled: self.filled + out.shape[0]] = out
-            self.filled += out.shape[0]
-
+        elif not self.grad:
+            for out in outs:
+                self.rows[self.filled: self.filled + out.shape[0]] = out
+                self.filled += out.shape[0]
 
 
 def _kept_on_plan(plan: BatchPlan, kind: str, array: np.ndarray, device, make: Callable):
@@ -147,6 +124,16 @@ def _relate_columns(plan: BatchPlan, g: Group, device) -> list:
     tables, reverse = g.arrays["tables"], g.arrays["reverse"]
     return _kept_on_plan(plan, "columns", tables, device, lambda: [
         (np.ascontiguousarray(tables[:, k]), flip(reverse[:, k])) for k in range(tables.shape[1])])
+
+
+def _requests(plan: BatchPlan, keys: np.ndarray, device) -> Requests:
+    """The oracle requests of request keys (``planning.request_key``), kept on the plan."""
+    def make() -> Requests:
+        scene, pid = split_key(keys, len(plan.predicates))
+        distinct, local = np.unique(pid, return_inverse=True)
+        return Requests(torch.as_tensor(scene, device=device), torch.as_tensor(local.reshape(-1), device=device),
+                        tuple(map(plan.predicates.__getitem__, distinct.tolist())))
+    return _kept_on_plan(plan, "requests", keys, device, make)
 
 
 def _whole_rows(source: torch.Tensor, at) -> torch.Tensor:
@@ -233,9 +220,6 @@ class _CompiledQProduct:
             return ops.q_product(log_r, log_y, mask_x, None, quantifier)
 
 
-_SCENE_0 = np.zeros(1, dtype=np.int64)
-
-
 class Engine(torch.nn.Module):
     """Evaluates batches of DFOL programs over an oracle; a parameter-free ``nn.Module``.
 
@@ -294,9 +278,7 @@ class Engine(torch.nn.Module):
     def plan(self, programs: Sequence[Program], scenes=None) -> BatchPlan:
         """The plan of ``programs`` on ``scenes`` (all 0 by default). One program object over any
         scenes (one question at a time, a question over many images) is planned once and kept."""
-        if scenes is None:
-            scenes = _SCENE_0 if len(programs) == 1 else np.zeros(len(programs), dtype=np.int64)
-        scenes = np.asarray(scenes, dtype=np.int64)
+        scenes = np.zeros(len(programs), dtype=np.int64) if scenes is None else np.asarray(scenes, dtype=np.int64)
         if (len(programs) and scenes.shape == (len(programs),) and isinstance(programs[0], Program)
                 and one_object(programs) and scenes.min() >= 0):
             return self._tiled(programs[0], scenes)
@@ -330,8 +312,7 @@ class Engine(torch.nn.Module):
     def plan_for(self, programs: Sequence[Program], oracle: Oracle, scenes=None) -> BatchPlan:
         """The plan :meth:`forward` runs for these arguments (host work alone: numpy, no tensor read)."""
         programs = list(programs)
-        one_question = scenes is None and len(programs) == 1 and scene_sizes(oracle.num_objects).shape[0] == 1
-        return self.plan(programs, None if one_question else self._scenes(programs, oracle, scenes))
+        return self.plan(programs, self._scenes(programs, oracle, scenes))
 
     def _fixed(self, programs: list, plan: BatchPlan, oracle: Oracle) -> Answers:
         """The fast path at bucketed shapes (``fixed_shapes=True``), trimmed back to the batch."""
@@ -393,32 +374,17 @@ class Engine(torch.nn.Module):
         return scenes
 
     # -- execution ---------------------------------------------------------------------
-    def _requests(self, keys: np.ndarray, plan: BatchPlan, device) -> Requests:
-        return _kept_on_plan(plan, "requests", keys, device, lambda: self._new_requests(keys, plan, device))
-
-    @staticmethod
-    def _new_requests(keys: np.ndarray, plan: BatchPlan, device) -> Requests:
-        scene, pid = split_key(keys, len(plan.predicates))
-        distinct, local = np.unique(pid, return_inverse=True)
-        return Requests(
-            torch.as_tensor(scene, device=device),
-            torch.as_tensor(local.reshape(-1), device=device),
-            tuple(map(plan.predicates.__getitem__, distinct.tolist())),
-        )
-
     def _ask(self, oracle, requests: Requests, arity: int, n: int, object_mask: torch.Tensor,
              padded: bool) -> torch.Tensor:
         table = oracle.unary(requests) if arity == 1 else oracle.binary(requests)
-        expected = (len(requests),) + (n,) * arity
+        expected, name = (len(requests),) + (n,) * arity, f"{type(oracle).__name__}.{('unary', 'binary')[arity - 1]}"
         if not isinstance(table, torch.Tensor) or table.shape != expected:
-            name = "unary" if arity == 1 else "binary"
             shape = tuple(table.shape) if torch.is_tensor(table) else type(table).__name__
-            raise ShapeError(f"{type(oracle).__name__}.{name} returned {shape}, expected {expected} "
+            raise ShapeError(f"{name} returned {shape}, expected {expected} "
                              f"(requests x objects{' x objects' if arity == 2 else ''})")
         if table.device != object_mask.device:  # else a torch error deep in an operator
-            raise ShapeError(f"{type(oracle).__name__}.{'unary' if arity == 1 else 'binary'} returned a table on "
-                             f"{table.device}, its num_objects is on {object_mask.device}: an oracle gives both on "
-                             f"one device")
+            raise ShapeError(f"{name} returned a table on {table.device}, its num_objects is on "
+                             f"{object_mask.device}: an oracle gives both on one device")
         if not len(requests):
             return table
         # one pass finds a table with no NaN and nothing above 0 (log 1): nothing to name
@@ -461,8 +427,7 @@ class Engine(torch.nn.Module):
             object_mask = torch.arange(n, device=device)[None, :] < num_objects[:, None]  # (B, N)
         else:
             object_mask = torch.ones((num_objects.shape[0], n), dtype=torch.bool, device=device)
-        u_req = self._requests(plan.unary_keys, plan, device)
-        b_req = self._requests(plan.binary_keys, plan, device)
+        u_req, b_req = _requests(plan, plan.unary_keys, device), _requests(plan, plan.binary_keys, device)
         unary = self._ask(oracle, u_req, 1, n, object_mask, padded) if len(u_req) else None
         binary = self._ask(oracle, b_req, 2, n, object_mask, padded) if len(b_req) else None
         dtype = unary.dtype if unary is not None else binary.dtype if binary is not None else torch.get_default_dtype()

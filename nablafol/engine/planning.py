@@ -227,18 +227,19 @@ class _Rows:
         return self.n - 1
 
     def add_block(self, block: np.ndarray, level: int) -> range:
-        if self.pending:
-            self.parts.append(np.array(self.pending, dtype=np.int64).reshape(-1, self.width))
-            self.pending = []
+        self._flush()
         self.parts.append(block)
         self.levels.extend([level] * len(block))
         first, self.n = self.n, self.n + len(block)
         return range(first, self.n)
 
-    def array(self) -> np.ndarray:
+    def _flush(self) -> None:
         if self.pending:
             self.parts.append(np.array(self.pending, dtype=np.int64).reshape(-1, self.width))
             self.pending = []
+
+    def array(self) -> np.ndarray:
+        self._flush()
         return np.concatenate(self.parts) if self.parts else np.zeros((0, self.width), dtype=np.int64)
 
 
@@ -331,9 +332,8 @@ class BatchPlan:
 
 
 def _padded(owner: np.ndarray, values: np.ndarray, n_rows: int, fill: int) -> np.ndarray:
-    """Scatter ``values`` into an ``(n_rows, width)`` matrix by ``owner`` row, padding with ``fill``."""
-    if owner.size == 0:
-        return np.full((n_rows, 1), fill, dtype=np.int64)
+    """Scatter ``values`` into an ``(n_rows, width)`` matrix by ``owner`` row (at least one entry),
+    padding with ``fill``."""
     order = np.argsort(owner, kind="stable")
     owner, values = owner[order], values[order]
     counts = np.bincount(owner, minlength=n_rows)
@@ -448,8 +448,7 @@ def build_batch_plan(programs: Sequence[Program], scenes: np.ndarray, registry: 
     a, na = _rows_of([p.a for p in packs], 3)
     s, ns = _rows_of([p.s for p in packs], 3)
     e, ne = _rows_of([p.e for p in packs], 2)
-    v_off = np.concatenate([[0], np.cumsum(nv)[:-1]]).astype(np.int64) if n_prog else nv
-    s_off = np.concatenate([[0], np.cumsum(ns)[:-1]]).astype(np.int64) if n_prog else ns
+    v_off, s_off = np.cumsum(nv) - nv, np.cumsum(ns) - ns  # each program's first row
 
     # vector nodes (global unsorted index = v_off[prog] + local)
     v_kind, v_level = v[:, 0], v[:, 1]
@@ -466,7 +465,7 @@ def build_batch_plan(programs: Sequence[Program], scenes: np.ndarray, registry: 
     # relate atoms
     a_node = _shifted(a[:, 0], v_off, na)
     binary_off = ids_off + np.fromiter((len(p.unary) for p in packs), dtype=np.int64, count=n_prog)
-    a_pred = ids[a[:, 1] + np.repeat(binary_off, na)] if a.size else a[:, 1]
+    a_pred = ids[a[:, 1] + np.repeat(binary_off, na)]
     a_rev = a[:, 2].astype(bool)
     # scalar nodes
     s_kind, s_level = s[:, 0], s[:, 1]
@@ -483,7 +482,7 @@ def build_batch_plan(programs: Sequence[Program], scenes: np.ndarray, registry: 
     rank = np.zeros(len(registry.predicates) + 1, dtype=np.int64)
     rank[canonical] = np.arange(len(canonical))
     v_pred = np.where(has, rank[np.maximum(v_pred, 0)], -1)
-    a_pred = rank[a_pred] if a_pred.size else a_pred
+    a_pred = rank[a_pred]
     predicates = [registry.predicates[i] for i in canonical]
 
     # distinct oracle requests, as keys (request_key)
@@ -494,12 +493,7 @@ def build_batch_plan(programs: Sequence[Program], scenes: np.ndarray, registry: 
     binary_keys = _distinct(b_key_per_atom, key_bound)
 
     # sort rows by (level, kind): each level's kinds become contiguous groups
-    v_order = np.lexsort((v_kind, v_level))
-    v_rank = np.empty_like(v_order)
-    v_rank[v_order] = np.arange(v_order.size)
-    s_order = np.lexsort((s_kind, s_level))
-    s_rank = np.empty_like(s_order)
-    s_rank[s_order] = np.arange(s_order.size)
+    (v_order, v_rank), (s_order, s_rank) = _sorted(v_kind, v_level), _sorted(s_kind, s_level)
     CONST = SCALAR_CONSTANTS
 
     def vrow(x):
@@ -510,10 +504,8 @@ def build_batch_plan(programs: Sequence[Program], scenes: np.ndarray, registry: 
     v_sorted = (v_order, v_kind[v_order], v_level[v_order])
     s_sorted = (s_order, s_kind[s_order], s_level[s_order])
     # relate atoms and scalar args, grouped by their (sorted) owner row
-    a_owner = v_rank[a_node] if a_node.size else a_node
-    a_req = np.searchsorted(binary_keys, b_key_per_atom) if a_node.size else a_node
-    e_owner = s_rank[e_node] if e_node.size else e_node
-    e_row = s_rank[e_arg] + CONST if e_arg.size else e_arg
+    a_owner, a_req = v_rank[a_node], np.searchsorted(binary_keys, b_key_per_atom)
+    e_owner, e_row = s_rank[e_node], s_rank[e_arg] + CONST
     for level in range(max_level + 1):
         vgroups, sgroups = [], []
         for g, orig in _groups(level, *v_sorted):
@@ -542,10 +534,10 @@ def build_batch_plan(programs: Sequence[Program], scenes: np.ndarray, registry: 
             sgroups.append(g)
         levels.append((vgroups, sgroups))
 
-    cand_local, n_cand = _rows_of([p.candidates for p in packs], 1)
+    cand_local, n_cand = _rows_of([p.candidates for p in packs], 0)
     cand_program = np.repeat(np.arange(n_prog), n_cand)
     cand_first = np.cumsum(n_cand) - n_cand  # each program's first entry
-    cand_rows = s_rank[_shifted(cand_local, s_off, n_cand)] + CONST if n_prog else np.zeros(0, dtype=np.int64)
+    cand_rows = s_rank[_shifted(cand_local, s_off, n_cand)] + CONST
     focus_local = np.fromiter((p.focus for p in packs), dtype=np.int64, count=n_prog)
     focus = np.where(focus_local >= 0, v_rank[np.maximum(focus_local + v_off, 0)] if v_rank.size else -1, -1)
     return BatchPlan(
@@ -557,6 +549,14 @@ def build_batch_plan(programs: Sequence[Program], scenes: np.ndarray, registry: 
         focus=focus, labels=[p.labels for p in programs],
         v_rank=v_rank, s_rank=s_rank, v_offset=v_off, s_offset=s_off,
     )
+
+
+def _sorted(kind: np.ndarray, level: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Rows sorted by ``(level, kind)``: the order (sorted position -> row) and each row's rank."""
+    order = np.lexsort((kind, level))
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.size)
+    return order, rank
 
 
 def _groups(level: int, order: np.ndarray, kinds: np.ndarray, levels: np.ndarray):
