@@ -86,11 +86,11 @@ class _Store:
 def _kept_on_plan(plan: BatchPlan, kind: str, array: np.ndarray, device, make: Callable):
     """``make()``, kept on the plan by ``(kind, array, device)``: a plan kept for one question at a
     time is run again and again, and remaking what it reads (its index tensors, its oracle requests)
-    was a fifth of such a call. The entry holds ``array`` itself, so an id is never taken for
-    another array's."""
+    was a fifth of such a call. The entry holds ``array`` itself: its id is never another
+    array's while the entry is kept."""
     key = (kind, id(array), device)
     entry = plan.derived.get(key)
-    if entry is None or entry[0] is not array:  # none yet, or another array at a freed one's id
+    if entry is None:
         entry = plan.derived[key] = (array, make())
     return entry[1]
 
@@ -220,6 +220,9 @@ class _CompiledQProduct:
             return ops.q_product(log_r, log_y, mask_x, None, quantifier)
 
 
+_SCENE_0 = np.zeros(1, dtype=np.int64)
+
+
 class Engine(torch.nn.Module):
     """Evaluates batches of DFOL programs over an oracle; a parameter-free ``nn.Module``.
 
@@ -278,6 +281,8 @@ class Engine(torch.nn.Module):
     def plan(self, programs: Sequence[Program], scenes=None) -> BatchPlan:
         """The plan of ``programs`` on ``scenes`` (all 0 by default). One program object over any
         scenes (one question at a time, a question over many images) is planned once and kept."""
+        if scenes is None and len(programs) == 1 and isinstance(programs[0], Program):
+            return self._tiled(programs[0], _SCENE_0)  # one question: no array made
         scenes = np.zeros(len(programs), dtype=np.int64) if scenes is None else np.asarray(scenes, dtype=np.int64)
         if (len(programs) and scenes.shape == (len(programs),) and isinstance(programs[0], Program)
                 and one_object(programs) and scenes.min() >= 0):
@@ -312,6 +317,8 @@ class Engine(torch.nn.Module):
     def plan_for(self, programs: Sequence[Program], oracle: Oracle, scenes=None) -> BatchPlan:
         """The plan :meth:`forward` runs for these arguments (host work alone: numpy, no tensor read)."""
         programs = list(programs)
+        if scenes is None and len(programs) == 1 and scene_sizes(oracle.num_objects).shape[0] == 1:
+            return self.plan(programs)
         return self.plan(programs, self._scenes(programs, oracle, scenes))
 
     def _fixed(self, programs: list, plan: BatchPlan, oracle: Oracle) -> Answers:
