@@ -70,9 +70,10 @@ class _Store:
     the backward pass free of in-place writes."""
 
     def __init__(self, first: torch.Tensor, total: int):
-        self.filled, self.grad = first.shape[0], torch.is_grad_enabled()
-        # rows past `filled` are written before anything reads them
-        self.rows = first if self.grad else torch.cat([first, first.new_empty((total,) + first.shape[1:])])
+        self.filled, self.grad, self.rows = first.shape[0], torch.is_grad_enabled(), first
+        if not self.grad:  # rows past `filled` are written before anything reads them
+            self.rows = first.new_empty((self.filled + total,) + first.shape[1:])
+            self.rows[: self.filled] = first
 
     def extend(self, outs: list) -> None:
         if self.grad and outs:

@@ -146,8 +146,7 @@ class TiledPlans:
         scenes = np.frombuffer(scenes, dtype=np.int64).copy()
         if len(scenes) == 1:  # one question at a time: its plan kept whole
             return build_batch_plan([program], scenes, self.registry)
-        return tiled_plan(build_batch_plan([program], np.zeros(1, dtype=np.int64), self.registry), scenes,
-                          program.labels)
+        return tiled_plan(self(program, np.zeros(1, dtype=np.int64)), scenes, program.labels)
 
 
 def _rows(plan: BatchPlan) -> int:
