@@ -599,7 +599,8 @@ def _flat_tables(program: Program, n: int, plan, tables, members: np.ndarray) ->
     parts = []
     for p in program.predicates():
         keys, table = (plan.unary_keys, tables.unary) if p.arity == 1 else (plan.binary_keys, tables.binary)
-        at = torch.as_tensor(np.searchsorted(keys, request_key(scenes, pid[p], len(plan.predicates))), device=table.device)
+        rows = np.searchsorted(keys, request_key(scenes, pid[p], len(plan.predicates)))
+        at = torch.as_tensor(rows, device=table.device)
         parts.append(table[at][(slice(None),) + (slice(0, n),) * p.arity].reshape(len(members), -1))
     return torch.cat(parts, 1) if parts else tables.object_mask.new_zeros((len(members), 0), dtype=tables.dtype)
 

@@ -109,8 +109,9 @@ def _certain_repeats(programs, need: np.ndarray, plan: BatchPlan, tables) -> np.
             ids.extend(found)
         if ids:
             owner = np.array(owner, dtype=np.int64)
-            rows = np.searchsorted(keys, request_key(plan.program_scene[need[owner]], np.array(ids, dtype=np.int64),
-                                                  len(plan.predicates)))
+            asked = request_key(plan.program_scene[need[owner]], np.array(ids, dtype=np.int64),
+                                len(plan.predicates))
+            rows = np.searchsorted(keys, asked)
             out &= np.bincount(owner[~crisp[rows]], minlength=len(need)) == 0
     return out
 
@@ -366,9 +367,10 @@ def _retabled(table, arity, plan, plan_keys, world_plan, keys, base_scene, n_sce
     to_world = np.full(max(1, n_plan_ids), -1, dtype=np.int64)
     to_world[to_plan] = np.arange(len(to_plan))
     scene, wpid = split_key(keys, n_world_ids)
-    source = np.searchsorted(plan_keys, request_key(base_scene[scene], to_plan[wpid], n_plan_ids))  # row in `table`
-    request = np.searchsorted(keys, request_key(n_scenes + sets.world,
-                                                to_world[split_key(plan_keys[mine[sets.atom, 1]], n_plan_ids)[1]],
+    # rows in `table`
+    source = np.searchsorted(plan_keys, request_key(base_scene[scene], to_plan[wpid], n_plan_ids))
+    _, set_pid = split_key(plan_keys[mine[sets.atom, 1]], n_plan_ids)
+    request = np.searchsorted(keys, request_key(n_scenes + sets.world, to_world[set_pid],
                                                 n_world_ids))
     changed, slot = np.unique(request, return_inverse=True)
     slot = slot.reshape(-1)

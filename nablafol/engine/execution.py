@@ -37,7 +37,8 @@ from nablafol.engine.fixed_shapes import (ShapeFloors, fixed_tables, layout_of, 
                                           upload)
 from nablafol.engine.lowering import TOP
 from nablafol.engine.rowwise import run_rows, steps_of
-from nablafol.engine.planning import NEG_INF, BatchPlan, Group, Registry, build_batch_plan, split_key
+from nablafol.engine.planning import (NEG_INF, BatchPlan, Group, Registry, build_batch_plan,
+                                      split_key)
 from nablafol.engine.tiling import TiledPlans, one_object
 
 __all__ = ["Engine", "Calibration", "EXACT_BUDGET"]
@@ -98,7 +99,8 @@ def _kept_on_plan(plan: BatchPlan, kind: str, array: np.ndarray, device, make: C
 
 def _tensor(plan: BatchPlan, a: np.ndarray, device) -> torch.Tensor:
     """A plan's numpy index array as a long tensor on ``device``, converted once."""
-    return _kept_on_plan(plan, "tensor", a, device, lambda: torch.as_tensor(a, dtype=torch.long, device=device))
+    return _kept_on_plan(plan, "tensor", a, device,
+                         lambda: torch.as_tensor(a, dtype=torch.long, device=device))
 
 
 def _rows(plan: BatchPlan, a: np.ndarray, device):
@@ -132,7 +134,8 @@ def _requests(plan: BatchPlan, keys: np.ndarray, device) -> Requests:
     def make() -> Requests:
         scene, pid = split_key(keys, len(plan.predicates))
         distinct, local = np.unique(pid, return_inverse=True)
-        return Requests(torch.as_tensor(scene, device=device), torch.as_tensor(local.reshape(-1), device=device),
+        return Requests(torch.as_tensor(scene, device=device),
+                        torch.as_tensor(local.reshape(-1), device=device),
                         tuple(map(plan.predicates.__getitem__, distinct.tolist())))
     return _kept_on_plan(plan, "requests", keys, device, make)
 
@@ -385,7 +388,8 @@ class Engine(torch.nn.Module):
     def _ask(self, oracle, requests: Requests, arity: int, n: int, object_mask: torch.Tensor,
              padded: bool) -> torch.Tensor:
         table = oracle.unary(requests) if arity == 1 else oracle.binary(requests)
-        expected, name = (len(requests),) + (n,) * arity, f"{type(oracle).__name__}.{('unary', 'binary')[arity - 1]}"
+        expected = (len(requests),) + (n,) * arity
+        name = f"{type(oracle).__name__}.{('unary', 'binary')[arity - 1]}"
         if not isinstance(table, torch.Tensor) or table.shape != expected:
             shape = tuple(table.shape) if torch.is_tensor(table) else type(table).__name__
             raise ShapeError(f"{name} returned {shape}, expected {expected} "
@@ -435,7 +439,8 @@ class Engine(torch.nn.Module):
             object_mask = torch.arange(n, device=device)[None, :] < num_objects[:, None]  # (B, N)
         else:
             object_mask = torch.ones((num_objects.shape[0], n), dtype=torch.bool, device=device)
-        u_req, b_req = _requests(plan, plan.unary_keys, device), _requests(plan, plan.binary_keys, device)
+        u_req = _requests(plan, plan.unary_keys, device)
+        b_req = _requests(plan, plan.binary_keys, device)
         unary = self._ask(oracle, u_req, 1, n, object_mask, padded) if len(u_req) else None
         binary = self._ask(oracle, b_req, 2, n, object_mask, padded) if len(b_req) else None
         dtype = unary.dtype if unary is not None else binary.dtype if binary is not None else torch.get_default_dtype()
@@ -455,14 +460,17 @@ class Engine(torch.nn.Module):
         # scalars carry (log p, log(1 - p)): complements stay exact through ∃, ∄, ¬ and ∨
         sca = _Store(torch.tensor([[0.0, NEG_INF], [NEG_INF, 0.0]], dtype=dtype, device=device), plan.n_scalars)
         masked = tables.padded or self.calibration is not None  # else every mask would be all True
+        q_product = self._q_product
         for vgroups, sgroups in plan.levels:
             outs = []
             for g in vgroups:
                 rows = slice(g.start, g.stop)
                 mask = object_mask[v_scene[rows]] if masked else None
-                out = g.operator.run(_GroupRows(plan, g, vec.rows, sca.rows, tables, mask, self._q_product))
+                out = g.operator.run(_GroupRows(plan, g, vec.rows, sca.rows, tables, mask,
+                                                q_product))
                 if self.calibration is not None and g.operator is not TOP:
-                    program, step = (_tensor(plan, a, device)[rows] for a in (plan.v_program, plan.v_step))
+                    program, step = (_tensor(plan, a, device)[rows]
+                                     for a in (plan.v_program, plan.v_step))
                     out = self.calibration(out, mask, program, step).masked_fill(~mask, NEG_INF)
                 outs.append(out)
             vec.extend(outs)
@@ -471,12 +479,14 @@ class Engine(torch.nn.Module):
                 mask = None
                 if tables.padded and "vin" in g.arrays:
                     mask = object_mask[v_scene[_rows(plan, g.arrays["vin"], device)]]
-                outs.append(g.operator.run(_GroupRows(plan, g, vec.rows, sca.rows, tables, mask, self._q_product)))
+                reader = _GroupRows(plan, g, vec.rows, sca.rows, tables, mask, q_product)
+                outs.append(g.operator.run(reader))
             sca.extend(outs)
         return _answers(plan, vec.rows, sca.rows, object_mask)
 
 
-def _answers(plan: BatchPlan, vec: torch.Tensor, sca: torch.Tensor, object_mask: torch.Tensor) -> Answers:
+def _answers(plan: BatchPlan, vec: torch.Tensor, sca: torch.Tensor, object_mask: torch.Tensor
+             ) -> Answers:
     """The answers a run of ``plan`` computed: its candidates' scalar rows and its focus rows."""
     device, n = object_mask.device, object_mask.shape[1]
     idx = lambda a: _tensor(plan, a, device)  # noqa: E731
@@ -484,7 +494,8 @@ def _answers(plan: BatchPlan, vec: torch.Tensor, sca: torch.Tensor, object_mask:
     rows = idx(plan.candidate_rows)
     if len(rows) == shape[0] * shape[1]:  # every program has as many candidates as the widest
         cand = rows.view(shape)
-        log_probs, log_complement = sca[:, 0][cand], sca[:, 1][cand]  # each its own contiguous tensor
+        # each its own contiguous tensor
+        log_probs, log_complement = sca[:, 0][cand], sca[:, 1][cand]
         cand_mask = torch.ones(shape, dtype=torch.bool, device=device)
     else:  # the entries written into padding (gathering a padded matrix cost more than the batch)
         at = (idx(plan.candidate_program), idx(plan.candidate_position))
@@ -502,5 +513,6 @@ def _answers(plan: BatchPlan, vec: torch.Tensor, sca: torch.Tensor, object_mask:
         focus = vec[focus_rows]  # a gather, not a view: a view would keep the whole store alive
     else:
         focus = vec[focus_rows.clamp(min=0)].masked_fill(~(focus_rows >= 0)[:, None], NEG_INF)
-    return Answers(log_probs, cand_mask, plan.labels, focus, object_mask[idx(plan.program_scene)], log_complement)
+    return Answers(log_probs, cand_mask, plan.labels, focus, object_mask[idx(plan.program_scene)],
+                   log_complement)
 

@@ -407,7 +407,8 @@ def _shifted(local: np.ndarray, offsets: np.ndarray, counts: np.ndarray) -> np.n
 
 def request_key(scene, predicate, n_predicates: int):
     """The key of the oracle request ``(scene, predicate id)`` of a plan of ``n_predicates``
-    predicates (numbers or arrays): ``BatchPlan.unary_keys`` and ``binary_keys`` hold them, sorted."""
+    predicates (numbers or arrays): ``BatchPlan.unary_keys`` and ``binary_keys`` hold them,
+    sorted."""
     return scene * max(1, n_predicates) + predicate
 
 

@@ -18,7 +18,8 @@ import operator
 import numpy as np
 
 from nablafol.caching import weighted_cache
-from nablafol.engine.planning import SCALAR_CONSTANTS, BatchPlan, Group, Registry, build_batch_plan, request_key
+from nablafol.engine.planning import (SCALAR_CONSTANTS, BatchPlan, Group, Registry,
+                                      build_batch_plan, request_key)
 
 __all__ = ["tiled_plan", "TiledPlans", "TILED_ARRAYS", "TILED_ROWS", "one_object"]
 
@@ -62,7 +63,7 @@ class _RowMap:
 def _keys(single_keys: np.ndarray, scenes: np.ndarray, n_ids: int) -> tuple[np.ndarray, np.ndarray]:
     """The distinct requests of the tiled batch (sorted keys, ``request_key``) and, per scene,
     the key of each of the single plan's requests."""
-    per_scene = request_key(scenes[:, None], single_keys[None, :], n_ids)  # the single plan ran on scene 0
+    per_scene = request_key(scenes[:, None], single_keys[None, :], n_ids)  # single: on scene 0
     if scenes.size < 2 or bool((scenes[1:] > scenes[:-1]).all()):  # ascending scenes: sorted and distinct as they are
         return per_scene.reshape(-1), per_scene
     return np.unique(per_scene), per_scene
