@@ -36,6 +36,7 @@ import torch
 
 from nablafol.ir import (Aggregate, And, Conjoin, Filter, Neg, Node, Not, Or, Predicate, Program, Quantifier, Relate,
                          Shorthand, Top)
+from nablafol.engine.planning import request_key
 from nablafol.errors import ProbabilityError, ProgramStructureError
 
 __all__ = ["program_bounds", "answer_bounds", "scene_tables", "shared_atoms", "WORLDS_PER_PASS"]
@@ -358,12 +359,11 @@ def scene_tables(program: Program, plan, tables, i: int) -> tuple[dict, int]:
     the scene's object count: read from the engine's log-probability ``tables`` of ``plan``."""
     scene = int(plan.program_scene[i])
     n = int(tables.object_mask[scene].sum())
-    n_ids = max(1, len(plan.predicates))
     pid = {p: j for j, p in enumerate(plan.predicates)}
     out = {}
     for p in program.predicates():
         keys, table = (plan.unary_keys, tables.unary) if p.arity == 1 else (plan.binary_keys, tables.binary)
-        row = int(np.searchsorted(keys, scene * n_ids + pid[p]))
+        row = int(np.searchsorted(keys, request_key(scene, pid[p], len(plan.predicates))))
         t = table[row].detach().double().exp().cpu().numpy()
         out[p] = t[:n] if p.arity == 1 else t[:n, :n]
     return out, n

@@ -45,6 +45,7 @@ import numpy as np
 import torch
 
 from nablafol.caching import bounded_cache, weighted_cache
+from nablafol.engine.planning import request_key
 from nablafol.errors import ProgramStructureError, ShapeError
 from nablafol.ir import (Aggregate, And, Conjoin, Filter, Neg, Not, Or, Predicate, Program, Quantifier, Relate,
                          Shorthand, Top)
@@ -594,12 +595,12 @@ def _flat_tables(program: Program, n: int, plan, tables, members: np.ndarray) ->
     """``(members, layout size)``: the log-probabilities of the programs ``members``, over scenes
     of ``n`` objects, laid out as :class:`TableLayout` of the program's predicates."""
     pid = {p: i for i, p in enumerate(plan.predicates)}
-    n_ids = max(1, len(plan.predicates))
-    scenes = plan.program_scene[members] * n_ids
+    scenes = plan.program_scene[members]
     parts = []
     for p in program.predicates():
         keys, table = (plan.unary_keys, tables.unary) if p.arity == 1 else (plan.binary_keys, tables.binary)
-        at = torch.as_tensor(np.searchsorted(keys, scenes + pid[p]), device=table.device)
+        rows = np.searchsorted(keys, request_key(scenes, pid[p], len(plan.predicates)))
+        at = torch.as_tensor(rows, device=table.device)
         parts.append(table[at][(slice(None),) + (slice(0, n),) * p.arity].reshape(len(members), -1))
     return torch.cat(parts, 1) if parts else tables.object_mask.new_zeros((len(members), 0), dtype=tables.dtype)
 

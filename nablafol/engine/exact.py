@@ -37,7 +37,7 @@ import torch
 from nablafol.engine.answers import Answers, Tables
 from nablafol.engine.circuits import CircuitJobs, answer_by_circuits
 from nablafol.engine.grounding import RepeatedAtoms, repeated_atoms
-from nablafol.engine.planning import BatchPlan, build_batch_plan
+from nablafol.engine.planning import BatchPlan, build_batch_plan, request_key, split_key
 from nablafol.ir import Program
 from nablafol.numerics import log1mexp, log_sum_exp
 
@@ -94,7 +94,6 @@ def _no_atoms() -> RepeatedAtoms:
 def _certain_repeats(programs, need: np.ndarray, plan: BatchPlan, tables) -> np.ndarray:
     """For the programs ``need``: whether every atom of every predicate they can repeat is
     certain (0 or 1) in their scene, which makes them exact with no further look."""
-    n_ids = max(1, len(plan.predicates))
     pid = {p: i for i, p in enumerate(plan.predicates)}
     certain = {}
     for arity, keys, table in ((1, plan.unary_keys, tables.unary), (2, plan.binary_keys, tables.binary)):
@@ -110,7 +109,9 @@ def _certain_repeats(programs, need: np.ndarray, plan: BatchPlan, tables) -> np.
             ids.extend(found)
         if ids:
             owner = np.array(owner, dtype=np.int64)
-            rows = np.searchsorted(keys, plan.program_scene[need[owner]] * n_ids + np.array(ids, dtype=np.int64))
+            asked = request_key(plan.program_scene[need[owner]], np.array(ids, dtype=np.int64),
+                                len(plan.predicates))
+            rows = np.searchsorted(keys, asked)
             out &= np.bincount(owner[~crisp[rows]], minlength=len(need)) == 0
     return out
 
@@ -360,15 +361,17 @@ def _retabled(table, arity, plan, plan_keys, world_plan, keys, base_scene, n_sce
     copy with those atoms at 0 or 1 (no unchanged table is copied)."""
     if table is None or not len(keys):
         return table, np.zeros(1, dtype=np.int64)
-    n_world_ids, n_plan_ids = max(1, len(world_plan.predicates)), max(1, len(plan.predicates))
+    n_world_ids, n_plan_ids = len(world_plan.predicates), len(plan.predicates)
     pid = {p: i for i, p in enumerate(plan.predicates)}
     to_plan = np.array([pid[p] for p in world_plan.predicates], dtype=np.int64)
-    to_world = np.full(n_plan_ids, -1, dtype=np.int64)
+    to_world = np.full(max(1, n_plan_ids), -1, dtype=np.int64)
     to_world[to_plan] = np.arange(len(to_plan))
-    scene, wpid = keys // n_world_ids, keys % n_world_ids
-    source = np.searchsorted(plan_keys, base_scene[scene] * n_plan_ids + to_plan[wpid])  # row in `table`
-    request = np.searchsorted(keys, (n_scenes + sets.world) * n_world_ids
-                              + to_world[plan_keys[mine[sets.atom, 1]] % n_plan_ids])
+    scene, wpid = split_key(keys, n_world_ids)
+    # rows in `table`
+    source = np.searchsorted(plan_keys, request_key(base_scene[scene], to_plan[wpid], n_plan_ids))
+    _, set_pid = split_key(plan_keys[mine[sets.atom, 1]], n_plan_ids)
+    request = np.searchsorted(keys, request_key(n_scenes + sets.world, to_world[set_pid],
+                                                n_world_ids))
     changed, slot = np.unique(request, return_inverse=True)
     slot = slot.reshape(-1)
     device = table.device

@@ -1,20 +1,8 @@
-"""The batched DFOL executor: many different programs, one tensor operation per operator kind.
-
-How a batch runs:
-
-1. every program is flattened into a :class:`ProgramPlan` (:mod:`~nablafol.engine.planning`):
-   rows, each with its *level* (1 + its deepest input's) and its inputs as local indices,
-   built once per program shape and kept by the engine's registry;
-2. the plans of the batch are concatenated with numpy, and nodes are sorted by
-   ``(level, operator kind)`` so that each level's nodes of one kind are contiguous rows;
-3. the oracle is asked once for all distinct ``(scene, unary predicate)`` pairs and once
-   for all ``(scene, binary predicate)`` pairs of the batch;
-4. level by level, each operator kind runs as **one** call of its :mod:`operators` function
-   on all its rows (``Filter`` rows of every program together, every ∃-``Relate`` together,
-   ...), reading its inputs from the rows of earlier levels.
-
-So a batch costs a handful of tensor operations per level whatever its size; the only
-Python work per program is filling its shape's plan with its predicates' ids.
+"""The batched DFOL executor (:class:`Engine`): a batch's plan (:mod:`~nablafol.engine.planning`),
+the oracle asked once for all its distinct ``(scene, predicate)`` pairs of each arity, then, level
+by level, each operator kind run as **one** call of its :mod:`operators` function on all its rows
+(every program's ``Filter`` rows together, every ∃-``Relate`` together, ...), reading its inputs
+from the rows of earlier levels: a handful of tensor operations per level whatever the batch's size.
 
 Example (the paper's formula (1) on one scene of two objects):
     >>> import torch
@@ -49,7 +37,8 @@ from nablafol.engine.fixed_shapes import (ShapeFloors, fixed_tables, layout_of, 
                                           upload)
 from nablafol.engine.lowering import TOP
 from nablafol.engine.rowwise import run_rows, steps_of
-from nablafol.engine.planning import NEG_INF, BatchPlan, Group, ProgramPlan, Registry, build_batch_plan
+from nablafol.engine.planning import (NEG_INF, BatchPlan, Group, Registry, build_batch_plan,
+                                      split_key)
 from nablafol.engine.tiling import TiledPlans, one_object
 
 __all__ = ["Engine", "Calibration", "EXACT_BUDGET"]
@@ -75,96 +64,80 @@ class Calibration(Protocol):
                  step: torch.Tensor) -> torch.Tensor: ...
 
 
-# --- the rows computed so far ---
-
 class _Store:
-    """The rows computed so far, level after level (groups arrive in row order).
-
-    Without autograd the rows go into one buffer of the final size: concatenating the store
-    anew at every level copies it once per level, quadratic in program length. With autograd
-    a concatenation per level keeps the backward pass free of in-place bookkeeping."""
+    """The rows computed so far, level after level (groups arrive in row order). Without autograd
+    they go into one buffer of the final size (concatenating the store at every level copies it
+    once per level, quadratic in program length); with autograd a concatenation per level keeps
+    the backward pass free of in-place writes."""
 
     def __init__(self, first: torch.Tensor, total: int):
-        self.filled = first.shape[0]
-        if torch.is_grad_enabled():
-            self.rows = first
-            self._buffer = None
-        else:
-            self._buffer = first.new_empty((first.shape[0] + total,) + tuple(first.shape[1:]))
-            self._buffer[: self.filled] = first
-            self.rows = self._buffer  # rows past `filled` are written before anything reads them
+        self.filled, self.grad, self.rows = first.shape[0], torch.is_grad_enabled(), first
+        if not self.grad:  # rows past `filled` are written before anything reads them
+            self.rows = first.new_empty((self.filled + total,) + first.shape[1:])
+            self.rows[: self.filled] = first
 
     def extend(self, outs: list) -> None:
-        if not outs:
-            return
-        if self._buffer is None:
+        if self.grad and outs:
             self.rows = torch.cat([self.rows] + outs)
-            return
-        for out in outs:
-            self._buffer[self.filled: self.filled + out.shape[0]] = out
-            self.filled += out.shape[0]
-
+        elif not self.grad:
+            for out in outs:
+                self.rows[self.filled: self.filled + out.shape[0]] = out
+                self.filled += out.shape[0]
 
 
 def _kept_on_plan(plan: BatchPlan, kind: str, array: np.ndarray, device, make: Callable):
     """``make()``, kept on the plan by ``(kind, array, device)``: a plan kept for one question at a
-    time (``Engine.plan``) is run again and again, and remaking what it reads (its index tensors,
-    its oracle requests) was a fifth of such a call. The entry holds ``array`` itself, so an id
-    is never taken for another array's."""
-    entry = plan.kept((kind, id(array), device), lambda: (array, make()))
-    if entry[0] is not array:  # another array at a freed one's id
-        entry = plan.derived[(kind, id(array), device)] = (array, make())
+    time is run again and again, and remaking what it reads (its index tensors, its oracle requests)
+    was a fifth of such a call. The entry holds ``array`` itself: its id is never another
+    array's while the entry is kept."""
+    key = (kind, id(array), device)
+    entry = plan.derived.get(key)
+    if entry is None:
+        entry = plan.derived[key] = (array, make())
     return entry[1]
 
 
-def _there(plan: BatchPlan, rows: np.ndarray) -> str:
-    """``"all"``, ``"none"`` or ``"some"``: how many entries of an index array of the plan are
-    there (not ``-1``, padding); kept on the plan."""
-    def count() -> str:
-        there = int((rows >= 0).sum())
-        return "all" if there == rows.size else "none" if there == 0 else "some"
-    return _kept_on_plan(plan, "there", rows, None, count)
+def _tensor(plan: BatchPlan, a: np.ndarray, device) -> torch.Tensor:
+    """A plan's numpy index array as a long tensor on ``device``, converted once."""
+    return _kept_on_plan(plan, "tensor", a, device,
+                         lambda: torch.as_tensor(a, dtype=torch.long, device=device))
 
 
-def _plan_indices(plan: BatchPlan, device) -> Callable[[np.ndarray], torch.Tensor]:
-    """The plan's numpy index arrays as long tensors on ``device``, each converted once (kept on the plan)."""
-    def idx(a: np.ndarray) -> torch.Tensor:
-        return _kept_on_plan(plan, "tensor", a, device, lambda: torch.as_tensor(a, dtype=torch.long, device=device))
-    return idx
-
-
-def _plan_rows(plan: BatchPlan, idx: Callable[[np.ndarray], torch.Tensor]) -> Callable[[np.ndarray], object]:
-    """What reads the rows a plan's index array names: a ``slice`` where they are a run of consecutive
-    rows (a view, where a gather copies: a single question's rows mostly are), else the index tensor.
-    A 2-D ``(G, 1)`` array becomes ``(slice, None)``. Kept on the plan."""
-    def rows(a: np.ndarray):
-        def make():
-            flat = a[:, 0] if a.ndim == 2 and a.shape[1] == 1 else a
-            if flat.ndim == 1 and flat.size and flat[0] >= 0 and (flat.size == 1 or bool(
-                    (np.diff(flat) == 1).all())):
-                run = slice(int(flat[0]), int(flat[0]) + flat.size)
-                return run if flat is a else (run, None)
-            return None
-        run = _kept_on_plan(plan, "run", a, None, make)
-        return idx(a) if run is None else run
-    return rows
+def _rows(plan: BatchPlan, a: np.ndarray, device):
+    """What reads the rows a plan's index array names: a ``slice`` where they are a run of
+    consecutive rows (a view, where a gather copies: a single question's rows mostly are), else the
+    index tensor. A 2-D ``(G, 1)`` array becomes ``(slice, None)``."""
+    def make():
+        flat = a[:, 0] if a.ndim == 2 and a.shape[1] == 1 else a
+        if flat.ndim == 1 and flat.size and flat[0] >= 0 and (np.diff(flat) == 1).all():
+            run = slice(int(flat[0]), int(flat[0]) + flat.size)
+            return run if flat is a else (run, None)
+        return _tensor(plan, a, device)
+    return _kept_on_plan(plan, "rows", a, device, make)
 
 
 def _relate_columns(plan: BatchPlan, g: Group, device) -> list:
     """A relate group's atoms, column by column: ``(table rows, flip)``, ``flip`` None where no atom
     of the column is reversed, True where all are (one program over many scenes: a transposed view,
     not a pass choosing between two layouts), else a ``(G, 1, 1)`` bool tensor. Kept with the plan."""
-    tables, reverse = g.arrays["tables"], g.arrays["reverse"]
-
-    def flip(k: int):
-        column = reverse[:, k]
-        if not column.any() or column.all():
+    def flip(column: np.ndarray):
+        if column.all() or not column.any():
             return True if column.any() else None
         return torch.as_tensor(column, device=device)[:, None, None]
+    tables, reverse = g.arrays["tables"], g.arrays["reverse"]
+    return _kept_on_plan(plan, "columns", tables, device, lambda: [
+        (np.ascontiguousarray(tables[:, k]), flip(reverse[:, k])) for k in range(tables.shape[1])])
 
-    def make() -> list:
-        return [(np.ascontiguousarray(tables[:, k]), flip(k)) for k in range(tables.shape[1])]
-    return _kept_on_plan(plan, "columns", tables, device, make)
+
+def _requests(plan: BatchPlan, keys: np.ndarray, device) -> Requests:
+    """The oracle requests of request keys (``planning.request_key``), kept on the plan."""
+    def make() -> Requests:
+        scene, pid = split_key(keys, len(plan.predicates))
+        distinct, local = np.unique(pid, return_inverse=True)
+        return Requests(torch.as_tensor(scene, device=device),
+                        torch.as_tensor(local.reshape(-1), device=device),
+                        tuple(map(plan.predicates.__getitem__, distinct.tolist())))
+    return _kept_on_plan(plan, "requests", keys, device, make)
 
 
 def _whole_rows(source: torch.Tensor, at) -> torch.Tensor:
@@ -179,23 +152,26 @@ class _GroupRows:
     """What a group's operator reads, batched (the reader :mod:`~nablafol.engine.lowering`
     describes): its inputs gathered from the rows computed so far."""
 
-    __slots__ = ("plan", "group", "vec", "sca", "tables", "mask", "rows_of", "q_product")
+    __slots__ = ("plan", "group", "vec", "sca", "tables", "mask", "q_product")
 
-    def __init__(self, plan: BatchPlan, group: Group, vec, sca, tables: Tables, mask, rows_of,
-                 q_product):
+    def __init__(self, plan: BatchPlan, group: Group, vec, sca, tables: Tables, mask, q_product):
         self.plan, self.group, self.vec, self.sca, self.tables = plan, group, vec, sca, tables
-        self.mask, self.rows_of, self.q_product = mask, rows_of, q_product
+        self.mask, self.q_product = mask, q_product
+
+    def _at(self, name_or_array):
+        a = self.group.arrays[name_or_array] if isinstance(name_or_array, str) else name_or_array
+        return _rows(self.plan, a, self.vec.device)
 
     def vector(self, name: str) -> torch.Tensor:
-        return self.vec[self.rows_of(self.group.arrays[name])]
+        return self.vec[self._at(name)]
 
     def unary(self) -> torch.Tensor:
-        return _whole_rows(self.tables.unary, self.rows_of(self.group.arrays["table"]))
+        return _whole_rows(self.tables.unary, self._at("table"))
 
     def relation(self) -> torch.Tensor:
         log_r = None
         for column, flip in _relate_columns(self.plan, self.group, self.vec.device):
-            t = _whole_rows(self.tables.binary, self.rows_of(column))
+            t = _whole_rows(self.tables.binary, self._at(column))
             if flip is True:
                 t = t.transpose(1, 2)
             elif flip is not None:
@@ -204,7 +180,7 @@ class _GroupRows:
         return log_r
 
     def truths(self) -> torch.Tensor:
-        return _whole_rows(self.sca, self.rows_of(self.group.arrays["args"]))  # (G, K, 2)
+        return _whole_rows(self.sca, self._at("args"))  # (G, K, 2)
 
     def pad(self) -> torch.Tensor:
         return torch.as_tensor(self.group.arrays["pad"], device=self.vec.device)
@@ -248,7 +224,7 @@ class _CompiledQProduct:
             return ops.q_product(log_r, log_y, mask_x, None, quantifier)
 
 
-_FEW_SCENES = 64  # up to this many scene sizes are read as a list
+_SCENE_0 = np.zeros(1, dtype=np.int64)
 
 
 class Engine(torch.nn.Module):
@@ -307,14 +283,14 @@ class Engine(torch.nn.Module):
                            else run_fixed)
 
     def plan(self, programs: Sequence[Program], scenes=None) -> BatchPlan:
-        if scenes is None and len(programs) == 1:  # one question: no arrays
-            return self.registry.single(programs[0], 0)
+        """The plan of ``programs`` on ``scenes`` (all 0 by default). One program object over any
+        scenes (one question at a time, a question over many images) is planned once and kept."""
+        if scenes is None and len(programs) == 1 and isinstance(programs[0], Program):
+            return self._tiled(programs[0], _SCENE_0)  # one question: no array made
         scenes = np.zeros(len(programs), dtype=np.int64) if scenes is None else np.asarray(scenes, dtype=np.int64)
-        if len(programs) == 1 and scenes.shape == (1,):
-            return self.registry.single(programs[0], int(scenes[0]))
-        if (len(programs) > 1 and scenes.shape == (len(programs),) and isinstance(programs[0], Program)
+        if (len(programs) and scenes.shape == (len(programs),) and isinstance(programs[0], Program)
                 and one_object(programs) and scenes.min() >= 0):
-            return self._tiled(programs[0], scenes)  # one program over many scenes: its plan repeated
+            return self._tiled(programs[0], scenes)
         return build_batch_plan(programs, scenes, self.registry)
 
     def forward(self, programs: Sequence[Program], oracle: Oracle, scenes=None,
@@ -345,8 +321,9 @@ class Engine(torch.nn.Module):
     def plan_for(self, programs: Sequence[Program], oracle: Oracle, scenes=None) -> BatchPlan:
         """The plan :meth:`forward` runs for these arguments (host work alone: numpy, no tensor read)."""
         programs = list(programs)
-        one_question = scenes is None and len(programs) == 1 and scene_sizes(oracle.num_objects).shape[0] == 1
-        return self.plan(programs, None if one_question else self._scenes(programs, oracle, scenes))
+        if scenes is None and len(programs) == 1 and scene_sizes(oracle.num_objects).shape[0] == 1:
+            return self.plan(programs)
+        return self.plan(programs, self._scenes(programs, oracle, scenes))
 
     def _fixed(self, programs: list, plan: BatchPlan, oracle: Oracle) -> Answers:
         """The fast path at bucketed shapes (``fixed_shapes=True``), trimmed back to the batch."""
@@ -408,33 +385,18 @@ class Engine(torch.nn.Module):
         return scenes
 
     # -- execution ---------------------------------------------------------------------
-    def _requests(self, keys: np.ndarray, plan: BatchPlan, device) -> Requests:
-        return _kept_on_plan(plan, "requests", keys, device, lambda: self._new_requests(keys, plan, device))
-
-    @staticmethod
-    def _new_requests(keys: np.ndarray, plan: BatchPlan, device) -> Requests:
-        n_ids = max(1, len(plan.predicates))
-        scene, pid = keys // n_ids, keys % n_ids
-        distinct, local = np.unique(pid, return_inverse=True)
-        return Requests(
-            torch.as_tensor(scene, device=device),
-            torch.as_tensor(local.reshape(-1), device=device),
-            tuple(map(plan.predicates.__getitem__, distinct.tolist())),
-        )
-
     def _ask(self, oracle, requests: Requests, arity: int, n: int, object_mask: torch.Tensor,
              padded: bool) -> torch.Tensor:
         table = oracle.unary(requests) if arity == 1 else oracle.binary(requests)
         expected = (len(requests),) + (n,) * arity
+        name = f"{type(oracle).__name__}.{('unary', 'binary')[arity - 1]}"
         if not isinstance(table, torch.Tensor) or table.shape != expected:
-            name = "unary" if arity == 1 else "binary"
             shape = tuple(table.shape) if torch.is_tensor(table) else type(table).__name__
-            raise ShapeError(f"{type(oracle).__name__}.{name} returned {shape}, expected {expected} "
+            raise ShapeError(f"{name} returned {shape}, expected {expected} "
                              f"(requests x objects{' x objects' if arity == 2 else ''})")
         if table.device != object_mask.device:  # else a torch error deep in an operator
-            raise ShapeError(f"{type(oracle).__name__}.{'unary' if arity == 1 else 'binary'} returned a table on "
-                             f"{table.device}, its num_objects is on {object_mask.device}: an oracle gives both on "
-                             f"one device")
+            raise ShapeError(f"{name} returned a table on {table.device}, its num_objects is on "
+                             f"{object_mask.device}: an oracle gives both on one device")
         if not len(requests):
             return table
         # one pass finds a table with no NaN and nothing above 0 (log 1): nothing to name
@@ -469,21 +431,16 @@ class Engine(torch.nn.Module):
     def tables(self, plan: BatchPlan, oracle: Oracle) -> Tables:
         """What the oracle says about every ``(scene, predicate)`` pair the plan needs."""
         num_objects = scene_sizes(oracle.num_objects)
-        device = num_objects.device
-        if num_objects.shape[0] <= _FEW_SCENES:  # one call to read them, not two reductions and two syncs
-            sizes = num_objects.tolist()
-            n, least = max(sizes, default=0), min(sizes, default=0)
-        else:
-            n = int(num_objects.max())
-            least = int(num_objects.min())
+        device, sizes = num_objects.device, num_objects.tolist()
+        n, least = max(sizes, default=0), min(sizes, default=0)
         # one scene, or scenes of one size: nothing to mask (a single question's call is mostly masking)
         padded = num_objects.shape[0] > 1 and least != n
         if padded:
             object_mask = torch.arange(n, device=device)[None, :] < num_objects[:, None]  # (B, N)
         else:
             object_mask = torch.ones((num_objects.shape[0], n), dtype=torch.bool, device=device)
-        u_req = self._requests(plan.unary_keys, plan, device)
-        b_req = self._requests(plan.binary_keys, plan, device)
+        u_req = _requests(plan, plan.unary_keys, device)
+        b_req = _requests(plan, plan.binary_keys, device)
         unary = self._ask(oracle, u_req, 1, n, object_mask, padded) if len(u_req) else None
         binary = self._ask(oracle, b_req, 2, n, object_mask, padded) if len(b_req) else None
         dtype = unary.dtype if unary is not None else binary.dtype if binary is not None else torch.get_default_dtype()
@@ -496,61 +453,66 @@ class Engine(torch.nn.Module):
             if steps is not None:  # one small program: row by row, the same answers without the batch's bookkeeping
                 return run_rows(steps, plan, tables, self._q_product)
         tables = tables.with_neutral()
-        unary, binary, object_mask, dtype = tables.unary, tables.binary, tables.object_mask, tables.dtype
+        object_mask, dtype = tables.object_mask, tables.dtype
         device, n = object_mask.device, object_mask.shape[1]
-        idx = _plan_indices(plan, device)
-        rows_of = _plan_rows(plan, idx)
-
-        v_scene = idx(plan.v_scene)
+        v_scene = _tensor(plan, plan.v_scene, device)
         vec = _Store(torch.zeros((0, n), dtype=dtype, device=device), len(plan.v_scene))
         # scalars carry (log p, log(1 - p)): complements stay exact through ∃, ∄, ¬ and ∨
         sca = _Store(torch.tensor([[0.0, NEG_INF], [NEG_INF, 0.0]], dtype=dtype, device=device), plan.n_scalars)
         masked = tables.padded or self.calibration is not None  # else every mask would be all True
+        q_product = self._q_product
         for vgroups, sgroups in plan.levels:
             outs = []
             for g in vgroups:
                 rows = slice(g.start, g.stop)
                 mask = object_mask[v_scene[rows]] if masked else None
-                reader = _GroupRows(plan, g, vec.rows, sca.rows, tables, mask, rows_of,
-                                    self._q_product)
-                out = g.operator.run(reader)
+                out = g.operator.run(_GroupRows(plan, g, vec.rows, sca.rows, tables, mask,
+                                                q_product))
                 if self.calibration is not None and g.operator is not TOP:
-                    out = self.calibration(out, mask, idx(plan.v_program)[rows], idx(plan.v_step)[rows])
-                    out = out.masked_fill(~mask, NEG_INF)
+                    program, step = (_tensor(plan, a, device)[rows]
+                                     for a in (plan.v_program, plan.v_step))
+                    out = self.calibration(out, mask, program, step).masked_fill(~mask, NEG_INF)
                 outs.append(out)
             vec.extend(outs)
             outs = []
             for g in sgroups:
                 mask = None
                 if tables.padded and "vin" in g.arrays:
-                    mask = object_mask[v_scene[rows_of(g.arrays["vin"])]]
-                reader = _GroupRows(plan, g, vec.rows, sca.rows, tables, mask, rows_of,
-                                    self._q_product)
+                    mask = object_mask[v_scene[_rows(plan, g.arrays["vin"], device)]]
+                reader = _GroupRows(plan, g, vec.rows, sca.rows, tables, mask, q_product)
                 outs.append(g.operator.run(reader))
             sca.extend(outs)
-        vec, sca = vec.rows, sca.rows
+        return _answers(plan, vec.rows, sca.rows, object_mask)
 
-        shape = (plan.n_programs, plan.candidate_width)
-        rows = idx(plan.candidate_rows)
-        if len(rows) == shape[0] * shape[1]:  # every program has as many candidates as the widest
-            cand = rows.view(shape)
-            log_probs, log_complement = sca[:, 0][cand], sca[:, 1][cand]  # each its own contiguous tensor
-            cand_mask = torch.ones(shape, dtype=torch.bool, device=device)
-        else:  # the entries written into padding (gathering a padded matrix cost more than the batch)
-            at = (idx(plan.candidate_program), idx(plan.candidate_position))
-            log_probs = sca.new_full(shape, NEG_INF)
-            log_probs[at] = sca[rows, 0]
-            log_complement = sca.new_zeros(shape)
-            log_complement[at] = sca[rows, 1]
-            cand_mask = torch.zeros(shape, dtype=torch.bool, device=device)
-            cand_mask[at] = True
-        focus_rows, focused = idx(plan.focus), _there(plan, plan.focus)
-        if not vec.shape[0] or focused == "none":  # yes/no questions have no focus
-            focus = vec.new_full((len(focus_rows), n), NEG_INF)
-        elif focused == "all":
-            focus = vec[focus_rows]  # a gather, not a view: a view would keep the whole store alive
-        else:
-            focus = vec[focus_rows.clamp(min=0)].masked_fill(~(focus_rows >= 0)[:, None], NEG_INF)
-        return Answers(log_probs, cand_mask, plan.labels, focus, object_mask[idx(plan.program_scene)],
-                       log_complement)
+
+def _answers(plan: BatchPlan, vec: torch.Tensor, sca: torch.Tensor, object_mask: torch.Tensor
+             ) -> Answers:
+    """The answers a run of ``plan`` computed: its candidates' scalar rows and its focus rows."""
+    device, n = object_mask.device, object_mask.shape[1]
+    idx = lambda a: _tensor(plan, a, device)  # noqa: E731
+    shape = (plan.n_programs, plan.candidate_width)
+    rows = idx(plan.candidate_rows)
+    if len(rows) == shape[0] * shape[1]:  # every program has as many candidates as the widest
+        cand = rows.view(shape)
+        # each its own contiguous tensor
+        log_probs, log_complement = sca[:, 0][cand], sca[:, 1][cand]
+        cand_mask = torch.ones(shape, dtype=torch.bool, device=device)
+    else:  # the entries written into padding (gathering a padded matrix cost more than the batch)
+        at = (idx(plan.candidate_program), idx(plan.candidate_position))
+        log_probs = sca.new_full(shape, NEG_INF)
+        log_probs[at] = sca[rows, 0]
+        log_complement = sca.new_zeros(shape)
+        log_complement[at] = sca[rows, 1]
+        cand_mask = torch.zeros(shape, dtype=torch.bool, device=device)
+        cand_mask[at] = True
+    focus_rows = idx(plan.focus)
+    focused = _kept_on_plan(plan, "focused", plan.focus, None, lambda: int((plan.focus >= 0).sum()))
+    if not vec.shape[0] or not focused:  # yes/no questions have no focus
+        focus = vec.new_full((len(focus_rows), n), NEG_INF)
+    elif focused == len(focus_rows):
+        focus = vec[focus_rows]  # a gather, not a view: a view would keep the whole store alive
+    else:
+        focus = vec[focus_rows.clamp(min=0)].masked_fill(~(focus_rows >= 0)[:, None], NEG_INF)
+    return Answers(log_probs, cand_mask, plan.labels, focus, object_mask[idx(plan.program_scene)],
+                   log_complement)
 

@@ -37,7 +37,7 @@ import torch
 from nablafol import operators as ops
 from nablafol.engine.answers import Tables
 from nablafol.engine.lowering import OPERATORS, TOP
-from nablafol.engine.planning import BatchPlan, Group
+from nablafol.engine.planning import BatchPlan, Group, split_key
 from nablafol.errors import ProgramStructureError, ShapeError
 from nablafol.oracle import scene_sizes
 
@@ -184,8 +184,7 @@ def _padded_arrays(g: Group, rep: np.ndarray, v_map, s_map, old_neutral: int, ne
 def padded_requests(keys: np.ndarray, plan: BatchPlan, size: int) -> tuple[np.ndarray, np.ndarray, tuple]:
     """The requests of ``keys`` (scene, local predicate) padded up to ``size`` by repeating the
     first, and the distinct predicates they name."""
-    n_ids = max(1, len(plan.predicates))
-    scene, pid = keys // n_ids, keys % n_ids
+    scene, pid = split_key(keys, len(plan.predicates))
     distinct, local = np.unique(pid, return_inverse=True)
     rep = _repeat_first(len(keys), size)
     return scene[rep], local.reshape(-1)[rep], tuple(plan.predicates[i] for i in distinct.tolist())

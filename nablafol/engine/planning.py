@@ -1,8 +1,7 @@
-"""Planning a batch of DFOL programs: each program flattened once into row matrices, a batch's
-plans concatenated and ordered by ``(level, operator kind)`` for :mod:`nablafol.engine.execution`.
-
-Numpy only: no tensor is made here. A program's packed plan depends on the program and on the
-registry's predicate ids, so the registry keeps it (``Registry.packed``).
+"""Planning a batch of DFOL programs, numpy only: each program flattened once into row matrices
+(:class:`ProgramPlan`, kept per shape by the engine's :class:`Registry`), a batch's plans
+concatenated and ordered by ``(level, operator kind)`` (:class:`BatchPlan`) for
+:mod:`nablafol.engine.execution`.
 """
 from __future__ import annotations
 
@@ -11,12 +10,12 @@ from typing import NamedTuple, Sequence
 
 import numpy as np
 
-from nablafol.caching import bounded_cache, memo, weighted_cache
+from nablafol.caching import memo, weighted_cache
 from nablafol.errors import ProgramStructureError, ShapeError
 from nablafol.engine.lowering import OPERATORS, Operator, ScalarRow, VectorRow, lowering_of
 from nablafol.ir import AnyOfGroups, Pairwise, Predicate, Program, number_predicates
 
-__all__ = ["ProgramPlan", "BatchPlan", "build_batch_plan"]
+__all__ = ["ProgramPlan", "BatchPlan", "build_batch_plan", "request_key", "split_key"]
 
 NEG_INF = float("-inf")
 
@@ -136,10 +135,6 @@ class ProgramPlan:
         if not isinstance(program, Program):
             raise ProgramStructureError(f"expected a nablafol.ir.Program, got "
                                         f"{type(program).__name__} {program!r:.60}")
-        return cls._build(program)
-
-    @classmethod
-    def _build(cls, program: Program) -> "ProgramPlan":
         plan = PlanBuilder()
         for node in program.nodes():  # each after its inputs
             lowering = lowering_of(type(node))
@@ -159,11 +154,7 @@ class ProgramPlan:
 
     def weight(self) -> int:
         """What keeping it costs, in rows: its rows', its candidates', its grounding rows', and a
-        fixed part for its arrays and objects (what the engine's caches are bounded by); computed
-        once."""
-        return memo(self, "_weight", self._rows_held)
-
-    def _rows_held(self) -> int:
+        fixed part for its arrays and objects (what the engine's shape cache is bounded by)."""
         g = self.grounding
         tables = (self.v, self.a, self.s, self.e, self.candidates, g.roots, g.merges)
         return sum(map(len, tables)) + _PACK_OVERHEAD_ROWS
@@ -236,18 +227,19 @@ class _Rows:
         return self.n - 1
 
     def add_block(self, block: np.ndarray, level: int) -> range:
-        if self.pending:
-            self.parts.append(np.array(self.pending, dtype=np.int64).reshape(-1, self.width))
-            self.pending = []
+        self._flush()
         self.parts.append(block)
         self.levels.extend([level] * len(block))
         first, self.n = self.n, self.n + len(block)
         return range(first, self.n)
 
-    def array(self) -> np.ndarray:
+    def _flush(self) -> None:
         if self.pending:
             self.parts.append(np.array(self.pending, dtype=np.int64).reshape(-1, self.width))
             self.pending = []
+
+    def array(self) -> np.ndarray:
+        self._flush()
         return np.concatenate(self.parts) if self.parts else np.zeros((0, self.width), dtype=np.int64)
 
 
@@ -260,16 +252,13 @@ def _block(k: int, *columns) -> np.ndarray:
 
 
 class _Shape:
-    """A program's shape as a cache key (``Program.shape().key``: its nodes with their predicates
-    as local ids, numbered as :meth:`ProgramPlan._build` numbers them): programs of one shape have
-    one plan up to their predicates. Hashed and compared by ``key`` alone; ``program`` is the one a
-    plan is built from when the shape is new."""
+    """A program's shape as the cache key of its plan (``Program.shape().key``), hashed once and
+    compared by ``key`` alone; ``program`` is the one a plan is built from when the shape is new."""
 
     __slots__ = ("key", "program", "_hash")
 
     def __init__(self, key: tuple, program: Program):
-        self.key, self.program = key, program
-        self._hash = hash(key)
+        self.key, self.program, self._hash = key, program, hash(key)
 
     def __hash__(self) -> int:
         return self._hash
@@ -278,7 +267,7 @@ class _Shape:
         return isinstance(other, _Shape) and (self.key is other.key or self.key == other.key)
 
     def plan(self) -> ProgramPlan:
-        return ProgramPlan._build(self.program)
+        return ProgramPlan.of(self.program)
 
 
 # --- a batch of programs, as sorted index arrays ----------------------------------------
@@ -305,7 +294,7 @@ class BatchPlan:
     v_scene: np.ndarray  # scene of each vector row (sorted order)
     v_program: np.ndarray
     v_step: np.ndarray
-    unary_keys: np.ndarray  # distinct (scene, predicate id) pairs, as scene * P + id
+    unary_keys: np.ndarray  # distinct (scene, predicate id) pairs, sorted (request_key)
     binary_keys: np.ndarray
     predicates: list  # predicate id -> Predicate
     # the answers' scalar rows as entries (program, column, row), in program order: an open question
@@ -343,9 +332,8 @@ class BatchPlan:
 
 
 def _padded(owner: np.ndarray, values: np.ndarray, n_rows: int, fill: int) -> np.ndarray:
-    """Scatter ``values`` into an ``(n_rows, width)`` matrix by ``owner`` row, padding with ``fill``."""
-    if owner.size == 0:
-        return np.full((n_rows, 1), fill, dtype=np.int64)
+    """Scatter ``values`` into an ``(n_rows, width)`` matrix by ``owner`` row (at least one entry),
+    padding with ``fill``."""
     order = np.argsort(owner, kind="stable")
     owner, values = owner[order], values[order]
     counts = np.bincount(owner, minlength=n_rows)
@@ -362,54 +350,36 @@ def _padded(owner: np.ndarray, values: np.ndarray, n_rows: int, fill: int) -> np
 #: candidate): a count bound that held the small ones would hold the open ones too.
 SHAPE_ROWS = 1 << 21
 _PACK_OVERHEAD_ROWS = 16  # the arrays and objects of a plan weigh about this many rows
-#: Whole plans of one-program batches an engine keeps (a model calling it one question at a time)
-SINGLE_PLANS = 1 << 10
 
 
 class Registry:
-    """Predicate -> small int, per engine, and the plans of the program shapes it met (kept here:
-    a program is packed from its shape's plan and these ids)."""
+    """Predicate -> small int, per engine, and the plans of the program shapes it met (the one
+    cache of plans: a program is packed from its shape's plan and these ids)."""
 
     def __init__(self, cache_rows: int = SHAPE_ROWS):
         self.ids: dict[Predicate, int] = {}
         self.predicates: list[Predicate] = []
         self._shaped = weighted_cache(_Shape.plan, cache_rows, ProgramPlan.weight)
-        self._single = bounded_cache(self._single_plan, SINGLE_PLANS)
-
-    def single(self, program: Program, scene: int) -> "BatchPlan":
-        """The plan of a batch of one: kept whole, since one question at a time spent a third of
-        each call merging a batch of one (the plan depends only on the program and its scene)."""
-        if not isinstance(program, Program):
-            return build_batch_plan([program], np.array([scene], dtype=np.int64), self)  # raises, naming it
-        return self._single(program, scene)
-
-    def _single_plan(self, program: Program, scene: int) -> "BatchPlan":
-        return build_batch_plan([program], np.array([scene], dtype=np.int64), self)
 
     def packed(self, program: Program) -> Packed:
         """``program``'s plan as row matrices with this engine's predicate ids: its shape's plan
         (built once a shape), with the ids of the predicates that fill the shape in. A program with
         a node of a kind the shape does not know is packed from its own plan."""
-        if not isinstance(program, Program):
-            ProgramPlan.of(program)  # raises, naming what it was given
-        shape = program.shape()
+        shape = program.shape() if isinstance(program, Program) else None
         if shape is not None:
             plan = self._shaped(_Shape(shape.key, program))
             return Packed(plan, self._ids(shape.unary + shape.binary))
-        plan = ProgramPlan._build(program)
+        plan = ProgramPlan.of(program)  # raises, naming it, for what is not a program
         return Packed(plan, self._ids(plan.unary + plan.binary))
 
-    def _ids(self, preds) -> np.ndarray:
-        found = list(map(self.ids.get, preds))  # in C: an open question has up to 1,232
-        if None in found:
-            for i, p in enumerate(preds):
-                if found[i] is None:
-                    j = self.ids.get(p)  # a repeat within `preds` was added just before
-                    if j is None:
-                        j = self.ids[p] = len(self.predicates)
-                        self.predicates.append(p)
-                    found[i] = j
-        return np.fromiter(found, dtype=np.int64, count=len(found))
+    def _ids(self, preds: tuple) -> np.ndarray:
+        ids = self.ids
+        if not all(map(ids.__contains__, preds)):  # in C: an open question has up to 1,232
+            for p in preds:
+                if p not in ids:
+                    ids[p] = len(self.predicates)
+                    self.predicates.append(p)
+        return np.fromiter(map(ids.__getitem__, preds), dtype=np.int64, count=len(preds))
 
 
 class Packed(NamedTuple):
@@ -433,6 +403,19 @@ def _shifted(local: np.ndarray, offsets: np.ndarray, counts: np.ndarray) -> np.n
     if not local.size:
         return local
     return np.where(local >= 0, local + np.repeat(offsets, counts), -1)
+
+
+def request_key(scene, predicate, n_predicates: int):
+    """The key of the oracle request ``(scene, predicate id)`` of a plan of ``n_predicates``
+    predicates (numbers or arrays): ``BatchPlan.unary_keys`` and ``binary_keys`` hold them,
+    sorted."""
+    return scene * max(1, n_predicates) + predicate
+
+
+def split_key(keys, n_predicates: int) -> tuple:
+    """``(scene, predicate id)`` of request keys (:func:`request_key`)."""
+    n = max(1, n_predicates)
+    return keys // n, keys % n
 
 
 def _distinct(keys: np.ndarray, bound: int) -> np.ndarray:
@@ -466,8 +449,7 @@ def build_batch_plan(programs: Sequence[Program], scenes: np.ndarray, registry: 
     a, na = _rows_of([p.a for p in packs], 3)
     s, ns = _rows_of([p.s for p in packs], 3)
     e, ne = _rows_of([p.e for p in packs], 2)
-    v_off = np.concatenate([[0], np.cumsum(nv)[:-1]]).astype(np.int64) if n_prog else nv
-    s_off = np.concatenate([[0], np.cumsum(ns)[:-1]]).astype(np.int64) if n_prog else ns
+    v_off, s_off = np.cumsum(nv) - nv, np.cumsum(ns) - ns  # each program's first row
 
     # vector nodes (global unsorted index = v_off[prog] + local)
     v_kind, v_level = v[:, 0], v[:, 1]
@@ -484,7 +466,7 @@ def build_batch_plan(programs: Sequence[Program], scenes: np.ndarray, registry: 
     # relate atoms
     a_node = _shifted(a[:, 0], v_off, na)
     binary_off = ids_off + np.fromiter((len(p.unary) for p in packs), dtype=np.int64, count=n_prog)
-    a_pred = ids[a[:, 1] + np.repeat(binary_off, na)] if a.size else a[:, 1]
+    a_pred = ids[a[:, 1] + np.repeat(binary_off, na)]
     a_rev = a[:, 2].astype(bool)
     # scalar nodes
     s_kind, s_level = s[:, 0], s[:, 1]
@@ -501,24 +483,18 @@ def build_batch_plan(programs: Sequence[Program], scenes: np.ndarray, registry: 
     rank = np.zeros(len(registry.predicates) + 1, dtype=np.int64)
     rank[canonical] = np.arange(len(canonical))
     v_pred = np.where(has, rank[np.maximum(v_pred, 0)], -1)
-    a_pred = rank[a_pred] if a_pred.size else a_pred
+    a_pred = rank[a_pred]
     predicates = [registry.predicates[i] for i in canonical]
-    n_pred_ids = max(1, len(predicates))
 
-    # distinct oracle requests, as keys scene * n_pred_ids + predicate id
-    u_key_per_node = np.where(has, v_scene * n_pred_ids + np.maximum(v_pred, 0), -1)
-    key_bound = (int(scenes.max()) + 1) * n_pred_ids if n_prog else 0
+    # distinct oracle requests, as keys (request_key)
+    u_key_per_node = np.where(has, request_key(v_scene, np.maximum(v_pred, 0), len(predicates)), -1)
+    key_bound = request_key(int(scenes.max()) + 1, 0, len(predicates)) if n_prog else 0
     unary_keys = _distinct(u_key_per_node[has], key_bound)
-    b_key_per_atom = v_scene[a_node] * n_pred_ids + a_pred if a_node.size else np.zeros(0, dtype=np.int64)
+    b_key_per_atom = request_key(v_scene[a_node], a_pred, len(predicates))
     binary_keys = _distinct(b_key_per_atom, key_bound)
 
     # sort rows by (level, kind): each level's kinds become contiguous groups
-    v_order = np.lexsort((v_kind, v_level))
-    v_rank = np.empty_like(v_order)
-    v_rank[v_order] = np.arange(v_order.size)
-    s_order = np.lexsort((s_kind, s_level))
-    s_rank = np.empty_like(s_order)
-    s_rank[s_order] = np.arange(s_order.size)
+    (v_order, v_rank), (s_order, s_rank) = _sorted(v_kind, v_level), _sorted(s_kind, s_level)
     CONST = SCALAR_CONSTANTS
 
     def vrow(x):
@@ -529,10 +505,8 @@ def build_batch_plan(programs: Sequence[Program], scenes: np.ndarray, registry: 
     v_sorted = (v_order, v_kind[v_order], v_level[v_order])
     s_sorted = (s_order, s_kind[s_order], s_level[s_order])
     # relate atoms and scalar args, grouped by their (sorted) owner row
-    a_owner = v_rank[a_node] if a_node.size else a_node
-    a_req = np.searchsorted(binary_keys, b_key_per_atom) if a_node.size else a_node
-    e_owner = s_rank[e_node] if e_node.size else e_node
-    e_row = s_rank[e_arg] + CONST if e_arg.size else e_arg
+    a_owner, a_req = v_rank[a_node], np.searchsorted(binary_keys, b_key_per_atom)
+    e_owner, e_row = s_rank[e_node], s_rank[e_arg] + CONST
     for level in range(max_level + 1):
         vgroups, sgroups = [], []
         for g, orig in _groups(level, *v_sorted):
@@ -561,10 +535,10 @@ def build_batch_plan(programs: Sequence[Program], scenes: np.ndarray, registry: 
             sgroups.append(g)
         levels.append((vgroups, sgroups))
 
-    cand_local, n_cand = _rows_of([p.candidates for p in packs], 1)
+    cand_local, n_cand = _rows_of([p.candidates for p in packs], 0)
     cand_program = np.repeat(np.arange(n_prog), n_cand)
     cand_first = np.cumsum(n_cand) - n_cand  # each program's first entry
-    cand_rows = s_rank[_shifted(cand_local, s_off, n_cand)] + CONST if n_prog else np.zeros(0, dtype=np.int64)
+    cand_rows = s_rank[_shifted(cand_local, s_off, n_cand)] + CONST
     focus_local = np.fromiter((p.focus for p in packs), dtype=np.int64, count=n_prog)
     focus = np.where(focus_local >= 0, v_rank[np.maximum(focus_local + v_off, 0)] if v_rank.size else -1, -1)
     return BatchPlan(
@@ -576,6 +550,14 @@ def build_batch_plan(programs: Sequence[Program], scenes: np.ndarray, registry: 
         focus=focus, labels=[p.labels for p in programs],
         v_rank=v_rank, s_rank=s_rank, v_offset=v_off, s_offset=s_off,
     )
+
+
+def _sorted(kind: np.ndarray, level: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Rows sorted by ``(level, kind)``: the order (sorted position -> row) and each row's rank."""
+    order = np.lexsort((kind, level))
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.size)
+    return order, rank
 
 
 def _groups(level: int, order: np.ndarray, kinds: np.ndarray, levels: np.ndarray):

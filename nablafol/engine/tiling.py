@@ -18,7 +18,8 @@ import operator
 import numpy as np
 
 from nablafol.caching import weighted_cache
-from nablafol.engine.planning import SCALAR_CONSTANTS, BatchPlan, Group, Registry
+from nablafol.engine.planning import (SCALAR_CONSTANTS, BatchPlan, Group, Registry,
+                                      build_batch_plan, request_key)
 
 __all__ = ["tiled_plan", "TiledPlans", "TILED_ARRAYS", "TILED_ROWS", "one_object"]
 
@@ -60,9 +61,9 @@ class _RowMap:
 
 
 def _keys(single_keys: np.ndarray, scenes: np.ndarray, n_ids: int) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct requests of the tiled batch (sorted keys ``scene · n_ids + id``) and, per scene,
+    """The distinct requests of the tiled batch (sorted keys, ``request_key``) and, per scene,
     the key of each of the single plan's requests."""
-    per_scene = scenes[:, None] * n_ids + single_keys[None, :]  # the single plan ran on scene 0
+    per_scene = request_key(scenes[:, None], single_keys[None, :], n_ids)  # single: on scene 0
     if scenes.size < 2 or bool((scenes[1:] > scenes[:-1]).all()):  # ascending scenes: sorted and distinct as they are
         return per_scene.reshape(-1), per_scene
     return np.unique(per_scene), per_scene
@@ -77,7 +78,7 @@ def tiled_plan(single: BatchPlan, scenes: np.ndarray, labels) -> BatchPlan:
     sgroups = [g for _, sg in single.levels for g in sg]
     nv, ns = len(single.v_scene), sum(g.stop - g.start for g in sgroups)
     vmap, smap = _RowMap(vgroups, nv, s_count), _RowMap(sgroups, ns, s_count)
-    n_ids = max(1, len(single.predicates))
+    n_ids = len(single.predicates)
     unary_keys, unary_per_scene = _keys(single.unary_keys, scenes, n_ids)
     binary_keys, binary_per_scene = _keys(single.binary_keys, scenes, n_ids)
     unary_at = np.searchsorted(unary_keys, unary_per_scene)  # (S, single's requests): tiled request index
@@ -143,8 +144,10 @@ class TiledPlans:
 
     def _tile(self, key: tuple) -> BatchPlan:
         program, scenes = key
-        return tiled_plan(self.registry.single(program, 0), np.frombuffer(scenes, dtype=np.int64).copy(),
-                          program.labels)
+        scenes = np.frombuffer(scenes, dtype=np.int64).copy()
+        if len(scenes) == 1:  # one question at a time: its plan kept whole
+            return build_batch_plan([program], scenes, self.registry)
+        return tiled_plan(self(program, np.zeros(1, dtype=np.int64)), scenes, program.labels)
 
 
 def _rows(plan: BatchPlan) -> int:
