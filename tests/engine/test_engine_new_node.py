@@ -187,3 +187,18 @@ def test_exact_mode_answers_most_by_its_circuit():
     answers = engine([hop], oracle)
     assert engine.circuits.cache_info().currsize == 1 and bool(answers.exact[0])
     assert abs(answers.probs().item() - _brute_force_most(hop.candidates[0], tables, 3)) < 1e-12
+
+
+def test_an_operator_without_ground_is_answered_by_shannon_expansion(monkeypatch):
+    unary, binary = default_vocabulary(1, 1)
+    red, near = unary[0], binary[0]
+    tables = {red: np.array([0.5, 0.3, 0.8]), near: np.array([[1.0, 0.4, 0.0], [1.0, 1.0, 0.7], [0.2, 1.0, 1.0]])}
+    oracle = TableOracle([{p: torch.as_tensor(t) for p, t in tables.items()}])
+    hop = Program.yes_no(Most(Relate.of(near, Quantifier.EXISTS, Filter(red, Top()))))
+    monkeypatch.delattr(_Most, "ground")
+    engine = Engine(exact=True)
+    for _ in range(2):  # asked again, the question is compiled: no circuit, so it is expanded
+        answers = engine([hop], oracle)
+        assert bool(answers.exact[0])
+        assert abs(answers.probs().item() - _brute_force_most(hop.candidates[0], tables, 3)) < 1e-12
+    assert engine.circuits.cache_info().currsize == 1 and engine.circuits.cache_info().misses == 1
