@@ -115,10 +115,15 @@ def _certain_repeats(programs, need: np.ndarray, plan: BatchPlan, tables) -> np.
     return out
 
 
+def _plan_ids(sub: BatchPlan, plan: BatchPlan) -> np.ndarray:
+    """For each predicate id of ``sub`` (a plan of some of ``plan``'s programs), its id in ``plan``."""
+    pid = {p: i for i, p in enumerate(plan.predicates)}
+    return np.array([pid[p] for p in sub.predicates], dtype=np.int64)
+
+
 def _request_rows(sub: BatchPlan, plan: BatchPlan) -> tuple[np.ndarray, np.ndarray]:
     """For each request of ``sub``, the row of the same (scene, predicate) request in ``plan``."""
-    pid = {p: i for i, p in enumerate(plan.predicates)}
-    to_plan = np.array([pid[p] for p in sub.predicates] or [0], dtype=np.int64)
+    to_plan = np.append(_plan_ids(sub, plan), 0)  # an id for a plan of no predicate
     n_sub, n_plan = max(1, len(sub.predicates)), max(1, len(plan.predicates))
 
     def rows(keys, plan_keys):
@@ -182,8 +187,7 @@ def _known_jobs(engine, programs, plan: BatchPlan, tables) -> CircuitJobs | None
     repeating = [p for p in distinct if not p.read_once]
     if not repeating or not all(engine.circuits.knows(p) for p in repeating):
         return None
-    rows = np.arange(len(programs)) if len(repeating) == len(distinct) else \
-        np.array([i for i, p in enumerate(programs) if not p.read_once], dtype=np.int64)
+    rows = np.array([i for i, p in enumerate(programs) if not p.read_once], dtype=np.int64)
     return CircuitJobs(programs, plan, tables, rows)
 
 
@@ -361,8 +365,7 @@ def _retabled(table, arity, plan, plan_keys, world_plan, keys, base_scene, n_sce
     if table is None or not len(keys):
         return table, np.zeros(1, dtype=np.int64)
     n_world_ids, n_plan_ids = max(1, len(world_plan.predicates)), max(1, len(plan.predicates))
-    pid = {p: i for i, p in enumerate(plan.predicates)}
-    to_plan = np.array([pid[p] for p in world_plan.predicates], dtype=np.int64)
+    to_plan = _plan_ids(world_plan, plan)
     to_world = np.full(n_plan_ids, -1, dtype=np.int64)
     to_world[to_plan] = np.arange(len(to_plan))
     scene, wpid = keys // n_world_ids, keys % n_world_ids
