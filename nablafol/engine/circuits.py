@@ -47,8 +47,9 @@ import torch
 from nablafol.caching import bounded_cache, weighted_cache
 from nablafol.engine.planning import request_key
 from nablafol.errors import ProgramStructureError, ShapeError
-from nablafol.ir import (Aggregate, And, Conjoin, Filter, Neg, Not, Or, Predicate, Program, Quantifier, Relate,
-                         Shorthand, Top)
+from nablafol.engine.lowering import OPERATORS, Operator
+from nablafol.engine.planning import ProgramPlan
+from nablafol.ir import Predicate, Program
 from nablafol.numerics import log1mexp
 
 __all__ = ["TableLayout", "Circuit", "CircuitTooLarge", "NoGrounding", "CircuitJobs", "compile_circuit", "ground", "CircuitCache",
@@ -176,15 +177,26 @@ class _Formulas:
         return got
 
 
-class _Grounding:
-    """The ground formulas of a program's candidates over one certainty pattern."""
+class _GroundRows:
+    """What an operator's ``ground`` reads of one plan row (the reader
+    :mod:`~nablafol.engine.lowering` describes): the formulas of the rows it reads, one per object
+    for an attention, over one certainty pattern; ``all`` / ``any`` / ``neg`` build new ones."""
 
-    def __init__(self, layout: TableLayout, pattern: np.ndarray):
-        self.layout, self.pattern = layout, pattern
+    def __init__(self, plan: ProgramPlan, layout: TableLayout, pattern: np.ndarray):
+        self.plan, self.layout, self.pattern = plan, layout, pattern
         self.formulas = _Formulas()
+        self.true = _TRUE
         self.positions: list[int] = []  # variable -> its atom's place in the layout
         self.var_of: dict[int, int] = {}
-        self.memo: dict = {}
+        self.vec: list = []  # each vector row's formulas, then each scalar row's
+        self.sca: list = []
+        self.atoms = [[] for _ in range(len(plan.v))]  # a relate row's (binary predicate, reversed)
+        for row, predicate, reverse in plan.a.tolist():
+            self.atoms[row].append((plan.binary[predicate], reverse))
+        self.args = [[] for _ in range(len(plan.s))]  # the truths a scalar row combines, in order
+        for row, truth in plan.e[np.argsort(plan.e[:, 0], kind="stable")].tolist():
+            self.args[row].append(truth)
+        self.at, self.row = -1, None  # the plan row being grounded: its number, its columns
 
     def atom(self, predicate: Predicate, *objects: int) -> int:
         n, at = self.layout.n, self.layout.offset[predicate]
@@ -198,63 +210,56 @@ class _Grounding:
             self.positions.append(place)
         return self.formulas.var(v)
 
-    def attention(self, node) -> list[int]:
-        got = self.memo.get(node)
-        if got is not None:
-            return got
-        f, n = self.formulas, self.layout.n
-        if isinstance(node, Top):
-            got = [_TRUE] * n
-        elif isinstance(node, Filter):
-            inner = self.attention(node.input)
-            got = [f.junction(_AND, (self.atom(node.predicate, x), inner[x])) for x in range(n)]
-        elif isinstance(node, Neg):
-            got = [f.neg(a) for a in self.attention(node.input)]
-        elif isinstance(node, Conjoin):
-            left, right = self.attention(node.left), self.attention(node.right)
-            got = [f.junction(_AND, (a, b)) for a, b in zip(left, right)]
-        elif isinstance(node, Relate):
-            inner = self.attention(node.input)
-            got = []
-            for x in range(n):
-                terms = [f.junction(_AND, [inner[y]] + [self.atom(a.predicate, *((y, x) if a.reverse else (x, y)))
-                                                        for a in node.atoms])
-                         for y in range(n)]
-                got.append(self._quantified(node.quantifier, terms))
-        else:
-            raise NoGrounding(f"no grounding for attention node {type(node).__name__}")
-        self.memo[node] = got
-        return got
+    def all(self, fs) -> int:
+        return self.formulas.junction(_AND, fs)
 
-    def _quantified(self, quantifier: Quantifier, terms: list[int]) -> int:
-        f = self.formulas
-        if quantifier is Quantifier.EXISTS:
-            return f.junction(_OR, terms)
-        if quantifier is Quantifier.FORALL:
-            return f.junction(_AND, terms)
-        return f.neg(f.junction(_OR, terms))
+    def any(self, fs) -> int:
+        return self.formulas.junction(_OR, fs)
 
-    def truth(self, node) -> int:
-        if isinstance(node, Shorthand):
-            node = node.expanded()
-        f = self.formulas
-        if isinstance(node, Aggregate):
-            return self._quantified(node.quantifier, self.attention(node.input))
-        if isinstance(node, Not):
-            return f.neg(self.truth(node.input))
-        if isinstance(node, (And, Or)):
-            return f.junction(_AND if isinstance(node, And) else _OR, [self.truth(t) for t in node.inputs])
-        raise NoGrounding(f"no grounding for truth node {type(node).__name__}")
+    def neg(self, f: int) -> int:
+        return self.formulas.neg(f)
+
+    def objects(self) -> range:
+        return range(self.layout.n)
+
+    def vector(self, name: str) -> list[int]:
+        return self.vec[self.row[_INPUT_COLUMN[name]]]
+
+    def unary(self) -> list[int]:
+        predicate = self.plan.unary[self.row[4]]
+        return [self.atom(predicate, x) for x in self.objects()]
+
+    def relation(self) -> list[list[int]]:
+        """The conjunction of the row's atoms at each pair ``(x, y)``, as rows ``x``."""
+        atoms = self.atoms[self.at]
+        return [[self.all([self.atom(p, *((y, x) if reverse else (x, y))) for p, reverse in atoms])
+                 for y in self.objects()] for x in self.objects()]
+
+    def truths(self) -> list[int]:
+        return [self.sca[t] for t in self.args[self.at]]
+
+
+_INPUT_COLUMN = {"in0": 2, "in1": 3, "vin": 2}  # where a row of the plan names the rows it reads
 
 
 def ground(program: Program, layout: TableLayout, pattern: np.ndarray) -> tuple[_Formulas, list[int], list[int]]:
     """The candidates' ground formulas: the DAG, each candidate's root then, where the program
-    has a focus, the focus attention's root at each object, and each variable's place in the layout."""
-    grounding = _Grounding(layout, pattern)
-    roots = [grounding.truth(t) for t in program.truths()]
-    if program.focus is not None:
-        roots += grounding.attention(program.focus)
-    return grounding.formulas, roots, grounding.positions
+    has a focus, the focus attention's root at each object, and each variable's place in the
+    layout. Each row of the program's plan is grounded by its operator (:meth:`Operator.ground`),
+    the attentions first (no attention reads a truth)."""
+    plan = ProgramPlan.of(program)
+    rows = _GroundRows(plan, layout, pattern)
+    for table, out in ((plan.v, rows.vec), (plan.s, rows.sca)):
+        for at, row in enumerate(table.tolist()):
+            operator = OPERATORS[row[0]]
+            if type(operator).ground is Operator.ground:
+                raise NoGrounding(f"no grounding for the rows of operator {operator.name!r}")
+            rows.at, rows.row = at, row
+            out.append(operator.ground(rows))
+    roots = [rows.sca[r] for r in plan.candidates.tolist()]
+    if plan.focus >= 0:
+        roots += rows.vec[plan.focus]
+    return rows.formulas, roots, rows.positions
 
 
 # ---------------------------------------------------------------------------------------------

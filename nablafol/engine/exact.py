@@ -63,7 +63,7 @@ def shared_atom_counts(engine, programs: Sequence[Program], plan: BatchPlan, tab
     return _shared_atoms(engine, programs, plan, tables)[0]
 
 
-def _shared_atoms(engine, programs, plan: BatchPlan, tables) -> tuple[np.ndarray, RepeatedAtoms | None]:
+def _shared_atoms(engine, programs, plan: BatchPlan, tables) -> tuple[np.ndarray, RepeatedAtoms]:
     """The number of repeated uncertain atoms of each program, and those atoms (in ``plan``'s
     request rows; programs numbered in ``programs``), for the programs that are not read-once."""
     count = np.zeros(len(programs), dtype=np.int64)
@@ -72,19 +72,11 @@ def _shared_atoms(engine, programs, plan: BatchPlan, tables) -> tuple[np.ndarray
         need = need[~_certain_repeats(programs, need, plan, tables)]
     if not need.size:
         return count, _no_atoms()
-    if need.size == len(programs):
-        sub, sub_tables = plan, tables
-    else:  # analyse only the programs that can repeat an atom, over the tables already fetched
-        sub = build_batch_plan([programs[i] for i in need], plan.program_scene[need], engine.registry)
-        u_rows, b_rows = _request_rows(sub, plan)
-        sub_tables = _gather(tables, u_rows, b_rows)
-    rows = [engine.registry.packed(programs[i]).plan.grounding for i in need]
-    atoms = repeated_atoms(sub, rows, sub_tables.unary, sub_tables.binary, sub_tables.object_mask)
-    count[need] = atoms.count
-    if sub is not plan:  # back to the whole batch's numbering
-        atoms.unary[:, 0], atoms.binary[:, 0] = need[atoms.unary[:, 0]], need[atoms.binary[:, 0]]
-        atoms.unary[:, 1], atoms.binary[:, 1] = u_rows[atoms.unary[:, 1]], b_rows[atoms.binary[:, 1]]
-    return count, atoms
+    rows: list = [None] * len(programs)  # only the programs that can repeat an atom are analysed
+    for i in need.tolist():
+        rows[i] = engine.registry.packed(programs[i]).plan.grounding
+    atoms = repeated_atoms(plan, rows, tables.unary, tables.binary, tables.object_mask)
+    return atoms.count, atoms
 
 
 def _no_atoms() -> RepeatedAtoms:
@@ -114,29 +106,6 @@ def _certain_repeats(programs, need: np.ndarray, plan: BatchPlan, tables) -> np.
             rows = np.searchsorted(keys, asked)
             out &= np.bincount(owner[~crisp[rows]], minlength=len(need)) == 0
     return out
-
-
-def _request_rows(sub: BatchPlan, plan: BatchPlan) -> tuple[np.ndarray, np.ndarray]:
-    """For each request of ``sub``, the row of the same (scene, predicate) request in ``plan``."""
-    pid = {p: i for i, p in enumerate(plan.predicates)}
-    to_plan = np.array([pid[p] for p in sub.predicates] or [0], dtype=np.int64)
-    n_sub, n_plan = max(1, len(sub.predicates)), max(1, len(plan.predicates))
-
-    def rows(keys, plan_keys):
-        return np.searchsorted(plan_keys, (keys // n_sub) * n_plan + to_plan[keys % n_sub])
-
-    return rows(sub.unary_keys, plan.unary_keys), rows(sub.binary_keys, plan.binary_keys)
-
-
-def _gather(tables, u_rows: np.ndarray, b_rows: np.ndarray):
-    """The tables of a sub-plan, taken from the plan's (the neutral binary table stays last)."""
-    device = tables.object_mask.device
-    unary = tables.unary[torch.as_tensor(u_rows, device=device)] if len(u_rows) else None
-    binary = None
-    if tables.binary is not None and len(b_rows):
-        neutral = tables.binary.shape[0] - 1
-        binary = tables.binary[torch.as_tensor(np.append(b_rows, neutral), device=device)]
-    return Tables(unary, binary, tables.object_mask, tables.dtype, tables.padded, neutral=True)
 
 
 def exact_answers(engine, programs: Sequence[Program], plan: BatchPlan, tables) -> Answers:
@@ -183,8 +152,7 @@ def _known_jobs(engine, programs, plan: BatchPlan, tables) -> CircuitJobs | None
     repeating = [p for p in distinct if not p.read_once]
     if not repeating or not all(engine.circuits.knows(p) for p in repeating):
         return None
-    rows = np.arange(len(programs)) if len(repeating) == len(distinct) else \
-        np.array([i for i, p in enumerate(programs) if not p.read_once], dtype=np.int64)
+    rows = np.array([i for i, p in enumerate(programs) if not p.read_once], dtype=np.int64)
     return CircuitJobs(programs, plan, tables, rows)
 
 

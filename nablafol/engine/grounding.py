@@ -40,7 +40,7 @@ or more, its input must be crisp, so the input's atoms are counted twice.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import NamedTuple, Sequence
+from typing import NamedTuple, Optional, Sequence
 
 import numpy as np
 import torch
@@ -68,7 +68,7 @@ class RepeatedAtoms:
 class _Analysis:
     """One plan with its tables: the up pass at construction, down passes per candidate entry."""
 
-    def __init__(self, plan: BatchPlan, rows: Sequence[GroundingRows], unary, binary, object_mask):
+    def __init__(self, plan: BatchPlan, rows: Sequence[Optional[GroundingRows]], unary, binary, object_mask):
         self.plan, self.object_mask = plan, object_mask
         device = object_mask.device
         self.device = device
@@ -86,6 +86,8 @@ class _Analysis:
         self.sp = torch.zeros(SCALAR_CONSTANTS + plan.n_scalars, dtype=torch.bool, device=device)
         self.sc = torch.zeros_like(self.sp)
         self.sp[0] = self.sc[0] = True  # the constant rows: log 1, log 0
+        # the programs analysed; the others' rows are used by no root: they pass no count
+        self.analysed = np.fromiter((r is not None for r in rows), dtype=bool, count=len(rows))
         self._keys()
         self._program_rows(rows)
         self._up()
@@ -99,21 +101,24 @@ class _Analysis:
         for vgroups, _ in plan.levels:
             for g in vgroups:
                 programs = plan.v_program[g.start:g.stop]
+                mine = self.analysed[programs]
                 if "table" in g.arrays:
-                    u_keys.append(programs * self.u_width + g.arrays["table"])
+                    u_keys.append((programs * self.u_width + g.arrays["table"])[mine])
                 if "tables" in g.arrays:
                     tables = g.arrays["tables"]
                     keys = programs[:, None] * self.b_width + tables
-                    b_keys.append(keys[tables < self.b_width - 1])  # not the neutral table
+                    real = (tables < self.b_width - 1) & mine[:, None]  # not the neutral table
+                    b_keys.append(keys[real])
         self.u_slots, self.b_slots = np.unique(np.concatenate(u_keys)), np.unique(np.concatenate(b_keys))
 
     # -- the programs' grounding rows, in the plan's sorted numbering ------------------------
-    def _program_rows(self, rows: Sequence[GroundingRows]):
+    def _program_rows(self, rows: Sequence[Optional[GroundingRows]]):
         plan = self.plan
 
         def stacked(name: str, width: int):
             """One table of every program's grounding rows, and each row's program."""
-            parts = [getattr(g, name) for g in rows]
+            none = np.zeros((0, width), dtype=np.int64)
+            parts = [none if g is None else getattr(g, name) for g in rows]
             counts = np.fromiter(map(len, parts), dtype=np.int64, count=len(parts))
             table = np.concatenate(parts) if parts else np.zeros((0, width), dtype=np.int64)
             return table, np.repeat(np.arange(len(parts)), counts)
@@ -289,8 +294,10 @@ class _CountRows:
 
     def add_unary(self, counts: torch.Tensor) -> None:
         a, g = self.analysis, self.group
-        slots = np.searchsorted(a.u_slots, a.plan.v_program[self.rows] * a.u_width + g.arrays["table"])
-        self.counts.unary.index_add_(0, a.idx(slots), counts)
+        programs = a.plan.v_program[self.rows]
+        mine = a.analysed[programs]
+        slots = np.searchsorted(a.u_slots, (programs * a.u_width + g.arrays["table"])[mine])
+        self.counts.unary.index_add_(0, a.idx(slots), counts[torch.as_tensor(mine, device=a.device)])
 
     def add_relation(self, uses: torch.Tensor) -> None:
         """``uses`` ``(G, N, N)`` of each (x, y) pair: each atom of the pair used as often."""
@@ -298,7 +305,7 @@ class _CountRows:
         tables, reverse = g.arrays["tables"], g.arrays["reverse"]
         programs = a.plan.v_program[self.rows]
         for j in range(tables.shape[1]):
-            real = tables[:, j] < a.b_width - 1  # not the neutral table
+            real = (tables[:, j] < a.b_width - 1) & a.analysed[programs]  # not the neutral table
             if not real.any():
                 continue
             wj = _flipped(uses[torch.as_tensor(real, device=a.device)], reverse[real, j])
@@ -349,10 +356,12 @@ def _uncertain(slots: np.ndarray, width: int, repeated: torch.Tensor, table_poss
     return np.concatenate([(at // width)[:, None], (at % width)[:, None], hit[:, 1:]], 1).astype(np.int64)
 
 
-def repeated_atoms(plan: BatchPlan, rows: Sequence[GroundingRows], unary, binary, object_mask) -> RepeatedAtoms:
+def repeated_atoms(plan: BatchPlan, rows: Sequence[Optional[GroundingRows]], unary, binary,
+                   object_mask) -> RepeatedAtoms:
     """The repeated uncertain atoms of each program of ``plan`` (``rows[p]``: program ``p``'s
-    grounding rows), over the log-probability tables the engine got for it: ``unary`` ``(R, N)``,
-    ``binary`` ``(R', N, N)`` with the relates' neutral table last, ``object_mask`` ``(B, N)``."""
+    grounding rows, None for a program not analysed: none found), over the log-probability tables
+    the engine got for it: ``unary`` ``(R, N)``, ``binary`` ``(R', N, N)`` with the relates'
+    neutral table last, ``object_mask`` ``(B, N)``."""
     with torch.no_grad():
         a = _Analysis(plan, rows, unary, binary, object_mask)
         u_rep, b_rep = a.repeated()

@@ -10,14 +10,18 @@ object) and *scalar* rows (a truth, carried as ``(log p, log(1 - p))``). Every r
 * :meth:`Operator.kleene`: whether each row's formula is possible / certain, per object (the
   exactness analysis' up pass, :mod:`~nablafol.engine.grounding`), through a reader of the same
   methods returning ``(possible, certain)`` pairs of booleans;
-* :meth:`Operator.count_down`: how often a row uses its inputs (the analysis' down pass).
+* :meth:`Operator.count_down`: how often a row uses its inputs (the analysis' down pass);
+* :meth:`Operator.ground`: one row's ground formula (per object for an attention), for knowledge
+  compilation (:func:`~nablafol.engine.circuits.ground`), through a reader of the same methods
+  returning formula numbers, that also builds them (``all``, ``any``, ``neg``, ``true``).
 
 A node kind's lowering, registered once with :func:`register_lowering` (as
 ``torch.distributions.kl.register_kl`` registers one function per pair of types), adds the
 node's rows to a plan through the planner's builder (:class:`~nablafol.engine.planning.PlanBuilder`)
 as :class:`VectorRow` / :class:`ScalarRow`. A new node kind is one class, one lowering and, if
 no operator computes it yet, one :class:`Operator`: the engine, both executors and the exactness
-analysis then run it (``tests/engine/test_engine_new_node.py`` adds a generalized quantifier).
+analysis then run it, and exact mode compiles it (``tests/engine/test_engine_new_node.py`` adds a
+generalized quantifier).
 
 Example: the operators of ``A_∃(Filter_red[1])``'s rows, in the order a level runs them:
     >>> from nablafol.ir import Aggregate, Filter, Predicate, Program, Top
@@ -40,7 +44,8 @@ from nablafol.ir import (Aggregate, AggregateEach, AllOf, AllSame, And, AnyOf, A
 from nablafol.operators import Quantifier
 
 __all__ = ["Operator", "OPERATORS", "VectorRow", "ScalarRow", "register_lowering", "lowering_of", "TOP", "FILTER",
-           "NEG", "CONJOIN", "RELATE", "AGGREGATE", "NOT", "AND", "OR", "ALL_SAME", "quantify"]
+           "NEG", "CONJOIN", "RELATE", "AGGREGATE", "NOT", "AND", "OR", "ALL_SAME", "quantify",
+           "ground_quantified"]
 
 NEG_INF = float("-inf")
 CAP = 2  # use counts are capped here: all that matters to exactness is "twice or more"
@@ -77,6 +82,11 @@ class Operator:
         what they read, through ``rows.add_vector`` / ``add_unary`` / ``add_relation`` / ``add_truths``."""
         raise NotImplementedError
 
+    def ground(self, rows):
+        """One row's ground formula: a list of one formula per object, or one formula for a truth.
+        An operator without it is answered by Shannon expansion, never compiled."""
+        raise NotImplementedError
+
 
 class VectorRow(NamedTuple):
     """One attention row of a plan: its operator, its inputs (rows of the plan, -1: none), its
@@ -105,6 +115,14 @@ def quantify(possible, certain, valid, quantifier: Quantifier):
     return (some_p, some_c) if quantifier is Quantifier.EXISTS else (~some_c, ~some_p)
 
 
+def ground_quantified(rows, terms, quantifier: Quantifier):
+    """The ground formula of ∃ / ∀ / ∄ over ``terms`` (one formula per object)."""
+    if quantifier is Quantifier.FORALL:
+        return rows.all(terms)
+    some = rows.any(terms)
+    return some if quantifier is Quantifier.EXISTS else rows.neg(some)
+
+
 # --- the operators ------------------------------------------------------------------------
 
 class _Top(Operator):
@@ -117,6 +135,9 @@ class _Top(Operator):
 
     def count_down(self, rows, counts):
         pass
+
+    def ground(self, rows):
+        return [rows.true for _ in rows.objects()]
 
 
 class _Filter(Operator):
@@ -131,6 +152,9 @@ class _Filter(Operator):
         rows.add_vector("in0", counts)
         rows.add_unary(counts)
 
+    def ground(self, rows):
+        return [rows.all(pair) for pair in zip(rows.unary(), rows.vector("in0"))]
+
 
 class _Neg(Operator):
     def run(self, rows):
@@ -142,6 +166,9 @@ class _Neg(Operator):
 
     def count_down(self, rows, counts):
         rows.add_vector("in0", counts)
+
+    def ground(self, rows):
+        return [rows.neg(x) for x in rows.vector("in0")]
 
 
 class _Conjoin(Operator):
@@ -155,6 +182,9 @@ class _Conjoin(Operator):
     def count_down(self, rows, counts):
         rows.add_vector("in0", counts)
         rows.add_vector("in1", counts)
+
+    def ground(self, rows):
+        return [rows.all(pair) for pair in zip(rows.vector("in0"), rows.vector("in1"))]
 
 
 class _Relate(Operator):
@@ -184,6 +214,11 @@ class _Relate(Operator):
         rows.add_vector("in0", uses.sum(1, dtype=torch.int32).clamp_(max=CAP))
         rows.add_relation(uses)
 
+    def ground(self, rows):
+        inner = rows.vector("in0")
+        return [ground_quantified(rows, [rows.all(pair) for pair in zip(related, inner)], self.quantifier)
+                for related in rows.relation()]
+
 
 class _Aggregate(Operator):
     """``A_q(α)``: the attention's variable quantified away."""
@@ -204,6 +239,9 @@ class _Aggregate(Operator):
     def count_down(self, rows, counts):
         rows.add_vector("vin", counts[:, None] * rows.objects())
 
+    def ground(self, rows):
+        return ground_quantified(rows, rows.vector("vin"), self.quantifier)
+
 
 class _Not(Operator):
     vector = False
@@ -218,6 +256,9 @@ class _Not(Operator):
     def count_down(self, rows, counts):
         rows.add_truths(counts[:, None].expand(-1, rows.width()))
 
+    def ground(self, rows):
+        return rows.neg(rows.truths()[0])
+
 
 class _And(_Not):
     def run(self, rows):
@@ -227,6 +268,9 @@ class _And(_Not):
     def kleene(self, rows):
         ap, ac = rows.truths()
         return ap.all(1), ac.all(1)
+
+    def ground(self, rows):
+        return rows.all(rows.truths())
 
 
 class _Or(_Not):
@@ -239,6 +283,9 @@ class _Or(_Not):
     def kleene(self, rows):
         ap, ac = rows.truths()
         return ap.any(1), ac.any(1)
+
+    def ground(self, rows):
+        return rows.any(rows.truths())
 
 
 class _AllSame(Operator):
@@ -265,6 +312,9 @@ class _AllSame(Operator):
         n_used = used.sum(1)
         rows.add_truths(torch.cat([(counts * (n_used == 0))[:, None], counts[:, None] * used], 1).to(torch.int32))
         rows.add_all_same_input((CAP * counts * (n_used >= 2))[:, None] * valid)
+
+    def ground(self, rows):  # no one is attended, or no one attended lacks some value
+        return rows.any([rows.neg(t) for t in rows.truths()])
 
 
 TOP, FILTER, NEG, CONJOIN = _Top("top"), _Filter("filter"), _Neg("neg"), _Conjoin("conjoin")

@@ -1,8 +1,9 @@
 """A node kind added in one module (this one): a generalized quantifier ``Most``, its lowering and
-its operator registered here, and nowhere else. The engine, both executors and the exactness
-analysis run it; its answers equal its brute-force meaning wherever the engine says they are exact,
-and always in exact mode."""
+its operator registered here, and nowhere else. The engine, both executors, the exactness analysis
+and the circuits' grounding run it; its answers equal its brute-force meaning wherever the engine
+says they are exact, and always in exact mode, by Shannon expansion or by a compiled circuit."""
 from dataclasses import dataclass
+from itertools import combinations
 
 import numpy as np
 import torch
@@ -11,6 +12,7 @@ from hypothesis import strategies as st
 from tiers import examples
 
 from nablafol.engine import Engine, execution
+from nablafol.engine.circuits import TableLayout, compile_circuit
 from nablafol.engine.lowering import Operator, ScalarRow, register_lowering
 from nablafol.engine.rowwise import steps_of
 from nablafol.ir import Attention, Conjoin, Filter, Neg, Program, Quantifier, Relate, Top, Truth
@@ -57,6 +59,11 @@ class _Most(Operator):
 
     def count_down(self, rows, counts):
         rows.add_vector("vin", counts[:, None] * rows.objects())  # each object's formula once
+
+    def ground(self, rows):
+        """Some majority of the objects all satisfy the formula (``n // 2 + 1`` of them suffice)."""
+        formulas = rows.vector("vin")
+        return rows.any([rows.all(chosen) for chosen in combinations(formulas, len(formulas) // 2 + 1)])
 
 
 MOST = _Most("most")
@@ -156,3 +163,42 @@ def test_most_runs_on_the_batched_path_when_scenes_are_padded(monkeypatch):
     monkeypatch.setattr(execution, "steps_of", lambda plan: None)
     got = Engine()([Program.yes_no(Most(Filter(red, Top())))] * 2, oracle).probs()[:, 0].tolist()
     assert np.allclose(got, [0.81, 0.9 * 0.2])  # two of three, then both of two
+
+
+@settings(max_examples=examples(40), deadline=None)
+@given(most_cases())
+def test_most_compiles_into_a_circuit_of_its_meaning(case):
+    program, tables, n = case
+    layout = TableLayout(program.predicates(), n)
+    circuit = compile_circuit(program, layout, layout.pattern(tables))
+    flat = np.concatenate([tables[p].reshape(-1) for p in layout.predicates] + [np.zeros(0)])
+    log_p, log_not = circuit.evaluate(torch.log(torch.as_tensor(flat[circuit.positions]))[None])
+    want = _brute_force_most(program.candidates[0], tables, n)
+    assert abs(log_p.exp().item() - want) < 1e-9 and abs(log_not.exp().item() - (1 - want)) < 1e-9
+
+
+def test_exact_mode_answers_most_by_its_circuit():
+    unary, binary = default_vocabulary(1, 1)
+    red, near = unary[0], binary[0]
+    tables = {red: np.array([0.5, 0.3, 0.8]), near: np.array([[1.0, 0.4, 0.0], [1.0, 1.0, 0.7], [0.2, 1.0, 1.0]])}
+    oracle = TableOracle([{p: torch.as_tensor(t) for p, t in tables.items()}])
+    hop = Program.yes_no(Most(Relate.of(near, Quantifier.EXISTS, Filter(red, Top()))))
+    engine = Engine(exact=True, exact_budget=0)  # every repeated atom through a circuit
+    answers = engine([hop], oracle)
+    assert engine.circuits.cache_info().currsize == 1 and bool(answers.exact[0])
+    assert abs(answers.probs().item() - _brute_force_most(hop.candidates[0], tables, 3)) < 1e-12
+
+
+def test_an_operator_without_ground_is_answered_by_shannon_expansion(monkeypatch):
+    unary, binary = default_vocabulary(1, 1)
+    red, near = unary[0], binary[0]
+    tables = {red: np.array([0.5, 0.3, 0.8]), near: np.array([[1.0, 0.4, 0.0], [1.0, 1.0, 0.7], [0.2, 1.0, 1.0]])}
+    oracle = TableOracle([{p: torch.as_tensor(t) for p, t in tables.items()}])
+    hop = Program.yes_no(Most(Relate.of(near, Quantifier.EXISTS, Filter(red, Top()))))
+    monkeypatch.delattr(_Most, "ground")
+    engine = Engine(exact=True)
+    for _ in range(2):  # asked again, the question is compiled: no circuit, so it is expanded
+        answers = engine([hop], oracle)
+        assert bool(answers.exact[0])
+        assert abs(answers.probs().item() - _brute_force_most(hop.candidates[0], tables, 3)) < 1e-12
+    assert engine.circuits.cache_info().currsize == 1 and engine.circuits.cache_info().misses == 1
