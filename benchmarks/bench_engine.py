@@ -27,7 +27,7 @@ import torch
 
 from nablafol import operators as ops
 from nablafol.engine import Engine
-from nablafol.engine.execution import _CompiledQProduct
+from nablafol.engine.execution import CompiledQProduct
 from nablafol.ir import Aggregate, Atom, Conjoin, Filter, Neg, Predicate, Program, Quantifier, Relate, Top
 
 from .timing import synchronizer, timed
@@ -143,7 +143,7 @@ def bench_qproduct(rows, n, compile_, repeats=5, device=None):
     sync = synchronizer(device)
     log_r, log_y = qproduct_inputs(rows, n, device)
     mask = torch.ones(rows, n, dtype=torch.bool, device=device)
-    fn = _CompiledQProduct() if compile_ else ops.q_product
+    fn = CompiledQProduct() if compile_ else ops.q_product
     destination = torch.empty_like(log_r)
     with torch.no_grad():
         fn(log_r, log_y, mask, mask, Quantifier.EXISTS)

@@ -2,7 +2,7 @@
 
     python -m benchmarks.bench_launches [--quick]
 
-Three figures, on the CPU, one torch thread:
+Four figures, on the CPU, one torch thread:
 
 * **launches per step**: the aten calls of one optimizer step of the ``Trainer`` (features ->
   oracle -> engine -> loss -> backward -> Adam), counted with ``torch.profiler`` (the calls made
@@ -24,7 +24,10 @@ Three figures, on the CPU, one torch thread:
   Each answer is checked against the program run alone on that scene.
 * **slow paths**: what a relate's Q-product pays beyond its arithmetic on this machine's torch:
   ``exp`` over ``-inf`` terms (exact zeros) against finite ones, ``where`` with a mixed mask against
-  a uniform one, over a block of the size above.
+  a uniform one, ``log`` of 0 (a certain term's ``-expm1(0)``) against ``log`` of 1, over a block of
+  the size above.
+* **arithmetic floor**: one ``log1mexp`` over a relate's terms alone, per question-scene, in
+  float32 and float64: the least a relate's ∃ Q-product costs in the project's numerics.
 """
 from __future__ import annotations
 
@@ -59,7 +62,26 @@ def run(size: str = "full", seed: int = 0) -> dict:
     cfg = SIZES[size]
     return {"launches": launches_per_step(**cfg["launches"], seed=seed),
             "scenes": one_program_many_scenes(**cfg["scenes"], seed=seed),
-            "slow_paths": slow_paths(cfg["scenes"]["scenes"], cfg["scenes"]["objects"], seed)}
+            "slow_paths": slow_paths(cfg["scenes"]["scenes"], cfg["scenes"]["objects"], seed),
+            "floor": arithmetic_floor(cfg["scenes"]["scenes"], cfg["scenes"]["objects"], cfg["scenes"]["repeats"], seed)}
+
+
+def arithmetic_floor(scenes: int, objects: int, repeats: int, seed: int = 0) -> dict:
+    """The least elementwise work a relate's ∃ Q-product needs over ``scenes`` scenes of
+    ``objects`` objects: one ``log1mexp`` (the engine's, :mod:`nablafol.numerics`) over a
+    ``(scenes, objects, objects)`` block of finite log-probabilities, alone, per question-scene, in
+    float32 and float64 (best CPU time of ``4 · repeats`` calls); a program's floor is this once per
+    relate."""
+    from nablafol.numerics import log1mexp
+
+    g = torch.Generator().manual_seed(seed)
+    terms = -8 * torch.rand((scenes, objects, objects), generator=g, dtype=torch.float64)
+    out = {"terms": terms.numel()}
+    with torch.no_grad():
+        for name, dtype in (("float32", torch.float32), ("float64", torch.float64)):
+            x = terms.to(dtype)
+            out[f"{name}_us_per_scene"] = best_wall_and_cpu(lambda: log1mexp(x), 4 * repeats)[1] / scenes * 1e6
+    return out
 
 
 def slow_paths(scenes: int, objects: int, seed: int = 0) -> dict:
@@ -72,12 +94,15 @@ def slow_paths(scenes: int, objects: int, seed: int = 0) -> dict:
     zeros = torch.full_like(finite, float("-inf"))
     mixed = torch.rand(finite.shape, generator=g) < 0.5
     uniform = torch.ones_like(mixed)
+    ones = torch.ones_like(finite)  # log of 1 against log of 0: -expm1(0) is what log1mexp meets at a certain term
     t = {name: best_time(work, 20) for name, work in (
         ("exp_finite", lambda: torch.exp(finite)), ("exp_neg_inf", lambda: torch.exp(zeros)),
+        ("log_one", lambda: torch.log(ones)), ("log_zero", lambda: torch.log(1 - ones)),
         ("where_uniform", lambda: torch.where(uniform, finite, zeros)),
         ("where_mixed", lambda: torch.where(mixed, finite, zeros)))}
     return {"terms": finite.numel(), **{f"{k}_us": v * 1e6 for k, v in t.items()},
-            "exp_ratio": t["exp_neg_inf"] / t["exp_finite"], "where_ratio": t["where_mixed"] / t["where_uniform"]}
+            "exp_ratio": t["exp_neg_inf"] / t["exp_finite"], "where_ratio": t["where_mixed"] / t["where_uniform"],
+            "log_ratio": t["log_zero"] / t["log_one"]}
 
 
 def launches_per_step(objects: int, batches: tuple, scenes: int, seed: int = 0) -> dict:
@@ -217,6 +242,9 @@ def checks(r: dict, check) -> list[dict]:
            check(f"exp over -inf terms / over finite ones ({r['slow_paths']['terms']:,} float32)",
                  f"{r['slow_paths']['exp_ratio']:.1f}x; where, mixed / uniform mask: "
                  f"{r['slow_paths']['where_ratio']:.1f}x", "-", None, r["slow_paths"]["exp_ratio"]),
+           check(f"arithmetic floor: one log1mexp over a relate's {r['floor']['terms']:,} terms, per question-scene",
+                 f"{r['floor']['float32_us_per_scene']:.2f} µs float32, {r['floor']['float64_us_per_scene']:.2f} µs "
+                 f"float64 (once per relate)", "-", None, r["floor"]["float32_us_per_scene"]),
            check("one program over many scenes = each scene alone", f"max |diff| {scene['max_abs_diff']:.1e}", "<= 1e-6",
                  scene["max_abs_diff"] <= 1e-6, scene["max_abs_diff"])]
     return out
@@ -252,7 +280,10 @@ def report(r: dict) -> list[str]:
     lines.append(f"Passes over {slow['terms']:,} float32 terms: exp over -inf {slow['exp_ratio']:.1f}x its time over "
                  f"finite terms ({slow['exp_neg_inf_us']:,.0f} vs {slow['exp_finite_us']:,.0f} µs); where with a mixed "
                  f"mask {slow['where_ratio']:.1f}x with an all-True one ({slow['where_mixed_us']:,.0f} vs "
-                 f"{slow['where_uniform_us']:,.0f} µs)")
+                 f"{slow['where_uniform_us']:,.0f} µs); log of 0 {slow['log_ratio']:.1f}x log of 1")
+    floor = r["floor"]
+    lines.append(f"Arithmetic floor: one log1mexp over {floor['terms']:,} terms, {floor['float32_us_per_scene']:.2f} µs a "
+                 f"question-scene in float32, {floor['float64_us_per_scene']:.2f} in float64 (a program: once per relate)")
     return lines
 
 

@@ -46,11 +46,13 @@ def _log1mexp_forward(x: torch.Tensor, guard: bool = True) -> torch.Tensor:
     return torch.where(x > log_half(x.dtype), near, torch.exp(x).neg_().log1p_(), out=near)
 
 
-def _log1mexp_derivative(x: torch.Tensor) -> torch.Tensor:
-    """d/dx log(1 - e^x) = -1 / expm1(-x): finite everywhere, 0 at the exact end x = 0."""
-    x = x.clamp(max=0.0)
-    denom = torch.expm1(-x).clamp(min=torch.finfo(x.dtype).tiny)
-    return torch.where(x == 0, torch.zeros_like(x), -1.0 / denom)
+def _log1mexp_derivative(x: torch.Tensor, guard: bool = True) -> torch.Tensor:
+    """d/dx log(1 - e^x) = -1 / expm1(-x): finite everywhere, 0 at the exact end x = 0 (``guard``
+    False: ``x`` cannot be above 0, as for :func:`log1mexp_nonpositive`)."""
+    if guard:
+        x = x.clamp(max=0.0)
+    slope = torch.expm1(x.neg()).clamp_(min=torch.finfo(x.dtype).tiny).reciprocal_().neg_()
+    return slope.masked_fill_(x == 0, 0.0)
 
 
 def log1mexp_slope(x: torch.Tensor) -> torch.Tensor:
@@ -59,8 +61,8 @@ def log1mexp_slope(x: torch.Tensor) -> torch.Tensor:
     ``-exp(x - log(1 - e^x))`` rather than ``-1 / expm1(-x)``: at ``x = -inf`` (an exact 0, padding)
     the latter's own derivative is ``0 · inf = nan``, this one's is 0.
 
-    >>> log1mexp_slope(torch.log(torch.tensor([0.0, 0.5, 1.0])))
-    tensor([-0., -1., 0.])
+    >>> log1mexp_slope(torch.log(torch.tensor([0.0, 0.5, 1.0]))).tolist()
+    [-0.0, -1.0, 0.0]
     """
     end = x >= 0
     inside = x.masked_fill(end, -1.0)  # the end's values are replaced below: nothing flows through them
@@ -71,6 +73,7 @@ class _Log1mExp(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, guard):
         ctx.save_for_backward(x)
+        ctx.guard = guard
         return _log1mexp_forward(x, guard)
 
     @staticmethod
@@ -78,7 +81,7 @@ class _Log1mExp(torch.autograd.Function):
         (x,) = ctx.saved_tensors
         if torch.is_grad_enabled():  # create_graph=True: this backward is differentiated in turn
             return grad * log1mexp_slope(x), None
-        return grad * _log1mexp_derivative(x), None
+        return grad * _log1mexp_derivative(x, ctx.guard), None
 
 
 def log1mexp(x: torch.Tensor) -> torch.Tensor:

@@ -81,7 +81,10 @@ def conjoin(log_a: torch.Tensor, log_b: torch.Tensor, mask: torch.Tensor | None 
     return _pad(log_a + log_b, mask)
 
 
-BLOCK_ELEMENTS = 1 << 18  # terms per block of the ∃/∄ Q-product on the CPU: its passes stay in cache
+# terms per block of the ∃/∄ Q-product on the CPU: its passes stay in cache (4 MiB a float32 tensor),
+# and each block costs about fifty operator calls forward and backward, so a training step's relate
+# of a few hundred rows runs as one block, not as many as its rows fill (docs/design.md, decisions)
+BLOCK_ELEMENTS = 1 << 20
 # On an accelerator each pass is a kernel launch and there is no cache to stay in: the CPU's small
 # blocks made many launches each of little work (benchmarks/README.md). Blocks of up to 256 MiB a
 # tensor there (2^26 float32 terms; three at once, and as many again under autograd's backward).
@@ -172,9 +175,11 @@ def _none_true_blocks(log_r: torch.Tensor, log_y: torch.Tensor, step: int) -> to
     block's terms a contiguous tensor of their own (so the sums' order is theirs whatever
     ``log_r``'s layout): one block made by a plain sum where it is laid out as that already."""
     rows, n, m = log_r.shape
-    if 0 < rows <= step and log_r.is_contiguous() and log_r.dtype == log_y.dtype:
-        # one row's (1, M) broadcasts as (1, 1, M)
-        return _none_true_terms(log_r + (log_y if rows == 1 else log_y[:, None, :]))
+    if 0 < rows <= step:  # one block: its terms summed where they are made
+        y = log_y if rows == 1 else log_y[:, None, :]  # one row's (1, M) broadcasts as (1, 1, M)
+        if log_r.is_contiguous() and log_r.dtype == log_y.dtype:
+            return _none_true_terms(log_r + y)
+        return _none_true_terms(torch.add(log_r, y, out=log_r.new_empty(log_r.shape)))
     out = log_r.new_empty((rows, n))
     for s in range(0, rows, step):
         block = log_r[s:s + step]
@@ -208,10 +213,11 @@ def _sparse_log1mexp(t: torch.Tensor, out: torch.Tensor | None, guard: bool) -> 
         return None
     if t.dim() > 1 and t.shape[0] > 1 and int(torch.count_nonzero(t[0] != NEG_INF)) > SPARSE_SHARE * t[0].numel():
         return None
-    live = t != NEG_INF
-    if int(torch.count_nonzero(live)) > SPARSE_SHARE * t.numel():
+    # the -inf terms counted by isneginf, a pass under half the time of `t != -inf` here
+    dead = torch.isneginf(t)
+    if t.numel() - int(torch.count_nonzero(dead)) > SPARSE_SHARE * t.numel():
         return None
-    at, flat = live.view(-1).nonzero().squeeze(1), t.view(-1)
+    at, flat = dead.logical_not_().view(-1).nonzero().squeeze(1), t.view(-1)
     values = flat[at]
     terms = log1mexp(values) if guard else log1mexp_nonpositive(values)
     out = torch.full_like(t, -0.0) if out is None else out.fill_(-0.0)
@@ -240,20 +246,34 @@ class _NoneTrue(torch.autograd.Function):
             d = log1mexp_slope(log_r + log_y[:, None, :]) * grad[:, :, None]
             return (d if ctx.needs_input_grad[0] else None), (d.sum(1) if ctx.needs_input_grad[1] else None), None
         rows = log_r.shape[0]
+        if rows <= ctx.step:  # one block: its slopes are the gradients, nothing copied into place
+            d = _none_true_slopes(_terms(log_r, log_y), grad)
+            return (d if ctx.needs_input_grad[0] else None), (d.sum(1) if ctx.needs_input_grad[1] else None), None
         grad_r = torch.empty_like(log_r) if ctx.needs_input_grad[0] else None
         grad_y = torch.empty_like(log_y) if ctx.needs_input_grad[1] else None
         for s in range(0, rows, ctx.step):
             e = min(rows, s + ctx.step)
-            # into a contiguous tensor: the sum over rows below adds in one order whatever log_r's layout
-            t = torch.add(log_r[s:e], log_y[s:e, None, :], out=log_r.new_empty(
-                (e - s,) + tuple(log_r.shape[1:]), dtype=torch.promote_types(log_r.dtype, log_y.dtype)))
-            d = torch.expm1(t.neg()).clamp_(min=torch.finfo(t.dtype).tiny).reciprocal_().neg_()
-            d = d.masked_fill_(t == 0, 0.0).mul_(grad[s:e, :, None])
+            d = _none_true_slopes(_terms(log_r[s:e], log_y[s:e]), grad[s:e])
             if grad_r is not None:
                 grad_r[s:e] = d
             if grad_y is not None:
                 grad_y[s:e] = d.sum(1)
         return grad_r, grad_y, None
+
+
+def _terms(log_r: torch.Tensor, log_y: torch.Tensor) -> torch.Tensor:
+    """``log r_ij + log y_j`` into a contiguous tensor of its own: the sum over rows of its slopes
+    adds in one order whatever ``log_r``'s layout (a reversed atom's table is a transposed view)."""
+    out = log_r.new_empty(log_r.shape, dtype=torch.promote_types(log_r.dtype, log_y.dtype))
+    return torch.add(log_r, log_y[:, None, :], out=out)
+
+
+def _none_true_slopes(t: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
+    """``grad · ∂/∂t log(1 - e^t) = grad · -1 / expm1(-t)`` of a block of terms ``t`` (a tensor of
+    the caller's own, overwritten), 0 at the exact end ``t = 0``."""
+    end = t == 0
+    d = t.neg_().expm1_().clamp_(min=torch.finfo(t.dtype).tiny).reciprocal_().neg_()
+    return d.masked_fill_(end, 0.0).mul_(grad[:, :, None])
 
 
 def aggregate(log_a: torch.Tensor, mask: torch.Tensor | None, quantifier: Quantifier) -> torch.Tensor:

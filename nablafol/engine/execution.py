@@ -41,7 +41,7 @@ from nablafol.engine.planning import (NEG_INF, BatchPlan, Group, Registry, build
                                       split_key)
 from nablafol.engine.tiling import TiledPlans, one_object
 
-__all__ = ["Engine", "Calibration", "EXACT_BUDGET"]
+__all__ = ["Engine", "Calibration", "CompiledQProduct", "EXACT_BUDGET"]
 
 #: Shared uncertain atoms exact mode conditions on per program, by default (2**16 = 65,536 worlds)
 EXACT_BUDGET = 16
@@ -196,7 +196,7 @@ class _GroupRows:
 
 # --- the engine ---------------------------------------------------------------------------
 
-class _CompiledQProduct:
+class CompiledQProduct:
     """The Q-product through ``torch.compile``: one fused loop instead of a dozen passes.
 
     The row count varies from batch to batch, so it is marked dynamic; the object count stays
@@ -277,7 +277,7 @@ class Engine(torch.nn.Module):
         self._tiled = TiledPlans(self.registry)
         self.fixed_shapes = bool(fixed_shapes)
         self.shape_floors = ShapeFloors()  # the fixed-shape path's sizes met so far: its layouts repeat
-        self._q_product = _CompiledQProduct() if compile and not fixed_shapes else ops.q_product
+        self._q_product = CompiledQProduct() if compile and not fixed_shapes else ops.q_product
         # compiled, the fixed-shape run is recorded once per layout and replayed (CUDA graphs on CUDA)
         self._run_fixed = (torch.compile(run_fixed, mode="reduce-overhead", dynamic=False) if compile and fixed_shapes
                            else run_fixed)
@@ -448,7 +448,7 @@ class Engine(torch.nn.Module):
 
     def execute(self, plan: BatchPlan, tables: Tables) -> Answers:
         """Run a plan's operators, level by level, over its tables (the fast path)."""
-        if self.calibration is None and not tables.padded and not isinstance(self._q_product, _CompiledQProduct):
+        if self.calibration is None and not tables.padded and not isinstance(self._q_product, CompiledQProduct):
             steps = steps_of(plan)
             if steps is not None:  # one small program: row by row, the same answers without the batch's bookkeeping
                 return run_rows(steps, plan, tables, self._q_product)

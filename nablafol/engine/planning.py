@@ -12,6 +12,7 @@ import numpy as np
 
 from nablafol.caching import memo, weighted_cache
 from nablafol.errors import ProgramStructureError, ShapeError
+from nablafol.engine.leveling import fewer_groups
 from nablafol.engine.lowering import OPERATORS, Operator, ScalarRow, VectorRow, lowering_of
 from nablafol.ir import AnyOfGroups, Pairwise, Predicate, Program, number_predicates
 
@@ -473,6 +474,7 @@ def build_batch_plan(programs: Sequence[Program], scenes: np.ndarray, registry: 
     s_vin = _shifted(s[:, 2], v_off, ns)
     e_node, e_arg = _shifted(e[:, 0], s_off, ne), _shifted(e[:, 1], s_off, ne)
     s_level = _truths_after_attentions(s_level, e_node, e_arg, int(v_level.max(initial=-1)))
+    v_level, s_level = fewer_groups(v_kind, v_level, v_in0, v_in1, s_kind, s_level, e_node, e_arg)
 
     # the batch's predicates, renumbered in a canonical order: what the oracle is asked (and in
     # which order) depends on this batch alone, not on what the engine has seen before, so
