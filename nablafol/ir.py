@@ -28,7 +28,8 @@ from __future__ import annotations
 
 import operator
 from dataclasses import dataclass, fields
-from itertools import filterfalse
+from collections import Counter
+from itertools import accumulate, filterfalse
 from typing import Iterator, NamedTuple, Union, get_args, get_origin, get_type_hints
 
 from .caching import memo
@@ -939,61 +940,62 @@ def _rebuilt(shape: Shape, like: _Walk, unary: dict, binary: dict) -> _Walk:
 # How often each predicate is used in the grounding of one candidate, capped at 2 (all that
 # matters is "twice or more"), node by node in the walk's order: a node's inputs, then its own
 # predicates once. A relate's input counts twice (instantiated once per object of its variable),
-# an AllSame's once per value, a per-predicate node's shared inputs once per truth.
+# the shared inputs of a per-predicate node's truths once per truth, and a predicate listed twice
+# among them twice.
 
 
-def _add(*parts: dict) -> dict:
+def _add(parts) -> dict:
+    """The uses of ``parts``, ``(uses, times)`` pairs, added (each capped at 2)."""
     out: dict = {}
-    for part in parts:
-        for p, k in part.items():
-            out[p] = min(2, out.get(p, 0) + k)
+    for uses, k in parts:
+        for p, n in uses.items():
+            out[p] = min(2, out.get(p, 0) + n * k)
     return out
-
-
-def _times(uses: dict, k: int) -> dict:
-    return uses if k == 1 else {p: min(2, n * k) for p, n in uses.items()}
 
 
 def _uses(node, of: dict) -> dict:
     """The uses under ``node``, its inputs' (``of``) known."""
-    if isinstance(node, AllSame):
-        return _add(_times(of[node.input], len(node.predicates)), dict.fromkeys(node.predicates, 1))
-    if isinstance(node, (AnyOf, AllOf)):  # every truth of the node, in one formula
-        return _per_truth(node.each, node.each.n_truths, of)
+    if isinstance(node, (AnyOf, AllOf, AllSame)):  # a per-predicate node's truths in one formula
+        return _in_truths(node.each, node.each.predicates, node.each.n_truths, of)
     base = next((c for c in type(node).__mro__ if c in _SPECS), None)
     if base is None:  # a kind of its own (added with its own lowering): every predicate below it
         # counted twice, so that the engine's analysis of its rows decides
-        return _times(_add(*(of[c] for c in node.children())), 2)
-    parts = [_times(of[c], 2) if base is Relate else of[c] for c in node.children()]
+        return _add([(of[c], 2) for c in node.children()])
+    parts = [(of[c], 2 if base is Relate else 1) for c in node.children()]
     for name, role in _SPECS[base]:
         value = getattr(node, name)
         if role is _UNARY:
-            parts.append({value: 1})
+            parts.append(({value: 1}, 1))
         elif role is _ATOMS:
-            parts.extend({a.predicate: 1} for a in value)
-    return _add(*parts)
+            parts += [({a.predicate: 1}, 1) for a in value]
+    return _add(parts)
 
 
-def _per_truth(each, repeat: int, of: dict) -> dict:
-    """Uses in ``repeat`` truths of a per-predicate node (their inputs ``repeat`` times, each
-    truth's own predicate once per side)."""
+def _in_truths(each, predicates: tuple, truths: int, of: dict) -> dict:
+    """The uses of one formula of ``truths`` truths of the per-predicate node ``each``: its inputs
+    once per truth, each of ``predicates`` (the truths' own) once per side."""
     sides = (each,) if isinstance(each, AggregateEach) else (each.left, each.right)
-    shared = _times(_add(*(of[side.input] for side in sides)), repeat)
-    return _add(shared, dict.fromkeys(each.predicates, len(sides)))
+    own = dict.fromkeys(predicates, len(sides))
+    if len(own) < len(predicates):  # a predicate listed twice is used twice
+        own.update((p, 2) for p, n in Counter(predicates).items() if n > 1)
+    return _add([(of[side.input], truths) for side in sides] + [(own, 1)])
 
 
 def _structural_repeats(program: "Program") -> set:
     of: dict = {}
     for node in program.nodes():
         of[node] = _uses(node, of)
-    found = set()
+    found: list[dict] = []  # the uses of each candidate formula
     for entry in program.candidates:
         if isinstance(entry, AnyOfGroups):  # one candidate per group: a disjunction of its truths
-            uses = _per_truth(entry.each, max(entry.sizes), of)
+            ends = [0, *accumulate(entry.sizes)]
+            found += [_in_truths(entry.each, entry.each.predicates[a:b], b - a, of)
+                      for a, b in zip(ends, ends[1:])]
+        elif isinstance(entry, Truths):  # one candidate per truth, alike but for its own predicate
+            found.append(_in_truths(entry, tuple(dict.fromkeys(entry.predicates)), 1, of))
         else:
-            uses = _per_truth(entry, 1, of) if isinstance(entry, Truths) else of[entry]
-        found.update(p for p, n in uses.items() if n > 1)
-    return found
+            found.append(of[entry])
+    return {p for uses in found for p, n in uses.items() if n > 1}
 
 # --- FOL rendering -------------------------------------------------------------------
 # ∃ and ∀ are pulled to the front (prenex form: Q X (A ∧ Q' Y B) = Q X Q' Y (A ∧ B) over a

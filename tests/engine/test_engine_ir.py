@@ -158,3 +158,43 @@ def test_an_all_same_over_two_values_reads_its_input_twice_and_over_one_value_on
     exact = run_engine([two], [tables], dtype=torch.float64, engine=Engine(exact=True))
     assert not bool(fast.exact[0]) and not np.isclose(fast.probs()[0, 0].item(), want, atol=1e-6)
     assert bool(exact.exact[0]) and exact.probs()[0, 0].item() == pytest.approx(want, abs=1e-12)
+
+
+# --- a predicate listed twice among the truths of one formula --------------------------------
+
+def _twice(each_input):
+    red, blue = Predicate("red"), Predicate("blue")
+    return AggregateEach(Quantifier.EXISTS, (red, blue, red), each_input), (red, blue, red)
+
+
+@pytest.mark.parametrize("make", [
+    lambda x: ir.Program.yes_no(ir.AnyOf(_twice(x)[0])),
+    lambda x: ir.Program.yes_no(ir.AllOf(_twice(x)[0])),
+    lambda x: ir.Program.yes_no(ir.AllSame(_twice(x)[1], x)),
+    lambda x: ir.Program.yes_no(ir.AnyOf(ir.Pairwise(_twice(x)[0], _twice(Top())[0]))),
+    lambda x: ir.Program((ir.AnyOfGroups(_twice(x)[0], (3,)),), ("all",)),
+], ids=["AnyOf", "AllOf", "AllSame", "AnyOf-Pairwise", "AnyOfGroups"])
+def test_a_predicate_listed_twice_in_one_formula_repeats_its_atoms(make):
+    """``AnyOf`` over (red, blue, red) is ``r ∨ b ∨ r``: red's atoms are read twice, so the formula is
+    not read-once, the engine does not call its answer exact, and exact mode gives brute force's."""
+    import torch
+
+    from engine_helpers import run_engine
+    from nablafol.engine import Engine
+    from nablafol.testing import brute_force
+    red, blue, cup = Predicate("red"), Predicate("blue"), Predicate("cup")
+    program = make(Filter(cup, Top()))
+    tables = {cup: [0.6, 1.0], red: [0.5, 0.3], blue: [0.2, 0.7]}
+    assert red in program.repeated_predicates()
+    want = brute_force(program, tables)
+    fast = run_engine([program], [tables], dtype=torch.float64)
+    exact = run_engine([program], [tables], dtype=torch.float64, engine=Engine(exact=True))
+    assert not bool(fast.exact[0]) and bool(exact.exact[0])
+    assert exact.probs()[0, :len(want)].tolist() == pytest.approx(want, abs=1e-12)
+
+
+def test_a_predicate_listed_twice_among_candidates_is_read_once():
+    # candidates are separate formulas: each reads red once
+    each, _ = _twice(Top())
+    assert ir.Program((each,), ("a", "b", "c")).read_once
+    assert ir.Program((ir.AnyOfGroups(each, (2, 1)),), ("ab", "c")).read_once
