@@ -112,16 +112,23 @@ def _new_question_work(count: int, seed: int = 0):
     return answer
 
 
+class _Forgetful(dict):
+    """A memo that keeps nothing."""
+
+    def __setitem__(self, key, value):
+        pass
+
+
 @contextlib.contextmanager
 def _no_tuple_memo():
-    """Predicate tuples checked and hashed each time, not once per tuple (``ir._by_identity``)."""
+    """Predicate tuples checked and hashed each time, not once per tuple (``ir._KNOWN_TUPLES``)."""
     from nablafol import ir
-    kept = ir._by_identity
-    ir._by_identity = lambda cache, predicates, make: make(predicates)
+    kept = ir._KNOWN_TUPLES
+    ir._KNOWN_TUPLES = _Forgetful()
     try:
         yield
     finally:
-        ir._by_identity = kept
+        ir._KNOWN_TUPLES = kept
 
 
 VARIANTS = {"as is": contextlib.nullcontext, "no tuple memo": _no_tuple_memo}

@@ -38,8 +38,8 @@ from .operators import Quantifier
 
 __all__ = [
     "Predicate", "Quantifier", "Node", "Attention", "Truth", "Top", "Filter", "Neg", "Relate",
-    "Atom", "Conjoin", "Aggregate", "Truths", "AggregateEach", "Pairwise", "AnyOfGroups", "Shorthand", "AnyOf",
-    "AllOf", "AllSame", "Not", "And", "Or", "Program", "Shape",
+    "Atom", "Conjoin", "Aggregate", "Truths", "AggregateEach", "Pairwise", "AnyOfGroups",
+    "Shorthand", "AnyOf", "AllOf", "AllSame", "Not", "And", "Or", "Program", "Shape",
 ]
 
 
@@ -191,20 +191,16 @@ def _node(cls):
 
 
 def _inputs_of(spec: tuple):
-    """``children`` of a node class of fields ``spec``: its input fields' values, in order."""
-    inputs = [(name, role) for name, role in spec if role is _NODE or role is _NODES]
+    """``children`` of a node class of fields ``spec``: its input fields' values, in order (one
+    input field, the usual case, read with no loop: a walk asks every node)."""
+    inputs = [(name, role is _NODES) for name, role in spec if role is _NODE or role is _NODES]
     if not inputs:
         return Node.children
     if len(inputs) == 1:
-        (name, role), = inputs
-        if role is _NODES:
-            return lambda self: self.__dict__[name]
-        return lambda self: (self.__dict__[name],)
-    if all(role is _NODE for _, role in inputs):  # Conjoin, Pairwise
-        get = operator.attrgetter(*(name for name, _ in inputs))
-        return lambda self: get(self)
-    return lambda self: tuple(c for name, role in inputs for c in
-                              (self.__dict__[name] if role is _NODES else (self.__dict__[name],)))
+        (name, many), = inputs
+        return (lambda self: self.__dict__[name]) if many else (lambda self: (self.__dict__[name],))
+    return lambda self: tuple(c for name, many in inputs
+                              for c in (self.__dict__[name] if many else (self.__dict__[name],)))
 
 
 @_node
@@ -319,53 +315,45 @@ class Truths(Node):
 
     def truths(self) -> tuple[Truth, ...]:
         """The truths this node stands for, as separate nodes (for printing and testing)."""
-        raise NotImplementedError
+        return tuple(map(self._one, self.predicates))
 
     def generic(self) -> Truth:
         """The k-th truth with the predicate written as ``π`` (for printing)."""
+        return self._one(_PI)
+
+    def _one(self, p: Predicate) -> Truth:
+        """The truth of the predicate ``p``."""
         raise NotImplementedError
 
     def term(self) -> str:
         return self.generic().term()
 
 
-_KNOWN_TUPLES: dict = {}  # id -> (tuple of unary predicates already checked, its hash); keeps them alive
+_KNOWN_TUPLES: dict = {}  # id -> (a tuple of unary predicates checked, its hash); holds the tuple
 _KNOWN_TUPLES_MAX = 4096  # cleared when full: the compiler's tuples come back at once, ad-hoc ones go
-
-
-def _by_identity(cache: dict, predicates, make):
-    """``make(predicates)``, kept in ``cache`` by the tuple's identity (the entry holds the tuple, so
-    its id stays its own; cleared when full). The compiler hands the same candidate tuples (a
-    type's values, up to 1,232 classes) to thousands of nodes and programs: what is made of one is
-    made once."""
-    known = cache.get(id(predicates))
-    if known is not None and known[0] is predicates:
-        return known[1]
-    value = make(predicates)
-    if len(cache) >= _KNOWN_TUPLES_MAX:
-        cache.clear()
-    cache[id(predicates)] = (predicates, value)
-    return value
+_arity = operator.itemgetter(1)  # Predicate is a (name, arity, kind) tuple
 
 
 def _check_unary_tuple(predicates, where) -> int:
-    """Check a tuple of unary predicates; returns its hash (once a tuple: :func:`_by_identity`)."""
-    return _by_identity(_KNOWN_TUPLES, predicates, lambda p: _checked_hash(p, where))
-
-
-def _checked_hash(predicates, where) -> int:
+    """Check a non-empty tuple of unary predicates; returns its hash. The compiler hands the same
+    candidate tuples (a type's values, up to 1,232) to thousands of nodes: a tuple is checked and
+    hashed once, then known by its identity (its entry holds it, so its id stays its own)."""
+    known = _KNOWN_TUPLES.get(id(predicates))
+    if known is not None and known[0] is predicates:
+        return known[1]
     if not isinstance(predicates, tuple) or not predicates:
         raise ProgramStructureError(f"{where} needs a non-empty tuple of unary predicates")
-    # two passes in C (open questions carry up to 1,232 predicates); the slow loop only names the culprit
+    # two passes in C; the slow loop only names the culprit
     if set(map(type, predicates)) != {Predicate} or set(map(_arity, predicates)) != {1}:
         for p in predicates:
             _check(p, Predicate, f"{where} predicate")
             if p.arity != 1:
                 raise ProgramStructureError(f"{where} needs unary predicates, {p.name!r} is binary")
-    return hash(predicates)
-
-
-_arity = operator.itemgetter(1)  # Predicate is a (name, arity, kind) tuple
+    value = hash(predicates)
+    if len(_KNOWN_TUPLES) >= _KNOWN_TUPLES_MAX:
+        _KNOWN_TUPLES.clear()
+    _KNOWN_TUPLES[id(predicates)] = (predicates, value)
+    return value
 
 
 @_node
@@ -384,12 +372,6 @@ class AggregateEach(Truths):
     def _one(self, p: Predicate) -> Truth:
         body = Conjoin(self.input, Neg(Filter(p, Top()))) if self.negate else Filter(p, self.input)
         return Aggregate(self.quantifier, body)
-
-    def truths(self) -> tuple[Truth, ...]:
-        return tuple(self._one(p) for p in self.predicates)
-
-    def generic(self) -> Truth:
-        return self._one(_PI)
 
 
 @_node
@@ -412,13 +394,8 @@ class Pairwise(Truths):
     def predicates(self) -> tuple[Predicate, ...]:
         return self.left.predicates
 
-    def truths(self) -> tuple[Truth, ...]:
-        return tuple(And((a, b)) for a, b in zip(self.left.truths(), self.right.truths()))
-
-    def generic(self) -> Truth:
-        return And((self.left.generic(), self.right.generic()))
-
-
+    def _one(self, p: Predicate) -> Truth:
+        return And((self.left._one(p), self.right._one(p)))
 
 @_node
 class AnyOfGroups(Truths):
@@ -457,11 +434,8 @@ class AnyOfGroups(Truths):
         return len(self.sizes)
 
     def truths(self) -> tuple[Truth, ...]:
-        inner, out, start = self.each.truths(), [], 0
-        for k in self.sizes:
-            out.append(Or(inner[start:start + k]))
-            start += k
-        return tuple(out)
+        inner, ends = self.each.truths(), accumulate(self.sizes)
+        return tuple(Or(inner[end - k:end]) for k, end in zip(self.sizes, ends))
 
     def generic(self) -> Truth:
         """The truth of one value of a group, the value written as ``π`` (for printing)."""
@@ -579,7 +553,7 @@ class AllSame(Shorthand):
         return Aggregate(Quantifier.NOT_EXISTS, Conjoin(self.input, Neg(Filter(p, Top()))))
 
     def expanded(self) -> Truth:
-        return Or(tuple(self._one(p) for p in self.predicates))
+        return Or(tuple(map(self._one, self.predicates)))
 
     def term(self) -> str:
         return f"AllSame_{{π ∈ {_shown(self.predicates)}}}[{self.input.term()}]"
