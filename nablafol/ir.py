@@ -29,7 +29,7 @@ from __future__ import annotations
 import operator
 from dataclasses import dataclass, fields
 from collections import Counter
-from itertools import accumulate, filterfalse
+from itertools import accumulate, count, filterfalse
 from typing import Iterator, NamedTuple, Union, get_args, get_origin, get_type_hints
 
 from .caching import memo
@@ -975,16 +975,10 @@ def _structural_repeats(program: "Program") -> set:
 # ∃ and ∀ are pulled to the front (prenex form: Q X (A ∧ Q' Y B) = Q X Q' Y (A ∧ B) over a
 # non-empty domain); ∄ and ¬ keep their scope, written in place.
 
-_VAR_NAMES = "XYZWVU"
-
-
-class _Vars:
-    def __init__(self):
-        self.n = 0
-
-    def fresh(self) -> str:
-        i, self.n = self.n, self.n + 1
-        return _VAR_NAMES[i] if i < len(_VAR_NAMES) else f"X{i - len(_VAR_NAMES) + 1}"
+def _variables() -> Iterator[str]:
+    """Fresh variable names: X, Y, Z, W, V, U, then X1, X2, ..."""
+    yield from "XYZWVU"
+    yield from (f"X{i}" for i in count(1))
 
 
 def _render(prefix: list[str], conjuncts: list[str]) -> str:
@@ -992,46 +986,45 @@ def _render(prefix: list[str], conjuncts: list[str]) -> str:
     return f"{' '.join(prefix)}: {body}" if prefix else body
 
 
-def _attention(node: Attention, var: str, vars: _Vars) -> tuple[list[str], list[str]]:
+def _attention(node: Attention, var: str, names: Iterator[str]) -> tuple[list[str], list[str]]:
+    """The quantifier prefix and the conjuncts of an attention on ``var``."""
     if isinstance(node, Top):
         return [], []
-    if isinstance(node, Filter):
-        prefix, conj = _attention(node.input, var, vars)
-        return prefix, [f"{node.predicate}({var})"] + conj
-    if isinstance(node, Neg):
-        prefix, conj = _attention(node.input, var, vars)
-        inner = _render(prefix, conj)
-        return [], [f"¬{inner}" if not prefix and len(conj) == 1 else f"¬({inner})"]
     if isinstance(node, Conjoin):
-        p1, c1 = _attention(node.left, var, vars)
-        p2, c2 = _attention(node.right, var, vars)
+        p1, c1 = _attention(node.left, var, names)
+        p2, c2 = _attention(node.right, var, names)
         return p1 + p2, c1 + c2
     if isinstance(node, Relate):
-        y = vars.fresh()
-        prefix, conj = _attention(node.input, y, vars)
+        y = next(names)
+        prefix, conj = _attention(node.input, y, names)
         atoms = [a.formula(var, y) for a in node.atoms]
         if node.quantifier is Quantifier.NOT_EXISTS:
             return [], [f"(∄{y}{' ' + ' '.join(prefix) if prefix else ''}: {' ∧ '.join(atoms + conj)})"]
         return [f"{node.quantifier.symbol}{y}"] + prefix, atoms + conj
-    raise ProgramStructureError(f"not an attention node: {node!r:.60}")
+    if not isinstance(node, (Filter, Neg)):
+        raise ProgramStructureError(f"not an attention node: {node!r:.60}")
+    prefix, conj = _attention(node.input, var, names)
+    if isinstance(node, Filter):
+        return prefix, [f"{node.predicate}({var})"] + conj
+    inner = _render(prefix, conj)
+    return [], [f"¬{inner}" if not prefix and len(conj) == 1 else f"¬({inner})"]
 
 
-def _truth(node: Truth, vars: _Vars) -> str:
+def _truth(node: Truth, names: Iterator[str]) -> str:
     if isinstance(node, Aggregate):
-        x = vars.fresh()
-        prefix, conj = _attention(node.input, x, vars)
+        x = next(names)
+        prefix, conj = _attention(node.input, x, names)
         return _render([f"{node.quantifier.symbol}{x}"] + prefix, conj)
     if isinstance(node, Not):
-        return f"¬({_truth(node.input, vars)})"
+        return f"¬({_truth(node.input, names)})"
     if isinstance(node, (And, Or)):
-        op = " ∧ " if isinstance(node, And) else " ∨ "
-        parts = [_truth(t, vars) for t in node.inputs]
-        return parts[0] if len(parts) == 1 else op.join(f"({p})" for p in parts)
+        parts = [_truth(t, names) for t in node.inputs]
+        return parts[0] if len(parts) == 1 else f" {node.symbol} ".join(f"({p})" for p in parts)
     if isinstance(node, (AnyOf, AllOf)):
         q = "∃" if isinstance(node, AnyOf) else "∀"
-        return f"{q}π ∈ {_shown(node.each.predicates)}: {_truth(node.each.generic(), vars)}"
+        return f"{q}π ∈ {_shown(node.each.predicates)}: {_truth(node.each.generic(), names)}"
     if isinstance(node, AllSame):
-        return f"∃π ∈ {_shown(node.predicates)}: {_truth(node._one(_PI), vars)}"
+        return f"∃π ∈ {_shown(node.predicates)}: {_truth(node._one(_PI), names)}"
     raise ProgramStructureError(f"not a truth node: {node!r:.60}")
 
 
@@ -1044,8 +1037,7 @@ def _each_formula(each: Truths) -> str:
 
 def formula(node: Node) -> str:
     """FOL rendering of a truth (closed) or attention (free variable ``X``) node."""
-    vars = _Vars()
+    names = _variables()
     if isinstance(node, Attention):
-        x = vars.fresh()
-        return _render(*_attention(node, x, vars))
-    return _truth(node, vars)
+        return _render(*_attention(node, next(names), names))
+    return _truth(node, names)
