@@ -339,7 +339,7 @@ def _check_unary_tuple(predicates, where) -> int:
     candidate tuples (a type's values, up to 1,232) to thousands of nodes: a tuple is checked and
     hashed once, then known by its identity (its entry holds it, so its id stays its own)."""
     known = _KNOWN_TUPLES.get(id(predicates))
-    if known is not None and known[0] is predicates:
+    if known is not None:
         return known[1]
     if not isinstance(predicates, tuple) or not predicates:
         raise ProgramStructureError(f"{where} needs a non-empty tuple of unary predicates")

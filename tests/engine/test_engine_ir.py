@@ -198,3 +198,48 @@ def test_a_predicate_listed_twice_among_candidates_is_read_once():
     each, _ = _twice(Top())
     assert ir.Program((each,), ("a", "b", "c")).read_once
     assert ir.Program((ir.AnyOfGroups(each, (2, 1)),), ("ab", "c")).read_once
+
+
+def test_a_pairwise_truth_reads_its_own_predicate_on_both_sides():
+    # (∃X: red(X) ∧ cup(X)) ∧ (∃Y: red(Y) ∧ mug(Y)): an object both cup and mug has its red read twice
+    red = Predicate("red")
+    pair = ir.Pairwise(AggregateEach(Quantifier.EXISTS, (red,), Filter(Predicate("cup"), Top())),
+                       AggregateEach(Quantifier.EXISTS, (red,), Filter(Predicate("mug"), Top())))
+    assert ir.Program.yes_no(ir.AnyOf(pair)).repeated_predicates() == {red}
+    assert ir.Program((pair,), ("red",)).repeated_predicates() == {red}
+
+
+@pytest.mark.parametrize("node", [n for n in _every_node_class() if isinstance(n, ir.Node)],
+                         ids=lambda node: type(node).__name__)
+def test_a_nodes_inputs_are_its_node_fields_in_order(node):
+    from dataclasses import fields
+    if isinstance(node, ir.AllSame):  # computed from its two parts
+        assert node.children() == (ir.Aggregate(Quantifier.EXISTS, node.input), node.each)
+        return
+    values = [getattr(node, f.name) for f in fields(node)]
+    want = [c for v in values for c in (v if isinstance(v, tuple) else (v,)) if isinstance(c, ir.Node)]
+    assert list(node.children()) == want
+
+
+def test_a_negation_is_bracketed_unless_it_negates_one_atom():
+    a, b = Predicate("a"), Predicate("b")
+    assert ir.formula(ir.Neg(Filter(a, Top()))) == "¬a(X)"
+    assert ir.formula(ir.Neg(Filter(a, Filter(b, Top())))) == "¬(a(X) ∧ b(X))"
+    on = Predicate("on", 2)
+    assert ir.formula(ir.Neg(ir.Relate.of(on, Quantifier.EXISTS, Top()))) == "¬(∃Y: on(X, Y))"
+
+
+def test_a_node_kind_the_count_does_not_know_has_every_predicate_below_it_repeated():
+    # its own lowering may read its input any number of times: the engine's analysis of its rows decides
+    from dataclasses import dataclass
+
+    @dataclass(frozen=True, eq=True)
+    class Twice(ir.Truth):
+        input: ir.Attention
+
+        def children(self):
+            return (self.input,)
+
+    red = Predicate("red")
+    assert ir.Program.yes_no(Twice(Filter(red, Top()))).repeated_predicates() == {red}
+    assert ir.Program.yes_no(ir.Aggregate(Quantifier.EXISTS, Filter(red, Top()))).read_once
