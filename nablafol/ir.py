@@ -174,12 +174,10 @@ def _role(kind) -> tuple:
 
 
 def _node(cls):
-    """A node class as a frozen dataclass, hashed once by :class:`_Hashed` unless it hashes itself,
-    its fields' roles read from their annotations."""
-    own_hash = "__hash__" in vars(cls)
+    """A node class as a frozen dataclass, hashed once by :class:`_Hashed` (a hash the class
+    holds, which ``dataclass`` keeps), its fields' roles read from their annotations."""
+    cls.__hash__ = _Hashed.__hash__
     cls = dataclass(frozen=True, eq=True)(cls)
-    if not own_hash:
-        cls.__hash__ = _Hashed.__hash__
     if issubclass(cls, Node):
         hints = get_type_hints(cls)
         cls._fields = tuple((f.name, *_role(hints[f.name]), cls.__name__,
