@@ -175,8 +175,9 @@ def _twice(each_input):
     lambda x: ir.Program((ir.AnyOfGroups(_twice(x)[0], (3,)),), ("all",)),
 ], ids=["AnyOf", "AllOf", "AllSame", "AnyOf-Pairwise", "AnyOfGroups"])
 def test_a_predicate_listed_twice_in_one_formula_repeats_its_atoms(make):
-    """``AnyOf`` over (red, blue, red) is ``r ∨ b ∨ r``: red's atoms are read twice, so the formula is
-    not read-once, the engine does not call its answer exact, and exact mode gives brute force's."""
+    """``AnyOf`` over (red, blue, red) is ``r ∨ b ∨ r``: red's atoms are read twice, so the formula
+    is not read-once, the engine does not call its answer exact, and exact mode gives brute
+    force's."""
     import torch
 
     from engine_helpers import run_engine
@@ -201,7 +202,7 @@ def test_a_predicate_listed_twice_among_candidates_is_read_once():
 
 
 def test_a_pairwise_truth_reads_its_own_predicate_on_both_sides():
-    # (∃X: red(X) ∧ cup(X)) ∧ (∃Y: red(Y) ∧ mug(Y)): an object both cup and mug has its red read twice
+    # (∃X: red(X) ∧ cup(X)) ∧ (∃Y: red(Y) ∧ mug(Y)): an object both cup and mug has red read twice
     red = Predicate("red")
     pair = ir.Pairwise(AggregateEach(Quantifier.EXISTS, (red,), Filter(Predicate("cup"), Top())),
                        AggregateEach(Quantifier.EXISTS, (red,), Filter(Predicate("mug"), Top())))
@@ -217,7 +218,8 @@ def test_a_nodes_inputs_are_its_node_fields_in_order(node):
         assert node.children() == (ir.Aggregate(Quantifier.EXISTS, node.input), node.each)
         return
     values = [getattr(node, f.name) for f in fields(node)]
-    want = [c for v in values for c in (v if isinstance(v, tuple) else (v,)) if isinstance(c, ir.Node)]
+    want = [c for v in values for c in (v if isinstance(v, tuple) else (v,))
+            if isinstance(c, ir.Node)]
     assert list(node.children()) == want
 
 
@@ -230,7 +232,7 @@ def test_a_negation_is_bracketed_unless_it_negates_one_atom():
 
 
 def test_a_node_kind_the_count_does_not_know_has_every_predicate_below_it_repeated():
-    # its own lowering may read its input any number of times: the engine's analysis of its rows decides
+    # its own lowering may read its input any number of times: the engine's analysis decides
     from dataclasses import dataclass
 
     @dataclass(frozen=True, eq=True)
