@@ -126,26 +126,7 @@ def _new_question_work(count: int, seed: int = 0, open_questions: bool = False):
     return answer
 
 
-class _Forgetful(dict):
-    """A memo that keeps nothing."""
-
-    def __setitem__(self, key, value):
-        pass
-
-
-@contextlib.contextmanager
-def _no_tuple_memo():
-    """Predicate tuples checked and hashed each time, not once per tuple (``ir._KNOWN_TUPLES``)."""
-    from nablafol import ir
-    kept = ir._KNOWN_TUPLES
-    ir._KNOWN_TUPLES = _Forgetful()
-    try:
-        yield
-    finally:
-        ir._KNOWN_TUPLES = kept
-
-
-VARIANTS = {"as is": contextlib.nullcontext, "no tuple memo": _no_tuple_memo}
+VARIANTS = {"as is": contextlib.nullcontext}  # the variants measured so far: benchmarks/README.md
 
 
 def new_questions(small: int, large: int, repeats: int, open_questions: bool = False) -> dict:

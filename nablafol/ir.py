@@ -113,13 +113,6 @@ class Node(_Hashed):
                 raise ProgramStructureError(
                     f"{where} needs a unary predicate, {value.name!r} is binary")
 
-    def _structural_hash(self) -> int:
-        # a (long, shared) predicate tuple counts by its hash, looked up, not recomputed
-        values = self.__dict__
-        return hash((type(self).__name__,) + tuple(
-            _check_unary_tuple(values[name], where) if role is _UNARIES else values[name]
-            for name, role, _, where, _ in self._fields))
-
     def children(self) -> tuple["Node", ...]:
         """The node's inputs, in order (made for each class by :func:`_node` from its fields)."""
         return ()
@@ -327,18 +320,11 @@ class Truths(Node):
         return self.generic().term()
 
 
-_KNOWN_TUPLES: dict = {}  # id -> (a tuple of unary predicates checked, its hash); holds the tuple
-_KNOWN_TUPLES_MAX = 4096  # cleared when full: the compiler's tuples come back at once, ad-hoc ones go
 _arity = operator.itemgetter(1)  # Predicate is a (name, arity, kind) tuple
 
 
-def _check_unary_tuple(predicates, where) -> int:
-    """Check a non-empty tuple of unary predicates; returns its hash. The compiler hands the same
-    candidate tuples (a type's values, up to 1,232) to thousands of nodes: a tuple is checked and
-    hashed once, then known by its identity (its entry holds it, so its id stays its own)."""
-    known = _KNOWN_TUPLES.get(id(predicates))
-    if known is not None:
-        return known[1]
+def _check_unary_tuple(predicates, where) -> None:
+    """A non-empty tuple of unary predicates (an open question's holds up to 1,232)."""
     if not isinstance(predicates, tuple) or not predicates:
         raise ProgramStructureError(f"{where} needs a non-empty tuple of unary predicates")
     # two passes in C; the slow loop only names the culprit
@@ -347,11 +333,6 @@ def _check_unary_tuple(predicates, where) -> int:
             _check(p, Predicate, f"{where} predicate")
             if p.arity != 1:
                 raise ProgramStructureError(f"{where} needs unary predicates, {p.name!r} is binary")
-    value = hash(predicates)
-    if len(_KNOWN_TUPLES) >= _KNOWN_TUPLES_MAX:
-        _KNOWN_TUPLES.clear()
-    _KNOWN_TUPLES[id(predicates)] = (predicates, value)
-    return value
 
 
 @_node

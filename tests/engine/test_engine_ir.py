@@ -1,5 +1,5 @@
-"""DFOL nodes: structural equality and hashing, and the checks on their predicate tuples
-(which the compiler shares between thousands of nodes, so they are checked and hashed once)."""
+"""DFOL nodes: structural equality and hashing, the checks on their predicate tuples, their
+inputs, their formulas, and the read-once count."""
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -32,20 +32,9 @@ def test_aggregate_each_is_equal_and_hashed_by_content_not_by_tuple_identity(fir
 ])
 def test_aggregate_each_refuses_a_bad_tuple_even_after_a_good_one_of_the_same_look(bad, says):
     good = (Predicate("a"), Predicate("b"))
-    AggregateEach(Quantifier.EXISTS, good, Top())  # memorised by identity
+    AggregateEach(Quantifier.EXISTS, good, Top())
     with pytest.raises(ProgramStructureError, match=says):
         AggregateEach(Quantifier.EXISTS, bad, Top())
-
-
-def test_the_memo_of_checked_tuples_is_bounded_and_still_right_after_clearing(monkeypatch):
-    monkeypatch.setattr(ir, "_KNOWN_TUPLES_MAX", 8)
-    monkeypatch.setattr(ir, "_KNOWN_TUPLES", {})
-    nodes = [AggregateEach(Quantifier.EXISTS, (Predicate(f"p{k}"), Predicate("q")), Top()) for k in range(30)]
-    assert 0 < len(ir._KNOWN_TUPLES) <= 8
-    again = [AggregateEach(Quantifier.EXISTS, (Predicate(f"p{k}"), Predicate("q")), Top()) for k in range(30)]
-    assert [hash(n) for n in nodes] == [hash(n) for n in again] and nodes == again
-    with pytest.raises(ProgramStructureError, match="is binary"):
-        AggregateEach(Quantifier.EXISTS, (Predicate("p1"), Predicate("q", arity=2)), Top())
 
 
 # --- AnyOfGroups (GQA's `common`) ---------------------------------------------------------
