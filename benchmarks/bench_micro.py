@@ -1,7 +1,7 @@
 """What a micro-optimisation is worth end to end: each figure with it and without it, side by side.
 
     python -m benchmarks.bench_micro allocator [--objects 36] [--batch 64] [--steps 4] [--pairs 3]
-    python -m benchmarks.bench_micro new-questions [--questions 1024 4096] [--repeats 5]
+    python -m benchmarks.bench_micro new-questions [--questions 1024 4096] [--repeats 5] [--open]
     python -m benchmarks.bench_micro one-question [--repeats 5]
 
 ``allocator``: a training step of the neural oracle inside and outside
@@ -12,7 +12,9 @@ alternating pair by pair; the figure is the median step of each process, in proc
 
 ``new-questions``: the marginal CPU time per new question of GQA program text -> compiled program ->
 plan -> engine -> prediction (``bench_limits``' end-to-end figure, caches cold), as the code is and
-with each variant below swapped in, the variants alternating round by round in one process.
+with each variant below swapped in, the variants alternating round by round in one process. With
+``--open``, every other question is an open one (``query name`` of a category, ``query color`` or
+``material``, and one in ten ``query name`` over a relate's ``_``: 1,232 candidates).
 
 ``one-question``: one question's engine call (``bench_one_question``), as the code is, with
 ``numerics.log1mexp``'s two branches as plain (not in-place) operations, and with its threshold
@@ -87,9 +89,17 @@ def allocator(objects: int, batch: int, steps: int, pairs: int) -> dict:
 
 # --- in one process: the end-to-end marginal cost of a new question, per variant ------------------
 
-def _new_question_work(count: int, seed: int = 0):
+OPEN_TEMPLATES = ["select: {K} (1)->query: name [0]", "select: {A} (1)->query: color [0]",
+                  "select: {K} (1)->filter color: {C} [0]->query: name [1]",
+                  "select: {A} (1)->query: material [0]",
+                  "select: {A} (1)->relate: _,on,s (2) [0]->query: name [1]"]
+CATEGORIES = ["animal", "food", "clothing", "object", "furniture"]
+
+
+def _new_question_work(count: int, seed: int = 0, open_questions: bool = False):
     """``answer(k)``: the first ``k`` of ``count`` question texts compiled, planned and answered
-    by a new compiler and engine, over probabilistic scenes drawn beforehand."""
+    by a new compiler and engine, over probabilistic scenes drawn beforehand (every other one an
+    open question with ``open_questions``)."""
     from nablafol.compiler import Compiler
     from nablafol.engine import Engine
     from nablafol.oracle import TableOracle
@@ -98,6 +108,10 @@ def _new_question_work(count: int, seed: int = 0):
     from .bench_problog import probabilistic_scene
     rng = np.random.default_rng(seed)
     texts = _question_texts(rng, count)
+    if open_questions:
+        from .bench_problog import COLORS, NAMES
+        texts[1::2] = [OPEN_TEMPLATES[k % len(OPEN_TEMPLATES)].format(
+            A=rng.choice(NAMES), K=rng.choice(CATEGORIES), C=rng.choice(COLORS)) for k in range(count // 2)]
     objects = rng.choice([3, 4, 5, 6, 8], size=count)
     compiler = Compiler()
     scenes = [{p: torch.as_tensor(v) for p, v in probabilistic_scene(rng, compiler.compile_text(t).program,
@@ -112,24 +126,12 @@ def _new_question_work(count: int, seed: int = 0):
     return answer
 
 
-@contextlib.contextmanager
-def _no_tuple_memo():
-    """Predicate tuples checked and hashed each time, not once per tuple (``ir._by_identity``)."""
-    from nablafol import ir
-    kept = ir._by_identity
-    ir._by_identity = lambda cache, predicates, make: make(predicates)
-    try:
-        yield
-    finally:
-        ir._by_identity = kept
+VARIANTS = {"as is": contextlib.nullcontext}  # the variants measured so far: benchmarks/README.md
 
 
-VARIANTS = {"as is": contextlib.nullcontext, "no tuple memo": _no_tuple_memo}
-
-
-def new_questions(small: int, large: int, repeats: int) -> dict:
+def new_questions(small: int, large: int, repeats: int, open_questions: bool = False) -> dict:
     import gc
-    answer = _new_question_work(large)
+    answer = _new_question_work(large, open_questions=open_questions)
     answer(small)  # warm: imports, first compilations
     best = {name: [float("inf"), float("inf")] for name in VARIANTS}
     gc.disable()  # as `nablafol eval` runs: the collector's pauses were most of the swing
@@ -145,7 +147,8 @@ def new_questions(small: int, large: int, repeats: int) -> dict:
     finally:
         gc.enable()
     marginal = {name: (b[1] - b[0]) / (large - small) * 1e6 for name, b in best.items()}
-    return {"questions": [small, large], "repeats": repeats, "marginal_us": marginal,
+    return {"questions": [small, large], "repeats": repeats, "open": open_questions,
+            "marginal_us": marginal,
             "over_as_is": {name: m / marginal["as is"] for name, m in marginal.items()}}
 
 
@@ -198,6 +201,7 @@ def main(argv=None) -> None:
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--steps", type=int, default=4)
     ap.add_argument("--pairs", type=int, default=3)
+    ap.add_argument("--open", action="store_true", help="new-questions: every other one open")
     ap.add_argument("--keep", action="store_true", help=argparse.SUPPRESS)  # step: inside the block
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
@@ -206,7 +210,7 @@ def main(argv=None) -> None:
     elif args.what == "one-question":
         print(json.dumps(one_question(args.repeats), indent=1))
     elif args.what == "new-questions":
-        print(json.dumps(new_questions(*args.questions, args.repeats), indent=1))
+        print(json.dumps(new_questions(*args.questions, args.repeats, args.open), indent=1))
     else:
         print(json.dumps(allocator(args.objects, args.batch, args.steps, args.pairs), indent=1))
 

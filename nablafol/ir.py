@@ -28,7 +28,8 @@ from __future__ import annotations
 
 import operator
 from dataclasses import dataclass, fields
-from itertools import filterfalse
+from collections import Counter
+from itertools import accumulate, count, filterfalse
 from typing import Iterator, NamedTuple, Union, get_args, get_origin, get_type_hints
 
 from .caching import memo
@@ -37,8 +38,8 @@ from .operators import Quantifier
 
 __all__ = [
     "Predicate", "Quantifier", "Node", "Attention", "Truth", "Top", "Filter", "Neg", "Relate",
-    "Atom", "Conjoin", "Aggregate", "Truths", "AggregateEach", "Pairwise", "AnyOfGroups", "Shorthand", "AnyOf",
-    "AllOf", "AllSame", "Not", "And", "Or", "Program", "Shape",
+    "Atom", "Conjoin", "Aggregate", "Truths", "AggregateEach", "Pairwise", "AnyOfGroups",
+    "Shorthand", "AnyOf", "AllOf", "AllSame", "Not", "And", "Or", "Program", "Shape",
 ]
 
 
@@ -112,13 +113,6 @@ class Node(_Hashed):
                 raise ProgramStructureError(
                     f"{where} needs a unary predicate, {value.name!r} is binary")
 
-    def _structural_hash(self) -> int:
-        # a (long, shared) predicate tuple counts by its hash, looked up, not recomputed
-        values = self.__dict__
-        return hash((type(self).__name__,) + tuple(
-            _check_unary_tuple(values[name], where) if role is _UNARIES else values[name]
-            for name, role, _, where, _ in self._fields))
-
     def children(self) -> tuple["Node", ...]:
         """The node's inputs, in order (made for each class by :func:`_node` from its fields)."""
         return ()
@@ -173,12 +167,10 @@ def _role(kind) -> tuple:
 
 
 def _node(cls):
-    """A node class as a frozen dataclass, hashed once by :class:`_Hashed` unless it hashes itself,
-    its fields' roles read from their annotations."""
-    own_hash = "__hash__" in vars(cls)
+    """A node class as a frozen dataclass, hashed once by :class:`_Hashed` (a hash the class
+    holds, which ``dataclass`` keeps), its fields' roles read from their annotations."""
+    cls.__hash__ = _Hashed.__hash__
     cls = dataclass(frozen=True, eq=True)(cls)
-    if not own_hash:
-        cls.__hash__ = _Hashed.__hash__
     if issubclass(cls, Node):
         hints = get_type_hints(cls)
         cls._fields = tuple((f.name, *_role(hints[f.name]), cls.__name__,
@@ -190,20 +182,16 @@ def _node(cls):
 
 
 def _inputs_of(spec: tuple):
-    """``children`` of a node class of fields ``spec``: its input fields' values, in order."""
-    inputs = [(name, role) for name, role in spec if role is _NODE or role is _NODES]
+    """``children`` of a node class of fields ``spec``: its input fields' values, in order (one
+    input field, the usual case, read with no loop: a walk asks every node)."""
+    inputs = [(name, role is _NODES) for name, role in spec if role is _NODE or role is _NODES]
     if not inputs:
         return Node.children
     if len(inputs) == 1:
-        (name, role), = inputs
-        if role is _NODES:
-            return lambda self: self.__dict__[name]
-        return lambda self: (self.__dict__[name],)
-    if all(role is _NODE for _, role in inputs):  # Conjoin, Pairwise
-        get = operator.attrgetter(*(name for name, _ in inputs))
-        return lambda self: get(self)
-    return lambda self: tuple(c for name, role in inputs for c in
-                              (self.__dict__[name] if role is _NODES else (self.__dict__[name],)))
+        (name, many), = inputs
+        return (lambda self: self.__dict__[name]) if many else (lambda self: (self.__dict__[name],))
+    return lambda self: tuple(c for name, many in inputs
+                              for c in (self.__dict__[name] if many else (self.__dict__[name],)))
 
 
 @_node
@@ -318,53 +306,33 @@ class Truths(Node):
 
     def truths(self) -> tuple[Truth, ...]:
         """The truths this node stands for, as separate nodes (for printing and testing)."""
-        raise NotImplementedError
+        return tuple(map(self._one, self.predicates))
 
     def generic(self) -> Truth:
         """The k-th truth with the predicate written as ``π`` (for printing)."""
+        return self._one(_PI)
+
+    def _one(self, p: Predicate) -> Truth:
+        """The truth of the predicate ``p``."""
         raise NotImplementedError
 
     def term(self) -> str:
         return self.generic().term()
 
 
-_KNOWN_TUPLES: dict = {}  # id -> (tuple of unary predicates already checked, its hash); keeps them alive
-_KNOWN_TUPLES_MAX = 4096  # cleared when full: the compiler's tuples come back at once, ad-hoc ones go
+_arity = operator.itemgetter(1)  # Predicate is a (name, arity, kind) tuple
 
 
-def _by_identity(cache: dict, predicates, make):
-    """``make(predicates)``, kept in ``cache`` by the tuple's identity (the entry holds the tuple, so
-    its id stays its own; cleared when full). The compiler hands the same candidate tuples (a
-    type's values, up to 1,232 classes) to thousands of nodes and programs: what is made of one is
-    made once."""
-    known = cache.get(id(predicates))
-    if known is not None and known[0] is predicates:
-        return known[1]
-    value = make(predicates)
-    if len(cache) >= _KNOWN_TUPLES_MAX:
-        cache.clear()
-    cache[id(predicates)] = (predicates, value)
-    return value
-
-
-def _check_unary_tuple(predicates, where) -> int:
-    """Check a tuple of unary predicates; returns its hash (once a tuple: :func:`_by_identity`)."""
-    return _by_identity(_KNOWN_TUPLES, predicates, lambda p: _checked_hash(p, where))
-
-
-def _checked_hash(predicates, where) -> int:
+def _check_unary_tuple(predicates, where) -> None:
+    """A non-empty tuple of unary predicates (an open question's holds up to 1,232)."""
     if not isinstance(predicates, tuple) or not predicates:
         raise ProgramStructureError(f"{where} needs a non-empty tuple of unary predicates")
-    # two passes in C (open questions carry up to 1,232 predicates); the slow loop only names the culprit
+    # two passes in C; the slow loop only names the culprit
     if set(map(type, predicates)) != {Predicate} or set(map(_arity, predicates)) != {1}:
         for p in predicates:
             _check(p, Predicate, f"{where} predicate")
             if p.arity != 1:
                 raise ProgramStructureError(f"{where} needs unary predicates, {p.name!r} is binary")
-    return hash(predicates)
-
-
-_arity = operator.itemgetter(1)  # Predicate is a (name, arity, kind) tuple
 
 
 @_node
@@ -383,12 +351,6 @@ class AggregateEach(Truths):
     def _one(self, p: Predicate) -> Truth:
         body = Conjoin(self.input, Neg(Filter(p, Top()))) if self.negate else Filter(p, self.input)
         return Aggregate(self.quantifier, body)
-
-    def truths(self) -> tuple[Truth, ...]:
-        return tuple(self._one(p) for p in self.predicates)
-
-    def generic(self) -> Truth:
-        return self._one(_PI)
 
 
 @_node
@@ -411,13 +373,8 @@ class Pairwise(Truths):
     def predicates(self) -> tuple[Predicate, ...]:
         return self.left.predicates
 
-    def truths(self) -> tuple[Truth, ...]:
-        return tuple(And((a, b)) for a, b in zip(self.left.truths(), self.right.truths()))
-
-    def generic(self) -> Truth:
-        return And((self.left.generic(), self.right.generic()))
-
-
+    def _one(self, p: Predicate) -> Truth:
+        return And((self.left._one(p), self.right._one(p)))
 
 @_node
 class AnyOfGroups(Truths):
@@ -456,11 +413,8 @@ class AnyOfGroups(Truths):
         return len(self.sizes)
 
     def truths(self) -> tuple[Truth, ...]:
-        inner, out, start = self.each.truths(), [], 0
-        for k in self.sizes:
-            out.append(Or(inner[start:start + k]))
-            start += k
-        return tuple(out)
+        inner, ends = self.each.truths(), accumulate(self.sizes)
+        return tuple(Or(inner[end - k:end]) for k, end in zip(self.sizes, ends))
 
     def generic(self) -> Truth:
         """The truth of one value of a group, the value written as ``π`` (for printing)."""
@@ -578,7 +532,7 @@ class AllSame(Shorthand):
         return Aggregate(Quantifier.NOT_EXISTS, Conjoin(self.input, Neg(Filter(p, Top()))))
 
     def expanded(self) -> Truth:
-        return Or(tuple(self._one(p) for p in self.predicates))
+        return Or(tuple(map(self._one, self.predicates)))
 
     def term(self) -> str:
         return f"AllSame_{{π ∈ {_shown(self.predicates)}}}[{self.input.term()}]"
@@ -1018,76 +972,71 @@ def _rebuilt(shape: Shape, like: _Walk, unary: dict, binary: dict) -> _Walk:
 # How often each predicate is used in the grounding of one candidate, capped at 2 (all that
 # matters is "twice or more"), node by node in the walk's order: a node's inputs, then its own
 # predicates once. A relate's input counts twice (instantiated once per object of its variable),
-# an AllSame's once per value, a per-predicate node's shared inputs once per truth.
+# the shared inputs of a per-predicate node's truths once per truth, and a predicate listed twice
+# among them twice.
 
 
-def _add(*parts: dict) -> dict:
+def _add(parts) -> dict:
+    """The uses of ``parts``, ``(uses, times)`` pairs, added (each capped at 2)."""
     out: dict = {}
-    for part in parts:
-        for p, k in part.items():
-            out[p] = min(2, out.get(p, 0) + k)
+    for uses, k in parts:
+        for p, n in uses.items():
+            out[p] = min(2, out.get(p, 0) + n * k)
     return out
-
-
-def _times(uses: dict, k: int) -> dict:
-    return uses if k == 1 else {p: min(2, n * k) for p, n in uses.items()}
 
 
 def _uses(node, of: dict) -> dict:
     """The uses under ``node``, its inputs' (``of``) known."""
-    if isinstance(node, AllSame):
-        return _add(_times(of[node.input], len(node.predicates)), dict.fromkeys(node.predicates, 1))
-    if isinstance(node, (AnyOf, AllOf)):  # every truth of the node, in one formula
-        return _per_truth(node.each, node.each.n_truths, of)
+    if isinstance(node, (AnyOf, AllOf, AllSame)):  # a per-predicate node's truths in one formula
+        return _in_truths(node.each, node.each.predicates, node.each.n_truths, of)
     base = next((c for c in type(node).__mro__ if c in _SPECS), None)
     if base is None:  # a kind of its own (added with its own lowering): every predicate below it
         # counted twice, so that the engine's analysis of its rows decides
-        return _times(_add(*(of[c] for c in node.children())), 2)
-    parts = [_times(of[c], 2) if base is Relate else of[c] for c in node.children()]
+        return _add([(of[c], 2) for c in node.children()])
+    parts = [(of[c], 2 if base is Relate else 1) for c in node.children()]
     for name, role in _SPECS[base]:
         value = getattr(node, name)
         if role is _UNARY:
-            parts.append({value: 1})
+            parts.append(({value: 1}, 1))
         elif role is _ATOMS:
-            parts.extend({a.predicate: 1} for a in value)
-    return _add(*parts)
+            parts += [({a.predicate: 1}, 1) for a in value]
+    return _add(parts)
 
 
-def _per_truth(each, repeat: int, of: dict) -> dict:
-    """Uses in ``repeat`` truths of a per-predicate node (their inputs ``repeat`` times, each
-    truth's own predicate once per side)."""
+def _in_truths(each, predicates: tuple, truths: int, of: dict) -> dict:
+    """The uses of one formula of ``truths`` truths of the per-predicate node ``each``: its inputs
+    once per truth, each of ``predicates`` (the truths' own) once per side."""
     sides = (each,) if isinstance(each, AggregateEach) else (each.left, each.right)
-    shared = _times(_add(*(of[side.input] for side in sides)), repeat)
-    return _add(shared, dict.fromkeys(each.predicates, len(sides)))
+    own = dict.fromkeys(predicates, len(sides))
+    if len(own) < len(predicates):  # a predicate listed twice is used twice
+        own.update((p, 2) for p, n in Counter(predicates).items() if n > 1)
+    return _add([(of[side.input], truths) for side in sides] + [(own, 1)])
 
 
 def _structural_repeats(program: "Program") -> set:
     of: dict = {}
     for node in program.nodes():
         of[node] = _uses(node, of)
-    found = set()
+    found: list[dict] = []  # the uses of each candidate formula
     for entry in program.candidates:
         if isinstance(entry, AnyOfGroups):  # one candidate per group: a disjunction of its truths
-            uses = _per_truth(entry.each, max(entry.sizes), of)
+            ends = [0, *accumulate(entry.sizes)]
+            found += [_in_truths(entry.each, entry.each.predicates[a:b], b - a, of)
+                      for a, b in zip(ends, ends[1:])]
+        elif isinstance(entry, Truths):  # one candidate per truth, alike but for its own predicate
+            found.append(_in_truths(entry, tuple(dict.fromkeys(entry.predicates)), 1, of))
         else:
-            uses = _per_truth(entry, 1, of) if isinstance(entry, Truths) else of[entry]
-        found.update(p for p, n in uses.items() if n > 1)
-    return found
+            found.append(of[entry])
+    return {p for uses in found for p, n in uses.items() if n > 1}
 
 # --- FOL rendering -------------------------------------------------------------------
 # ∃ and ∀ are pulled to the front (prenex form: Q X (A ∧ Q' Y B) = Q X Q' Y (A ∧ B) over a
 # non-empty domain); ∄ and ¬ keep their scope, written in place.
 
-_VAR_NAMES = "XYZWVU"
-
-
-class _Vars:
-    def __init__(self):
-        self.n = 0
-
-    def fresh(self) -> str:
-        i, self.n = self.n, self.n + 1
-        return _VAR_NAMES[i] if i < len(_VAR_NAMES) else f"X{i - len(_VAR_NAMES) + 1}"
+def _variables() -> Iterator[str]:
+    """Fresh variable names: X, Y, Z, W, V, U, then X1, X2, ..."""
+    yield from "XYZWVU"
+    yield from (f"X{i}" for i in count(1))
 
 
 def _render(prefix: list[str], conjuncts: list[str]) -> str:
@@ -1095,46 +1044,45 @@ def _render(prefix: list[str], conjuncts: list[str]) -> str:
     return f"{' '.join(prefix)}: {body}" if prefix else body
 
 
-def _attention(node: Attention, var: str, vars: _Vars) -> tuple[list[str], list[str]]:
+def _attention(node: Attention, var: str, names: Iterator[str]) -> tuple[list[str], list[str]]:
+    """The quantifier prefix and the conjuncts of an attention on ``var``."""
     if isinstance(node, Top):
         return [], []
-    if isinstance(node, Filter):
-        prefix, conj = _attention(node.input, var, vars)
-        return prefix, [f"{node.predicate}({var})"] + conj
-    if isinstance(node, Neg):
-        prefix, conj = _attention(node.input, var, vars)
-        inner = _render(prefix, conj)
-        return [], [f"¬{inner}" if not prefix and len(conj) == 1 else f"¬({inner})"]
     if isinstance(node, Conjoin):
-        p1, c1 = _attention(node.left, var, vars)
-        p2, c2 = _attention(node.right, var, vars)
+        p1, c1 = _attention(node.left, var, names)
+        p2, c2 = _attention(node.right, var, names)
         return p1 + p2, c1 + c2
     if isinstance(node, Relate):
-        y = vars.fresh()
-        prefix, conj = _attention(node.input, y, vars)
+        y = next(names)
+        prefix, conj = _attention(node.input, y, names)
         atoms = [a.formula(var, y) for a in node.atoms]
         if node.quantifier is Quantifier.NOT_EXISTS:
             return [], [f"(∄{y}{' ' + ' '.join(prefix) if prefix else ''}: {' ∧ '.join(atoms + conj)})"]
         return [f"{node.quantifier.symbol}{y}"] + prefix, atoms + conj
-    raise ProgramStructureError(f"not an attention node: {node!r:.60}")
+    if not isinstance(node, (Filter, Neg)):
+        raise ProgramStructureError(f"not an attention node: {node!r:.60}")
+    prefix, conj = _attention(node.input, var, names)
+    if isinstance(node, Filter):
+        return prefix, [f"{node.predicate}({var})"] + conj
+    inner = _render(prefix, conj)
+    return [], [f"¬{inner}" if not prefix and len(conj) == 1 else f"¬({inner})"]
 
 
-def _truth(node: Truth, vars: _Vars) -> str:
+def _truth(node: Truth, names: Iterator[str]) -> str:
     if isinstance(node, Aggregate):
-        x = vars.fresh()
-        prefix, conj = _attention(node.input, x, vars)
+        x = next(names)
+        prefix, conj = _attention(node.input, x, names)
         return _render([f"{node.quantifier.symbol}{x}"] + prefix, conj)
     if isinstance(node, Not):
-        return f"¬({_truth(node.input, vars)})"
+        return f"¬({_truth(node.input, names)})"
     if isinstance(node, (And, Or)):
-        op = " ∧ " if isinstance(node, And) else " ∨ "
-        parts = [_truth(t, vars) for t in node.inputs]
-        return parts[0] if len(parts) == 1 else op.join(f"({p})" for p in parts)
+        parts = [_truth(t, names) for t in node.inputs]
+        return parts[0] if len(parts) == 1 else f" {node.symbol} ".join(f"({p})" for p in parts)
     if isinstance(node, (AnyOf, AllOf)):
         q = "∃" if isinstance(node, AnyOf) else "∀"
-        return f"{q}π ∈ {_shown(node.each.predicates)}: {_truth(node.each.generic(), vars)}"
+        return f"{q}π ∈ {_shown(node.each.predicates)}: {_truth(node.each.generic(), names)}"
     if isinstance(node, AllSame):
-        return f"∃π ∈ {_shown(node.predicates)}: {_truth(node._one(_PI), vars)}"
+        return f"∃π ∈ {_shown(node.predicates)}: {_truth(node._one(_PI), names)}"
     raise ProgramStructureError(f"not a truth node: {node!r:.60}")
 
 
@@ -1147,8 +1095,7 @@ def _each_formula(each: Truths) -> str:
 
 def formula(node: Node) -> str:
     """FOL rendering of a truth (closed) or attention (free variable ``X``) node."""
-    vars = _Vars()
+    names = _variables()
     if isinstance(node, Attention):
-        x = vars.fresh()
-        return _render(*_attention(node, x, vars))
-    return _truth(node, vars)
+        return _render(*_attention(node, next(names), names))
+    return _truth(node, names)

@@ -1,5 +1,5 @@
-"""DFOL nodes: structural equality and hashing, and the checks on their predicate tuples
-(which the compiler shares between thousands of nodes, so they are checked and hashed once)."""
+"""DFOL nodes: structural equality and hashing, the checks on their predicate tuples, their
+inputs, their formulas, and the read-once count."""
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -32,20 +32,9 @@ def test_aggregate_each_is_equal_and_hashed_by_content_not_by_tuple_identity(fir
 ])
 def test_aggregate_each_refuses_a_bad_tuple_even_after_a_good_one_of_the_same_look(bad, says):
     good = (Predicate("a"), Predicate("b"))
-    AggregateEach(Quantifier.EXISTS, good, Top())  # memorised by identity
+    AggregateEach(Quantifier.EXISTS, good, Top())
     with pytest.raises(ProgramStructureError, match=says):
         AggregateEach(Quantifier.EXISTS, bad, Top())
-
-
-def test_the_memo_of_checked_tuples_is_bounded_and_still_right_after_clearing(monkeypatch):
-    monkeypatch.setattr(ir, "_KNOWN_TUPLES_MAX", 8)
-    monkeypatch.setattr(ir, "_KNOWN_TUPLES", {})
-    nodes = [AggregateEach(Quantifier.EXISTS, (Predicate(f"p{k}"), Predicate("q")), Top()) for k in range(30)]
-    assert 0 < len(ir._KNOWN_TUPLES) <= 8
-    again = [AggregateEach(Quantifier.EXISTS, (Predicate(f"p{k}"), Predicate("q")), Top()) for k in range(30)]
-    assert [hash(n) for n in nodes] == [hash(n) for n in again] and nodes == again
-    with pytest.raises(ProgramStructureError, match="is binary"):
-        AggregateEach(Quantifier.EXISTS, (Predicate("p1"), Predicate("q", arity=2)), Top())
 
 
 # --- AnyOfGroups (GQA's `common`) ---------------------------------------------------------
@@ -158,3 +147,90 @@ def test_an_all_same_over_two_values_reads_its_input_twice_and_over_one_value_on
     exact = run_engine([two], [tables], dtype=torch.float64, engine=Engine(exact=True))
     assert not bool(fast.exact[0]) and not np.isclose(fast.probs()[0, 0].item(), want, atol=1e-6)
     assert bool(exact.exact[0]) and exact.probs()[0, 0].item() == pytest.approx(want, abs=1e-12)
+
+
+# --- a predicate listed twice among the truths of one formula --------------------------------
+
+def _twice(each_input):
+    red, blue = Predicate("red"), Predicate("blue")
+    return AggregateEach(Quantifier.EXISTS, (red, blue, red), each_input), (red, blue, red)
+
+
+@pytest.mark.parametrize("make", [
+    lambda x: ir.Program.yes_no(ir.AnyOf(_twice(x)[0])),
+    lambda x: ir.Program.yes_no(ir.AllOf(_twice(x)[0])),
+    lambda x: ir.Program.yes_no(ir.AllSame(_twice(x)[1], x)),
+    lambda x: ir.Program.yes_no(ir.AnyOf(ir.Pairwise(_twice(x)[0], _twice(Top())[0]))),
+    lambda x: ir.Program((ir.AnyOfGroups(_twice(x)[0], (3,)),), ("all",)),
+], ids=["AnyOf", "AllOf", "AllSame", "AnyOf-Pairwise", "AnyOfGroups"])
+def test_a_predicate_listed_twice_in_one_formula_repeats_its_atoms(make):
+    """``AnyOf`` over (red, blue, red) is ``r ∨ b ∨ r``: red's atoms are read twice, so the formula
+    is not read-once, the engine does not call its answer exact, and exact mode gives brute
+    force's."""
+    import torch
+
+    from engine_helpers import run_engine
+    from nablafol.engine import Engine
+    from nablafol.testing import brute_force
+    red, blue, cup = Predicate("red"), Predicate("blue"), Predicate("cup")
+    program = make(Filter(cup, Top()))
+    tables = {cup: [0.6, 1.0], red: [0.5, 0.3], blue: [0.2, 0.7]}
+    assert red in program.repeated_predicates()
+    want = brute_force(program, tables)
+    fast = run_engine([program], [tables], dtype=torch.float64)
+    exact = run_engine([program], [tables], dtype=torch.float64, engine=Engine(exact=True))
+    assert not bool(fast.exact[0]) and bool(exact.exact[0])
+    assert exact.probs()[0, :len(want)].tolist() == pytest.approx(want, abs=1e-12)
+
+
+def test_a_predicate_listed_twice_among_candidates_is_read_once():
+    # candidates are separate formulas: each reads red once
+    each, _ = _twice(Top())
+    assert ir.Program((each,), ("a", "b", "c")).read_once
+    assert ir.Program((ir.AnyOfGroups(each, (2, 1)),), ("ab", "c")).read_once
+
+
+def test_a_pairwise_truth_reads_its_own_predicate_on_both_sides():
+    # (∃X: red(X) ∧ cup(X)) ∧ (∃Y: red(Y) ∧ mug(Y)): an object both cup and mug has red read twice
+    red = Predicate("red")
+    pair = ir.Pairwise(AggregateEach(Quantifier.EXISTS, (red,), Filter(Predicate("cup"), Top())),
+                       AggregateEach(Quantifier.EXISTS, (red,), Filter(Predicate("mug"), Top())))
+    assert ir.Program.yes_no(ir.AnyOf(pair)).repeated_predicates() == {red}
+    assert ir.Program((pair,), ("red",)).repeated_predicates() == {red}
+
+
+@pytest.mark.parametrize("node", [n for n in _every_node_class() if isinstance(n, ir.Node)],
+                         ids=lambda node: type(node).__name__)
+def test_a_nodes_inputs_are_its_node_fields_in_order(node):
+    from dataclasses import fields
+    if isinstance(node, ir.AllSame):  # computed from its two parts
+        assert node.children() == (ir.Aggregate(Quantifier.EXISTS, node.input), node.each)
+        return
+    values = [getattr(node, f.name) for f in fields(node)]
+    want = [c for v in values for c in (v if isinstance(v, tuple) else (v,))
+            if isinstance(c, ir.Node)]
+    assert list(node.children()) == want
+
+
+def test_a_negation_is_bracketed_unless_it_negates_one_atom():
+    a, b = Predicate("a"), Predicate("b")
+    assert ir.formula(ir.Neg(Filter(a, Top()))) == "¬a(X)"
+    assert ir.formula(ir.Neg(Filter(a, Filter(b, Top())))) == "¬(a(X) ∧ b(X))"
+    on = Predicate("on", 2)
+    assert ir.formula(ir.Neg(ir.Relate.of(on, Quantifier.EXISTS, Top()))) == "¬(∃Y: on(X, Y))"
+
+
+def test_a_node_kind_the_count_does_not_know_has_every_predicate_below_it_repeated():
+    # its own lowering may read its input any number of times: the engine's analysis decides
+    from dataclasses import dataclass
+
+    @dataclass(frozen=True, eq=True)
+    class Twice(ir.Truth):
+        input: ir.Attention
+
+        def children(self):
+            return (self.input,)
+
+    red = Predicate("red")
+    assert ir.Program.yes_no(Twice(Filter(red, Top()))).repeated_predicates() == {red}
+    assert ir.Program.yes_no(ir.Aggregate(Quantifier.EXISTS, Filter(red, Top()))).read_once
