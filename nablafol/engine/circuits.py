@@ -396,19 +396,22 @@ class Circuit:
 
     def __init__(self, ac: _Arithmetic, outputs: list[tuple[int, int]], positions: np.ndarray, candidates: int):
         self.positions, self.candidates = positions, int(candidates)
-        n_vars = len(positions)
         live = _reachable(ac, [x for pair in outputs for x in pair])
         depth = np.zeros(len(ac.kind), dtype=np.int64)
         for i in live:  # increasing ids: children first
             if ac.kind[i] != _LEAF:
                 depth[i] = 1 + max(depth[c] for c in ac.kids[i])
+        # leaves in three runs: positive literals, negative literals, then the constants log 1 and log 0
         leaves = [i for i in live if ac.kind[i] == _LEAF]
+        positive = [i for i in leaves if i > _ZERO and ac.kids[i][1]]
+        negative = [i for i in leaves if i > _ZERO and not ac.kids[i][1]]
+        constants = [i for i in leaves if i <= _ZERO]
+        leaves = positive + negative + constants
         order = np.full(len(ac.kind), -1, dtype=np.int64)
         order[leaves] = np.arange(len(leaves))
-        # a leaf reads the vector [log 1, log 0, log p_0.., log(1 - p_0)..]: constants, then literals
-        self.leaf_source = np.array([0 if i == _ONE else 1 if i == _ZERO else
-                                     2 + ac.kids[i][0] + (0 if ac.kids[i][1] else n_vars) for i in leaves],
-                                    dtype=np.int64)
+        self.positive = np.array([ac.kids[i][0] for i in positive], dtype=np.int64)  # each one's variable
+        self.negative = np.array([ac.kids[i][0] for i in negative], dtype=np.int64)
+        self.constants = [0.0 if i == _ONE else float("-inf") for i in constants]
         self.layers: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []  # products', sums' children
         placed = len(leaves)
         for d in range(1, int(depth[live].max(initial=0)) + 1):
@@ -426,12 +429,17 @@ class Circuit:
     def __len__(self) -> int:
         return self.size
 
+    def positions_on(self, device: torch.device) -> torch.Tensor:
+        """:attr:`positions` as an index tensor on ``device``, made once."""
+        return self._arrays(device)[-1]
+
     def _arrays(self, device: torch.device):
         got = self._on.get(device)
         if got is None:
             t = lambda a: torch.as_tensor(a, dtype=torch.long, device=device)  # noqa: E731
-            got = self._on[device] = (t(self.leaf_source), [tuple(t(x) for x in layer) for layer in self.layers],
-                                      t(self.outputs))
+            got = self._on[device] = (t(self.positive), t(self.negative),
+                                      [tuple(t(x) for x in layer) for layer in self.layers], t(self.outputs.reshape(-1)),
+                                      t(self.positions))
         return got
 
     def evaluate(self, log_p: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -453,12 +461,17 @@ class Circuit:
         return self._evaluate(log_p)
 
     def _evaluate(self, log_p: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        leaf_source, layers, outputs = self._arrays(log_p.device)
-        b = log_p.shape[0]
-        inputs = torch.cat([log_p.new_tensor([0.0, float("-inf")]).expand(b, 2), log_p, log1mexp(log_p)], dim=1)
+        positive, negative, layers, outputs, _ = self._arrays(log_p.device)
+        b, n_pos, n_neg = log_p.shape[0], len(positive), len(negative)
         values = log_p.new_empty((self.size, b))
-        values[: len(leaf_source)] = inputs.t().index_select(0, leaf_source)
-        at = len(leaf_source)
+        if n_pos:
+            values[:n_pos] = log_p.index_select(1, positive).t()
+        if n_neg:  # the complement of only the variables read negatively
+            values[n_pos: n_pos + n_neg] = log1mexp(log_p.index_select(1, negative)).t()
+        at = n_pos + n_neg
+        for constant in self.constants:
+            values[at] = constant
+            at += 1
         for p_left, p_right, s_left, s_right in layers:
             n_p, n_s = len(p_left), len(s_left)
             if n_p:
@@ -467,7 +480,7 @@ class Circuit:
                 values[at + n_p: at + n_p + n_s] = _log_add_exp(values.index_select(0, s_left),
                                                                values.index_select(0, s_right))
             at += n_p + n_s
-        out = values.index_select(0, outputs.reshape(-1)).t().reshape(b, -1, 2)
+        out = values.index_select(0, outputs).t().reshape(b, -1, 2)
         return out[..., 0], out[..., 1]
 
 
@@ -489,9 +502,13 @@ def _edges(ac: _Arithmetic, nodes: list[int], order: np.ndarray) -> tuple[np.nda
 
 
 def _log_add_exp(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """``log(e^a + e^b)``; two ``-inf`` give ``-inf`` with a zero gradient (``torch.logaddexp``'s is nan)."""
+    """``log(e^a + e^b)``; two ``-inf`` give ``-inf`` with a zero gradient (``torch.logaddexp``'s is
+    nan, and its values differ in the last bit with the batch's length: chunks must equal the whole).
+    Without a gradient to keep, the same operations in place (the same values, fewer buffers)."""
     top = torch.maximum(a, b).detach()
-    top = top.masked_fill(torch.isneginf(top), 0.0)
+    top.masked_fill_(torch.isneginf(top), 0.0)
+    if not (torch.is_grad_enabled() and (a.requires_grad or b.requires_grad)):
+        return a.sub(top).exp_().add_(b.sub(top).exp_()).log_().add_(top)
     total = torch.exp(a - top) + torch.exp(b - top)
     empty = total == 0
     return torch.log(total.masked_fill(empty, 1.0)).masked_fill(empty, float("-inf")) + top
@@ -576,10 +593,15 @@ def _by_question(programs: Sequence[Program], plan, tables, rows: np.ndarray) ->
     """``rows`` grouped by (program, scene size): by identity first (a batch repeats one program
     object), then equal programs merged."""
     sizes = tables.object_mask.sum(1).cpu().numpy()[plan.program_scene[rows]]
+    if not len(rows):
+        return {}
+    if (len(rows) == len(programs) and isinstance(programs, list) and programs.count(programs[0]) == len(rows)
+            and (sizes == sizes[:1]).all()):  # one question (count: a C loop, identity first) over scenes of one size
+        return {(programs[0], int(sizes[0])): rows}
     first: dict = {}
     which = np.fromiter((first.setdefault(id(programs[i]), len(first)) for i in rows), dtype=np.int64, count=len(rows))
-    if len(first) == 1 and (sizes == sizes[:1]).all():  # one question over scenes of one size
-        return {(programs[rows[0]], int(sizes[0])): rows} if len(rows) else {}
+    if len(first) == 1 and (sizes == sizes[:1]).all():
+        return {(programs[rows[0]], int(sizes[0])): rows}
     distinct = [programs[rows[j]] for j in np.unique(which, return_index=True)[1]]
     span = int(sizes.max(initial=0)) + 1
     combined, inverse = np.unique(which * span + sizes, return_inverse=True)
@@ -630,13 +652,19 @@ def answer_by_circuits(cache, jobs: CircuitJobs, width: int, n_objects: int, dty
         circuit = cache(key)
         if circuit is None:
             continue
-        p, c = circuit.evaluate_all(flat[:, torch.as_tensor(circuit.positions, device=flat.device)])
+        p, c = circuit.evaluate_all(flat[:, circuit.positions_on(flat.device)])
         k = circuit.candidates
         rows.append(members)
-        log_p.append(torch.nn.functional.pad(p[:, :k], (0, width - k), value=float("-inf")))
-        log_c.append(torch.nn.functional.pad(c[:, :k], (0, width - k), value=0.0))
-        focus.append(torch.nn.functional.pad(p[:, k:], (0, n_objects - (p.shape[1] - k)), value=float("-inf")))
+        log_p.append(_padded(p[:, :k], width, float("-inf")))
+        log_c.append(_padded(c[:, :k], width, 0.0))
+        focus.append(_padded(p[:, k:], n_objects, float("-inf")))
     if not rows:
         return np.zeros(0, dtype=np.int64), None, None, None
     dtype = dtype_like.dtype
-    return np.concatenate(rows), torch.cat(log_p).to(dtype), torch.cat(log_c).to(dtype), torch.cat(focus).to(dtype)
+    one = lambda parts: (parts[0] if len(parts) == 1 else torch.cat(parts)).to(dtype)  # noqa: E731
+    return np.concatenate(rows) if len(rows) > 1 else rows[0], one(log_p), one(log_c), one(focus)
+
+
+def _padded(t: torch.Tensor, width: int, fill: float) -> torch.Tensor:
+    """``t`` with columns of ``fill`` up to ``width`` (itself when as wide)."""
+    return t if t.shape[1] == width else torch.nn.functional.pad(t, (0, width - t.shape[1]), value=fill)
