@@ -302,6 +302,9 @@ class _Compiler:
     def __init__(self, formulas: _Formulas, max_nodes: int):
         self.f, self.ac = formulas, _Arithmetic(max_nodes)
         self.done: dict[int, tuple[int, int]] = {_TRUE: (_ONE, _ZERO), _FALSE: (_ZERO, _ONE)}
+        # restrictions by (variable, value), kept across decisions: a sub-formula met under several
+        # decisions on one variable is restricted once (restriction is a function of the node alone)
+        self.restricted: dict[tuple[int, bool], dict] = {}
 
     def compile(self, node: int) -> tuple[int, int]:
         """``node``'s (probability, complement) as arithmetic nodes."""
@@ -316,13 +319,24 @@ class _Compiler:
             pos, neg = self.compile(f.kids[node][0])
             got = (neg, pos)
         else:
-            groups = _components([f.mask[g] for g in f.kids[node]])
+            kids = f.kids[node]
+            groups = _components([f.mask[g] for g in kids])
             if len(groups) > 1:
-                parts = [self.compile(f.junction(kind, [f.kids[node][i] for i in g])) for g in groups]
-                got = self._decomposed(kind, parts)
+                got = self._decomposed(kind, [self._connected(kind, [kids[i] for i in g]) for g in groups])
             else:
                 got = self._decided(node)
         self.done[node] = got
+        return got
+
+    def _connected(self, kind: str, kids: list[int]) -> tuple[int, int]:
+        """The ``and`` (or ``or``) of ``kids``, one component already: compiled without
+        looking for components again."""
+        if len(kids) == 1:
+            return self.compile(kids[0])
+        node = self.f.junction(kind, kids)
+        got = self.done.get(node)
+        if got is None:
+            got = self.done[node] = self._decided(node)
         return got
 
     def _decomposed(self, kind: str, parts: list) -> tuple[int, int]:
@@ -352,8 +366,8 @@ class _Compiler:
             if uses > best:
                 v, best = b, uses
             bits ^= low
-        hi = self.compile(f.restrict(node, v, True, {}))
-        lo = self.compile(f.restrict(node, v, False, {}))
+        hi = self.compile(f.restrict(node, v, True, self.restricted.setdefault((v, True), {})))
+        lo = self.compile(f.restrict(node, v, False, self.restricted.setdefault((v, False), {})))
         yes, no = self.ac.literal(v, True), self.ac.literal(v, False)
         ac = self.ac
         return (ac.sum(ac.product(yes, hi[0]), ac.product(no, lo[0])),
@@ -396,11 +410,11 @@ class Circuit:
 
     def __init__(self, ac: _Arithmetic, outputs: list[tuple[int, int]], positions: np.ndarray, candidates: int):
         self.positions, self.candidates = positions, int(candidates)
-        live = _reachable(ac, [x for pair in outputs for x in pair])
-        depth = np.zeros(len(ac.kind), dtype=np.int64)
-        for i in live:  # increasing ids: children first
-            if ac.kind[i] != _LEAF:
-                depth[i] = 1 + max(depth[c] for c in ac.kids[i])
+        live = _reachable(ac, [x for pair in outputs for x in pair])  # increasing ids: children first
+        kind = np.frombuffer("".join(ac.kind[i] for i in live).encode(), dtype=np.uint8)
+        inner = kind != ord(_LEAF)
+        kids = np.asarray([ac.kids[i] for i in live if ac.kind[i] != _LEAF], dtype=np.int64).reshape(-1, 2)
+        depth = _depths(len(ac.kind), live, inner, kids)
         # leaves in three runs: positive literals, negative literals, then the constants log 1 and log 0
         leaves = [i for i in live if ac.kind[i] == _LEAF]
         positive = [i for i in leaves if i > _ZERO and ac.kids[i][1]]
@@ -412,18 +426,19 @@ class Circuit:
         self.positive = np.array([ac.kids[i][0] for i in positive], dtype=np.int64)  # each one's variable
         self.negative = np.array([ac.kids[i][0] for i in negative], dtype=np.int64)
         self.constants = [0.0 if i == _ONE else float("-inf") for i in constants]
-        self.layers: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []  # products', sums' children
-        placed = len(leaves)
-        for d in range(1, int(depth[live].max(initial=0)) + 1):
-            level = [i for i in live if depth[i] == d]
-            products = [i for i in level if ac.kind[i] == _PRODUCT]
-            sums = [i for i in level if ac.kind[i] == _SUM]
-            order[products] = placed + np.arange(len(products))
-            order[sums] = placed + len(products) + np.arange(len(sums))
-            placed += len(level)
-            self.layers.append(_edges(ac, products, order) + _edges(ac, sums, order))
+        # the inner nodes by depth, products before sums within a depth, by id within each
+        nodes, is_sum = np.asarray(live, dtype=np.int64)[inner], kind[inner] == ord(_SUM)
+        rank = np.lexsort((nodes, is_sum, depth))
+        nodes, kids, d, is_sum = nodes[rank], kids[rank], depth[rank], is_sum[rank]
+        order[nodes] = len(leaves) + np.arange(len(nodes))
+        ends = np.searchsorted(d, np.arange(1, int(d.max(initial=0)) + 1), side="right")
+        starts = np.concatenate([[0], ends[:-1]]).astype(np.int64)
+        splits = starts + np.bincount(d[~is_sum], minlength=len(ends) + 1)[1:]  # a depth's products come first
+        edges = order[kids]
+        self.layers: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = [  # products', sums' children
+            (edges[a:m, 0], edges[a:m, 1], edges[m:b, 0], edges[m:b, 1]) for a, m, b in zip(starts, splits, ends)]
         self.outputs = order[np.asarray(outputs, dtype=np.int64).reshape(-1, 2)]
-        self.size = placed
+        self.size = len(leaves) + len(nodes)
         self._on: dict = {}
 
     def __len__(self) -> int:
@@ -485,20 +500,28 @@ class Circuit:
 
 
 def _reachable(ac: _Arithmetic, roots: list[int]) -> list[int]:
-    seen, stack = set(roots), list(roots)
-    while stack:
-        i = stack.pop()
-        for c in ac.kids[i] if ac.kind[i] != _LEAF else ():
-            if c not in seen:
-                seen.add(c)
-                stack.append(c)
-    return sorted(seen)
+    """The nodes below ``roots`` (themselves included), by increasing id: a sweep down the ids,
+    since every node's children have smaller ids than itself."""
+    seen = bytearray(len(ac.kind))
+    for r in roots:
+        seen[r] = 1
+    kinds, kids = ac.kind, ac.kids
+    for i in range(len(seen) - 1, -1, -1):
+        if seen[i] and kinds[i] != _LEAF:
+            a, b = kids[i]
+            seen[a] = seen[b] = 1
+    return [i for i, x in enumerate(seen) if x]
 
 
-def _edges(ac: _Arithmetic, nodes: list[int], order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The two children of each of one layer's nodes (every sum and product is binary), in the circuit's order."""
-    kids = np.asarray([ac.kids[i] for i in nodes], dtype=np.int64).reshape(-1, 2)
-    return order[kids[:, 0]], order[kids[:, 1]]
+def _depths(n: int, live: list[int], inner: np.ndarray, kids: np.ndarray) -> np.ndarray:
+    """The depth of each inner node of ``live`` (in that order; leaves are depth 0): one past its
+    deeper child's."""
+    depth = [0] * n
+    inner_nodes = [i for i, x in zip(live, inner.tolist()) if x]
+    for i, (a, b) in zip(inner_nodes, kids.tolist()):
+        da, db = depth[a], depth[b]
+        depth[i] = 1 + (da if da > db else db)
+    return np.asarray([depth[i] for i in inner_nodes], dtype=np.int64)
 
 
 def _log_add_exp(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
