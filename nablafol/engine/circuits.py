@@ -169,8 +169,10 @@ class _Formulas:
             got = _TRUE if value else _FALSE
         elif kind == _NOT:
             got = self.neg(self.restrict(self.kids[f][0], v, value, memo))
-        else:
-            got = self.junction(kind, [self.restrict(g, v, value, memo) for g in self.kids[f]])
+        else:  # children without v are kept as they are (no call)
+            mask = self.mask
+            got = self.junction(kind, [self.restrict(g, v, value, memo) if mask[g] >> v & 1 else g
+                                       for g in self.kids[f]])
         memo[f] = got
         return got
 
@@ -286,16 +288,16 @@ class _Arithmetic:
         return self._node(_LEAF, (v, positive))
 
     def product(self, a: int, b: int) -> int:
-        if _ZERO in (a, b):
+        if a == _ZERO or b == _ZERO:
             return _ZERO
-        if _ONE in (a, b):
+        if a == _ONE or b == _ONE:
             return b if a == _ONE else a
-        return self._node(_PRODUCT, (min(a, b), max(a, b)))
+        return self._node(_PRODUCT, (a, b) if a < b else (b, a))
 
     def sum(self, a: int, b: int) -> int:
-        if _ZERO in (a, b):
+        if a == _ZERO or b == _ZERO:
             return b if a == _ZERO else a
-        return self._node(_SUM, (min(a, b), max(a, b)))
+        return self._node(_SUM, (a, b) if a < b else (b, a))
 
 
 class _Compiler:
