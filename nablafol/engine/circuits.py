@@ -598,9 +598,7 @@ class CircuitJobs:
         self.log_p: list[torch.Tensor] = []
         for (program, n), members in _by_question(programs, plan, tables, rows).items():
             flat = _flat_tables(program, n, plan, tables, members)
-            codes = torch.full(flat.shape, UNCERTAIN_ATOM, dtype=torch.uint8, device=flat.device)
-            codes = codes.masked_fill(flat.detach() == 0, TRUE_ATOM).masked_fill(torch.isneginf(flat.detach()), FALSE_ATOM)
-            patterns, which = _distinct_rows(codes.cpu().numpy())
+            patterns, which = _distinct_rows(_codes(flat.detach()))
             for u, pattern in enumerate(patterns):
                 mine = np.nonzero(which == u)[0]
                 self.keys.append((program, n, pattern.tobytes()))
@@ -646,9 +644,24 @@ def _flat_tables(program: Program, n: int, plan, tables, members: np.ndarray) ->
     parts = []
     for p in program.predicates():
         keys, table = (plan.unary_keys, tables.unary) if p.arity == 1 else (plan.binary_keys, tables.binary)
-        at = torch.as_tensor(np.searchsorted(keys, scenes + pid[p]), device=table.device)
-        parts.append(table[at][(slice(None),) + (slice(0, n),) * p.arity].reshape(len(members), -1))
+        at = np.searchsorted(keys, scenes + pid[p])
+        if len(at) and at[-1] - at[0] == len(at) - 1 and (np.diff(at) == 1).all():  # consecutive rows: a view
+            rows = table[int(at[0]): int(at[-1]) + 1]
+        else:
+            rows = table[torch.as_tensor(at, device=table.device)]
+        parts.append(rows[(slice(None),) + (slice(0, n),) * p.arity].reshape(len(members), -1))
     return torch.cat(parts, 1) if parts else tables.object_mask.new_zeros((len(members), 0), dtype=tables.dtype)
+
+
+def _codes(log_p: torch.Tensor) -> np.ndarray:
+    """The certainty pattern (``uint8`` codes, numpy) of log-probabilities: 0 is certainly true,
+    ``-inf`` certainly false."""
+    x = log_p.cpu()
+    x = (x.float() if x.dtype == torch.bfloat16 else x).numpy()  # numpy has no bfloat16
+    codes = np.full(x.shape, UNCERTAIN_ATOM, dtype=np.uint8)
+    codes[x == 0] = TRUE_ATOM
+    codes[x == -np.inf] = FALSE_ATOM
+    return codes
 
 
 def _distinct_rows(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
