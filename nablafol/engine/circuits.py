@@ -656,8 +656,10 @@ def _flat_tables(program: Program, n: int, plan, tables, members: np.ndarray) ->
 def _codes(log_p: torch.Tensor) -> np.ndarray:
     """The certainty pattern (``uint8`` codes, numpy) of log-probabilities: 0 is certainly true,
     ``-inf`` certainly false."""
-    x = log_p.cpu()
-    x = (x.float() if x.dtype == torch.bfloat16 else x).numpy()  # numpy has no bfloat16
+    if log_p.device.type != "cpu":  # coded where the values are: a quarter (or an eighth) of the bytes to copy
+        codes = torch.full(log_p.shape, UNCERTAIN_ATOM, dtype=torch.uint8, device=log_p.device)
+        return codes.masked_fill_(log_p == 0, TRUE_ATOM).masked_fill_(torch.isneginf(log_p), FALSE_ATOM).cpu().numpy()
+    x = (log_p.float() if log_p.dtype == torch.bfloat16 else log_p).numpy()  # numpy has no bfloat16
     codes = np.full(x.shape, UNCERTAIN_ATOM, dtype=np.uint8)
     codes[x == 0] = TRUE_ATOM
     codes[x == -np.inf] = FALSE_ATOM
