@@ -34,8 +34,8 @@ from typing import Mapping, Sequence
 import numpy as np
 import torch
 
-from nablafol.ir import (Aggregate, And, Conjoin, Filter, Neg, Node, Not, Or, Predicate, Program, Quantifier, Relate,
-                         Shorthand, Top)
+from nablafol.ir import (AllOf, AllSame, Aggregate, AggregateEach, And, AnyOf, AnyOfGroups, Conjoin, Filter, Neg, Node,
+                         Not, Or, Pairwise, Predicate, Program, Quantifier, Relate, Shorthand, Top, Truths)
 from nablafol.engine.planning import request_key
 from nablafol.errors import ProbabilityError, ProgramStructureError
 
@@ -130,16 +130,36 @@ class _Evaluation:
         key = ("leaf", p, reverse)
         if key in self.memo:
             return self.memo[key]
-        v = self.leaves.get(p)
-        if v is None:
-            v = np.broadcast_to(self.scene.tables[p], (self.worlds,) + self.scene.tables[p].shape)
-        lo, hi = v if isinstance(v, tuple) else (v, v)
+        lo, hi = self._values(p)
         if reverse:
             lo, hi = np.swapaxes(lo, 1, 2), np.swapaxes(hi, 1, 2)
         ids = self.scene.ids[p].T if reverse else self.scene.ids[p]
         item = self._made(key, lo, hi, lambda: _one_hot(ids, len(self.scene.probs)))
         self.memo[key] = item
         return item
+
+    def _values(self, p: Predicate) -> tuple[np.ndarray, np.ndarray]:
+        """The lower and upper values of ``p``'s atoms in the worlds, ``(W,) + table shape``."""
+        v = self.leaves.get(p)
+        if v is None:
+            v = np.broadcast_to(self.scene.tables[p], (self.worlds,) + self.scene.tables[p].shape)
+        return v if isinstance(v, tuple) else (v, v)
+
+    def leaves_of(self, predicates: tuple[Predicate, ...], key) -> _Item:
+        """The unary ``predicates`` side by side: ``(W, V, N)``, support ``(V, N, A)``."""
+        if key in self.memo:
+            return self.memo[key]
+        values = [self._values(p) for p in predicates]
+        lo, hi = np.stack([v[0] for v in values], 1), np.stack([v[1] for v in values], 1)
+        ids = np.stack([self.scene.ids[p] for p in predicates])
+        item = self.memo[key] = self._made(key, lo, hi, lambda: _one_hot(ids, len(self.scene.probs)))
+        return item
+
+    def lifted(self, item: _Item, key) -> _Item:
+        """``item`` with an axis of length one after the worlds' (its support's first axis too)."""
+        if self.learning:
+            self.supports[key] = self.supports[item.key][None]
+        return _Item(item.lo[:, None], item.hi[:, None], key)
 
     # -- connectives -----------------------------------------------------------------------
     def both(self, key, a: _Item, b: _Item) -> _Item:
@@ -209,10 +229,7 @@ class _Evaluation:
             rel = self.leaf(node.atoms[0].predicate, node.atoms[0].reverse)
             for j, atom in enumerate(node.atoms[1:]):
                 rel = self.both((node, "atoms", j), rel, self.leaf(atom.predicate, atom.reverse))
-            y = self.attention(node.input)
-            y_row = _Item(y.lo[:, None, :], y.hi[:, None, :], (node, "input"))
-            if self.learning:
-                self.supports[y_row.key] = self.supports[y.key][None]
+            y_row = self.lifted(self.attention(node.input), (node, "input"))
             terms = self.both((node, "terms"), rel, y_row)  # (W, N_x, N_y)
             out = self.quantified(node, terms, node.quantifier)
         else:
@@ -220,17 +237,73 @@ class _Evaluation:
         self.memo[node] = out
         return out
 
+    def candidates(self, program: Program) -> _Item:
+        """``(W, K)``: every candidate of ``program``; the truths of a :class:`Truths` node at once."""
+        items = [self.each(c) if isinstance(c, Truths) else self.lifted(self.truth(c), (c, "candidate"))
+                 for c in program.candidates]
+        if len(items) == 1:
+            return items[0]
+        return _Item(np.concatenate([i.lo for i in items], 1), np.concatenate([i.hi for i in items], 1), None)
+
+    def each(self, node: Truths) -> _Item:
+        """``(W, V)``: the truths of ``node`` side by side, every value in one pass (the same
+        rules, on the same inputs, as its truths one by one)."""
+        if node in self.memo:
+            return self.memo[node]
+        if isinstance(node, AggregateEach):  # A_q(Filter_π[α]), or A_q(α ⊙ Neg[Filter_π[1]])
+            x_row = self.lifted(self.attention(node.input), (node, "input"))  # (W, 1, N)
+            leaves = self.leaves_of(node.predicates, (node, "leaves"))  # (W, V, N)
+            if node.negate:
+                top = self.lifted(self.attention(Top()), (node, "top"))
+                lacks = self.negated((node, "lacks"), self.both((node, "has"), leaves, top))
+                body = self.both((node, "body"), x_row, lacks)
+            else:
+                body = self.both((node, "body"), leaves, x_row)
+            out = self.quantified(node, body, node.quantifier)
+        elif isinstance(node, Pairwise):  # a_k ∧ b_k
+            out = self.quantified(node, self.side_by_side((node, "terms"), [self.each(node.left), self.each(node.right)]),
+                                  Quantifier.FORALL)
+        elif isinstance(node, AnyOfGroups):  # ∨ over each group, padded with false terms (their own groups)
+            inner, sizes = self.each(node.each), np.asarray(node.sizes)
+            at = np.cumsum(sizes) - sizes
+            index = at[:, None] + np.arange(sizes.max())[None, :]
+            valid = np.arange(sizes.max())[None, :] < sizes[:, None]  # (G, T)
+            index = np.where(valid, index, 0)
+            key = (node, "terms")
+            if self.learning:
+                self.supports[key] = self.supports[inner.key][index] & valid[..., None]
+            terms = _Item(np.where(valid, inner.lo[:, index], 0.0), np.where(valid, inner.hi[:, index], 0.0), key)
+            out = self.quantified(node, terms, Quantifier.EXISTS)
+        else:
+            raise ProgramStructureError(f"no bounds for truths node {type(node).__name__}")
+        self.memo[node] = out
+        return out
+
+    def side_by_side(self, key, items: Sequence[_Item]) -> _Item:
+        """``(W, V)`` items as the terms of ``V`` groups: ``(W, V, T)``, support ``(V, T, A)``."""
+        if self.learning:
+            self.supports[key] = np.stack([self.support(i.key) for i in items], 1)
+        return _Item(np.stack([i.lo for i in items], -1), np.stack([i.hi for i in items], -1), key)
+
     def truth(self, node: Node) -> _Item:
         """``(W,)``."""
+        if node in self.memo:
+            return self.memo[node]
+        if isinstance(node, (AnyOf, AllOf, AllSame)):  # over a Truths node: its truths at once
+            if isinstance(node, AllSame):  # ∃π ∄X: α(X) ∧ ¬π(X)
+                each = self.negated((node, "none lacks"), self.each(node.each))
+            else:
+                each = self.each(node.each)
+            q = Quantifier.FORALL if isinstance(node, AllOf) else Quantifier.EXISTS
+            out = self._squeezed(self.quantified((node, "grouped"), self.lifted(each, (node, "terms")), q), node)
+            self.memo[node] = out
+            return out
         if isinstance(node, Shorthand):
             node = node.expanded()
         if node in self.memo:
             return self.memo[node]
         if isinstance(node, Aggregate):
-            x = self.attention(node.input)
-            terms = _Item(x.lo[:, None, :], x.hi[:, None, :], (node, "terms"))
-            if self.learning:
-                self.supports[terms.key] = self.supports[x.key][None]
+            terms = self.lifted(self.attention(node.input), (node, "terms"))
             out = self._squeezed(self.quantified((node, "grouped"), terms, node.quantifier), node)
         elif isinstance(node, Not):
             out = self.negated(node, self.truth(node.input))
@@ -281,8 +354,7 @@ def _prior(program: Program, scene: _Scene):
     leaves = {p: (np.stack([(t >= 1).astype(np.float64), t]), np.stack([(t > 0).astype(np.float64), t]))
               for p, t in scene.tables.items()}
     ev = _Evaluation(scene, leaves, keep, None, {})
-    items = [ev.truth(t) for t in program.truths()]
-    return ev, items
+    return ev, ev.candidates(program)
 
 
 def shared_atoms(program: Program, tables: Mapping, n_objects: int | None = None) -> np.ndarray:
@@ -311,14 +383,14 @@ def program_bounds(program: Program, tables: Mapping, n_objects: int | None = No
     prior, items = _prior(program, scene)
     expand = _ranked(prior.shared_count, scene.probs)[:budget]
     if not expand.size:
-        return _clipped(np.array([i.lo[1] for i in items]), np.array([i.hi[1] for i in items]))
+        return _clipped(items.lo[1].copy(), items.hi[1].copy())
     keep = np.ones(len(scene.probs), dtype=bool)
     keep[expand] = False
     owner = _owners(scene, expand)
     decisions: dict = {}
     k = expand.size
-    lower = np.zeros(len(items))
-    upper = np.zeros(len(items))
+    lower = np.zeros(items.lo.shape[1])
+    upper = np.zeros(items.lo.shape[1])
     for start in range(0, 1 << k, WORLDS_PER_PASS):
         world = np.arange(start, min(1 << k, start + WORLDS_PER_PASS))
         bits = ((world[:, None] >> np.arange(k)[None, :]) & 1).astype(bool)  # (W, k)
@@ -329,11 +401,9 @@ def program_bounds(program: Program, tables: Mapping, n_objects: int | None = No
             v = np.broadcast_to(scene.tables[pred], (len(world),) + scene.tables[pred].shape).copy()
             v[(slice(None),) + index] = bits[:, atoms]
             leaves[pred] = v
-        ev = _Evaluation(scene, leaves, keep, prior.supports, decisions)
-        for j, t in enumerate(program.truths()):
-            item = ev.truth(t)
-            lower[j] += weight @ item.lo
-            upper[j] += weight @ item.hi
+        item = _Evaluation(scene, leaves, keep, prior.supports, decisions).candidates(program)
+        lower += weight @ item.lo
+        upper += weight @ item.hi
     return _clipped(lower, upper)
 
 

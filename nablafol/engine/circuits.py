@@ -171,8 +171,10 @@ class _Formulas:
             got = _TRUE if value else _FALSE
         elif kind == _NOT:
             got = self.neg(self.restrict(self.kids[f][0], v, value, memo))
-        else:
-            got = self.junction(kind, [self.restrict(g, v, value, memo) for g in self.kids[f]])
+        else:  # children without v are kept as they are (no call)
+            mask = self.mask
+            got = self.junction(kind, [self.restrict(g, v, value, memo) if mask[g] >> v & 1 else g
+                                       for g in self.kids[f]])
         memo[f] = got
         return got
 
@@ -292,22 +294,25 @@ class _Arithmetic:
         return self._node(_LEAF, (v, positive))
 
     def product(self, a: int, b: int) -> int:
-        if _ZERO in (a, b):
+        if a == _ZERO or b == _ZERO:
             return _ZERO
-        if _ONE in (a, b):
+        if a == _ONE or b == _ONE:
             return b if a == _ONE else a
-        return self._node(_PRODUCT, (min(a, b), max(a, b)))
+        return self._node(_PRODUCT, (a, b) if a < b else (b, a))
 
     def sum(self, a: int, b: int) -> int:
-        if _ZERO in (a, b):
+        if a == _ZERO or b == _ZERO:
             return b if a == _ZERO else a
-        return self._node(_SUM, (min(a, b), max(a, b)))
+        return self._node(_SUM, (a, b) if a < b else (b, a))
 
 
 class _Compiler:
     def __init__(self, formulas: _Formulas, max_nodes: int):
         self.f, self.ac = formulas, _Arithmetic(max_nodes)
         self.done: dict[int, tuple[int, int]] = {_TRUE: (_ONE, _ZERO), _FALSE: (_ZERO, _ONE)}
+        # restrictions by (variable, value), kept across decisions: a sub-formula met under several
+        # decisions on one variable is restricted once (restriction is a function of the node alone)
+        self.restricted: dict[tuple[int, bool], dict] = {}
 
     def compile(self, node: int) -> tuple[int, int]:
         """``node``'s (probability, complement) as arithmetic nodes."""
@@ -322,13 +327,24 @@ class _Compiler:
             pos, neg = self.compile(f.kids[node][0])
             got = (neg, pos)
         else:
-            groups = _components([f.mask[g] for g in f.kids[node]])
+            kids = f.kids[node]
+            groups = _components([f.mask[g] for g in kids])
             if len(groups) > 1:
-                parts = [self.compile(f.junction(kind, [f.kids[node][i] for i in g])) for g in groups]
-                got = self._decomposed(kind, parts)
+                got = self._decomposed(kind, [self._connected(kind, [kids[i] for i in g]) for g in groups])
             else:
                 got = self._decided(node)
         self.done[node] = got
+        return got
+
+    def _connected(self, kind: str, kids: list[int]) -> tuple[int, int]:
+        """The ``and`` (or ``or``) of ``kids``, one component already: compiled without
+        looking for components again."""
+        if len(kids) == 1:
+            return self.compile(kids[0])
+        node = self.f.junction(kind, kids)
+        got = self.done.get(node)
+        if got is None:
+            got = self.done[node] = self._decided(node)
         return got
 
     def _decomposed(self, kind: str, parts: list) -> tuple[int, int]:
@@ -358,8 +374,8 @@ class _Compiler:
             if uses > best:
                 v, best = b, uses
             bits ^= low
-        hi = self.compile(f.restrict(node, v, True, {}))
-        lo = self.compile(f.restrict(node, v, False, {}))
+        hi = self.compile(f.restrict(node, v, True, self.restricted.setdefault((v, True), {})))
+        lo = self.compile(f.restrict(node, v, False, self.restricted.setdefault((v, False), {})))
         yes, no = self.ac.literal(v, True), self.ac.literal(v, False)
         ac = self.ac
         return (ac.sum(ac.product(yes, hi[0]), ac.product(no, lo[0])),
@@ -402,42 +418,51 @@ class Circuit:
 
     def __init__(self, ac: _Arithmetic, outputs: list[tuple[int, int]], positions: np.ndarray, candidates: int):
         self.positions, self.candidates = positions, int(candidates)
-        n_vars = len(positions)
-        live = _reachable(ac, [x for pair in outputs for x in pair])
-        depth = np.zeros(len(ac.kind), dtype=np.int64)
-        for i in live:  # increasing ids: children first
-            if ac.kind[i] != _LEAF:
-                depth[i] = 1 + max(depth[c] for c in ac.kids[i])
+        live = _reachable(ac, [x for pair in outputs for x in pair])  # increasing ids: children first
+        kind = np.frombuffer("".join(ac.kind[i] for i in live).encode(), dtype=np.uint8)
+        inner = kind != ord(_LEAF)
+        kids = np.asarray([ac.kids[i] for i in live if ac.kind[i] != _LEAF], dtype=np.int64).reshape(-1, 2)
+        depth = _depths(len(ac.kind), live, inner, kids)
+        # leaves in three runs: positive literals, negative literals, then the constants log 1 and log 0
         leaves = [i for i in live if ac.kind[i] == _LEAF]
+        positive = [i for i in leaves if i > _ZERO and ac.kids[i][1]]
+        negative = [i for i in leaves if i > _ZERO and not ac.kids[i][1]]
+        constants = [i for i in leaves if i <= _ZERO]
+        leaves = positive + negative + constants
         order = np.full(len(ac.kind), -1, dtype=np.int64)
         order[leaves] = np.arange(len(leaves))
-        # a leaf reads the vector [log 1, log 0, log p_0.., log(1 - p_0)..]: constants, then literals
-        self.leaf_source = np.array([0 if i == _ONE else 1 if i == _ZERO else
-                                     2 + ac.kids[i][0] + (0 if ac.kids[i][1] else n_vars) for i in leaves],
-                                    dtype=np.int64)
-        self.layers: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []  # products', sums' children
-        placed = len(leaves)
-        for d in range(1, int(depth[live].max(initial=0)) + 1):
-            level = [i for i in live if depth[i] == d]
-            products = [i for i in level if ac.kind[i] == _PRODUCT]
-            sums = [i for i in level if ac.kind[i] == _SUM]
-            order[products] = placed + np.arange(len(products))
-            order[sums] = placed + len(products) + np.arange(len(sums))
-            placed += len(level)
-            self.layers.append(_edges(ac, products, order) + _edges(ac, sums, order))
+        self.positive = np.array([ac.kids[i][0] for i in positive], dtype=np.int64)  # each one's variable
+        self.negative = np.array([ac.kids[i][0] for i in negative], dtype=np.int64)
+        self.constants = [0.0 if i == _ONE else float("-inf") for i in constants]
+        # the inner nodes by depth, products before sums within a depth, by id within each
+        nodes, is_sum = np.asarray(live, dtype=np.int64)[inner], kind[inner] == ord(_SUM)
+        rank = np.lexsort((nodes, is_sum, depth))
+        nodes, kids, d, is_sum = nodes[rank], kids[rank], depth[rank], is_sum[rank]
+        order[nodes] = len(leaves) + np.arange(len(nodes))
+        ends = np.searchsorted(d, np.arange(1, int(d.max(initial=0)) + 1), side="right")
+        starts = np.concatenate([[0], ends[:-1]]).astype(np.int64)
+        splits = starts + np.bincount(d[~is_sum], minlength=len(ends) + 1)[1:]  # a depth's products come first
+        edges = order[kids]
+        self.layers: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = [  # products', sums' children
+            (edges[a:m, 0], edges[a:m, 1], edges[m:b, 0], edges[m:b, 1]) for a, m, b in zip(starts, splits, ends)]
         self.outputs = order[np.asarray(outputs, dtype=np.int64).reshape(-1, 2)]
-        self.size = placed
+        self.size = len(leaves) + len(nodes)
         self._on: dict = {}
 
     def __len__(self) -> int:
         return self.size
 
+    def positions_on(self, device: torch.device) -> torch.Tensor:
+        """:attr:`positions` as an index tensor on ``device``, made once."""
+        return self._arrays(device)[-1]
+
     def _arrays(self, device: torch.device):
         got = self._on.get(device)
         if got is None:
             t = lambda a: torch.as_tensor(a, dtype=torch.long, device=device)  # noqa: E731
-            got = self._on[device] = (t(self.leaf_source), [tuple(t(x) for x in layer) for layer in self.layers],
-                                      t(self.outputs))
+            got = self._on[device] = (t(self.positive), t(self.negative),
+                                      [tuple(t(x) for x in layer) for layer in self.layers], t(self.outputs.reshape(-1)),
+                                      t(self.positions))
         return got
 
     def evaluate(self, log_p: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -459,12 +484,17 @@ class Circuit:
         return self._evaluate(log_p)
 
     def _evaluate(self, log_p: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        leaf_source, layers, outputs = self._arrays(log_p.device)
-        b = log_p.shape[0]
-        inputs = torch.cat([log_p.new_tensor([0.0, float("-inf")]).expand(b, 2), log_p, log1mexp(log_p)], dim=1)
+        positive, negative, layers, outputs, _ = self._arrays(log_p.device)
+        b, n_pos, n_neg = log_p.shape[0], len(positive), len(negative)
         values = log_p.new_empty((self.size, b))
-        values[: len(leaf_source)] = inputs.t().index_select(0, leaf_source)
-        at = len(leaf_source)
+        if n_pos:
+            values[:n_pos] = log_p.index_select(1, positive).t()
+        if n_neg:  # the complement of only the variables read negatively
+            values[n_pos: n_pos + n_neg] = log1mexp(log_p.index_select(1, negative)).t()
+        at = n_pos + n_neg
+        for constant in self.constants:
+            values[at] = constant
+            at += 1
         for p_left, p_right, s_left, s_right in layers:
             n_p, n_s = len(p_left), len(s_left)
             if n_p:
@@ -473,31 +503,43 @@ class Circuit:
                 values[at + n_p: at + n_p + n_s] = _log_add_exp(values.index_select(0, s_left),
                                                                values.index_select(0, s_right))
             at += n_p + n_s
-        out = values.index_select(0, outputs.reshape(-1)).t().reshape(b, -1, 2)
+        out = values.index_select(0, outputs).t().reshape(b, -1, 2)
         return out[..., 0], out[..., 1]
 
 
 def _reachable(ac: _Arithmetic, roots: list[int]) -> list[int]:
-    seen, stack = set(roots), list(roots)
-    while stack:
-        i = stack.pop()
-        for c in ac.kids[i] if ac.kind[i] != _LEAF else ():
-            if c not in seen:
-                seen.add(c)
-                stack.append(c)
-    return sorted(seen)
+    """The nodes below ``roots`` (themselves included), by increasing id: a sweep down the ids,
+    since every node's children have smaller ids than itself."""
+    seen = bytearray(len(ac.kind))
+    for r in roots:
+        seen[r] = 1
+    kinds, kids = ac.kind, ac.kids
+    for i in range(len(seen) - 1, -1, -1):
+        if seen[i] and kinds[i] != _LEAF:
+            a, b = kids[i]
+            seen[a] = seen[b] = 1
+    return [i for i, x in enumerate(seen) if x]
 
 
-def _edges(ac: _Arithmetic, nodes: list[int], order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The two children of each of one layer's nodes (every sum and product is binary), in the circuit's order."""
-    kids = np.asarray([ac.kids[i] for i in nodes], dtype=np.int64).reshape(-1, 2)
-    return order[kids[:, 0]], order[kids[:, 1]]
+def _depths(n: int, live: list[int], inner: np.ndarray, kids: np.ndarray) -> np.ndarray:
+    """The depth of each inner node of ``live`` (in that order; leaves are depth 0): one past its
+    deeper child's."""
+    depth = [0] * n
+    inner_nodes = [i for i, x in zip(live, inner.tolist()) if x]
+    for i, (a, b) in zip(inner_nodes, kids.tolist()):
+        da, db = depth[a], depth[b]
+        depth[i] = 1 + (da if da > db else db)
+    return np.asarray([depth[i] for i in inner_nodes], dtype=np.int64)
 
 
 def _log_add_exp(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """``log(e^a + e^b)``; two ``-inf`` give ``-inf`` with a zero gradient (``torch.logaddexp``'s is nan)."""
+    """``log(e^a + e^b)``; two ``-inf`` give ``-inf`` with a zero gradient (``torch.logaddexp``'s is
+    nan, and its values differ in the last bit with the batch's length: chunks must equal the whole).
+    Without a gradient to keep, the same operations in place (the same values, fewer buffers)."""
     top = torch.maximum(a, b).detach()
-    top = top.masked_fill(torch.isneginf(top), 0.0)
+    top.masked_fill_(torch.isneginf(top), 0.0)
+    if not (torch.is_grad_enabled() and (a.requires_grad or b.requires_grad)):
+        return a.sub(top).exp_().add_(b.sub(top).exp_()).log_().add_(top)
     total = torch.exp(a - top) + torch.exp(b - top)
     empty = total == 0
     return torch.log(total.masked_fill(empty, 1.0)).masked_fill(empty, float("-inf")) + top
@@ -562,9 +604,7 @@ class CircuitJobs:
         self.log_p: list[torch.Tensor] = []
         for (program, n), members in _by_question(programs, plan, tables, rows).items():
             flat = _flat_tables(program, n, plan, tables, members)
-            codes = torch.full(flat.shape, UNCERTAIN_ATOM, dtype=torch.uint8, device=flat.device)
-            codes = codes.masked_fill(flat.detach() == 0, TRUE_ATOM).masked_fill(torch.isneginf(flat.detach()), FALSE_ATOM)
-            patterns, which = _distinct_rows(codes.cpu().numpy())
+            patterns, which = _distinct_rows(_codes(flat.detach()))
             for u, pattern in enumerate(patterns):
                 mine = np.nonzero(which == u)[0]
                 self.keys.append((program, n, pattern.tobytes()))
@@ -582,10 +622,15 @@ def _by_question(programs: Sequence[Program], plan, tables, rows: np.ndarray) ->
     """``rows`` grouped by (program, scene size): by identity first (a batch repeats one program
     object), then equal programs merged."""
     sizes = tables.object_mask.sum(1).cpu().numpy()[plan.program_scene[rows]]
+    if not len(rows):
+        return {}
+    if (len(rows) == len(programs) and isinstance(programs, list) and programs.count(programs[0]) == len(rows)
+            and (sizes == sizes[:1]).all()):  # one question (count: a C loop, identity first) over scenes of one size
+        return {(programs[0], int(sizes[0])): rows}
     first: dict = {}
     which = np.fromiter((first.setdefault(id(programs[i]), len(first)) for i in rows), dtype=np.int64, count=len(rows))
-    if len(first) == 1 and (sizes == sizes[:1]).all():  # one question over scenes of one size
-        return {(programs[rows[0]], int(sizes[0])): rows} if len(rows) else {}
+    if len(first) == 1 and (sizes == sizes[:1]).all():
+        return {(programs[rows[0]], int(sizes[0])): rows}
     distinct = [programs[rows[j]] for j in np.unique(which, return_index=True)[1]]
     span = int(sizes.max(initial=0)) + 1
     combined, inverse = np.unique(which * span + sizes, return_inverse=True)
@@ -604,10 +649,26 @@ def _flat_tables(program: Program, n: int, plan, tables, members: np.ndarray) ->
     parts = []
     for p in program.predicates():
         keys, table = (plan.unary_keys, tables.unary) if p.arity == 1 else (plan.binary_keys, tables.binary)
-        rows = np.searchsorted(keys, request_key(scenes, pid[p], len(plan.predicates)))
-        at = torch.as_tensor(rows, device=table.device)
-        parts.append(table[at][(slice(None),) + (slice(0, n),) * p.arity].reshape(len(members), -1))
+        at = np.searchsorted(keys, request_key(scenes, pid[p], len(plan.predicates)))
+        if len(at) and at[-1] - at[0] == len(at) - 1 and (np.diff(at) == 1).all():  # consecutive rows: a view
+            rows = table[int(at[0]): int(at[-1]) + 1]
+        else:
+            rows = table[torch.as_tensor(at, device=table.device)]
+        parts.append(rows[(slice(None),) + (slice(0, n),) * p.arity].reshape(len(members), -1))
     return torch.cat(parts, 1) if parts else tables.object_mask.new_zeros((len(members), 0), dtype=tables.dtype)
+
+
+def _codes(log_p: torch.Tensor) -> np.ndarray:
+    """The certainty pattern (``uint8`` codes, numpy) of log-probabilities: 0 is certainly true,
+    ``-inf`` certainly false."""
+    if log_p.device.type != "cpu":  # coded where the values are: a quarter (or an eighth) of the bytes to copy
+        codes = torch.full(log_p.shape, UNCERTAIN_ATOM, dtype=torch.uint8, device=log_p.device)
+        return codes.masked_fill_(log_p == 0, TRUE_ATOM).masked_fill_(torch.isneginf(log_p), FALSE_ATOM).cpu().numpy()
+    x = (log_p.float() if log_p.dtype == torch.bfloat16 else log_p).numpy()  # numpy has no bfloat16
+    codes = np.full(x.shape, UNCERTAIN_ATOM, dtype=np.uint8)
+    codes[x == 0] = TRUE_ATOM
+    codes[x == -np.inf] = FALSE_ATOM
+    return codes
 
 
 def _distinct_rows(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -636,13 +697,19 @@ def answer_by_circuits(cache, jobs: CircuitJobs, width: int, n_objects: int, dty
         circuit = cache(key)
         if circuit is None:
             continue
-        p, c = circuit.evaluate_all(flat[:, torch.as_tensor(circuit.positions, device=flat.device)])
+        p, c = circuit.evaluate_all(flat[:, circuit.positions_on(flat.device)])
         k = circuit.candidates
         rows.append(members)
-        log_p.append(torch.nn.functional.pad(p[:, :k], (0, width - k), value=float("-inf")))
-        log_c.append(torch.nn.functional.pad(c[:, :k], (0, width - k), value=0.0))
-        focus.append(torch.nn.functional.pad(p[:, k:], (0, n_objects - (p.shape[1] - k)), value=float("-inf")))
+        log_p.append(_padded(p[:, :k], width, float("-inf")))
+        log_c.append(_padded(c[:, :k], width, 0.0))
+        focus.append(_padded(p[:, k:], n_objects, float("-inf")))
     if not rows:
         return np.zeros(0, dtype=np.int64), None, None, None
     dtype = dtype_like.dtype
-    return np.concatenate(rows), torch.cat(log_p).to(dtype), torch.cat(log_c).to(dtype), torch.cat(focus).to(dtype)
+    one = lambda parts: (parts[0] if len(parts) == 1 else torch.cat(parts)).to(dtype)  # noqa: E731
+    return np.concatenate(rows) if len(rows) > 1 else rows[0], one(log_p), one(log_c), one(focus)
+
+
+def _padded(t: torch.Tensor, width: int, fill: float) -> torch.Tensor:
+    """``t`` with columns of ``fill`` up to ``width`` (itself when as wide)."""
+    return t if t.shape[1] == width else torch.nn.functional.pad(t, (0, width - t.shape[1]), value=fill)
