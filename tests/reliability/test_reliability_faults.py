@@ -18,6 +18,7 @@ import torch
 
 from nablafol.errors import InputFileError
 from nablafol.pipeline.oracle_training import STATE_NAME, TrainConfig
+from training_helpers import tiny_trainer
 
 # its fixtures train or generate for the whole module: among the longest of a measured run
 pytestmark = pytest.mark.slow
@@ -58,27 +59,11 @@ def train_tiny(data: Path, out: Path, fault, started, steps=None) -> None:
     holds a checkpoint; runs in a child process forked from a server that has the imports done.
     ``steps`` (a shared counter) learns how many optimizer steps the run took."""
     torch.set_num_threads(1)
-    from nablafol.compiler import Compiler
-    from nablafol.data import FeatureStore, load_questions
-    from nablafol.dsl import Ontology
-    from nablafol.neural import ConceptVocabulary, NeuralOracleModel
-    from nablafol.pipeline.oracle_training import Trainer, prepare_examples
-    from nablafol.pipeline.perception import FeaturePerception
-    onto = Ontology.from_folder(data / "ontology")
-    torch.manual_seed(0)
-    model = NeuralOracleModel.for_vocabulary(ConceptVocabulary.from_ontology(onto), feature_dim=16, hidden_dim=16,
-                                             embedding_dim=8, projection_dim=8, pair_hidden_dim=8)
-    perception = FeaturePerception(FeatureStore(data / "features"), model, onto)
-    compiler = Compiler(onto)
-    examples, _ = prepare_examples(load_questions(data / "train_balanced_questions.json").values(), compiler,
-                                   perception.has_image)
-    val = list(load_questions(data / "val_balanced_questions.json").values())
-    config = TrainConfig(epochs=3, batch_size=12, lr=1e-2, seed=0, checkpoint_every=1, checkpoint_seconds=0)
     callbacks = [c for c in (_kill_at(fault),) if c is not None]
     if steps is not None:
         callbacks.append(lambda event: setattr(steps, "value", event.step) if event.kind == "step" else None)
-    trainer = Trainer(model, perception, examples, out, config, compiler=compiler, val_perception=perception,
-                      val_questions=val, ontology=onto, log=lambda *_: None, callbacks=callbacks)
+    trainer = tiny_trainer(data, out, epochs=3, batch_size=12, callbacks=callbacks, checkpoint_every=1,
+                           checkpoint_seconds=0)
     trainer.resume()
     started.set()
     trainer.train()

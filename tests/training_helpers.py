@@ -1,5 +1,7 @@
 """What the tests of the training loop share: a tiny trainer (oracle sizes of a few units) over a
-dataset ``generate_dataset`` wrote."""
+dataset ``generate_dataset`` wrote. It lives at the top of ``tests/`` (on the path of every test
+module, and of the children the reliability tests fork) so that the pipeline's and the
+reliability's tests build the same trainer."""
 from __future__ import annotations
 
 import torch
@@ -12,7 +14,9 @@ from nablafol.pipeline.oracle_training import Trainer, TrainConfig, prepare_exam
 from nablafol.pipeline.perception import FeaturePerception
 
 
-def tiny_trainer(data, out, epochs, seed=0):
+def tiny_trainer(data, out, epochs, seed=0, *, batch_size=16, callbacks=(), **config):
+    """A trainer of a tiny oracle on ``data``'s train split, validated on its val split, writing to
+    ``out``; ``config`` adds TrainConfig fields (checkpointing), ``callbacks`` the trainer's."""
     onto = Ontology.from_folder(data / "ontology")
     torch.manual_seed(seed)
     model = NeuralOracleModel.for_vocabulary(ConceptVocabulary.from_ontology(onto), feature_dim=16, hidden_dim=16,
@@ -23,5 +27,6 @@ def tiny_trainer(data, out, epochs, seed=0):
                                        perception.has_image)
     assert skips == [] and examples
     val = list(load_questions(data / "val_balanced_questions.json").values())
-    return Trainer(model, perception, examples, out, TrainConfig(epochs=epochs, batch_size=16, lr=1e-2, seed=seed),
-                   compiler=compiler, val_perception=perception, val_questions=val, ontology=onto, log=lambda *_: None)
+    train_config = TrainConfig(epochs=epochs, batch_size=batch_size, lr=1e-2, seed=seed, **config)
+    return Trainer(model, perception, examples, out, train_config, compiler=compiler, val_perception=perception,
+                   val_questions=val, ontology=onto, log=lambda *_: None, callbacks=callbacks)
