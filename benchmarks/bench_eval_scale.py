@@ -9,8 +9,11 @@ time, and an interrupted-and-resumed run.
     # resumed run's count of questions it did itself
     python benchmarks/bench_eval_scale.py run --questions /tmp/q1m.json \\
         --scene-graphs data/gqa-scale/val_sceneGraphs.json --out /tmp/eval1m [--kill-after 120]
-    # where the time goes: wall time of each phase of one in-process run (wrappers, no profiler)
+    # where the time goes: CPU time of each phase of one in-process run (wrappers, no profiler)
     python benchmarks/bench_eval_scale.py phases -- --questions Q --scene-graphs SG --predictions /tmp/p.json
+    # the marginal CPU time per question of `nablafol eval` (the questions file against its first
+    # half, over the same scene graphs), beside that of decoding the same questions' JSON alone
+    python benchmarks/bench_eval_scale.py marginal --questions Q --scene-graphs SG [--rounds 5]
 
 Copy ``k`` of a question gets the id ``{id}~{k}`` (copy 0 keeps its id); its ``entailed`` and
 ``equivalent`` ids get the same suffix, so consistency is measured within each copy.
@@ -129,13 +132,12 @@ def run(questions: Path, scene_graphs: Path, out: Path, kill_after: float | None
 
 
 def phases(eval_argv: list[str]) -> None:
-    """Run `nablafol eval` in this process with a timer around each phase; print the shares."""
+    """Run `nablafol eval` in this process with a timer around each phase; print each phase's CPU
+    seconds (the thread's that ran it: the next batch is planned in a background thread) and its
+    share of the process's CPU. Indented phases are parts of the one above them. Run on a set and
+    on its first half, the differences over the questions between are each phase's marginal."""
     from collections import defaultdict
-    import nablafol.data as data
-    import nablafol.data.questions as questions
-    import nablafol.data.scene_graphs as scene_graphs
     import nablafol.engine as engine
-    import nablafol.engine.planning as planning
     import nablafol.pipeline.answering as answering
     import nablafol.pipeline.evaluation as evaluation
     import nablafol.pipeline.perception as perception
@@ -143,38 +145,105 @@ def phases(eval_argv: list[str]) -> None:
     from nablafol.pipeline.journal import EvalJournal
     from nablafol.scoring import Scorer
     spent: dict[str, float] = defaultdict(float)
+    labels: list[str] = []  # in the order they print
 
     def timed(owner, name: str, label: str) -> None:
         original = getattr(owner, name)
+        labels.append(label)
 
         def wrapper(*args, **kwargs):
-            began = time.perf_counter()
+            began = time.thread_time()
             try:
                 return original(*args, **kwargs)
             finally:
-                spent[label] += time.perf_counter() - began
+                spent[label] += time.thread_time() - began
         setattr(owner, name, wrapper)
 
-    timed(scene_graphs, "load_scene_graphs", "read scene graphs")
-    data.load_scene_graphs = scene_graphs.load_scene_graphs  # what the pipeline imports
-    timed(questions, "question_from_record", "read questions (record -> Question)")
-    timed(answering, "compile_question", "compile (parse + translate, LRU cache)")
-    timed(answering.Answerer, "_unknown_predicate", "check the predicates are known")
-    timed(planning.Registry, "packed", "engine: plan one program (cached)")
-    timed(perception.SceneGraphPerception, "oracle", "build oracle tables per batch")
-    timed(engine.Engine, "plan", "engine: plan")
-    timed(engine.Engine, "tables", "engine: ask the oracle (tables)")
-    timed(engine.Engine, "execute", "engine: run the operators")
-    timed(EvalJournal, "commit", "journal commits (fsync)")
-    timed(Scorer, "update", "score")
+    def timed_stream(owner, name: str, label: str) -> None:  # a generator: the time of each item it yields
+        original = getattr(owner, name)
+        labels.append(label)
+
+        def wrapper(*args, **kwargs):
+            items = iter(original(*args, **kwargs))
+            while True:
+                began = time.thread_time()
+                item = next(items, _END)
+                spent[label] += time.thread_time() - began
+                if item is _END:
+                    return
+                yield item
+        setattr(owner, name, wrapper)
+
     timed(evaluation, "_answerer", "set up (reads the scene graphs)")
+    timed_stream(evaluation, "_questions", "read questions (JSON -> Question)")
+    timed(answering, "compile_question", "compile (parse + translate, cached)")
+    timed(answering.Answerer, "_unknown_predicate", "check the predicates are known")
+    timed(answering.Answerer, "_planned", "plan a batch")
+    timed(perception.SceneGraphPerception, "oracle", "  the perception's oracle")
+    timed(engine.Engine, "plan_for", "  engine: plan_for")
+    timed_stream(answering.Answerer, "_answer", "answer a batch (engine and outcomes)")
+    timed(engine.Engine, "tables", "  engine: tables (ask the oracle)")
+    timed(engine.Engine, "execute", "  engine: execute")
+    timed(Scorer, "update", "score")
+    timed(EvalJournal, "commit", "journal commits (fsync)")
     timed(evaluation, "write_predictions", "write the predictions from the journal")
-    began = time.perf_counter()
+    began = time.process_time()
     code = cli_main(["eval", *eval_argv])
-    total = time.perf_counter() - began
-    for label, seconds in sorted(spent.items(), key=lambda kv: -kv[1]):
-        print(f"{label:45s} {seconds:7.1f} s {100 * seconds / total:5.1f}%")
-    print(f"{'whole command':45s} {total:7.1f} s (exit {code})")
+    total = time.process_time() - began
+    for label in labels:
+        print(f"{label:45s} {spent[label]:8.3f} s {100 * spent[label] / total:5.1f}%")
+    print(f"{'whole command (process CPU)':45s} {total:8.3f} s (exit {code})")
+
+
+_END = object()
+
+
+def _child_cpu(command: list[str]) -> float:
+    """CPU seconds (user + system) of one run of ``command``, as the kernel counts the reaped child."""
+    import resource
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                          env={**os.environ, "OMP_NUM_THREADS": "1"})
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(command[:4])} ... failed: {done.stderr[-600:]}")
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+_DECODE = "import json, sys; json.load(open(sys.argv[1], encoding='utf-8'))"
+
+
+def marginal(questions: Path, scene_graphs: Path, rounds: int, extra: list[str]) -> dict:
+    """The marginal CPU time per question of ``nablafol eval`` and of decoding the questions' JSON
+    alone: each run on the questions file and on its first half (both written again alike, over
+    the same scene graphs), the four commands in turn, ``rounds`` times; a round's marginal is
+    (whole - half) / the questions between them, and the medians of the rounds are given."""
+    import statistics
+    import tempfile
+    items = list(json.loads(questions.read_text(encoding="utf-8")).items())
+    sizes = {"whole": len(items), "half": len(items) // 2}
+    with tempfile.TemporaryDirectory() as scratch:
+        commands = {}
+        for name, size in sizes.items():
+            path = Path(scratch) / f"{name}.json"
+            path.write_text(json.dumps(dict(items[:size]), ensure_ascii=False), encoding="utf-8")
+            commands["eval", name] = [sys.executable, "-m", "nablafol.cli", "eval", "--questions", str(path),
+                                      "--scene-graphs", str(scene_graphs),
+                                      "--predictions", str(Path(scratch) / f"{name}-predictions.json"), *extra]
+            commands["json", name] = [sys.executable, "-c", _DECODE, str(path)]
+        cpu: dict = {key: [] for key in commands}
+        for _ in range(rounds):
+            for key, command in commands.items():
+                cpu[key].append(_child_cpu(command))
+    between = sizes["whole"] - sizes["half"]
+    result = {"questions": sizes, "rounds": rounds}
+    for what in ("eval", "json"):
+        per_round = [(w - h) / between * 1e6 for w, h in zip(cpu[what, "whole"], cpu[what, "half"])]
+        result[what] = {"marginal_us": statistics.median(per_round), "per_round_us": [round(m, 1) for m in per_round],
+                        "whole_cpu_s": statistics.median(cpu[what, "whole"]),
+                        "half_cpu_s": statistics.median(cpu[what, "half"])}
+    result["eval_over_json"] = result["eval"]["marginal_us"] / result["json"]["marginal_us"]
+    return result
 
 
 def main() -> None:
@@ -190,8 +259,16 @@ def main() -> None:
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--kill-after", type=float)
     sub.add_parser("phases", help="time each phase of one in-process eval (eval options after --)")
+    p = sub.add_parser("marginal", help="marginal CPU per question of eval and of decoding the questions' JSON "
+                                        "(further eval options after --)")
+    p.add_argument("--questions", type=Path, required=True)
+    p.add_argument("--scene-graphs", type=Path, required=True)
+    p.add_argument("--rounds", type=int, default=5)
     args, extra = parser.parse_known_args()
-    if args.command == "phases":
+    if args.command == "marginal":
+        print(json.dumps(marginal(args.questions, args.scene_graphs, args.rounds, [a for a in extra if a != "--"]),
+                         indent=1))
+    elif args.command == "phases":
         phases([a for a in extra if a != "--"])
     elif args.command == "make":
         print(f"{make(args.source, args.count, args.out):,} questions -> {args.out}")
