@@ -1,27 +1,23 @@
 """Each DFOL node kind lowered once: the plan rows a node adds, and what each row's operator means.
 
-A plan (:mod:`~nablafol.engine.planning`) is rows: *vector* rows (an attention, one value per
-object) and *scalar* rows (a truth, carried as ``(log p, log(1 - p))``). Every row names its
-:class:`Operator`, and the operator says, in one place, what its rows mean to every consumer:
+A plan (:mod:`~nablafol.engine.planning`) is *vector* rows (an attention, one value per object)
+and *scalar* rows (a truth, carried as ``(log p, log(1 - p))``). Every row names its
+:class:`Operator`, which says what its rows mean to every consumer, each handing it a reader of
+the same methods (``vector``, ``unary``, ``relation``, ``truths``, ``pad``, ``objects``, ...):
 
-* :meth:`Operator.run`: their values. The batched executor calls it on a group of rows of one
-  level, the one-row executor on a single row; both hand it a reader of the same methods
-  (``vector``, ``unary``, ``relation``, ``truths``, ``pad``, ``objects``, ``q_product``);
-* :meth:`Operator.kleene`: whether each row's formula is possible / certain, per object (the
-  exactness analysis' up pass, :mod:`~nablafol.engine.grounding`), through a reader of the same
-  methods returning ``(possible, certain)`` pairs of booleans;
+* :meth:`Operator.run`: their values (the batched executor on a group of rows of one level, the
+  one-row executor on a single row);
+* :meth:`Operator.kleene`: whether each row's formula is possible / certain, per object (the up
+  pass of the exactness analysis, :mod:`~nablafol.engine.grounding`), as pairs of booleans;
 * :meth:`Operator.count_down`: how often a row uses its inputs (the analysis' down pass);
-* :meth:`Operator.ground`: one row's ground formula (per object for an attention), for knowledge
-  compilation (:func:`~nablafol.engine.circuits.ground`), through a reader of the same methods
-  returning formula numbers, that also builds them (``all``, ``any``, ``neg``, ``true``).
+* :meth:`Operator.ground`: one row's ground formula, for knowledge compilation
+  (:func:`~nablafol.engine.circuits.ground`), as formula numbers (``all``, ``any``, ``neg`` build).
 
 A node kind's lowering, registered once with :func:`register_lowering` (as
-``torch.distributions.kl.register_kl`` registers one function per pair of types), adds the
-node's rows to a plan through the planner's builder (:class:`~nablafol.engine.planning.PlanBuilder`)
-as :class:`VectorRow` / :class:`ScalarRow`. A new node kind is one class, one lowering and, if
-no operator computes it yet, one :class:`Operator`: the engine, both executors and the exactness
-analysis then run it, and exact mode compiles it (``tests/engine/test_engine_new_node.py`` adds a
-generalized quantifier).
+``torch.distributions.kl.register_kl`` registers one function per pair of types), adds its rows
+through the planner's :class:`~nablafol.engine.planning.PlanBuilder`. A new node kind is one
+class, one lowering and, if no operator computes it yet, one :class:`Operator`
+(``tests/engine/test_engine_new_node.py`` adds a generalized quantifier).
 
 Example: the operators of ``A_∃(Filter_red[1])``'s rows, in the order a level runs them:
     >>> from nablafol.ir import Aggregate, Filter, Predicate, Program, Top
@@ -44,10 +40,8 @@ from nablafol.ir import (Aggregate, AggregateEach, AllOf, AllSame, And, AnyOf, A
 from nablafol.operators import Quantifier
 
 __all__ = ["Operator", "OPERATORS", "VectorRow", "ScalarRow", "register_lowering", "lowering_of", "TOP", "FILTER",
-           "NEG", "CONJOIN", "RELATE", "AGGREGATE", "NOT", "AND", "OR", "ALL_SAME", "quantify",
-           "ground_quantified"]
+           "NEG", "CONJOIN", "RELATE", "AGGREGATE", "NOT", "AND", "OR", "ALL_SAME"]
 
-NEG_INF = float("-inf")
 CAP = 2  # use counts are capped here: all that matters to exactness is "twice or more"
 
 #: Every operator, by its number in a plan's row matrices (the order a level runs them in)
@@ -55,7 +49,7 @@ OPERATORS: list["Operator"] = []
 
 
 class Operator:
-    """What the rows of one kind compute (see the module docstring); made once, registered in
+    """What the rows of one kind compute (see the module docstring); registered in
     :data:`OPERATORS` when made. ``vector``: its rows are attentions, else truths."""
 
     vector = True
@@ -107,22 +101,6 @@ class ScalarRow(NamedTuple):
     truths: tuple = ()
 
 
-def quantify(possible, certain, valid, quantifier: Quantifier):
-    """Kleene values of ∃ / ∀ / ∄ over the last dimension (``valid`` objects only)."""
-    if quantifier is Quantifier.FORALL:
-        return (possible | ~valid).all(-1), (certain | ~valid).all(-1)
-    some_p, some_c = (possible & valid).any(-1), (certain & valid).any(-1)
-    return (some_p, some_c) if quantifier is Quantifier.EXISTS else (~some_c, ~some_p)
-
-
-def ground_quantified(rows, terms, quantifier: Quantifier):
-    """The ground formula of ∃ / ∀ / ∄ over ``terms`` (one formula per object)."""
-    if quantifier is Quantifier.FORALL:
-        return rows.all(terms)
-    some = rows.any(terms)
-    return some if quantifier is Quantifier.EXISTS else rows.neg(some)
-
-
 # --- the operators ------------------------------------------------------------------------
 
 class _Top(Operator):
@@ -140,20 +118,33 @@ class _Top(Operator):
         return [rows.true for _ in rows.objects()]
 
 
-class _Filter(Operator):
+class _Conjoin(Operator):
+    """``α ⊙ β`` per object: of two attentions, or (``filter``) of one and a unary predicate."""
+
+    def __init__(self, name: str, filter_: bool):
+        super().__init__(name)
+        self.filter = filter_
+
+    def _inputs(self, rows):
+        return rows.vector("in0"), rows.unary() if self.filter else rows.vector("in1")
+
     def run(self, rows):
-        return ops.filter_(rows.vector("in0"), rows.unary(), rows.objects())
+        x, y = self._inputs(rows)
+        return (ops.filter_ if self.filter else ops.conjoin)(x, y, rows.objects())
 
     def kleene(self, rows):
-        (xp, xc), (up, uc) = rows.vector("in0"), rows.unary()
-        return xp & up, xc & uc
+        (xp, xc), (yp, yc) = self._inputs(rows)
+        return xp & yp, xc & yc
 
     def count_down(self, rows, counts):
         rows.add_vector("in0", counts)
-        rows.add_unary(counts)
+        if self.filter:
+            rows.add_unary(counts)
+        else:
+            rows.add_vector("in1", counts)
 
     def ground(self, rows):
-        return [rows.all(pair) for pair in zip(rows.unary(), rows.vector("in0"))]
+        return [rows.all(pair) for pair in zip(*self._inputs(rows))]
 
 
 class _Neg(Operator):
@@ -171,28 +162,27 @@ class _Neg(Operator):
         return [rows.neg(x) for x in rows.vector("in0")]
 
 
-class _Conjoin(Operator):
-    def run(self, rows):
-        return ops.conjoin(rows.vector("in0"), rows.vector("in1"), rows.objects())
-
-    def kleene(self, rows):
-        (xp, xc), (yp, yc) = rows.vector("in0"), rows.vector("in1")
-        return xp & yp, xc & yc
-
-    def count_down(self, rows, counts):
-        rows.add_vector("in0", counts)
-        rows.add_vector("in1", counts)
-
-    def ground(self, rows):
-        return [rows.all(pair) for pair in zip(rows.vector("in0"), rows.vector("in1"))]
-
-
-class _Relate(Operator):
-    """``q Y: ∧Π(X, Y) ∧ G(Y)``: the Q-product of the atoms' relation and the input."""
-
-    def __init__(self, quantifier: Quantifier):
-        super().__init__(f"relate {quantifier.symbol}")
+class _Quantified(Operator):
+    def __init__(self, kind: str, quantifier: Quantifier):
+        super().__init__(f"{kind} {quantifier.symbol}")
         self.quantifier = quantifier
+
+    def quantify(self, possible, certain, valid):
+        """Kleene values of the quantifier over the last dimension (``valid`` objects only)."""
+        if self.quantifier is Quantifier.FORALL:
+            return (possible | ~valid).all(-1), (certain | ~valid).all(-1)
+        some_p, some_c = (possible & valid).any(-1), (certain & valid).any(-1)
+        return (some_p, some_c) if self.quantifier is Quantifier.EXISTS else (~some_c, ~some_p)
+
+    def ground_quantified(self, rows, terms):
+        if self.quantifier is Quantifier.FORALL:
+            return rows.all(terms)
+        some = rows.any(terms)
+        return some if self.quantifier is Quantifier.EXISTS else rows.neg(some)
+
+
+class _Relate(_Quantified):
+    """``q Y: ∧Π(X, Y) ∧ G(Y)``: the Q-product of the atoms' relation and the input."""
 
     def run(self, rows):
         mask = rows.objects()
@@ -204,11 +194,11 @@ class _Relate(Operator):
 
     def kleene(self, rows):
         poss, cert, valid = self._terms(rows)
-        poss, cert = quantify(poss, cert, valid[:, None, :], self.quantifier)
+        poss, cert = self.quantify(poss, cert, valid[:, None, :])
         return poss & valid, cert & valid
 
     def count_down(self, rows, counts):
-        poss, cert, valid = self._terms(rows.kleene)
+        poss, cert, valid = self._terms(rows)
         # a pair's term ∧Π(x, y) ∧ G(y) is used once per use of x, unless impossible or certain
         uses = counts[:, :, None] * (poss & ~cert & valid[:, None, :])
         rows.add_vector("in0", uses.sum(1, dtype=torch.int32).clamp_(max=CAP))
@@ -216,31 +206,27 @@ class _Relate(Operator):
 
     def ground(self, rows):
         inner = rows.vector("in0")
-        return [ground_quantified(rows, [rows.all(pair) for pair in zip(related, inner)], self.quantifier)
+        return [self.ground_quantified(rows, [rows.all(pair) for pair in zip(related, inner)])
                 for related in rows.relation()]
 
 
-class _Aggregate(Operator):
+class _Aggregate(_Quantified):
     """``A_q(α)``: the attention's variable quantified away."""
 
     vector = False
-
-    def __init__(self, quantifier: Quantifier):
-        super().__init__(f"aggregate {quantifier.symbol}")
-        self.quantifier = quantifier
 
     def run(self, rows):
         return torch.stack(ops.aggregate_pair(rows.vector("vin"), rows.objects(), self.quantifier), dim=-1)
 
     def kleene(self, rows):
         (xp, xc), valid = rows.vector("vin"), rows.objects()
-        return quantify(xp, xc, valid, self.quantifier)
+        return self.quantify(xp, xc, valid)
 
     def count_down(self, rows, counts):
         rows.add_vector("vin", counts[:, None] * rows.objects())
 
     def ground(self, rows):
-        return ground_quantified(rows, rows.vector("vin"), self.quantifier)
+        return self.ground_quantified(rows, rows.vector("vin"))
 
 
 class _Not(Operator):
@@ -260,32 +246,25 @@ class _Not(Operator):
         return rows.neg(rows.truths()[0])
 
 
-class _And(_Not):
-    def run(self, rows):
-        log_p = ops.and_(rows.truths()[..., 0])
-        return torch.stack([log_p, ops.not_(log_p)], dim=-1)
+class _Junction(_Not):
+    """``and`` of the rows' truths, or (``disjunction``) ``or``: none of them fails to hold."""
 
-    def kleene(self, rows):
-        ap, ac = rows.truths()
-        return ap.all(1), ac.all(1)
-
-    def ground(self, rows):
-        return rows.all(rows.truths())
-
-
-class _Or(_Not):
-    pads_with_true = False
+    def __init__(self, name: str, disjunction: bool):
+        super().__init__(name)
+        self.disjunction = disjunction
+        self.pads_with_true = not disjunction
 
     def run(self, rows):
-        log_q = ops.and_(rows.truths()[..., 1])  # none of them holds
-        return torch.stack([ops.not_(log_q), log_q], dim=-1)
+        log_p = ops.and_(rows.truths()[..., int(self.disjunction)])  # an or's: that none holds
+        pair = [log_p, ops.not_(log_p)]
+        return torch.stack(pair[::-1] if self.disjunction else pair, dim=-1)
 
     def kleene(self, rows):
-        ap, ac = rows.truths()
-        return ap.any(1), ac.any(1)
+        (ap, ac), reduce = rows.truths(), torch.any if self.disjunction else torch.all
+        return reduce(ap, 1), reduce(ac, 1)
 
     def ground(self, rows):
-        return rows.any(rows.truths())
+        return (rows.any if self.disjunction else rows.all)(rows.truths())
 
 
 class _AllSame(Operator):
@@ -308,7 +287,7 @@ class _AllSame(Operator):
         # open); with two or more, the input must be crisp: every atom of the input counts twice
         (input_poss, valid), value_poss, real = rows.all_same_values()
         reachable = (value_poss & (input_poss & valid)[:, None, :]).any(-1)
-        used = rows.kleene.open_truths()[:, 1:] & reachable & real
+        used = rows.open_truths()[:, 1:] & reachable & real
         n_used = used.sum(1)
         rows.add_truths(torch.cat([(counts * (n_used == 0))[:, None], counts[:, None] * used], 1).to(torch.int32))
         rows.add_all_same_input((CAP * counts * (n_used >= 2))[:, None] * valid)
@@ -317,10 +296,10 @@ class _AllSame(Operator):
         return rows.any([rows.neg(t) for t in rows.truths()])
 
 
-TOP, FILTER, NEG, CONJOIN = _Top("top"), _Filter("filter"), _Neg("neg"), _Conjoin("conjoin")
-RELATE = {q: _Relate(q) for q in (Quantifier.EXISTS, Quantifier.FORALL, Quantifier.NOT_EXISTS)}
-AGGREGATE = {q: _Aggregate(q) for q in (Quantifier.EXISTS, Quantifier.FORALL, Quantifier.NOT_EXISTS)}
-NOT, AND, OR, ALL_SAME = _Not("not"), _And("and"), _Or("or"), _AllSame("all same")
+TOP, FILTER, NEG, CONJOIN = _Top("top"), _Conjoin("filter", True), _Neg("neg"), _Conjoin("conjoin", False)
+RELATE = {q: _Relate("relate", q) for q in (Quantifier.EXISTS, Quantifier.FORALL, Quantifier.NOT_EXISTS)}
+AGGREGATE = {q: _Aggregate("aggregate", q) for q in (Quantifier.EXISTS, Quantifier.FORALL, Quantifier.NOT_EXISTS)}
+NOT, AND, OR, ALL_SAME = _Not("not"), _Junction("and", False), _Junction("or", True), _AllSame("all same")
 
 
 # --- lowerings ----------------------------------------------------------------------------
@@ -352,24 +331,23 @@ def lowering_of(node_class: type) -> Optional[Callable]:
 
 # --- the lowerings of the IR's nodes ----------------------------------------------------
 
-@register_lowering(Top)
-def _lower_top(node: Top, plan) -> int:
-    return plan.vector(VectorRow(TOP), node)
+def _one_row(operator: Operator) -> Callable:
+    """The lowering of a node kind that is one row of ``operator`` reading the node's children."""
+    def lower(node, plan) -> int:
+        inputs = [plan.row(child) for child in node.children()]
+        if operator.vector:
+            return plan.vector(VectorRow(operator, *inputs), node)
+        return plan.scalar(ScalarRow(operator, truths=tuple(inputs)))
+    return lower
+
+
+for _kind, _operator in ((Top, TOP), (Neg, NEG), (Conjoin, CONJOIN), (Not, NOT), (And, AND), (Or, OR)):
+    register_lowering(_kind)(_one_row(_operator))
 
 
 @register_lowering(Filter)
 def _lower_filter(node: Filter, plan) -> int:
     return plan.vector(VectorRow(FILTER, plan.row(node.input), predicate=plan.unary(node.predicate)), node)
-
-
-@register_lowering(Neg)
-def _lower_neg(node: Neg, plan) -> int:
-    return plan.vector(VectorRow(NEG, plan.row(node.input)), node)
-
-
-@register_lowering(Conjoin)
-def _lower_conjoin(node: Conjoin, plan) -> int:
-    return plan.vector(VectorRow(CONJOIN, plan.row(node.left), plan.row(node.right)), node)
 
 
 @register_lowering(Relate)
@@ -383,19 +361,10 @@ def _lower_aggregate(node: Aggregate, plan) -> int:
     return plan.scalar(ScalarRow(AGGREGATE[node.quantifier], attention=plan.row(node.input)))
 
 
-@register_lowering(Not)
-def _lower_not(node: Not, plan) -> int:
-    return plan.scalar(ScalarRow(NOT, truths=(plan.row(node.input),)))
-
-
-@register_lowering(And)
-def _lower_and(node: And, plan) -> int:
-    return plan.scalar(ScalarRow(AND, truths=tuple(plan.row(t) for t in node.inputs)))
-
-
-@register_lowering(Or)
-def _lower_or(node: Or, plan) -> int:
-    return plan.scalar(ScalarRow(OR, truths=tuple(plan.row(t) for t in node.inputs)))
+@register_lowering(AnyOf)
+@register_lowering(AllOf)
+def _lower_of_each(node, plan) -> int:  # one row over the node's many truths
+    return plan.scalar(ScalarRow(OR if isinstance(node, AnyOf) else AND, truths=plan.row(node.each)))
 
 
 @register_lowering(AggregateEach)
@@ -427,16 +396,6 @@ def _lower_pairwise(node: Pairwise, plan) -> range:
 def _lower_any_of_groups(node: AnyOfGroups, plan) -> range:  # one Or row per group
     rows = plan.row(node.each)
     return plan.scalar_block(OR, groups=(node.sizes, np.arange(rows.start, rows.stop)))
-
-
-@register_lowering(AnyOf)
-def _lower_any_of(node: AnyOf, plan) -> int:
-    return plan.scalar(ScalarRow(OR, truths=plan.row(node.each)))
-
-
-@register_lowering(AllOf)
-def _lower_all_of(node: AllOf, plan) -> int:
-    return plan.scalar(ScalarRow(AND, truths=plan.row(node.each)))
 
 
 @register_lowering(AllSame)
