@@ -1,17 +1,11 @@
 """Exact answers where the fast path approximates: conditioning on the repeated uncertain atoms.
 
-A program that is not read-once repeats some uncertain ground atoms in its grounding
-(:mod:`nablafol.engine.grounding` finds which, per scene). Conditioning on them (Shannon
-expansion) gives the exact probability:
-
-    P(F) = Σ_w P(w) · P(F | w),   w ranging over the 2^k assignments of the k repeated atoms,
-
-and in each world ``w`` the atoms are certain, so the fast path computes ``P(F | w)`` exactly.
-The worlds of a batch run as one batch of the engine (each a copy of its program over its
-scene's tables, the k atoms set to 0 or 1), differentiably. Where expansion costs more than
-compiling (:func:`circuit_preferred`), or past the engine's ``exact_budget``, the question is
-compiled into a circuit instead (:mod:`nablafol.engine.circuits`); one whose circuit passes its
-node budget keeps the fast path's answer, flagged not exact.
+``P(F) = Σ_w P(w) · P(F | w)`` over the ``2^k`` assignments ``w`` of a program's ``k`` repeated
+uncertain atoms (:mod:`nablafol.engine.grounding`): in each world the fast path is exact. The
+worlds of a batch run as one batch of the engine, differentiably. Where expansion costs more
+than compiling (:func:`circuit_preferred`), or past ``exact_budget``, a circuit answers instead
+(:mod:`nablafol.engine.circuits`); one past its node budget keeps the fast path's answer,
+flagged not exact (``docs/exactness.md``, "Exact mode").
 
     >>> import torch
     >>> from nablafol.engine import Engine
@@ -26,7 +20,7 @@ node budget keeps the fast path's answer, flagged not exact.
 """
 from __future__ import annotations
 
-from typing import NamedTuple, Sequence
+from typing import Sequence
 
 import numpy as np
 import torch
@@ -61,8 +55,7 @@ def shared_atom_counts(engine, programs: Sequence[Program], plan: BatchPlan, tab
 
 
 def _shared_atoms(engine, programs, plan: BatchPlan, tables) -> RepeatedAtoms:
-    """The repeated uncertain atoms of the programs that are not read-once (in ``plan``'s request
-    rows), and how many each program has."""
+    """The repeated uncertain atoms of the programs not read-once, in ``plan``'s request rows."""
     need = np.array([i for i, p in enumerate(programs) if not p.read_once], dtype=np.int64)
     if need.size:  # what a program repeats is certain in its scene: nothing to find (plain scene graphs)
         need = need[~_certain_repeats(programs, need, plan, tables)]
@@ -76,8 +69,7 @@ def _shared_atoms(engine, programs, plan: BatchPlan, tables) -> RepeatedAtoms:
 
 
 def _certain_repeats(programs, need: np.ndarray, plan: BatchPlan, tables) -> np.ndarray:
-    """For the programs ``need``: whether every atom of every predicate they can repeat is
-    certain (0 or 1) in their scene, which makes them exact with no further look."""
+    """Whether every atom each program of ``need`` can repeat is certain in its scene (it is exact)."""
     pid = {p: i for i, p in enumerate(plan.predicates)}
     out = np.ones(len(need), dtype=bool)
     for arity, keys, table in ((1, plan.unary_keys, tables.unary), (2, plan.binary_keys, tables.binary)):
@@ -102,14 +94,18 @@ def exact_answers(engine, programs: Sequence[Program], plan: BatchPlan, tables) 
     """The batch's answers, exact for every program that repeats at most ``engine.exact_budget``
     uncertain atoms (``Answers.exact`` says which)."""
     jobs = _known_jobs(engine, programs, plan, tables)
-    if jobs is not None and all(engine.circuits.holds(key) for key in jobs.keys):
-        warm = _warm_answers(engine, programs, plan, tables, jobs)
-        if warm is not None:
-            return warm
+    if jobs is not None and all(engine.circuits.holds(key) for key in jobs.keys):  # no look for atoms
+        n_jobs = sum(len(m) for m in jobs.members)
+        answers = engine.execute(plan, tables) if n_jobs < len(programs) else _unanswered(plan, tables)
+        if _by_circuits(engine, answers, jobs).size == n_jobs:  # else one is kept as past its node budget
+            answers._exact = torch.ones(plan.n_programs, dtype=torch.bool)  # read-once, or by a circuit
+            return answers
     atoms = _shared_atoms(engine, programs, plan, tables)
     count = atoms.count
     answers = engine.execute(plan, tables)  # the fast path: exact where nothing uncertain repeats
-    compiled = _circuit_answers(engine, programs, plan, tables, count, answers, jobs)
+    compiled = np.zeros(len(programs), dtype=bool)
+    if (count > 0).any():
+        compiled[_by_circuits(engine, answers, _preferred_jobs(engine, programs, plan, tables, count, jobs))] = True
     answers._exact = torch.as_tensor((count <= engine.exact_budget) | compiled)
     expand = np.nonzero((count > 0) & (count <= engine.exact_budget) & ~compiled)[0]
     if not expand.size:
@@ -127,29 +123,13 @@ def exact_answers(engine, programs: Sequence[Program], plan: BatchPlan, tables) 
 
 
 def _known_jobs(engine, programs, plan: BatchPlan, tables) -> CircuitJobs | None:
-    """The circuit jobs of the batch's programs that can repeat atoms when a circuit of each was
-    compiled lately, else ``None``: a look at the programs, before any key is made."""
+    """The jobs of the programs that can repeat atoms if each had a circuit lately, else None."""
     distinct = {id(p): p for p in programs}.values()
     repeating = [p for p in distinct if not p.read_once]
     if not repeating or not all(engine.circuits.knows(p) for p in repeating):
         return None
     rows = np.array([i for i, p in enumerate(programs) if not p.read_once], dtype=np.int64)
     return CircuitJobs(programs, plan, tables, rows)
-
-
-def _warm_answers(engine, programs, plan: BatchPlan, tables, jobs: CircuitJobs) -> Answers | None:
-    """The answers of a batch whose every question that can repeat atoms has its circuit kept,
-    with no look for repeated atoms: the same values as a first call gives. ``None`` where a
-    circuit is kept as past its node budget (the first call's path answers it)."""
-    read_once = sum(len(m) for m in jobs.members) < len(programs)
-    answers = engine.execute(plan, tables) if read_once else _unanswered(plan, tables)
-    rows, log_p, log_c, focus = answer_by_circuits(engine.circuits, jobs, plan.candidate_width,
-                                                   tables.object_mask.shape[1], answers.log_probs)
-    if rows.size < sum(len(m) for m in jobs.members):
-        return None
-    _write(answers, rows, log_p, log_c, focus)
-    answers._exact = torch.ones(plan.n_programs, dtype=torch.bool)  # read-once, or by a circuit
-    return answers
 
 
 def _unanswered(plan: BatchPlan, tables) -> Answers:
@@ -174,37 +154,30 @@ def _write(answers: Answers, rows: np.ndarray, log_p, log_c, focus) -> None:
     answers.focus = answers.focus.index_copy(0, at, focus)
 
 
-def _circuit_answers(engine, programs, plan: BatchPlan, tables, count: np.ndarray, answers: Answers,
-                     jobs: CircuitJobs | None = None) -> np.ndarray:
-    """Writes into ``answers`` the programs that circuits answer (:func:`circuit_preferred`),
-    and returns which those are, ``(P,)`` bool. ``jobs``: the batch's, when made already."""
-    done = np.zeros(len(programs), dtype=bool)
-    repeating = np.nonzero(count > 0)[0]
-    if not repeating.size:
-        return done
+def _preferred_jobs(engine, programs, plan: BatchPlan, tables, count: np.ndarray, jobs) -> CircuitJobs:
+    """The jobs circuits answer (:func:`circuit_preferred`); ``jobs``: the batch's, when made."""
     if jobs is None:
-        jobs = CircuitJobs(programs, plan, tables, repeating)
+        jobs = CircuitJobs(programs, plan, tables, np.nonzero(count > 0)[0])
     else:  # made for every program: a question and pattern repeat the same number of atoms
         jobs = jobs.keeping([j for j, members in enumerate(jobs.members) if count[members[0]] > 0])
-    jobs = jobs.keeping([j for j, key in enumerate(jobs.keys)
+    return jobs.keeping([j for j, key in enumerate(jobs.keys)
                          if circuit_preferred(engine.circuits, key, int(count[jobs.members[j][0]]),
                                               len(jobs.members[j]), engine.exact_budget)])
+
+
+def _by_circuits(engine, answers: Answers, jobs: CircuitJobs) -> np.ndarray:
+    """Writes the jobs' answers by their circuits into ``answers``: the rows written."""
     rows, log_p, log_c, focus = answer_by_circuits(engine.circuits, jobs, answers.log_probs.shape[1],
                                                    answers.focus.shape[1], answers.log_probs)
     _write(answers, rows, log_p, log_c, focus)
-    done[rows] = True
-    return done
+    return rows
 
 
 def circuit_preferred(cache, key: tuple, k: int, copies: int, budget: int) -> bool:
     """The cost model: whether a circuit answers the ``copies`` programs of one question and
-    certainty pattern that repeat ``k`` uncertain atoms, rather than Shannon expansion.
-
-    Expansion costs ``copies · 2^k`` worlds, each about one fast-path run; a circuit costs one
-    compilation, about :data:`COMPILE_WORLDS` worlds (docs/exactness.md), then less than a world
-    per copy. So a circuit when it is kept already, when ``k`` is past expansion's budget, when
-    ``copies · 2^k`` passes ``COMPILE_WORLDS``, or when the question was asked before (it will
-    likely be asked again: training steps, epochs)."""
+    certainty pattern that repeat ``k`` uncertain atoms, rather than Shannon expansion of
+    ``copies · 2^k`` worlds (a compilation costs about :data:`COMPILE_WORLDS`; docs/exactness.md,
+    "The cost model")."""
     if cache.holds(key) or k > budget or copies << k > COMPILE_WORLDS:
         return True
     return cache.asked_before(key)
@@ -216,8 +189,7 @@ def _widen(t: torch.Tensor, width: int, fill: float) -> torch.Tensor:
 
 
 def _log_sum_by(owner: np.ndarray, values: torch.Tensor) -> torch.Tensor:
-    """``log Σ e^values`` over the rows of each owner (in their order), one row per owner, in
-    increasing order of owner."""
+    """``log Σ e^values`` over the rows of each owner, in order: a row per owner, ascending."""
     per = np.unique(owner, return_counts=True)[1]
     grid = np.full((len(per), int(per.max())), owner.size, dtype=np.int64)  # past the last row: padding
     grid[np.repeat(np.arange(len(per)), per), np.arange(owner.size) - np.repeat(np.cumsum(per) - per, per)] = \
@@ -227,8 +199,7 @@ def _log_sum_by(owner: np.ndarray, values: torch.Tensor) -> torch.Tensor:
 
 
 def _runs(expand: np.ndarray, count: np.ndarray):
-    """The worlds to evaluate, in runs of at most WORLDS_PER_RUN: each run an array of rows
-    (program, first world, worlds); a program with more worlds than a run spans several."""
+    """Runs of at most WORLDS_PER_RUN worlds, as rows (program, first world, worlds)."""
     run, room = [], WORLDS_PER_RUN
     for i in expand:
         total, start = 1 << int(count[i]), 0
@@ -244,8 +215,7 @@ def _runs(expand: np.ndarray, count: np.ndarray):
 
 
 def _worlds(engine, programs, plan: BatchPlan, tables, atoms: RepeatedAtoms, run: np.ndarray):
-    """One run of worlds, as one batch: ``run`` rows (program, first world, worlds). Returns
-    ``log Σ_w P(w) P(F | w)`` over each row's worlds (``(log p, log(1 - p), focus)``, a row each)."""
+    """``log Σ_w P(w) P(F | w)`` over each row's worlds of ``run`` (log p, log(1 - p), focus)."""
     device = tables.object_mask.device
     chunk, n_worlds = run[:, 0], run[:, 2]
     owner = np.repeat(np.arange(len(chunk)), n_worlds)  # world -> its row of the run
@@ -263,13 +233,14 @@ def _worlds(engine, programs, plan: BatchPlan, tables, atoms: RepeatedAtoms, run
     for table, mine, plan_keys, keys, offset in (
             (tables.unary, u_mine, plan.unary_keys, world_plan.unary_keys, first_bit[0]),
             (tables.binary, b_mine, plan.binary_keys, world_plan.binary_keys, first_bit[1])):
-        sets = _settings(mine, place, owner, world, offset)
-        if len(sets.world):  # log P(w): each set atom's log p or log(1 - p)
-            at = tuple(torch.as_tensor(c, device=device) for c in (mine[sets.atom, 1],) + tuple(mine[sets.atom, 2:].T))
-            log_p = table[at]
-            term = torch.where(torch.as_tensor(sets.value, device=device), log_p, log1mexp(log_p))
-            log_weight = log_weight.index_add(0, torch.as_tensor(sets.world, device=device), term)
-        rebuilt.append(_retabled(table, plan, plan_keys, world_plan, keys, base_scene, n_scenes, mine, sets))
+        set_world, set_atom, value = _settings(mine, place, owner, world, offset)
+        setting = mine[set_atom]  # (program, request, object...) of each atom a world sets
+        if len(set_world):  # log P(w): each set atom's log p or log(1 - p)
+            log_p = table[tuple(torch.as_tensor(c, device=device) for c in setting[:, 1:].T)]
+            term = torch.where(torch.as_tensor(value, device=device), log_p, log1mexp(log_p))
+            log_weight = log_weight.index_add(0, torch.as_tensor(set_world, device=device), term)
+        rebuilt.append(_retabled(table, plan, plan_keys, world_plan, keys, base_scene, n_scenes,
+                                 setting, set_world, value))
     (unary, u_remap), (binary, b_remap) = rebuilt
     for vgroups, _ in world_plan.levels:  # the world plan reads the rebuilt tables
         for g in vgroups:
@@ -283,17 +254,8 @@ def _worlds(engine, programs, plan: BatchPlan, tables, atoms: RepeatedAtoms, run
                  for values in (result.log_probs, result.log_complement, result.focus))
 
 
-class _Settings(NamedTuple):
-    """The atoms each world sets: ``world`` (world row), ``atom`` (row of the atom list), ``value`` (0/1)."""
-
-    world: np.ndarray
-    atom: np.ndarray
-    value: np.ndarray
-
-
-def _settings(mine: np.ndarray, place, owner, world, first_bit: np.ndarray) -> _Settings:
-    """Every (world, atom) pair of a chunk: a program's atoms are bits ``first_bit``, ... of its
-    worlds' numbers (``mine`` lists atoms grouped by program, in program order)."""
+def _settings(mine: np.ndarray, place, owner, world, first_bit: np.ndarray):
+    """(world, atom, 0/1) of every atom a world sets: a program's are bits ``first_bit``... of its worlds."""
     prog = place[mine[:, 0]]
     per = np.bincount(prog, minlength=len(first_bit))
     first = np.concatenate([[0], np.cumsum(per)[:-1]])
@@ -301,13 +263,12 @@ def _settings(mine: np.ndarray, place, owner, world, first_bit: np.ndarray) -> _
     n = per[owner]  # atoms per world
     w = np.repeat(np.arange(owner.size), n)
     atom = first[owner[w]] + (np.arange(w.size) - np.repeat(np.cumsum(n) - n, n))
-    return _Settings(w, atom, ((world[w] >> bit[atom]) & 1).astype(bool))
+    return w, atom, ((world[w] >> bit[atom]) & 1).astype(bool)
 
 
-def _retabled(table, plan, plan_keys, world_plan, keys, base_scene, n_scenes, mine, sets):
-    """The world plan's table of one arity and, per request of the world plan, its row there: a
-    world's request reads its scene's table, except where the world sets atoms, which read a
-    copy with those atoms at 0 or 1 (no unchanged table is copied)."""
+def _retabled(table, plan, plan_keys, world_plan, keys, base_scene, n_scenes, setting, set_world, value):
+    """The world plan's table of one arity, and each world request's row in it: its scene's, or a
+    copy with the atoms the world sets at 0 or 1."""
     if table is None or not len(keys):
         return table, np.zeros(1, dtype=np.int64)
     n_world_ids, n_plan_ids = len(world_plan.predicates), len(plan.predicates)
@@ -317,15 +278,15 @@ def _retabled(table, plan, plan_keys, world_plan, keys, base_scene, n_scenes, mi
     to_world[to_plan] = np.arange(len(to_plan))
     scene, wpid = split_key(keys, n_world_ids)
     source = np.searchsorted(plan_keys, request_key(base_scene[scene], to_plan[wpid], n_plan_ids))  # rows in `table`
-    _, set_pid = split_key(plan_keys[mine[sets.atom, 1]], n_plan_ids)
-    request = np.searchsorted(keys, request_key(n_scenes + sets.world, to_world[set_pid], n_world_ids))
+    _, set_pid = split_key(plan_keys[setting[:, 1]], n_plan_ids)
+    request = np.searchsorted(keys, request_key(n_scenes + set_world, to_world[set_pid], n_world_ids))
     changed, slot = np.unique(request, return_inverse=True)
     device = table.device
     copies = table[torch.as_tensor(source[changed], dtype=torch.long, device=device)].clone()
     if request.size:
         index = (torch.as_tensor(slot.reshape(-1), device=device),) + tuple(torch.as_tensor(c, device=device)
-                                                                            for c in mine[sets.atom, 2:].T)
-        copies[index] = torch.where(torch.as_tensor(sets.value, device=device), 0.0, float("-inf")).to(copies.dtype)
+                                                                            for c in setting[:, 2:].T)
+        copies[index] = torch.where(torch.as_tensor(value, device=device), 0.0, float("-inf")).to(copies.dtype)
     remap = source.copy()
     if table.dim() == 2:  # unary
         remap[changed] = table.shape[0] + np.arange(changed.size)

@@ -1,30 +1,12 @@
 """Which uncertain ground atoms repeat in a batch's groundings: when the engine's answer is exact.
 
-The engine's recursion multiplies the probabilities of subformulas as if they were independent.
-It returns the exact probability of a candidate when no *uncertain* ground atom (probability
-strictly between 0 and 1) occurs twice where it matters (``dfol.md``, soundness, clause 2).
-This module finds, per program of a :class:`~nablafol.engine.planning.BatchPlan` and over the
-oracle's tables of its scene, the uncertain atoms that do: the *repeated uncertain atoms*. A
-program with none is exact; exact mode conditions on them (:mod:`nablafol.engine.exact`).
-
-Two passes over the plan's levels, on booleans and small integers, batched like the engine:
-
-1. **up** (Kleene's three-valued logic): for every node and object, whether its formula is
-   *possible* (true in some world) and *certain* (true in every world). A node that is
-   neither is *open*; a node that is certain or impossible is computed exactly by the engine
-   (exact zeros and ones propagate exactly) whatever lies below it;
-2. **down**: how many times each node instance is used by the candidate, counting only uses
-   through open nodes, capped at 2; an atom's count is that of the open nodes that read it.
-
-Uses below a constant node do not matter, so an atom counted at most once is read once where
-it matters, and conditioning on every atom counted twice leaves a formula the engine evaluates
-exactly. Candidates are separate formulas: the down pass runs once per entry of
-``Program.candidates``; the candidates of one ``AggregateEach`` share its input, and what they
-pass to it is maximized over candidates, not summed.
-
-GQA's one-input ``same`` (:class:`nablafol.ir.AllSame`) is computed by its own rule: it is exact
-when at most one value is *used* (possible for some attended object, its term open); with two
-or more, its input must be crisp, so the input's atoms are counted twice.
+Per program of a :class:`~nablafol.engine.planning.BatchPlan` and over its scene's tables, the
+*repeated uncertain atoms*: those (of probability strictly between 0 and 1) that occur twice
+where it matters (``dfol.md``, soundness, clause 2). A program with none is exact; exact mode
+conditions on them (:mod:`nablafol.engine.exact`). Two batched passes over the plan's levels,
+through the rows' operators (:mod:`~nablafol.engine.lowering`): *up*, Kleene's possible /
+certain per node and object; *down*, once per candidate entry, how often each node is used
+through open nodes, capped at 2 (``docs/exactness.md``, "Exact in this scene").
 
     >>> import torch
     >>> from nablafol.engine import Engine
@@ -113,8 +95,7 @@ class _Analysis:
         return programs * self.u_width + g.arrays["table"], self.analysed[programs]
 
     def binary_keys(self, g) -> tuple[np.ndarray, np.ndarray]:
-        """The slot key of each atom ``(G, atoms)`` of a relating group, and which are analysed
-        atoms (not the neutral table that pads a group's rows of fewer atoms)."""
+        """The slot key of each atom ``(G, atoms)`` of a relating group, and which count (not the neutral table)."""
         programs, tables = self.plan.v_program[g.start:g.stop], g.arrays["tables"]
         real = (tables < self.b_width - 1) & self.analysed[programs][:, None]
         return programs[:, None] * self.b_width + tables, real
@@ -186,32 +167,25 @@ class _Analysis:
                 g.operator.count_down(_Rows(self, g), c)
 
     def to_input(self, g, c):
-        """What a group's rows pass to their first input; the rows of a block of many candidates
-        pass the sum within one candidate (group), maximized over the block's candidates."""
-        inputs = g.arrays["in0"]
-        key = self.merged[g.start:g.stop]
-        plain = key < 0
-        if plain.all():
+        """Counts to the first input; a block's rows of many candidates: summed per candidate, maximized."""
+        inputs, key = g.arrays["in0"], self.merged[g.start:g.stop]
+        if (key < 0).all():
             self.v_count.index_add_(0, self.idx(inputs), c)
             return
-        keep = torch.as_tensor(plain, device=self.device)
-        if plain.any():
-            self.v_count.index_add_(0, self.idx(inputs[plain]), c[keep])
-        keys, key_at = np.unique(key[~plain], return_inverse=True)
+        own = (len(self.merged) + np.arange(g.start, g.stop)) * self.group_width  # a plain row: a block alone
+        keys, key_at = np.unique(np.where(key < 0, own, key), return_inverse=True)
         sums = torch.zeros((len(keys), c.shape[1]), dtype=c.dtype, device=self.device)
-        sums.index_add_(0, self.idx(key_at.reshape(-1)), c[~keep])
+        sums.index_add_(0, self.idx(key_at.reshape(-1)), c)
         blocks, block_at = np.unique(keys // self.group_width, return_inverse=True)
-        block_at = block_at.reshape(-1)
         best = torch.zeros((len(blocks), c.shape[1]), dtype=c.dtype, device=self.device)
-        best.scatter_reduce_(0, self.idx(block_at)[:, None].expand_as(sums), sums, "amax")
+        best.scatter_reduce_(0, self.idx(block_at.reshape(-1))[:, None].expand_as(sums), sums, "amax")
         block_input = np.empty(len(blocks), dtype=np.int64)
-        block_input[block_at[key_at.reshape(-1)]] = inputs[~plain]  # a block's rows share their input
+        block_input[block_at.reshape(-1)[key_at.reshape(-1)]] = inputs  # a block's rows share their input
         self.v_count.index_add_(0, self.idx(block_input), best)
 
 
 class _Rows:
-    """What a group's operator reads in either pass (the reader :mod:`~nablafol.engine.lowering`
-    describes): ``(possible, certain)`` of its inputs and, in the down pass, where its counts go."""
+    """The reader of :mod:`~nablafol.engine.lowering` in either pass: Kleene values, where counts go."""
 
     def __init__(self, analysis: _Analysis, g):
         self.analysis, self.group = analysis, g
@@ -280,8 +254,7 @@ class _Rows:
         self.analysis.s_count.index_add_(0, args.reshape(-1), counts.reshape(-1).to(torch.int32))
 
     def _all_same(self):
-        """AllSame rows' input ``(G,)`` and each value's ``Filter_π[1]`` row ``(G, K)``, -1 where
-        padded: their truths are ``A_∃(α)``, then ``A_∃(α ⊙ Neg[Filter_π[1]])`` per value."""
+        """AllSame rows' input ``(G,)`` and each value's ``Filter_π[1]`` row ``(G, K)``, -1: padding."""
         a, args = self.analysis, self.group.arrays["args"]
         conjoined = a.s_vin[args[:, 1:]]  # -1 at padding, whose rows are the constant ones
         values = np.where(conjoined >= 0, a.v_in[0, a.v_in[1, np.maximum(conjoined, 0)]], -1)
@@ -321,9 +294,8 @@ def _uncertain(slots: np.ndarray, width: int, repeated: torch.Tensor, table_poss
 def repeated_atoms(plan: BatchPlan, rows: Sequence[Optional[GroundingRows]], unary, binary,
                    object_mask) -> RepeatedAtoms:
     """The repeated uncertain atoms of each program of ``plan`` (``rows[p]``: program ``p``'s
-    grounding rows, None for a program not analysed: none found), over the log-probability tables
-    the engine got for it: ``unary`` ``(R, N)``, ``binary`` ``(R', N, N)`` with the relates'
-    neutral table last, ``object_mask`` ``(B, N)``."""
+    grounding rows, None: not analysed) over the engine's log-probability tables ``unary``
+    ``(R, N)`` and ``binary`` ``(R', N, N)`` (the relates' neutral table last)."""
     with torch.no_grad():
         a = _Analysis(plan, rows, unary, binary, object_mask)
         u_rep, b_rep = a.repeated()

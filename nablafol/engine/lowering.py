@@ -1,23 +1,18 @@
 """Each DFOL node kind lowered once: the plan rows a node adds, and what each row's operator means.
 
-A plan (:mod:`~nablafol.engine.planning`) is *vector* rows (an attention, one value per object)
-and *scalar* rows (a truth, carried as ``(log p, log(1 - p))``). Every row names its
-:class:`Operator`, which says what its rows mean to every consumer, each handing it a reader of
-the same methods (``vector``, ``unary``, ``relation``, ``truths``, ``pad``, ``objects``, ...):
+A plan (:mod:`~nablafol.engine.planning`) has *vector* rows (an attention, a value per object)
+and *scalar* rows (a truth, ``(log p, log(1 - p))``). Each row names its :class:`Operator`, which
+says what its rows mean to every consumer, each handing it a reader of the same methods
+(``vector``, ``unary``, ``relation``, ``truths``, ``pad``, ``objects``): their values
+(:meth:`~Operator.run`, in both executors), their Kleene values and uses
+(:meth:`~Operator.kleene`, :meth:`~Operator.count_down`: the exactness analysis of
+:mod:`~nablafol.engine.grounding`), their ground formulas (:meth:`~Operator.ground`, for
+:func:`~nablafol.engine.circuits.ground`, whose reader also builds: ``all``, ``any``, ``neg``).
 
-* :meth:`Operator.run`: their values (the batched executor on a group of rows of one level, the
-  one-row executor on a single row);
-* :meth:`Operator.kleene`: whether each row's formula is possible / certain, per object (the up
-  pass of the exactness analysis, :mod:`~nablafol.engine.grounding`), as pairs of booleans;
-* :meth:`Operator.count_down`: how often a row uses its inputs (the analysis' down pass);
-* :meth:`Operator.ground`: one row's ground formula, for knowledge compilation
-  (:func:`~nablafol.engine.circuits.ground`), as formula numbers (``all``, ``any``, ``neg`` build).
-
-A node kind's lowering, registered once with :func:`register_lowering` (as
-``torch.distributions.kl.register_kl`` registers one function per pair of types), adds its rows
-through the planner's :class:`~nablafol.engine.planning.PlanBuilder`. A new node kind is one
-class, one lowering and, if no operator computes it yet, one :class:`Operator`
-(``tests/engine/test_engine_new_node.py`` adds a generalized quantifier).
+A node kind's lowering is registered once with :func:`register_lowering` (as
+``torch.distributions.kl.register_kl`` registers one function per pair of types); a new node
+kind is one class, one lowering and, if no operator computes it yet, one :class:`Operator`
+(``tests/engine/test_engine_new_node.py``).
 
 Example: the operators of ``A_∃(Filter_red[1])``'s rows, in the order a level runs them:
     >>> from nablafol.ir import Aggregate, Filter, Predicate, Program, Top
@@ -39,8 +34,7 @@ from nablafol.ir import (Aggregate, AggregateEach, AllOf, AllSame, And, AnyOf, A
                          Or, Pairwise, Relate, Top)
 from nablafol.operators import Quantifier
 
-__all__ = ["Operator", "OPERATORS", "VectorRow", "ScalarRow", "register_lowering", "lowering_of", "TOP", "FILTER",
-           "NEG", "CONJOIN", "RELATE", "AGGREGATE", "NOT", "AND", "OR", "ALL_SAME"]
+__all__ = ["Operator", "OPERATORS", "VectorRow", "ScalarRow", "register_lowering", "lowering_of", "TOP"]
 
 CAP = 2  # use counts are capped here: all that matters to exactness is "twice or more"
 
@@ -83,8 +77,7 @@ class Operator:
 
 
 class VectorRow(NamedTuple):
-    """One attention row of a plan: its operator, its inputs (rows of the plan, -1: none), its
-    unary predicate (local number, -1: none). A relate's atoms are added beside it."""
+    """One attention row of a plan: inputs are rows of the plan, the predicate a local number (-1: none)."""
 
     operator: Operator
     first: int = -1
@@ -93,8 +86,7 @@ class VectorRow(NamedTuple):
 
 
 class ScalarRow(NamedTuple):
-    """One truth row of a plan: its operator, the attention it reads (-1: none) and the truths it
-    combines (rows of the plan)."""
+    """One truth row of a plan: the attention it reads (-1: none), the truths it combines (rows)."""
 
     operator: Operator
     attention: int = -1
@@ -268,8 +260,7 @@ class _Junction(_Not):
 
 
 class _AllSame(Operator):
-    """GQA's one-input ``same`` (:class:`nablafol.ir.AllSame`): its truths are ``A_∃(α)``, then
-    ``A_∃(α ⊙ Neg[Filter_π[1]])`` per value (``pad`` marks a group's absent values)."""
+    """GQA's one-input ``same``: its truths ``A_∃(α)``, then ``A_∃(α ⊙ Neg[Filter_π[1]])`` per value."""
 
     vector = False
 
@@ -322,11 +313,7 @@ def register_lowering(node_class: type) -> Callable[[Callable], Callable]:
 
 def lowering_of(node_class: type) -> Optional[Callable]:
     """The lowering of ``node_class`` (or of its closest registered base), None if there is none."""
-    for cls in node_class.__mro__:
-        found = _LOWERINGS.get(cls)
-        if found is not None:
-            return found
-    return None
+    return next((_LOWERINGS[cls] for cls in node_class.__mro__ if cls in _LOWERINGS), None)
 
 
 # --- the lowerings of the IR's nodes ----------------------------------------------------
