@@ -60,8 +60,8 @@ def _shared_atoms(engine, programs, plan: BatchPlan, tables) -> RepeatedAtoms:
     if need.size:  # what a program repeats is certain in its scene: nothing to find (plain scene graphs)
         need = need[~_certain_repeats(programs, need, plan, tables)]
     if not need.size:
-        none = np.zeros((0, 3), dtype=np.int64)
-        return RepeatedAtoms(none, np.zeros((0, 4), dtype=np.int64), np.zeros(len(programs), dtype=np.int64))
+        unary, binary = np.zeros((0, 3), dtype=np.int64), np.zeros((0, 4), dtype=np.int64)
+        return RepeatedAtoms(unary, binary, np.zeros(len(programs), dtype=np.int64))
     rows: list = [None] * len(programs)  # only the programs that can repeat an atom are analysed
     for i in need.tolist():
         rows[i] = engine.registry.packed(programs[i]).plan.grounding
@@ -69,7 +69,7 @@ def _shared_atoms(engine, programs, plan: BatchPlan, tables) -> RepeatedAtoms:
 
 
 def _certain_repeats(programs, need: np.ndarray, plan: BatchPlan, tables) -> np.ndarray:
-    """Whether every atom each program of ``need`` can repeat is certain in its scene (it is exact)."""
+    """Whether every atom each program of ``need`` can repeat is certain in its scene."""
     pid = {p: i for i, p in enumerate(plan.predicates)}
     out = np.ones(len(need), dtype=bool)
     for arity, keys, table in ((1, plan.unary_keys, tables.unary), (2, plan.binary_keys, tables.binary)):
@@ -105,7 +105,8 @@ def exact_answers(engine, programs: Sequence[Program], plan: BatchPlan, tables) 
     answers = engine.execute(plan, tables)  # the fast path: exact where nothing uncertain repeats
     compiled = np.zeros(len(programs), dtype=bool)
     if (count > 0).any():
-        compiled[_by_circuits(engine, answers, _preferred_jobs(engine, programs, plan, tables, count, jobs))] = True
+        jobs = _preferred_jobs(engine, programs, plan, tables, count, jobs)
+        compiled[_by_circuits(engine, answers, jobs)] = True
     answers._exact = torch.as_tensor((count <= engine.exact_budget) | compiled)
     expand = np.nonzero((count > 0) & (count <= engine.exact_budget) & ~compiled)[0]
     if not expand.size:
@@ -154,7 +155,7 @@ def _write(answers: Answers, rows: np.ndarray, log_p, log_c, focus) -> None:
     answers.focus = answers.focus.index_copy(0, at, focus)
 
 
-def _preferred_jobs(engine, programs, plan: BatchPlan, tables, count: np.ndarray, jobs) -> CircuitJobs:
+def _preferred_jobs(engine, programs, plan: BatchPlan, tables, count, jobs) -> CircuitJobs:
     """The jobs circuits answer (:func:`circuit_preferred`); ``jobs``: the batch's, when made."""
     if jobs is None:
         jobs = CircuitJobs(programs, plan, tables, np.nonzero(count > 0)[0])
@@ -192,8 +193,8 @@ def _log_sum_by(owner: np.ndarray, values: torch.Tensor) -> torch.Tensor:
     """``log Σ e^values`` over the rows of each owner, in order: a row per owner, ascending."""
     per = np.unique(owner, return_counts=True)[1]
     grid = np.full((len(per), int(per.max())), owner.size, dtype=np.int64)  # past the last row: padding
-    grid[np.repeat(np.arange(len(per)), per), np.arange(owner.size) - np.repeat(np.cumsum(per) - per, per)] = \
-        np.argsort(owner, kind="stable")
+    place = np.arange(owner.size) - np.repeat(np.cumsum(per) - per, per)  # among its owner's rows
+    grid[np.repeat(np.arange(len(per)), per), place] = np.argsort(owner, kind="stable")
     padded = torch.cat([values, values.new_full((1, values.shape[1]), NEG_INF)])
     return log_sum_exp(padded[torch.as_tensor(grid, device=values.device)], dim=1)
 
@@ -255,7 +256,7 @@ def _worlds(engine, programs, plan: BatchPlan, tables, atoms: RepeatedAtoms, run
 
 
 def _settings(mine: np.ndarray, place, owner, world, first_bit: np.ndarray):
-    """(world, atom, 0/1) of every atom a world sets: a program's are bits ``first_bit``... of its worlds."""
+    """(world, atom, 0/1) of each atom a world sets: its program's bits ``first_bit``, ...."""
     prog = place[mine[:, 0]]
     per = np.bincount(prog, minlength=len(first_bit))
     first = np.concatenate([[0], np.cumsum(per)[:-1]])
@@ -266,7 +267,8 @@ def _settings(mine: np.ndarray, place, owner, world, first_bit: np.ndarray):
     return w, atom, ((world[w] >> bit[atom]) & 1).astype(bool)
 
 
-def _retabled(table, plan, plan_keys, world_plan, keys, base_scene, n_scenes, setting, set_world, value):
+def _retabled(table, plan, plan_keys, world_plan, keys, base_scene, n_scenes,
+              setting, set_world, value):
     """The world plan's table of one arity, and each world request's row in it: its scene's, or a
     copy with the atoms the world sets at 0 or 1."""
     if table is None or not len(keys):
@@ -277,16 +279,16 @@ def _retabled(table, plan, plan_keys, world_plan, keys, base_scene, n_scenes, se
     to_world = np.full(max(1, n_plan_ids), -1, dtype=np.int64)
     to_world[to_plan] = np.arange(len(to_plan))
     scene, wpid = split_key(keys, n_world_ids)
-    source = np.searchsorted(plan_keys, request_key(base_scene[scene], to_plan[wpid], n_plan_ids))  # rows in `table`
+    source = np.searchsorted(plan_keys, request_key(base_scene[scene], to_plan[wpid], n_plan_ids))
     _, set_pid = split_key(plan_keys[setting[:, 1]], n_plan_ids)
     request = np.searchsorted(keys, request_key(n_scenes + set_world, to_world[set_pid], n_world_ids))
     changed, slot = np.unique(request, return_inverse=True)
     device = table.device
     copies = table[torch.as_tensor(source[changed], dtype=torch.long, device=device)].clone()
     if request.size:
-        index = (torch.as_tensor(slot.reshape(-1), device=device),) + tuple(torch.as_tensor(c, device=device)
-                                                                            for c in setting[:, 2:].T)
-        copies[index] = torch.where(torch.as_tensor(value, device=device), 0.0, float("-inf")).to(copies.dtype)
+        index = (slot.reshape(-1),) + tuple(setting[:, 2:].T)
+        copies[tuple(torch.as_tensor(c, device=device) for c in index)] = torch.where(
+            torch.as_tensor(value, device=device), 0.0, float("-inf")).to(copies.dtype)
     remap = source.copy()
     if table.dim() == 2:  # unary
         remap[changed] = table.shape[0] + np.arange(changed.size)

@@ -56,10 +56,8 @@ class _Analysis:
         n = object_mask.shape[1]
         self.idx = lambda a: torch.as_tensor(a, dtype=torch.long, device=device)  # noqa: E731
         # atom tables as booleans; `binary` ends with the relates' neutral all-ones table
-        self.u_poss = unary > float("-inf") if unary is not None else None
-        self.u_cert = unary == 0 if unary is not None else None
-        self.b_poss = binary > float("-inf") if binary is not None else None
-        self.b_cert = binary == 0 if binary is not None else None
+        self.u_poss, self.u_cert = (unary > float("-inf"), unary == 0) if unary is not None else (None, None)
+        self.b_poss, self.b_cert = (binary > float("-inf"), binary == 0) if binary is not None else (None, None)
         self.v_scene = self.idx(plan.v_scene)
         # the up pass' possible / certain per vector row and object, and per scalar row
         self.vp = torch.zeros((len(plan.v_scene), n), dtype=torch.bool, device=device)
@@ -69,7 +67,7 @@ class _Analysis:
         self.sp[0] = self.sc[0] = True  # the constant rows: log 1, log 0
         # the programs analysed; the others' rows are used by no root: they pass no count
         self.analysed = np.fromiter((r is not None for r in rows), dtype=bool, count=len(rows))
-        # an atom's count goes to its slot: key program * width + request, width one more than the requests
+        # an atom's count goes to its slot, keyed program * width + request (width: requests + 1)
         self.u_width, self.b_width = len(plan.unary_keys) + 1, len(plan.binary_keys) + 1
         u_keys, b_keys = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
         for vgroups, _ in plan.levels:
@@ -95,7 +93,7 @@ class _Analysis:
         return programs * self.u_width + g.arrays["table"], self.analysed[programs]
 
     def binary_keys(self, g) -> tuple[np.ndarray, np.ndarray]:
-        """The slot key of each atom ``(G, atoms)`` of a relating group, and which count (not the neutral table)."""
+        """The slot key of each atom ``(G, atoms)`` of a relating group, and which are real atoms."""
         programs, tables = self.plan.v_program[g.start:g.stop], g.arrays["tables"]
         real = (tables < self.b_width - 1) & self.analysed[programs][:, None]
         return programs[:, None] * self.b_width + tables, real
@@ -104,8 +102,9 @@ class _Analysis:
         """The programs' grounding rows, in the plan's sorted numbering."""
         plan = self.plan
 
-        def stacked(name: str, width: int):  # every program's rows as one table, and each row's program
-            parts = [np.zeros((0, width), dtype=np.int64) if g is None else getattr(g, name) for g in rows]
+        def stacked(name: str, width: int):  # every program's rows in one table, and each row's program
+            none = np.zeros((0, width), dtype=np.int64)
+            parts = [none if g is None else getattr(g, name) for g in rows]
             counts = np.fromiter(map(len, parts), dtype=np.int64, count=len(parts))
             table = np.concatenate(parts) if parts else np.zeros((0, width), dtype=np.int64)
             return table, np.repeat(np.arange(len(parts)), counts)
@@ -116,7 +115,8 @@ class _Analysis:
         m, mp = stacked("merges", 4)
         self.group_width = 1 + int(m[:, 3].max(initial=0))  # a merge key is block * group_width + group
         self.roots = np.stack([r[:, 0], s_at(rp, r[:, 1])], 1)
-        self.merges = np.stack([m[:, 0], v_at(mp, m[:, 1]), v_at(mp, m[:, 2]) * self.group_width + m[:, 3]], 1)
+        block = v_at(mp, m[:, 2])
+        self.merges = np.stack([m[:, 0], v_at(mp, m[:, 1]), block * self.group_width + m[:, 3]], 1)
         self.n_entries = int(self.roots[:, 0].max()) + 1 if len(self.roots) else 0
         # each row's inputs: what an AllSame row's truths read (_Rows.all_same_values)
         self.v_in = np.full((2, len(plan.v_scene)), -1, dtype=np.int64)
@@ -128,7 +128,7 @@ class _Analysis:
                         self.v_in[k, g.start:g.stop] = g.arrays[f"in{k}"]
             for g in sgroups:
                 if "vin" in g.arrays:
-                    self.s_vin[SCALAR_CONSTANTS + g.start:SCALAR_CONSTANTS + g.stop] = g.arrays["vin"]
+                    self.s_vin[g.start + SCALAR_CONSTANTS:g.stop + SCALAR_CONSTANTS] = g.arrays["vin"]
 
     def s_open(self, rows) -> torch.Tensor:
         return self.sp[rows] & ~self.sc[rows]
@@ -150,9 +150,9 @@ class _Analysis:
         zeros = lambda *shape: torch.zeros(shape, dtype=torch.int32, device=self.device)  # noqa: E731
         self.v_count, self.s_count = zeros(len(plan.v_scene), n), zeros(SCALAR_CONSTANTS + plan.n_scalars)
         self.u_count, self.b_count = zeros(len(self.u_slots), n), zeros(len(self.b_slots), n, n)
-        self.merged = np.full(len(plan.v_scene), -1, dtype=np.int64)  # vector row -> its (block, group) key
-        roots = self.roots[self.roots[:, 0] == entry, 1]
-        self.s_count.index_add_(0, idx(roots), torch.ones(len(roots), dtype=torch.int32, device=self.device))
+        self.merged = np.full(len(plan.v_scene), -1, dtype=np.int64)  # vector row -> (block, group) key
+        roots = idx(self.roots[self.roots[:, 0] == entry, 1])
+        self.s_count.index_add_(0, roots, torch.ones_like(roots, dtype=torch.int32))
         merges = self.merges[self.merges[:, 0] == entry]
         self.merged[merges[:, 1]] = merges[:, 2]
         # counts are capped when read (only "twice or more" matters), so no sum can overflow
@@ -167,12 +167,12 @@ class _Analysis:
                 g.operator.count_down(_Rows(self, g), c)
 
     def to_input(self, g, c):
-        """Counts to the first input; a block's rows of many candidates: summed per candidate, maximized."""
+        """Counts to the first input; a block of many candidates': summed per candidate, maxed."""
         inputs, key = g.arrays["in0"], self.merged[g.start:g.stop]
         if (key < 0).all():
             self.v_count.index_add_(0, self.idx(inputs), c)
             return
-        own = (len(self.merged) + np.arange(g.start, g.stop)) * self.group_width  # a plain row: a block alone
+        own = (len(self.merged) + np.arange(g.start, g.stop)) * self.group_width  # a block of its own
         keys, key_at = np.unique(np.where(key < 0, own, key), return_inverse=True)
         sums = torch.zeros((len(keys), c.shape[1]), dtype=c.dtype, device=self.device)
         sums.index_add_(0, self.idx(key_at.reshape(-1)), c)
@@ -185,7 +185,7 @@ class _Analysis:
 
 
 class _Rows:
-    """The reader of :mod:`~nablafol.engine.lowering` in either pass: Kleene values, where counts go."""
+    """The reader of :mod:`~nablafol.engine.lowering` in both passes: Kleene values, counts."""
 
     def __init__(self, analysis: _Analysis, g):
         self.analysis, self.group = analysis, g
@@ -244,9 +244,10 @@ class _Rows:
         a, reverse = self.analysis, self.group.arrays["reverse"]
         keys, real = a.binary_keys(self.group)
         for j in range(keys.shape[1]):
-            if real[:, j].any():
-                wj = _flipped(uses[torch.as_tensor(real[:, j], device=a.device)], reverse[real[:, j], j])
-                a.b_count.index_add_(0, a.idx(np.searchsorted(a.b_slots, keys[real[:, j], j])), wj)
+            mine = real[:, j]
+            if mine.any():
+                wj = _flipped(uses[torch.as_tensor(mine, device=a.device)], reverse[mine, j])
+                a.b_count.index_add_(0, a.idx(np.searchsorted(a.b_slots, keys[mine, j])), wj)
 
     def add_truths(self, counts: torch.Tensor) -> None:
         """``counts`` ``(G, K)``: uses of each truth the rows combine."""
@@ -254,7 +255,7 @@ class _Rows:
         self.analysis.s_count.index_add_(0, args.reshape(-1), counts.reshape(-1).to(torch.int32))
 
     def _all_same(self):
-        """AllSame rows' input ``(G,)`` and each value's ``Filter_π[1]`` row ``(G, K)``, -1: padding."""
+        """AllSame rows' input ``(G,)``, each value's ``Filter_π[1]`` row ``(G, K)`` (-1: padding)."""
         a, args = self.analysis, self.group.arrays["args"]
         conjoined = a.s_vin[args[:, 1:]]  # -1 at padding, whose rows are the constant ones
         values = np.where(conjoined >= 0, a.v_in[0, a.v_in[1, np.maximum(conjoined, 0)]], -1)

@@ -77,7 +77,7 @@ class Operator:
 
 
 class VectorRow(NamedTuple):
-    """One attention row of a plan: inputs are rows of the plan, the predicate a local number (-1: none)."""
+    """One attention row of a plan: inputs are its rows, the predicate a local number (-1: none)."""
 
     operator: Operator
     first: int = -1
@@ -260,7 +260,7 @@ class _Junction(_Not):
 
 
 class _AllSame(Operator):
-    """GQA's one-input ``same``: its truths ``A_∃(α)``, then ``A_∃(α ⊙ Neg[Filter_π[1]])`` per value."""
+    """GQA's ``same`` of one input: truths ``A_∃(α)``, then ``A_∃(α ⊙ Neg[Filter_π[1]])`` each."""
 
     vector = False
 
@@ -287,10 +287,13 @@ class _AllSame(Operator):
         return rows.any([rows.neg(t) for t in rows.truths()])
 
 
-TOP, FILTER, NEG, CONJOIN = _Top("top"), _Conjoin("filter", True), _Neg("neg"), _Conjoin("conjoin", False)
-RELATE = {q: _Relate("relate", q) for q in (Quantifier.EXISTS, Quantifier.FORALL, Quantifier.NOT_EXISTS)}
-AGGREGATE = {q: _Aggregate("aggregate", q) for q in (Quantifier.EXISTS, Quantifier.FORALL, Quantifier.NOT_EXISTS)}
-NOT, AND, OR, ALL_SAME = _Not("not"), _Junction("and", False), _Junction("or", True), _AllSame("all same")
+_QUANTIFIERS = (Quantifier.EXISTS, Quantifier.FORALL, Quantifier.NOT_EXISTS)
+TOP, FILTER = _Top("top"), _Conjoin("filter", filter_=True)
+NEG, CONJOIN = _Neg("neg"), _Conjoin("conjoin", filter_=False)
+RELATE = {q: _Relate("relate", q) for q in _QUANTIFIERS}
+AGGREGATE = {q: _Aggregate("aggregate", q) for q in _QUANTIFIERS}
+NOT, AND, OR = _Not("not"), _Junction("and", disjunction=False), _Junction("or", disjunction=True)
+ALL_SAME = _AllSame("all same")
 
 
 # --- lowerings ----------------------------------------------------------------------------
@@ -328,7 +331,8 @@ def _one_row(operator: Operator) -> Callable:
     return lower
 
 
-for _kind, _operator in ((Top, TOP), (Neg, NEG), (Conjoin, CONJOIN), (Not, NOT), (And, AND), (Or, OR)):
+for _kind, _operator in ((Top, TOP), (Neg, NEG), (Conjoin, CONJOIN), (Not, NOT), (And, AND),
+                         (Or, OR)):
     register_lowering(_kind)(_one_row(_operator))
 
 
@@ -351,7 +355,8 @@ def _lower_aggregate(node: Aggregate, plan) -> int:
 @register_lowering(AnyOf)
 @register_lowering(AllOf)
 def _lower_of_each(node, plan) -> int:  # one row over the node's many truths
-    return plan.scalar(ScalarRow(OR if isinstance(node, AnyOf) else AND, truths=plan.row(node.each)))
+    operator = OR if isinstance(node, AnyOf) else AND
+    return plan.scalar(ScalarRow(operator, truths=plan.row(node.each)))
 
 
 @register_lowering(AggregateEach)
