@@ -116,9 +116,11 @@ def exact_answers(engine, programs: Sequence[Program], plan: BatchPlan, tables) 
         pieces.append(run[:, 0])
         parts.append(_worlds(engine, programs, plan, tables, atoms, run))
     owner = np.concatenate(pieces)
-    width, n_objects = answers.log_probs.shape[1], answers.focus.shape[1]
-    mixed = [_log_sum_by(owner, torch.cat([_widen(part[j], w, fill) for part in parts]))
-             for j, (w, fill) in enumerate(((width, NEG_INF), (width, 0.0), (n_objects, NEG_INF)))]
+    width, n_objects, mixed = answers.log_probs.shape[1], answers.focus.shape[1], []
+    for j, (w, fill) in enumerate(((width, NEG_INF), (width, 0.0), (n_objects, NEG_INF))):
+        # a run's programs may have fewer candidates than the batch's
+        widened = [torch.nn.functional.pad(part[j], (0, w - part[j].shape[1]), value=fill) for part in parts]
+        mixed.append(_log_sum_by(owner, torch.cat(widened)))
     _write(answers, np.unique(owner), *mixed)
     return answers
 
@@ -182,11 +184,6 @@ def circuit_preferred(cache, key: tuple, k: int, copies: int, budget: int) -> bo
     if cache.holds(key) or k > budget or copies << k > COMPILE_WORLDS:
         return True
     return cache.asked_before(key)
-
-
-def _widen(t: torch.Tensor, width: int, fill: float) -> torch.Tensor:
-    """``t`` padded with ``fill`` to ``width`` columns (a chunk's programs may have fewer candidates)."""
-    return t if t.shape[1] >= width else torch.nn.functional.pad(t, (0, width - t.shape[1]), value=fill)
 
 
 def _log_sum_by(owner: np.ndarray, values: torch.Tensor) -> torch.Tensor:
