@@ -67,10 +67,14 @@ class _Analysis:
         self.sp[0] = self.sc[0] = True  # the constant rows: log 1, log 0
         # the programs analysed; the others' rows are used by no root: they pass no count
         self.analysed = np.fromiter((r is not None for r in rows), dtype=bool, count=len(rows))
+        self._program_rows(rows)
         # an atom's count goes to its slot, keyed program * width + request (width: requests + 1)
         self.u_width, self.b_width = len(plan.unary_keys) + 1, len(plan.binary_keys) + 1
         u_keys, b_keys = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
-        for vgroups, _ in plan.levels:
+        # each row's inputs: what an AllSame row's truths read (_Rows.all_same_values)
+        self.v_in = np.full((2, len(plan.v_scene)), -1, dtype=np.int64)
+        self.s_vin = np.full(SCALAR_CONSTANTS + plan.n_scalars, -1, dtype=np.int64)
+        for vgroups, sgroups in plan.levels:  # up: Kleene values; and where the down pass' counts go
             for g in vgroups:
                 if "table" in g.arrays:
                     keys, mine = self.unary_keys(g)
@@ -78,14 +82,16 @@ class _Analysis:
                 if "tables" in g.arrays:
                     keys, real = self.binary_keys(g)
                     b_keys.append(keys[real])
-        self.u_slots, self.b_slots = np.unique(np.concatenate(u_keys)), np.unique(np.concatenate(b_keys))
-        self._program_rows(rows)
-        for vgroups, sgroups in plan.levels:  # up: Kleene values
-            for g in vgroups:
+                for k in (0, 1):
+                    if f"in{k}" in g.arrays:
+                        self.v_in[k, g.start:g.stop] = g.arrays[f"in{k}"]
                 self.vp[g.start:g.stop], self.vc[g.start:g.stop] = g.operator.kleene(_Rows(self, g))
             for g in sgroups:
-                rows = slice(SCALAR_CONSTANTS + g.start, SCALAR_CONSTANTS + g.stop)
-                self.sp[rows], self.sc[rows] = g.operator.kleene(_Rows(self, g))
+                at = slice(SCALAR_CONSTANTS + g.start, SCALAR_CONSTANTS + g.stop)
+                if "vin" in g.arrays:
+                    self.s_vin[at] = g.arrays["vin"]
+                self.sp[at], self.sc[at] = g.operator.kleene(_Rows(self, g))
+        self.u_slots, self.b_slots = np.unique(np.concatenate(u_keys)), np.unique(np.concatenate(b_keys))
 
     def unary_keys(self, g) -> tuple[np.ndarray, np.ndarray]:
         """The slot key of each row of a filtering group, and which rows are analysed."""
@@ -118,17 +124,6 @@ class _Analysis:
         block = v_at(mp, m[:, 2])
         self.merges = np.stack([m[:, 0], v_at(mp, m[:, 1]), block * self.group_width + m[:, 3]], 1)
         self.n_entries = int(self.roots[:, 0].max()) + 1 if len(self.roots) else 0
-        # each row's inputs: what an AllSame row's truths read (_Rows.all_same_values)
-        self.v_in = np.full((2, len(plan.v_scene)), -1, dtype=np.int64)
-        self.s_vin = np.full(SCALAR_CONSTANTS + plan.n_scalars, -1, dtype=np.int64)
-        for vgroups, sgroups in plan.levels:
-            for g in vgroups:
-                for k in (0, 1):
-                    if f"in{k}" in g.arrays:
-                        self.v_in[k, g.start:g.stop] = g.arrays[f"in{k}"]
-            for g in sgroups:
-                if "vin" in g.arrays:
-                    self.s_vin[g.start + SCALAR_CONSTANTS:g.stop + SCALAR_CONSTANTS] = g.arrays["vin"]
 
     def s_open(self, rows) -> torch.Tensor:
         return self.sp[rows] & ~self.sc[rows]
