@@ -1,20 +1,11 @@
 """Exact answers where the fast path approximates: conditioning on the repeated uncertain atoms.
 
-A program that is not read-once repeats some uncertain ground atoms in its grounding
-(:mod:`nablafol.engine.grounding` finds which, per scene). Conditioning on them (Shannon
-expansion) gives the exact probability:
-
-    P(F) = Σ_w P(w) · P(F | w),   w ranging over the 2^k assignments of the k repeated atoms,
-
-and in each world ``w`` the atoms are certain, so the engine's fast path computes ``P(F | w)``
-exactly. The worlds of every program of a batch run as one batch of the same engine (each
-world a copy of its program over a copy of its scene's tables with the k atoms set to 0 or 1;
-only the tables that change are copied), so the cost is exponential only in the number of
-*shared uncertain* atoms, and everything stays differentiable: ``P(w)`` is a product of the
-atoms' probabilities, ``P(F | w)`` the fast path on the others. Where expansion costs more
-than compiling (:func:`circuit_preferred`), or past the engine's ``exact_budget``, the question
-is compiled into a circuit instead (:mod:`nablafol.engine.circuits`); one whose circuit passes
-its node budget keeps the fast path's answer, flagged not exact.
+``P(F) = Σ_w P(w) · P(F | w)`` over the ``2^k`` assignments ``w`` of a program's ``k`` repeated
+uncertain atoms (:mod:`nablafol.engine.grounding`): in each world the fast path is exact. The
+worlds of a batch run as one batch of the engine, differentiably. Where expansion costs more
+than compiling (:func:`circuit_preferred`), or past ``exact_budget``, a circuit answers instead
+(:mod:`nablafol.engine.circuits`); one past its node budget keeps the fast path's answer,
+flagged not exact (``docs/exactness.md``, "Exact mode").
 
     >>> import torch
     >>> from nablafol.engine import Engine
@@ -29,7 +20,7 @@ its node budget keeps the fast path's answer, flagged not exact.
 """
 from __future__ import annotations
 
-from typing import NamedTuple, Sequence
+from typing import Sequence
 
 import numpy as np
 import torch
@@ -60,40 +51,32 @@ def exact_flags(engine, programs: Sequence[Program], plan: BatchPlan, tables) ->
 
 def shared_atom_counts(engine, programs: Sequence[Program], plan: BatchPlan, tables) -> np.ndarray:
     """``(P,)``: the number of uncertain ground atoms each program repeats in its scene."""
-    return _shared_atoms(engine, programs, plan, tables)[0]
+    return _shared_atoms(engine, programs, plan, tables).count
 
 
-def _shared_atoms(engine, programs, plan: BatchPlan, tables) -> tuple[np.ndarray, RepeatedAtoms]:
-    """The number of repeated uncertain atoms of each program, and those atoms (in ``plan``'s
-    request rows; programs numbered in ``programs``), for the programs that are not read-once."""
-    count = np.zeros(len(programs), dtype=np.int64)
+def _shared_atoms(engine, programs, plan: BatchPlan, tables) -> RepeatedAtoms:
+    """The repeated uncertain atoms of the programs not read-once, in ``plan``'s request rows."""
     need = np.array([i for i, p in enumerate(programs) if not p.read_once], dtype=np.int64)
     if need.size:  # what a program repeats is certain in its scene: nothing to find (plain scene graphs)
         need = need[~_certain_repeats(programs, need, plan, tables)]
     if not need.size:
-        return count, _no_atoms()
+        unary, binary = np.zeros((0, 3), dtype=np.int64), np.zeros((0, 4), dtype=np.int64)
+        return RepeatedAtoms(unary, binary, np.zeros(len(programs), dtype=np.int64))
     rows: list = [None] * len(programs)  # only the programs that can repeat an atom are analysed
     for i in need.tolist():
         rows[i] = engine.registry.packed(programs[i]).plan.grounding
-    atoms = repeated_atoms(plan, rows, tables.unary, tables.binary, tables.object_mask)
-    return atoms.count, atoms
-
-
-def _no_atoms() -> RepeatedAtoms:
-    return RepeatedAtoms(np.zeros((0, 3), dtype=np.int64), np.zeros((0, 4), dtype=np.int64), np.zeros(0, np.int64))
+    return repeated_atoms(plan, rows, tables.unary, tables.binary, tables.object_mask)
 
 
 def _certain_repeats(programs, need: np.ndarray, plan: BatchPlan, tables) -> np.ndarray:
-    """For the programs ``need``: whether every atom of every predicate they can repeat is
-    certain (0 or 1) in their scene, which makes them exact with no further look."""
+    """Whether every atom each program of ``need`` can repeat is certain in its scene."""
     pid = {p: i for i, p in enumerate(plan.predicates)}
-    certain = {}
-    for arity, keys, table in ((1, plan.unary_keys, tables.unary), (2, plan.binary_keys, tables.binary)):
-        if table is not None and len(keys):
-            t = table[: len(keys)].flatten(1)
-            certain[arity] = (keys, ((t == 0) | torch.isneginf(t)).all(1).cpu().numpy())
     out = np.ones(len(need), dtype=bool)
-    for arity, (keys, crisp) in certain.items():
+    for arity, keys, table in ((1, plan.unary_keys, tables.unary), (2, plan.binary_keys, tables.binary)):
+        if table is None or not len(keys):
+            continue
+        t = table[: len(keys)].flatten(1)
+        crisp = ((t == 0) | torch.isneginf(t)).all(1).cpu().numpy()
         owner, ids = [], []
         for k, i in enumerate(need):
             found = [pid[p] for p in programs[i].repeated_predicates() if p.arity == arity]
@@ -103,8 +86,7 @@ def _certain_repeats(programs, need: np.ndarray, plan: BatchPlan, tables) -> np.
             owner = np.array(owner, dtype=np.int64)
             asked = request_key(plan.program_scene[need[owner]], np.array(ids, dtype=np.int64),
                                 len(plan.predicates))
-            rows = np.searchsorted(keys, asked)
-            out &= np.bincount(owner[~crisp[rows]], minlength=len(need)) == 0
+            out &= np.bincount(owner[~crisp[np.searchsorted(keys, asked)]], minlength=len(need)) == 0
     return out
 
 
@@ -112,13 +94,19 @@ def exact_answers(engine, programs: Sequence[Program], plan: BatchPlan, tables) 
     """The batch's answers, exact for every program that repeats at most ``engine.exact_budget``
     uncertain atoms (``Answers.exact`` says which)."""
     jobs = _known_jobs(engine, programs, plan, tables)
-    if jobs is not None and all(engine.circuits.holds(key) for key in jobs.keys):
-        warm = _warm_answers(engine, programs, plan, tables, jobs)
-        if warm is not None:
-            return warm
-    count, atoms = _shared_atoms(engine, programs, plan, tables)
+    if jobs is not None and all(engine.circuits.holds(key) for key in jobs.keys):  # no look for atoms
+        n_jobs = sum(len(m) for m in jobs.members)
+        answers = engine.execute(plan, tables) if n_jobs < len(programs) else _unanswered(plan, tables)
+        if _by_circuits(engine, answers, jobs).size == n_jobs:  # else one is kept as past its node budget
+            answers._exact = torch.ones(plan.n_programs, dtype=torch.bool)  # read-once, or by a circuit
+            return answers
+    atoms = _shared_atoms(engine, programs, plan, tables)
+    count = atoms.count
     answers = engine.execute(plan, tables)  # the fast path: exact where nothing uncertain repeats
-    compiled = _circuit_answers(engine, programs, plan, tables, count, answers, jobs)
+    compiled = np.zeros(len(programs), dtype=bool)
+    if (count > 0).any():
+        jobs = _preferred_jobs(engine, programs, plan, tables, count, jobs)
+        compiled[_by_circuits(engine, answers, jobs)] = True
     answers._exact = torch.as_tensor((count <= engine.exact_budget) | compiled)
     expand = np.nonzero((count > 0) & (count <= engine.exact_budget) & ~compiled)[0]
     if not expand.size:
@@ -128,48 +116,23 @@ def exact_answers(engine, programs: Sequence[Program], plan: BatchPlan, tables) 
         pieces.append(run[:, 0])
         parts.append(_worlds(engine, programs, plan, tables, atoms, run))
     owner = np.concatenate(pieces)
-    per = np.unique(owner, return_counts=True)[1]
-    grid = np.full((len(per), int(per.max())), owner.size, dtype=np.int64)  # (program, its parts), padded
-    order = np.argsort(owner, kind="stable")
-    grid[np.repeat(np.arange(len(per)), per), np.arange(owner.size) - np.repeat(np.cumsum(per) - per, per)] = order
-    device = answers.log_probs.device
-    rows = torch.as_tensor(np.unique(owner), device=device)  # the programs, in the grid's order
-    grid = torch.as_tensor(grid, device=device)
-    for name, j, fill in (("log_probs", 0, NEG_INF), ("log_complement", 1, 0.0), ("focus", 2, NEG_INF)):
-        current = getattr(answers, name)
-        mixed = torch.cat([_widen(part[j], current.shape[1], fill) for part in parts])
-        mixed = torch.cat([mixed, mixed.new_full((1, mixed.shape[1]), NEG_INF)])  # the padding part
-        setattr(answers, name, current.index_copy(0, rows, log_sum_exp(mixed[grid], dim=1)))
-    answers.log_probs = answers.log_probs.masked_fill(~answers.candidate_mask, NEG_INF)
-    answers.log_complement = answers.log_complement.masked_fill(~answers.candidate_mask, 0.0)
+    width, n_objects, mixed = answers.log_probs.shape[1], answers.focus.shape[1], []
+    for j, (w, fill) in enumerate(((width, NEG_INF), (width, 0.0), (n_objects, NEG_INF))):
+        # a run's programs may have fewer candidates than the batch's
+        widened = [torch.nn.functional.pad(part[j], (0, w - part[j].shape[1]), value=fill) for part in parts]
+        mixed.append(_log_sum_by(owner, torch.cat(widened)))
+    _write(answers, np.unique(owner), *mixed)
     return answers
 
 
 def _known_jobs(engine, programs, plan: BatchPlan, tables) -> CircuitJobs | None:
-    """The circuit jobs of the batch's programs that can repeat atoms, when a circuit of every one
-    of those was compiled lately, else ``None``: a look at the programs, before any key is made."""
+    """The jobs of the programs that can repeat atoms if each had a circuit lately, else None."""
     distinct = {id(p): p for p in programs}.values()
     repeating = [p for p in distinct if not p.read_once]
     if not repeating or not all(engine.circuits.knows(p) for p in repeating):
         return None
     rows = np.array([i for i, p in enumerate(programs) if not p.read_once], dtype=np.int64)
     return CircuitJobs(programs, plan, tables, rows)
-
-
-def _warm_answers(engine, programs, plan: BatchPlan, tables, jobs: CircuitJobs) -> Answers | None:
-    """The answers of a batch whose every question that can repeat atoms has its circuit kept:
-    no look for repeated atoms, the fast path only where read-once programs need it, then the
-    circuits; the same values as a first call gives. ``None`` where a circuit is kept as past its
-    node budget (the first call's path answers it)."""
-    read_once = sum(len(m) for m in jobs.members) < len(programs)
-    answers = engine.execute(plan, tables) if read_once else _unanswered(plan, tables)
-    rows, log_p, log_c, focus = answer_by_circuits(engine.circuits, jobs, plan.candidate_width,
-                                                   tables.object_mask.shape[1], answers.log_probs)
-    if rows.size < sum(len(m) for m in jobs.members):
-        return None
-    _write(answers, rows, log_p, log_c, focus)
-    answers._exact = torch.ones(plan.n_programs, dtype=torch.bool)  # read-once, or by a circuit
-    return answers
 
 
 def _unanswered(plan: BatchPlan, tables) -> Answers:
@@ -185,7 +148,7 @@ def _unanswered(plan: BatchPlan, tables) -> Answers:
 
 
 def _write(answers: Answers, rows: np.ndarray, log_p, log_c, focus) -> None:
-    """``answers`` with the circuits' rows written in (candidates, complements, focus)."""
+    """``answers`` with these rows written in (candidates, complements, focus)."""
     if not rows.size:
         return
     at = torch.as_tensor(rows, device=answers.log_probs.device)
@@ -194,51 +157,47 @@ def _write(answers: Answers, rows: np.ndarray, log_p, log_c, focus) -> None:
     answers.focus = answers.focus.index_copy(0, at, focus)
 
 
-def _circuit_answers(engine, programs, plan: BatchPlan, tables, count: np.ndarray, answers: Answers,
-                     jobs: CircuitJobs | None = None) -> np.ndarray:
-    """Writes into ``answers`` the programs that circuits answer (:func:`circuit_preferred`),
-    and returns which those are, ``(P,)`` bool. ``jobs``: the batch's, when made already."""
-    done = np.zeros(len(programs), dtype=bool)
-    repeating = np.nonzero(count > 0)[0]
-    if not repeating.size:
-        return done
+def _preferred_jobs(engine, programs, plan: BatchPlan, tables, count, jobs) -> CircuitJobs:
+    """The jobs circuits answer (:func:`circuit_preferred`); ``jobs``: the batch's, when made."""
     if jobs is None:
-        jobs = CircuitJobs(programs, plan, tables, repeating)
+        jobs = CircuitJobs(programs, plan, tables, np.nonzero(count > 0)[0])
     else:  # made for every program: a question and pattern repeat the same number of atoms
         jobs = jobs.keeping([j for j, members in enumerate(jobs.members) if count[members[0]] > 0])
-    jobs = jobs.keeping([j for j, key in enumerate(jobs.keys)
+    return jobs.keeping([j for j, key in enumerate(jobs.keys)
                          if circuit_preferred(engine.circuits, key, int(count[jobs.members[j][0]]),
                                               len(jobs.members[j]), engine.exact_budget)])
+
+
+def _by_circuits(engine, answers: Answers, jobs: CircuitJobs) -> np.ndarray:
+    """Writes the jobs' answers by their circuits into ``answers``: the rows written."""
     rows, log_p, log_c, focus = answer_by_circuits(engine.circuits, jobs, answers.log_probs.shape[1],
                                                    answers.focus.shape[1], answers.log_probs)
     _write(answers, rows, log_p, log_c, focus)
-    done[rows] = True
-    return done
+    return rows
 
 
 def circuit_preferred(cache, key: tuple, k: int, copies: int, budget: int) -> bool:
     """The cost model: whether a circuit answers the ``copies`` programs of one question and
-    certainty pattern that repeat ``k`` uncertain atoms, rather than Shannon expansion.
-
-    Shannon expansion costs ``copies · 2^k`` worlds, each about one fast-path run; a circuit
-    costs one compilation, about :data:`COMPILE_WORLDS` worlds (measured: docs/exactness.md),
-    then an evaluation that costs less than one world per copy. So a circuit when it is kept
-    already, when ``k`` is past Shannon expansion's budget, when ``copies · 2^k`` passes
-    ``COMPILE_WORLDS``, or when the question was asked before (it will likely be asked again:
-    training steps, epochs; compiled on its second asking, it is never expanded again)."""
+    certainty pattern that repeat ``k`` uncertain atoms, rather than Shannon expansion of
+    ``copies · 2^k`` worlds (a compilation costs about :data:`COMPILE_WORLDS`; docs/exactness.md,
+    "The cost model")."""
     if cache.holds(key) or k > budget or copies << k > COMPILE_WORLDS:
         return True
     return cache.asked_before(key)
 
 
-def _widen(t: torch.Tensor, width: int, fill: float) -> torch.Tensor:
-    """``t`` padded with ``fill`` to ``width`` columns (a chunk's programs may have fewer candidates)."""
-    return t if t.shape[1] >= width else torch.nn.functional.pad(t, (0, width - t.shape[1]), value=fill)
+def _log_sum_by(owner: np.ndarray, values: torch.Tensor) -> torch.Tensor:
+    """``log Σ e^values`` over the rows of each owner, in order: a row per owner, ascending."""
+    per = np.unique(owner, return_counts=True)[1]
+    grid = np.full((len(per), int(per.max())), owner.size, dtype=np.int64)  # past the last row: padding
+    place = np.arange(owner.size) - np.repeat(np.cumsum(per) - per, per)  # among its owner's rows
+    grid[np.repeat(np.arange(len(per)), per), place] = np.argsort(owner, kind="stable")
+    padded = torch.cat([values, values.new_full((1, values.shape[1]), NEG_INF)])
+    return log_sum_exp(padded[torch.as_tensor(grid, device=values.device)], dim=1)
 
 
 def _runs(expand: np.ndarray, count: np.ndarray):
-    """The worlds to evaluate, in runs of at most WORLDS_PER_RUN: each run an array of rows
-    (program, first world, worlds); a program with more worlds than a run spans several."""
+    """Runs of at most WORLDS_PER_RUN worlds, as rows (program, first world, worlds)."""
     run, room = [], WORLDS_PER_RUN
     for i in expand:
         total, start = 1 << int(count[i]), 0
@@ -254,8 +213,7 @@ def _runs(expand: np.ndarray, count: np.ndarray):
 
 
 def _worlds(engine, programs, plan: BatchPlan, tables, atoms: RepeatedAtoms, run: np.ndarray):
-    """One run of worlds, as one batch: ``run`` rows (program, first world, worlds). Returns
-    ``log Σ_w P(w) P(F | w)`` over each row's worlds (``(log p, log(1 - p), focus)``, a row each)."""
+    """``log Σ_w P(w) P(F | w)`` over each row's worlds of ``run`` (log p, log(1 - p), focus)."""
     device = tables.object_mask.device
     chunk, n_worlds = run[:, 0], run[:, 2]
     owner = np.repeat(np.arange(len(chunk)), n_worlds)  # world -> its row of the run
@@ -270,16 +228,17 @@ def _worlds(engine, programs, plan: BatchPlan, tables, atoms: RepeatedAtoms, run
     u_mine, b_mine = (found[place[found[:, 0]] >= 0] for found in (atoms.unary, atoms.binary))
     first_bit = (np.zeros(len(chunk), dtype=np.int64), np.bincount(place[u_mine[:, 0]], minlength=len(chunk)))
     rebuilt = []
-    for table, mine, arity, plan_keys, keys, offset in (
-            (tables.unary, u_mine, 1, plan.unary_keys, world_plan.unary_keys, first_bit[0]),
-            (tables.binary, b_mine, 2, plan.binary_keys, world_plan.binary_keys, first_bit[1])):
-        sets = _settings(mine, place, owner, world, offset)
-        if len(sets.world):  # log P(w): each set atom's log p or log(1 - p)
-            at = tuple(torch.as_tensor(c, device=device) for c in (mine[sets.atom, 1],) + tuple(mine[sets.atom, 2:].T))
-            log_p = table[at]
-            term = torch.where(torch.as_tensor(sets.value, device=device), log_p, log1mexp(log_p))
-            log_weight = log_weight.index_add(0, torch.as_tensor(sets.world, device=device), term)
-        rebuilt.append(_retabled(table, arity, plan, plan_keys, world_plan, keys, base_scene, n_scenes, mine, sets))
+    for table, mine, plan_keys, keys, offset in (
+            (tables.unary, u_mine, plan.unary_keys, world_plan.unary_keys, first_bit[0]),
+            (tables.binary, b_mine, plan.binary_keys, world_plan.binary_keys, first_bit[1])):
+        set_world, set_atom, value = _settings(mine, place, owner, world, offset)
+        setting = mine[set_atom]  # (program, request, object...) of each atom a world sets
+        if len(set_world):  # log P(w): each set atom's log p or log(1 - p)
+            log_p = table[tuple(torch.as_tensor(c, device=device) for c in setting[:, 1:].T)]
+            term = torch.where(torch.as_tensor(value, device=device), log_p, log1mexp(log_p))
+            log_weight = log_weight.index_add(0, torch.as_tensor(set_world, device=device), term)
+        rebuilt.append(_retabled(table, plan, plan_keys, world_plan, keys, base_scene, n_scenes,
+                                 setting, set_world, value))
     (unary, u_remap), (binary, b_remap) = rebuilt
     for vgroups, _ in world_plan.levels:  # the world plan reads the rebuilt tables
         for g in vgroups:
@@ -289,30 +248,12 @@ def _worlds(engine, programs, plan: BatchPlan, tables, atoms: RepeatedAtoms, run
                 g.arrays["tables"] = b_remap[g.arrays["tables"]]
     result = engine.execute(world_plan, Tables(unary, binary, tables.object_mask[torch.as_tensor(base_scene, device=device)],
                                             tables.dtype, tables.padded, neutral=True))
-    grid = np.full((len(chunk), int(n_worlds.max())), owner.size, dtype=np.int64)  # past the last world: padding
-    grid[owner, world - run[owner, 1]] = np.arange(owner.size)
-    grid = torch.as_tensor(grid, device=device)
-
-    def mix(values: torch.Tensor) -> torch.Tensor:
-        """``log Σ_w P(w) e^{values_w}`` per program, over its worlds."""
-        weighted = values + log_weight[:, None]
-        padded = torch.cat([weighted, weighted.new_full((1, weighted.shape[1]), float("-inf"))])
-        return log_sum_exp(padded[grid], dim=1)
-
-    return mix(result.log_probs), mix(result.log_complement), mix(result.focus)
+    return tuple(_log_sum_by(owner, values + log_weight[:, None])
+                 for values in (result.log_probs, result.log_complement, result.focus))
 
 
-class _Settings(NamedTuple):
-    """The atoms each world sets: ``world`` (world row), ``atom`` (row of the atom list), ``value`` (0/1)."""
-
-    world: np.ndarray
-    atom: np.ndarray
-    value: np.ndarray
-
-
-def _settings(mine: np.ndarray, place, owner, world, first_bit: np.ndarray) -> _Settings:
-    """Every (world, atom) pair of a chunk: a program's atoms are bits ``first_bit``, ... of its
-    worlds' numbers (``mine`` lists atoms grouped by program, in program order)."""
+def _settings(mine: np.ndarray, place, owner, world, first_bit: np.ndarray):
+    """(world, atom, 0/1) of each atom a world sets: its program's bits ``first_bit``, ...."""
     prog = place[mine[:, 0]]
     per = np.bincount(prog, minlength=len(first_bit))
     first = np.concatenate([[0], np.cumsum(per)[:-1]])
@@ -320,13 +261,13 @@ def _settings(mine: np.ndarray, place, owner, world, first_bit: np.ndarray) -> _
     n = per[owner]  # atoms per world
     w = np.repeat(np.arange(owner.size), n)
     atom = first[owner[w]] + (np.arange(w.size) - np.repeat(np.cumsum(n) - n, n))
-    return _Settings(w, atom, ((world[w] >> bit[atom]) & 1).astype(bool))
+    return w, atom, ((world[w] >> bit[atom]) & 1).astype(bool)
 
 
-def _retabled(table, arity, plan, plan_keys, world_plan, keys, base_scene, n_scenes, mine, sets):
-    """The world plan's table of one arity and, per request of the world plan, its row there: a
-    world's request reads its scene's table, except where the world sets atoms, which read a
-    copy with those atoms at 0 or 1 (no unchanged table is copied)."""
+def _retabled(table, plan, plan_keys, world_plan, keys, base_scene, n_scenes,
+              setting, set_world, value):
+    """The world plan's table of one arity, and each world request's row in it: its scene's, or a
+    copy with the atoms the world sets at 0 or 1."""
     if table is None or not len(keys):
         return table, np.zeros(1, dtype=np.int64)
     n_world_ids, n_plan_ids = len(world_plan.predicates), len(plan.predicates)
@@ -335,21 +276,18 @@ def _retabled(table, arity, plan, plan_keys, world_plan, keys, base_scene, n_sce
     to_world = np.full(max(1, n_plan_ids), -1, dtype=np.int64)
     to_world[to_plan] = np.arange(len(to_plan))
     scene, wpid = split_key(keys, n_world_ids)
-    # rows in `table`
     source = np.searchsorted(plan_keys, request_key(base_scene[scene], to_plan[wpid], n_plan_ids))
-    _, set_pid = split_key(plan_keys[mine[sets.atom, 1]], n_plan_ids)
-    request = np.searchsorted(keys, request_key(n_scenes + sets.world, to_world[set_pid],
-                                                n_world_ids))
+    _, set_pid = split_key(plan_keys[setting[:, 1]], n_plan_ids)
+    request = np.searchsorted(keys, request_key(n_scenes + set_world, to_world[set_pid], n_world_ids))
     changed, slot = np.unique(request, return_inverse=True)
-    slot = slot.reshape(-1)
     device = table.device
     copies = table[torch.as_tensor(source[changed], dtype=torch.long, device=device)].clone()
     if request.size:
-        index = (torch.as_tensor(slot, device=device),) + tuple(torch.as_tensor(c, device=device)
-                                                                for c in mine[sets.atom, 2:].T)
-        copies[index] = torch.where(torch.as_tensor(sets.value, device=device), 0.0, float("-inf")).to(copies.dtype)
+        index = (slot.reshape(-1),) + tuple(setting[:, 2:].T)
+        copies[tuple(torch.as_tensor(c, device=device) for c in index)] = torch.where(
+            torch.as_tensor(value, device=device), 0.0, float("-inf")).to(copies.dtype)
     remap = source.copy()
-    if arity == 1:
+    if table.dim() == 2:  # unary
         remap[changed] = table.shape[0] + np.arange(changed.size)
         return torch.cat([table, copies]), remap
     base = table.shape[0] - 1  # the neutral all-ones table stays last

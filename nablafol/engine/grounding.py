@@ -1,30 +1,12 @@
 """Which uncertain ground atoms repeat in a batch's groundings: when the engine's answer is exact.
 
-The engine's recursion multiplies the probabilities of subformulas as if they were independent.
-It returns the exact probability of a candidate when no *uncertain* ground atom (probability
-strictly between 0 and 1) occurs twice where it matters (``dfol.md``, soundness, clause 2).
-This module finds, per program of a :class:`~nablafol.engine.planning.BatchPlan` and over the
-oracle's tables of its scene, the uncertain atoms that do: the *repeated uncertain atoms*. A
-program with none is exact; exact mode conditions on them (:mod:`nablafol.engine.exact`).
-
-Two passes over the plan's levels, on booleans and small integers, batched like the engine:
-
-1. **up** (Kleene's three-valued logic): for every node and object, whether its formula is
-   *possible* (true in some world) and *certain* (true in every world). A node that is
-   neither is *open*; a node that is certain or impossible is computed exactly by the engine
-   (exact zeros and ones propagate exactly) whatever lies below it;
-2. **down**: how many times each node instance is used by the candidate, counting only uses
-   through open nodes, capped at 2; an atom's count is that of the open nodes that read it.
-
-Uses below a constant node do not matter, so an atom counted at most once is read once where
-it matters, and conditioning on every atom counted twice leaves a formula the engine evaluates
-exactly. Candidates are separate formulas: the down pass runs once per entry of
-``Program.candidates``; the candidates of one ``AggregateEach`` share its input, and what they
-pass to it is maximized over candidates, not summed.
-
-GQA's one-input ``same`` (:class:`nablafol.ir.AllSame`) is computed by its own rule: it is exact
-when at most one value is *used* (possible for some attended object, its term open); with two
-or more, its input must be crisp, so the input's atoms are counted twice.
+Per program of a :class:`~nablafol.engine.planning.BatchPlan` and over its scene's tables, the
+*repeated uncertain atoms*: those (of probability strictly between 0 and 1) that occur twice
+where it matters (``dfol.md``, soundness, clause 2). A program with none is exact; exact mode
+conditions on them (:mod:`nablafol.engine.exact`). Two batched passes over the plan's levels,
+through the rows' operators (:mod:`~nablafol.engine.lowering`): *up*, Kleene's possible /
+certain per node and object; *down*, once per candidate entry, how often each node is used
+through open nodes, capped at 2 (``docs/exactness.md``, "Exact in this scene").
 
     >>> import torch
     >>> from nablafol.engine import Engine
@@ -40,7 +22,7 @@ or more, its input must be crisp, so the input's atoms are counted twice.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import NamedTuple, Optional, Sequence
+from typing import Optional, Sequence
 
 import numpy as np
 import torch
@@ -70,15 +52,12 @@ class _Analysis:
 
     def __init__(self, plan: BatchPlan, rows: Sequence[Optional[GroundingRows]], unary, binary, object_mask):
         self.plan, self.object_mask = plan, object_mask
-        device = object_mask.device
-        self.device = device
+        self.device = device = object_mask.device
         n = object_mask.shape[1]
         self.idx = lambda a: torch.as_tensor(a, dtype=torch.long, device=device)  # noqa: E731
         # atom tables as booleans; `binary` ends with the relates' neutral all-ones table
-        self.u_poss = unary > float("-inf") if unary is not None else None
-        self.u_cert = unary == 0 if unary is not None else None
-        self.b_poss = binary > float("-inf") if binary is not None else None
-        self.b_cert = binary == 0 if binary is not None else None
+        self.u_poss, self.u_cert = (unary > float("-inf"), unary == 0) if unary is not None else (None, None)
+        self.b_poss, self.b_cert = (binary > float("-inf"), binary == 0) if binary is not None else (None, None)
         self.v_scene = self.idx(plan.v_scene)
         # the up pass' possible / certain per vector row and object, and per scalar row
         self.vp = torch.zeros((len(plan.v_scene), n), dtype=torch.bool, device=device)
@@ -88,35 +67,48 @@ class _Analysis:
         self.sp[0] = self.sc[0] = True  # the constant rows: log 1, log 0
         # the programs analysed; the others' rows are used by no root: they pass no count
         self.analysed = np.fromiter((r is not None for r in rows), dtype=bool, count=len(rows))
-        self._keys()
         self._program_rows(rows)
-        self._up()
-
-    # -- where each atom's count goes: one slot per (program, request) ----------------------
-    def _keys(self):
-        plan = self.plan
-        # a slot's key: program * width + request, width one more than the requests
+        # an atom's count goes to its slot, keyed program * width + request (width: requests + 1)
         self.u_width, self.b_width = len(plan.unary_keys) + 1, len(plan.binary_keys) + 1
         u_keys, b_keys = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
-        for vgroups, _ in plan.levels:
+        # each row's inputs: what an AllSame row's truths read (_Rows.all_same_values)
+        self.v_in = np.full((2, len(plan.v_scene)), -1, dtype=np.int64)
+        self.s_vin = np.full(SCALAR_CONSTANTS + plan.n_scalars, -1, dtype=np.int64)
+        for vgroups, sgroups in plan.levels:  # up: Kleene values; and where the down pass' counts go
             for g in vgroups:
-                programs = plan.v_program[g.start:g.stop]
-                mine = self.analysed[programs]
                 if "table" in g.arrays:
-                    u_keys.append((programs * self.u_width + g.arrays["table"])[mine])
+                    keys, mine = self.unary_keys(g)
+                    u_keys.append(keys[mine])
                 if "tables" in g.arrays:
-                    tables = g.arrays["tables"]
-                    keys = programs[:, None] * self.b_width + tables
-                    real = (tables < self.b_width - 1) & mine[:, None]  # not the neutral table
+                    keys, real = self.binary_keys(g)
                     b_keys.append(keys[real])
+                for k in (0, 1):
+                    if f"in{k}" in g.arrays:
+                        self.v_in[k, g.start:g.stop] = g.arrays[f"in{k}"]
+                self.vp[g.start:g.stop], self.vc[g.start:g.stop] = g.operator.kleene(_Rows(self, g))
+            for g in sgroups:
+                at = slice(SCALAR_CONSTANTS + g.start, SCALAR_CONSTANTS + g.stop)
+                if "vin" in g.arrays:
+                    self.s_vin[at] = g.arrays["vin"]
+                self.sp[at], self.sc[at] = g.operator.kleene(_Rows(self, g))
         self.u_slots, self.b_slots = np.unique(np.concatenate(u_keys)), np.unique(np.concatenate(b_keys))
 
-    # -- the programs' grounding rows, in the plan's sorted numbering ------------------------
+    def unary_keys(self, g) -> tuple[np.ndarray, np.ndarray]:
+        """The slot key of each row of a filtering group, and which rows are analysed."""
+        programs = self.plan.v_program[g.start:g.stop]
+        return programs * self.u_width + g.arrays["table"], self.analysed[programs]
+
+    def binary_keys(self, g) -> tuple[np.ndarray, np.ndarray]:
+        """The slot key of each atom ``(G, atoms)`` of a relating group, and which are real atoms."""
+        programs, tables = self.plan.v_program[g.start:g.stop], g.arrays["tables"]
+        real = (tables < self.b_width - 1) & self.analysed[programs][:, None]
+        return programs[:, None] * self.b_width + tables, real
+
     def _program_rows(self, rows: Sequence[Optional[GroundingRows]]):
+        """The programs' grounding rows, in the plan's sorted numbering."""
         plan = self.plan
 
-        def stacked(name: str, width: int):
-            """One table of every program's grounding rows, and each row's program."""
+        def stacked(name: str, width: int):  # every program's rows in one table, and each row's program
             none = np.zeros((0, width), dtype=np.int64)
             parts = [none if g is None else getattr(g, name) for g in rows]
             counts = np.fromiter(map(len, parts), dtype=np.int64, count=len(parts))
@@ -127,105 +119,71 @@ class _Analysis:
         s_at = lambda p, r: plan.s_rank[plan.s_offset[p] + r] + SCALAR_CONSTANTS  # noqa: E731
         r, rp = stacked("roots", 2)
         m, mp = stacked("merges", 4)
-        roots = np.stack([r[:, 0], s_at(rp, r[:, 1])], 1)
-        merges = np.stack([m[:, 0], v_at(mp, m[:, 1]), v_at(mp, m[:, 2]) * (1 + int(m[:, 3].max(initial=0)))
-                           + m[:, 3]], 1)  # (entry, row, one key per (block, group))
-        self.roots, self.merges = roots, merges
-        self.n_entries = int(self.roots[:, 0].max()) + 1 if len(self.roots) else 0
         self.group_width = 1 + int(m[:, 3].max(initial=0))  # a merge key is block * group_width + group
-        # each row's inputs: what an AllSame row's truths read (_CountRows.all_same_values)
-        self.v_in = np.full((2, len(plan.v_scene)), -1, dtype=np.int64)
-        self.s_vin = np.full(SCALAR_CONSTANTS + plan.n_scalars, -1, dtype=np.int64)
-        for vgroups, sgroups in plan.levels:
-            for g in vgroups:
-                for k in (0, 1):
-                    if f"in{k}" in g.arrays:
-                        self.v_in[k, g.start:g.stop] = g.arrays[f"in{k}"]
-            for g in sgroups:
-                rows = slice(SCALAR_CONSTANTS + g.start, SCALAR_CONSTANTS + g.stop)
-                if "vin" in g.arrays:
-                    self.s_vin[rows] = g.arrays["vin"]
-
-    # -- up: Kleene values -------------------------------------------------------------------
-    def _up(self):
-        for vgroups, sgroups in self.plan.levels:
-            for g in vgroups:
-                rows = slice(g.start, g.stop)
-                self.vp[rows], self.vc[rows] = g.operator.kleene(_KleeneRows(self, g, rows))
-            for g in sgroups:
-                rows = slice(SCALAR_CONSTANTS + g.start, SCALAR_CONSTANTS + g.stop)
-                self.sp[rows], self.sc[rows] = g.operator.kleene(_KleeneRows(self, g, rows))
+        self.roots = np.stack([r[:, 0], s_at(rp, r[:, 1])], 1)
+        block = v_at(mp, m[:, 2])
+        self.merges = np.stack([m[:, 0], v_at(mp, m[:, 1]), block * self.group_width + m[:, 3]], 1)
+        self.n_entries = int(self.roots[:, 0].max()) + 1 if len(self.roots) else 0
 
     def s_open(self, rows) -> torch.Tensor:
         return self.sp[rows] & ~self.sc[rows]
 
-    # -- down: counts ------------------------------------------------------------------------
     def repeated(self) -> tuple[torch.Tensor, torch.Tensor]:
         """Boolean masks ``(slots, N)`` and ``(slots, N, N)``: atoms counted twice by some candidate."""
         n = self.object_mask.shape[1]
         u_rep = torch.zeros((len(self.u_slots), n), dtype=torch.bool, device=self.device)
         b_rep = torch.zeros((len(self.b_slots), n, n), dtype=torch.bool, device=self.device)
         for entry in range(self.n_entries):
-            u_count, b_count = self._down(entry)
-            u_rep |= u_count >= CAP
-            b_rep |= b_count >= CAP
+            self._down(entry)
+            u_rep |= self.u_count >= CAP
+            b_rep |= self.b_count >= CAP
         return u_rep, b_rep
 
     def _down(self, entry: int):
-        plan, idx = self.plan, self.idx
-        n = self.object_mask.shape[1]
-        counts = _Counts(
-            vector=torch.zeros((len(plan.v_scene), n), dtype=torch.int32, device=self.device),
-            scalar=torch.zeros(SCALAR_CONSTANTS + plan.n_scalars, dtype=torch.int32, device=self.device),
-            unary=torch.zeros((len(self.u_slots), n), dtype=torch.int32, device=self.device),
-            binary=torch.zeros((len(self.b_slots), n, n), dtype=torch.int32, device=self.device),
-            merged=np.full(len(plan.v_scene), -1, dtype=np.int64))
-        roots = self.roots[self.roots[:, 0] == entry, 1]
-        counts.scalar.index_add_(0, idx(roots), torch.ones(len(roots), dtype=torch.int32, device=self.device))
+        """The use counts of one candidate entry: of vector and scalar rows, of atom slots."""
+        plan, idx, n = self.plan, self.idx, self.object_mask.shape[1]
+        zeros = lambda *shape: torch.zeros(shape, dtype=torch.int32, device=self.device)  # noqa: E731
+        self.v_count, self.s_count = zeros(len(plan.v_scene), n), zeros(SCALAR_CONSTANTS + plan.n_scalars)
+        self.u_count, self.b_count = zeros(len(self.u_slots), n), zeros(len(self.b_slots), n, n)
+        self.merged = np.full(len(plan.v_scene), -1, dtype=np.int64)  # vector row -> (block, group) key
+        roots = idx(self.roots[self.roots[:, 0] == entry, 1])
+        self.s_count.index_add_(0, roots, torch.ones_like(roots, dtype=torch.int32))
         merges = self.merges[self.merges[:, 0] == entry]
-        counts.merged[merges[:, 1]] = merges[:, 2]
+        self.merged[merges[:, 1]] = merges[:, 2]
         # counts are capped when read (only "twice or more" matters), so no sum can overflow
         for vgroups, sgroups in reversed(plan.levels):
             for g in sgroups:
                 rows = slice(SCALAR_CONSTANTS + g.start, SCALAR_CONSTANTS + g.stop)
-                c = counts.scalar[rows].clamp(max=CAP) * self.s_open(rows)
-                g.operator.count_down(_CountRows(self, g, rows, counts), c)
+                c = self.s_count[rows].clamp(max=CAP) * self.s_open(rows)
+                g.operator.count_down(_Rows(self, g), c)
             for g in vgroups:
                 rows = slice(g.start, g.stop)
-                c = counts.vector[rows].clamp(max=CAP) * (self.vp[rows] & ~self.vc[rows])
-                g.operator.count_down(_CountRows(self, g, rows, counts), c)
-        return counts.unary, counts.binary
+                c = self.v_count[rows].clamp(max=CAP) * (self.vp[rows] & ~self.vc[rows])
+                g.operator.count_down(_Rows(self, g), c)
 
-    def to_input(self, g, c, vcount, merged):
-        """What a group's rows pass to their first input; the rows of a block of many candidates
-        pass the sum within one candidate (group), maximized over the block's candidates."""
-        inputs = g.arrays["in0"]
-        key = merged[g.start:g.stop]
-        plain = key < 0
-        if plain.all():
-            vcount.index_add_(0, self.idx(inputs), c)
+    def to_input(self, g, c):
+        """Counts to the first input; a block of many candidates': summed per candidate, maxed."""
+        inputs, key = g.arrays["in0"], self.merged[g.start:g.stop]
+        if (key < 0).all():
+            self.v_count.index_add_(0, self.idx(inputs), c)
             return
-        keep = torch.as_tensor(plain, device=self.device)
-        if plain.any():
-            vcount.index_add_(0, self.idx(inputs[plain]), c[keep])
-        keys, key_at = np.unique(key[~plain], return_inverse=True)
+        own = (len(self.merged) + np.arange(g.start, g.stop)) * self.group_width  # a block of its own
+        keys, key_at = np.unique(np.where(key < 0, own, key), return_inverse=True)
         sums = torch.zeros((len(keys), c.shape[1]), dtype=c.dtype, device=self.device)
-        sums.index_add_(0, self.idx(key_at.reshape(-1)), c[~keep])
+        sums.index_add_(0, self.idx(key_at.reshape(-1)), c)
         blocks, block_at = np.unique(keys // self.group_width, return_inverse=True)
-        block_at = block_at.reshape(-1)
         best = torch.zeros((len(blocks), c.shape[1]), dtype=c.dtype, device=self.device)
-        best.scatter_reduce_(0, self.idx(block_at)[:, None].expand_as(sums), sums, "amax")
+        best.scatter_reduce_(0, self.idx(block_at.reshape(-1))[:, None].expand_as(sums), sums, "amax")
         block_input = np.empty(len(blocks), dtype=np.int64)
-        block_input[block_at[key_at.reshape(-1)]] = inputs[~plain]  # a block's rows share their input
-        vcount.index_add_(0, self.idx(block_input), best)
+        block_input[block_at.reshape(-1)[key_at.reshape(-1)]] = inputs  # a block's rows share their input
+        self.v_count.index_add_(0, self.idx(block_input), best)
 
 
-class _KleeneRows:
-    """What a group's operator reads in the up pass (the reader :mod:`~nablafol.engine.lowering`
-    describes): ``(possible, certain)`` of its inputs, from the rows computed so far."""
+class _Rows:
+    """The reader of :mod:`~nablafol.engine.lowering` in both passes: Kleene values, counts."""
 
-    def __init__(self, analysis: _Analysis, g, rows: slice):
-        self.analysis, self.group, self.rows = analysis, g, rows
+    def __init__(self, analysis: _Analysis, g):
+        self.analysis, self.group = analysis, g
 
     def vector(self, name: str):
         a, x = self.analysis, self.analysis.idx(self.group.arrays[name])
@@ -258,68 +216,41 @@ class _KleeneRows:
     def objects(self) -> torch.Tensor:
         """The objects of the rows' scenes (a truth's: those of the attention it reads)."""
         a, arrays = self.analysis, self.group.arrays
-        rows = a.idx(arrays["vin"]) if "vin" in arrays else self.rows
+        rows = a.idx(arrays["vin"]) if "vin" in arrays else slice(self.group.start, self.group.stop)
         return a.object_mask[a.v_scene[rows]]
-
-
-class _Counts(NamedTuple):
-    """The down pass' use counts: of vector and scalar rows, of unary and binary atom slots."""
-
-    vector: torch.Tensor
-    scalar: torch.Tensor
-    unary: torch.Tensor
-    binary: torch.Tensor
-    merged: np.ndarray  # vector row -> its (block, group) key, -1: none
-
-
-class _CountRows:
-    """What a group's operator passes its use counts to in the down pass (the reader
-    :mod:`~nablafol.engine.lowering` describes); ``kleene`` reads the up pass' values."""
-
-    def __init__(self, analysis: _Analysis, g, rows: slice, counts: _Counts):
-        self.analysis, self.group, self.rows, self.counts = analysis, g, rows, counts
-        self.kleene = _KleeneRows(analysis, g, rows)
-
-    def objects(self) -> torch.Tensor:
-        return self.kleene.objects()
 
     def width(self) -> int:
         return self.group.arrays["args"].shape[1]
 
     def add_vector(self, name: str, counts: torch.Tensor) -> None:
         if name == "in0":  # the last rows of a block of many candidates: within a candidate only
-            self.analysis.to_input(self.group, counts, self.counts.vector, self.counts.merged)
+            self.analysis.to_input(self.group, counts)
         else:
-            self.counts.vector.index_add_(0, self.analysis.idx(self.group.arrays[name]), counts)
+            self.analysis.v_count.index_add_(0, self.analysis.idx(self.group.arrays[name]), counts)
 
     def add_unary(self, counts: torch.Tensor) -> None:
-        a, g = self.analysis, self.group
-        programs = a.plan.v_program[self.rows]
-        mine = a.analysed[programs]
-        slots = np.searchsorted(a.u_slots, (programs * a.u_width + g.arrays["table"])[mine])
-        self.counts.unary.index_add_(0, a.idx(slots), counts[torch.as_tensor(mine, device=a.device)])
+        a = self.analysis
+        keys, mine = a.unary_keys(self.group)
+        slots = np.searchsorted(a.u_slots, keys[mine])
+        a.u_count.index_add_(0, a.idx(slots), counts[torch.as_tensor(mine, device=a.device)])
 
     def add_relation(self, uses: torch.Tensor) -> None:
         """``uses`` ``(G, N, N)`` of each (x, y) pair: each atom of the pair used as often."""
-        a, g = self.analysis, self.group
-        tables, reverse = g.arrays["tables"], g.arrays["reverse"]
-        programs = a.plan.v_program[self.rows]
-        for j in range(tables.shape[1]):
-            real = (tables[:, j] < a.b_width - 1) & a.analysed[programs]  # not the neutral table
-            if not real.any():
-                continue
-            wj = _flipped(uses[torch.as_tensor(real, device=a.device)], reverse[real, j])
-            slots = np.searchsorted(a.b_slots, programs[real] * a.b_width + tables[real, j])
-            self.counts.binary.index_add_(0, a.idx(slots), wj)
+        a, reverse = self.analysis, self.group.arrays["reverse"]
+        keys, real = a.binary_keys(self.group)
+        for j in range(keys.shape[1]):
+            mine = real[:, j]
+            if mine.any():
+                wj = _flipped(uses[torch.as_tensor(mine, device=a.device)], reverse[mine, j])
+                a.b_count.index_add_(0, a.idx(np.searchsorted(a.b_slots, keys[mine, j])), wj)
 
     def add_truths(self, counts: torch.Tensor) -> None:
         """``counts`` ``(G, K)``: uses of each truth the rows combine."""
         args = self.analysis.idx(self.group.arrays["args"])
-        self.counts.scalar.index_add_(0, args.reshape(-1), counts.reshape(-1).to(torch.int32))
+        self.analysis.s_count.index_add_(0, args.reshape(-1), counts.reshape(-1).to(torch.int32))
 
     def _all_same(self):
-        """AllSame rows' input ``(G,)`` and each value's ``Filter_π[1]`` row ``(G, K)``, -1 where
-        padded: their truths are ``A_∃(α)``, then ``A_∃(α ⊙ Neg[Filter_π[1]])`` per value."""
+        """AllSame rows' input ``(G,)``, each value's ``Filter_π[1]`` row ``(G, K)`` (-1: padding)."""
         a, args = self.analysis, self.group.arrays["args"]
         conjoined = a.s_vin[args[:, 1:]]  # -1 at padding, whose rows are the constant ones
         values = np.where(conjoined >= 0, a.v_in[0, a.v_in[1, np.maximum(conjoined, 0)]], -1)
@@ -335,7 +266,7 @@ class _CountRows:
         return (a.vp[a.idx(x)], valid), a.vp[a.idx(np.maximum(values, 0))], real
 
     def add_all_same_input(self, counts: torch.Tensor) -> None:
-        self.counts.vector.index_add_(0, self.analysis.idx(self._all_same()[0]), counts)
+        self.analysis.v_count.index_add_(0, self.analysis.idx(self._all_same()[0]), counts)
 
 
 def _flipped(t: torch.Tensor, reverse: np.ndarray) -> torch.Tensor:
@@ -359,9 +290,8 @@ def _uncertain(slots: np.ndarray, width: int, repeated: torch.Tensor, table_poss
 def repeated_atoms(plan: BatchPlan, rows: Sequence[Optional[GroundingRows]], unary, binary,
                    object_mask) -> RepeatedAtoms:
     """The repeated uncertain atoms of each program of ``plan`` (``rows[p]``: program ``p``'s
-    grounding rows, None for a program not analysed: none found), over the log-probability tables
-    the engine got for it: ``unary`` ``(R, N)``, ``binary`` ``(R', N, N)`` with the relates'
-    neutral table last, ``object_mask`` ``(B, N)``."""
+    grounding rows, None: not analysed) over the engine's log-probability tables ``unary``
+    ``(R, N)`` and ``binary`` ``(R', N, N)`` (the relates' neutral table last)."""
     with torch.no_grad():
         a = _Analysis(plan, rows, unary, binary, object_mask)
         u_rep, b_rep = a.repeated()

@@ -1,27 +1,18 @@
 """Each DFOL node kind lowered once: the plan rows a node adds, and what each row's operator means.
 
-A plan (:mod:`~nablafol.engine.planning`) is rows: *vector* rows (an attention, one value per
-object) and *scalar* rows (a truth, carried as ``(log p, log(1 - p))``). Every row names its
-:class:`Operator`, and the operator says, in one place, what its rows mean to every consumer:
+A plan (:mod:`~nablafol.engine.planning`) has *vector* rows (an attention, a value per object)
+and *scalar* rows (a truth, ``(log p, log(1 - p))``). Each row names its :class:`Operator`, which
+says what its rows mean to every consumer, each handing it a reader of the same methods
+(``vector``, ``unary``, ``relation``, ``truths``, ``pad``, ``objects``): their values
+(:meth:`~Operator.run`, in both executors), their Kleene values and uses
+(:meth:`~Operator.kleene`, :meth:`~Operator.count_down`: the exactness analysis of
+:mod:`~nablafol.engine.grounding`), their ground formulas (:meth:`~Operator.ground`, for
+:func:`~nablafol.engine.circuits.ground`, whose reader also builds: ``all``, ``any``, ``neg``).
 
-* :meth:`Operator.run`: their values. The batched executor calls it on a group of rows of one
-  level, the one-row executor on a single row; both hand it a reader of the same methods
-  (``vector``, ``unary``, ``relation``, ``truths``, ``pad``, ``objects``, ``q_product``);
-* :meth:`Operator.kleene`: whether each row's formula is possible / certain, per object (the
-  exactness analysis' up pass, :mod:`~nablafol.engine.grounding`), through a reader of the same
-  methods returning ``(possible, certain)`` pairs of booleans;
-* :meth:`Operator.count_down`: how often a row uses its inputs (the analysis' down pass);
-* :meth:`Operator.ground`: one row's ground formula (per object for an attention), for knowledge
-  compilation (:func:`~nablafol.engine.circuits.ground`), through a reader of the same methods
-  returning formula numbers, that also builds them (``all``, ``any``, ``neg``, ``true``).
-
-A node kind's lowering, registered once with :func:`register_lowering` (as
-``torch.distributions.kl.register_kl`` registers one function per pair of types), adds the
-node's rows to a plan through the planner's builder (:class:`~nablafol.engine.planning.PlanBuilder`)
-as :class:`VectorRow` / :class:`ScalarRow`. A new node kind is one class, one lowering and, if
-no operator computes it yet, one :class:`Operator`: the engine, both executors and the exactness
-analysis then run it, and exact mode compiles it (``tests/engine/test_engine_new_node.py`` adds a
-generalized quantifier).
+A node kind's lowering is registered once with :func:`register_lowering` (as
+``torch.distributions.kl.register_kl`` registers one function per pair of types); a new node
+kind is one class, one lowering and, if no operator computes it yet, one :class:`Operator`
+(``tests/engine/test_engine_new_node.py``).
 
 Example: the operators of ``A_∃(Filter_red[1])``'s rows, in the order a level runs them:
     >>> from nablafol.ir import Aggregate, Filter, Predicate, Program, Top
@@ -43,11 +34,8 @@ from nablafol.ir import (Aggregate, AggregateEach, AllOf, AllSame, And, AnyOf, A
                          Or, Pairwise, Relate, Top)
 from nablafol.operators import Quantifier
 
-__all__ = ["Operator", "OPERATORS", "VectorRow", "ScalarRow", "register_lowering", "lowering_of", "TOP", "FILTER",
-           "NEG", "CONJOIN", "RELATE", "AGGREGATE", "NOT", "AND", "OR", "ALL_SAME", "quantify",
-           "ground_quantified"]
+__all__ = ["Operator", "OPERATORS", "VectorRow", "ScalarRow", "register_lowering", "lowering_of", "TOP"]
 
-NEG_INF = float("-inf")
 CAP = 2  # use counts are capped here: all that matters to exactness is "twice or more"
 
 #: Every operator, by its number in a plan's row matrices (the order a level runs them in)
@@ -55,7 +43,7 @@ OPERATORS: list["Operator"] = []
 
 
 class Operator:
-    """What the rows of one kind compute (see the module docstring); made once, registered in
+    """What the rows of one kind compute (see the module docstring); registered in
     :data:`OPERATORS` when made. ``vector``: its rows are attentions, else truths."""
 
     vector = True
@@ -89,8 +77,7 @@ class Operator:
 
 
 class VectorRow(NamedTuple):
-    """One attention row of a plan: its operator, its inputs (rows of the plan, -1: none), its
-    unary predicate (local number, -1: none). A relate's atoms are added beside it."""
+    """One attention row of a plan: inputs are its rows, the predicate a local number (-1: none)."""
 
     operator: Operator
     first: int = -1
@@ -99,28 +86,11 @@ class VectorRow(NamedTuple):
 
 
 class ScalarRow(NamedTuple):
-    """One truth row of a plan: its operator, the attention it reads (-1: none) and the truths it
-    combines (rows of the plan)."""
+    """One truth row of a plan: the attention it reads (-1: none), the truths it combines (rows)."""
 
     operator: Operator
     attention: int = -1
     truths: tuple = ()
-
-
-def quantify(possible, certain, valid, quantifier: Quantifier):
-    """Kleene values of ∃ / ∀ / ∄ over the last dimension (``valid`` objects only)."""
-    if quantifier is Quantifier.FORALL:
-        return (possible | ~valid).all(-1), (certain | ~valid).all(-1)
-    some_p, some_c = (possible & valid).any(-1), (certain & valid).any(-1)
-    return (some_p, some_c) if quantifier is Quantifier.EXISTS else (~some_c, ~some_p)
-
-
-def ground_quantified(rows, terms, quantifier: Quantifier):
-    """The ground formula of ∃ / ∀ / ∄ over ``terms`` (one formula per object)."""
-    if quantifier is Quantifier.FORALL:
-        return rows.all(terms)
-    some = rows.any(terms)
-    return some if quantifier is Quantifier.EXISTS else rows.neg(some)
 
 
 # --- the operators ------------------------------------------------------------------------
@@ -140,20 +110,33 @@ class _Top(Operator):
         return [rows.true for _ in rows.objects()]
 
 
-class _Filter(Operator):
+class _Conjoin(Operator):
+    """``α ⊙ β`` per object: of two attentions, or (``filter``) of one and a unary predicate."""
+
+    def __init__(self, name: str, filter_: bool):
+        super().__init__(name)
+        self.filter = filter_
+
+    def _inputs(self, rows):
+        return rows.vector("in0"), rows.unary() if self.filter else rows.vector("in1")
+
     def run(self, rows):
-        return ops.filter_(rows.vector("in0"), rows.unary(), rows.objects())
+        x, y = self._inputs(rows)
+        return (ops.filter_ if self.filter else ops.conjoin)(x, y, rows.objects())
 
     def kleene(self, rows):
-        (xp, xc), (up, uc) = rows.vector("in0"), rows.unary()
-        return xp & up, xc & uc
+        (xp, xc), (yp, yc) = self._inputs(rows)
+        return xp & yp, xc & yc
 
     def count_down(self, rows, counts):
         rows.add_vector("in0", counts)
-        rows.add_unary(counts)
+        if self.filter:
+            rows.add_unary(counts)
+        else:
+            rows.add_vector("in1", counts)
 
     def ground(self, rows):
-        return [rows.all(pair) for pair in zip(rows.unary(), rows.vector("in0"))]
+        return [rows.all(pair) for pair in zip(*self._inputs(rows))]
 
 
 class _Neg(Operator):
@@ -171,28 +154,27 @@ class _Neg(Operator):
         return [rows.neg(x) for x in rows.vector("in0")]
 
 
-class _Conjoin(Operator):
-    def run(self, rows):
-        return ops.conjoin(rows.vector("in0"), rows.vector("in1"), rows.objects())
-
-    def kleene(self, rows):
-        (xp, xc), (yp, yc) = rows.vector("in0"), rows.vector("in1")
-        return xp & yp, xc & yc
-
-    def count_down(self, rows, counts):
-        rows.add_vector("in0", counts)
-        rows.add_vector("in1", counts)
-
-    def ground(self, rows):
-        return [rows.all(pair) for pair in zip(rows.vector("in0"), rows.vector("in1"))]
-
-
-class _Relate(Operator):
-    """``q Y: ∧Π(X, Y) ∧ G(Y)``: the Q-product of the atoms' relation and the input."""
-
-    def __init__(self, quantifier: Quantifier):
-        super().__init__(f"relate {quantifier.symbol}")
+class _Quantified(Operator):
+    def __init__(self, kind: str, quantifier: Quantifier):
+        super().__init__(f"{kind} {quantifier.symbol}")
         self.quantifier = quantifier
+
+    def quantify(self, possible, certain, valid):
+        """Kleene values of the quantifier over the last dimension (``valid`` objects only)."""
+        if self.quantifier is Quantifier.FORALL:
+            return (possible | ~valid).all(-1), (certain | ~valid).all(-1)
+        some_p, some_c = (possible & valid).any(-1), (certain & valid).any(-1)
+        return (some_p, some_c) if self.quantifier is Quantifier.EXISTS else (~some_c, ~some_p)
+
+    def ground_quantified(self, rows, terms):
+        if self.quantifier is Quantifier.FORALL:
+            return rows.all(terms)
+        some = rows.any(terms)
+        return some if self.quantifier is Quantifier.EXISTS else rows.neg(some)
+
+
+class _Relate(_Quantified):
+    """``q Y: ∧Π(X, Y) ∧ G(Y)``: the Q-product of the atoms' relation and the input."""
 
     def run(self, rows):
         mask = rows.objects()
@@ -204,11 +186,11 @@ class _Relate(Operator):
 
     def kleene(self, rows):
         poss, cert, valid = self._terms(rows)
-        poss, cert = quantify(poss, cert, valid[:, None, :], self.quantifier)
+        poss, cert = self.quantify(poss, cert, valid[:, None, :])
         return poss & valid, cert & valid
 
     def count_down(self, rows, counts):
-        poss, cert, valid = self._terms(rows.kleene)
+        poss, cert, valid = self._terms(rows)
         # a pair's term ∧Π(x, y) ∧ G(y) is used once per use of x, unless impossible or certain
         uses = counts[:, :, None] * (poss & ~cert & valid[:, None, :])
         rows.add_vector("in0", uses.sum(1, dtype=torch.int32).clamp_(max=CAP))
@@ -216,31 +198,27 @@ class _Relate(Operator):
 
     def ground(self, rows):
         inner = rows.vector("in0")
-        return [ground_quantified(rows, [rows.all(pair) for pair in zip(related, inner)], self.quantifier)
+        return [self.ground_quantified(rows, [rows.all(pair) for pair in zip(related, inner)])
                 for related in rows.relation()]
 
 
-class _Aggregate(Operator):
+class _Aggregate(_Quantified):
     """``A_q(α)``: the attention's variable quantified away."""
 
     vector = False
-
-    def __init__(self, quantifier: Quantifier):
-        super().__init__(f"aggregate {quantifier.symbol}")
-        self.quantifier = quantifier
 
     def run(self, rows):
         return torch.stack(ops.aggregate_pair(rows.vector("vin"), rows.objects(), self.quantifier), dim=-1)
 
     def kleene(self, rows):
         (xp, xc), valid = rows.vector("vin"), rows.objects()
-        return quantify(xp, xc, valid, self.quantifier)
+        return self.quantify(xp, xc, valid)
 
     def count_down(self, rows, counts):
         rows.add_vector("vin", counts[:, None] * rows.objects())
 
     def ground(self, rows):
-        return ground_quantified(rows, rows.vector("vin"), self.quantifier)
+        return self.ground_quantified(rows, rows.vector("vin"))
 
 
 class _Not(Operator):
@@ -260,37 +238,29 @@ class _Not(Operator):
         return rows.neg(rows.truths()[0])
 
 
-class _And(_Not):
-    def run(self, rows):
-        log_p = ops.and_(rows.truths()[..., 0])
-        return torch.stack([log_p, ops.not_(log_p)], dim=-1)
+class _Junction(_Not):
+    """``and`` of the rows' truths, or (``disjunction``) ``or``: none of them fails to hold."""
 
-    def kleene(self, rows):
-        ap, ac = rows.truths()
-        return ap.all(1), ac.all(1)
-
-    def ground(self, rows):
-        return rows.all(rows.truths())
-
-
-class _Or(_Not):
-    pads_with_true = False
+    def __init__(self, name: str, disjunction: bool):
+        super().__init__(name)
+        self.disjunction = disjunction
+        self.pads_with_true = not disjunction
 
     def run(self, rows):
-        log_q = ops.and_(rows.truths()[..., 1])  # none of them holds
-        return torch.stack([ops.not_(log_q), log_q], dim=-1)
+        log_p = ops.and_(rows.truths()[..., int(self.disjunction)])  # an or's: that none holds
+        pair = [log_p, ops.not_(log_p)]
+        return torch.stack(pair[::-1] if self.disjunction else pair, dim=-1)
 
     def kleene(self, rows):
-        ap, ac = rows.truths()
-        return ap.any(1), ac.any(1)
+        (ap, ac), reduce = rows.truths(), torch.any if self.disjunction else torch.all
+        return reduce(ap, 1), reduce(ac, 1)
 
     def ground(self, rows):
-        return rows.any(rows.truths())
+        return (rows.any if self.disjunction else rows.all)(rows.truths())
 
 
 class _AllSame(Operator):
-    """GQA's one-input ``same`` (:class:`nablafol.ir.AllSame`): its truths are ``A_∃(α)``, then
-    ``A_∃(α ⊙ Neg[Filter_π[1]])`` per value (``pad`` marks a group's absent values)."""
+    """GQA's ``same`` of one input: truths ``A_∃(α)``, then ``A_∃(α ⊙ Neg[Filter_π[1]])`` each."""
 
     vector = False
 
@@ -308,7 +278,7 @@ class _AllSame(Operator):
         # open); with two or more, the input must be crisp: every atom of the input counts twice
         (input_poss, valid), value_poss, real = rows.all_same_values()
         reachable = (value_poss & (input_poss & valid)[:, None, :]).any(-1)
-        used = rows.kleene.open_truths()[:, 1:] & reachable & real
+        used = rows.open_truths()[:, 1:] & reachable & real
         n_used = used.sum(1)
         rows.add_truths(torch.cat([(counts * (n_used == 0))[:, None], counts[:, None] * used], 1).to(torch.int32))
         rows.add_all_same_input((CAP * counts * (n_used >= 2))[:, None] * valid)
@@ -317,10 +287,13 @@ class _AllSame(Operator):
         return rows.any([rows.neg(t) for t in rows.truths()])
 
 
-TOP, FILTER, NEG, CONJOIN = _Top("top"), _Filter("filter"), _Neg("neg"), _Conjoin("conjoin")
-RELATE = {q: _Relate(q) for q in (Quantifier.EXISTS, Quantifier.FORALL, Quantifier.NOT_EXISTS)}
-AGGREGATE = {q: _Aggregate(q) for q in (Quantifier.EXISTS, Quantifier.FORALL, Quantifier.NOT_EXISTS)}
-NOT, AND, OR, ALL_SAME = _Not("not"), _And("and"), _Or("or"), _AllSame("all same")
+_QUANTIFIERS = (Quantifier.EXISTS, Quantifier.FORALL, Quantifier.NOT_EXISTS)
+TOP, FILTER = _Top("top"), _Conjoin("filter", filter_=True)
+NEG, CONJOIN = _Neg("neg"), _Conjoin("conjoin", filter_=False)
+RELATE = {q: _Relate("relate", q) for q in _QUANTIFIERS}
+AGGREGATE = {q: _Aggregate("aggregate", q) for q in _QUANTIFIERS}
+NOT, AND, OR = _Not("not"), _Junction("and", disjunction=False), _Junction("or", disjunction=True)
+ALL_SAME = _AllSame("all same")
 
 
 # --- lowerings ----------------------------------------------------------------------------
@@ -343,33 +316,29 @@ def register_lowering(node_class: type) -> Callable[[Callable], Callable]:
 
 def lowering_of(node_class: type) -> Optional[Callable]:
     """The lowering of ``node_class`` (or of its closest registered base), None if there is none."""
-    for cls in node_class.__mro__:
-        found = _LOWERINGS.get(cls)
-        if found is not None:
-            return found
-    return None
+    return next((_LOWERINGS[cls] for cls in node_class.__mro__ if cls in _LOWERINGS), None)
 
 
 # --- the lowerings of the IR's nodes ----------------------------------------------------
 
-@register_lowering(Top)
-def _lower_top(node: Top, plan) -> int:
-    return plan.vector(VectorRow(TOP), node)
+def _one_row(operator: Operator) -> Callable:
+    """The lowering of a node kind that is one row of ``operator`` reading the node's children."""
+    def lower(node, plan) -> int:
+        inputs = [plan.row(child) for child in node.children()]
+        if operator.vector:
+            return plan.vector(VectorRow(operator, *inputs), node)
+        return plan.scalar(ScalarRow(operator, truths=tuple(inputs)))
+    return lower
+
+
+for _kind, _operator in ((Top, TOP), (Neg, NEG), (Conjoin, CONJOIN), (Not, NOT), (And, AND),
+                         (Or, OR)):
+    register_lowering(_kind)(_one_row(_operator))
 
 
 @register_lowering(Filter)
 def _lower_filter(node: Filter, plan) -> int:
     return plan.vector(VectorRow(FILTER, plan.row(node.input), predicate=plan.unary(node.predicate)), node)
-
-
-@register_lowering(Neg)
-def _lower_neg(node: Neg, plan) -> int:
-    return plan.vector(VectorRow(NEG, plan.row(node.input)), node)
-
-
-@register_lowering(Conjoin)
-def _lower_conjoin(node: Conjoin, plan) -> int:
-    return plan.vector(VectorRow(CONJOIN, plan.row(node.left), plan.row(node.right)), node)
 
 
 @register_lowering(Relate)
@@ -383,19 +352,11 @@ def _lower_aggregate(node: Aggregate, plan) -> int:
     return plan.scalar(ScalarRow(AGGREGATE[node.quantifier], attention=plan.row(node.input)))
 
 
-@register_lowering(Not)
-def _lower_not(node: Not, plan) -> int:
-    return plan.scalar(ScalarRow(NOT, truths=(plan.row(node.input),)))
-
-
-@register_lowering(And)
-def _lower_and(node: And, plan) -> int:
-    return plan.scalar(ScalarRow(AND, truths=tuple(plan.row(t) for t in node.inputs)))
-
-
-@register_lowering(Or)
-def _lower_or(node: Or, plan) -> int:
-    return plan.scalar(ScalarRow(OR, truths=tuple(plan.row(t) for t in node.inputs)))
+@register_lowering(AnyOf)
+@register_lowering(AllOf)
+def _lower_of_each(node, plan) -> int:  # one row over the node's many truths
+    operator = OR if isinstance(node, AnyOf) else AND
+    return plan.scalar(ScalarRow(operator, truths=plan.row(node.each)))
 
 
 @register_lowering(AggregateEach)
@@ -427,16 +388,6 @@ def _lower_pairwise(node: Pairwise, plan) -> range:
 def _lower_any_of_groups(node: AnyOfGroups, plan) -> range:  # one Or row per group
     rows = plan.row(node.each)
     return plan.scalar_block(OR, groups=(node.sizes, np.arange(rows.start, rows.stop)))
-
-
-@register_lowering(AnyOf)
-def _lower_any_of(node: AnyOf, plan) -> int:
-    return plan.scalar(ScalarRow(OR, truths=plan.row(node.each)))
-
-
-@register_lowering(AllOf)
-def _lower_all_of(node: AllOf, plan) -> int:
-    return plan.scalar(ScalarRow(AND, truths=plan.row(node.each)))
 
 
 @register_lowering(AllSame)
