@@ -173,27 +173,41 @@ def _block_rows(log_r: torch.Tensor, block_elements: int) -> int:
 def _none_true_blocks(log_r: torch.Tensor, log_y: torch.Tensor, step: int) -> torch.Tensor:
     """``Σ_j log(1 - e^{log r_ij + log y_j})`` in ``log_r``'s dtype, ``step`` rows at a time, each
     block's terms a contiguous tensor of their own (so the sums' order is theirs whatever
-    ``log_r``'s layout): one block made by a plain sum where it is laid out as that already."""
-    rows, n, m = log_r.shape
-    if 0 < rows <= step:  # one block: its terms summed where they are made
-        y = log_y if rows == 1 else log_y[:, None, :]  # one row's (1, M) broadcasts as (1, 1, M)
-        if log_r.is_contiguous() and log_r.dtype == log_y.dtype:
-            return _none_true_terms(log_r + y)
-        return _none_true_terms(torch.add(log_r, y, out=log_r.new_empty(log_r.shape)))
-    out = log_r.new_empty((rows, n))
-    for s in range(0, rows, step):
-        block = log_r[s:s + step]
-        terms = torch.add(block, log_y[s:s + step, None, :], out=log_r.new_empty(block.shape))
-        out[s:s + step] = _none_true_terms(terms)
-    return out
+    ``log_r``'s layout)."""
+    rows, head = log_r.shape[0], log_r[:1]
+    # a quick look at one row: a neural oracle's tables are not crisp; a scene graph's are, but
+    # relate so few pairs that the sparse terms cost less
+    crisp = log_r.is_cpu and rows > 0 and _is_crisp(head) and int((head == 0).count_nonzero()) > SPARSE_SHARE * head.numel()
+    sums = [_block_none_true(log_r[s:s + step], log_y[s:s + step], crisp) for s in range(0, max(rows, 1), step)]
+    return sums[0] if len(sums) == 1 else torch.cat(sums)
 
 
-def _none_true_terms(t: torch.Tensor) -> torch.Tensor:
-    """``Σ_j log(1 - e^{t_ij})`` of a ``(k, N, M)`` block of terms, ``t`` a tensor of the caller's
-    own: from its finite terms alone where most are ``-inf`` (:func:`_sparse_log1mexp`, written
-    into ``t``), else by the dense passes; the same reduction over the same values either way."""
+def _block_none_true(log_r: torch.Tensor, log_y: torch.Tensor, crisp: bool) -> torch.Tensor:
+    sums = _crisp_none_true(log_r, log_y) if crisp else None
+    if sums is not None:
+        return sums
+    t = torch.add(log_r, log_y[:, None, :], out=log_r.new_empty(log_r.shape))
     terms = _sparse_log1mexp(t, out=t, guard=False)
     return (log1mexp_nonpositive(t) if terms is None else terms).sum(-1)
+
+
+def _is_crisp(t: torch.Tensor) -> bool:
+    """Every entry 0 or ``-inf`` (a NaN is neither)."""
+    return torch.equal(t != 0, torch.isneginf(t))
+
+
+def _crisp_none_true(log_r: torch.Tensor, log_y: torch.Tensor) -> torch.Tensor | None:
+    """The same sums over a crisp table, with no transcendental pass over it: each column's term
+    at a true entry by the dense passes, times 1 or 0 (``0 · t`` is a false entry's ``-0.0``,
+    or NaN where ``t`` is ``-inf``, a certain object); ``None`` for a table that is not crisp,
+    or a NaN in ``log_y``."""
+    if not _is_crisp(log_r):
+        return None
+    true_terms = log1mexp_nonpositive(log_y.to(log_r.dtype))  # log 1 + log y_j: log y_j
+    if bool(true_terms.isnan().any()):
+        return None
+    ones = torch.clamp(log_r, min=-1.0, out=log_r.new_empty(log_r.shape)).add_(1.0)
+    return ones.mul_(true_terms[:, None, :]).nan_to_num_(nan=-0.0, neginf=NEG_INF).sum(-1)
 
 
 def _sparse_log1mexp(t: torch.Tensor, out: torch.Tensor | None, guard: bool) -> torch.Tensor | None:
