@@ -18,7 +18,7 @@ import torch
 
 #: ``-log 2``, where :func:`log1mexp` switches branches; a tensor compares it in its own dtype
 LOG_HALF = -0.6931471805599453
-# 0-dim CPU tensors made once: a Python float is converted on every comparison (benchmarks/README.md)
+# made once: a Python float is converted on every comparison (benchmarks/README.md)
 _LOG_HALF_IN = {dtype: torch.tensor(LOG_HALF, dtype=dtype, device="cpu")
                 for dtype in (torch.float16, torch.bfloat16, torch.float32, torch.float64)}
 
@@ -74,8 +74,8 @@ class _Log1mExp(torch.autograd.Function):
 
 
 def log1mexp(x: torch.Tensor) -> torch.Tensor:
-    """``log(1 - exp(x))`` for log-probabilities ``x <= 0``, the log-space ``Neg``: exact at the ends,
-    relatively accurate between, its gradient finite.
+    """``log(1 - exp(x))`` for log-probabilities ``x <= 0``, the log-space ``Neg``: exact at the
+    ends, relatively accurate between, its gradient finite.
 
     >>> import torch
     >>> log1mexp(torch.tensor([-1e-9])).item()  # log(1e-9), kept although p = 1 - 1e-9

@@ -1,9 +1,8 @@
 """The DFOL operators (paper, Lemmas 3.1-3.3) on batches of log-space attention vectors.
 
-Each function takes ``R`` attention vectors over at most ``N`` objects at once, ``log_a`` of shape
-``(R, N)``, with a boolean ``mask`` ``(R, N)`` that is False on padding (scenes of different sizes
-share a batch): reductions skip padding and outputs carry ``log 0 = -inf`` there. The engine
-calls each once per operator kind and level; users can build their own reasoning layers on them.
+Each takes ``R`` attention vectors over at most ``N`` objects, ``log_a`` ``(R, N)``, with a boolean
+``mask`` ``(R, N)``, False on padding (scenes of different sizes share a batch), which reductions
+skip and outputs carry as ``log 0 = -inf``. The engine calls each once per operator kind and level.
 
 Example (the paper's formula (1), ``∃X ∀Y: Chair(X) ∧ Left(X, Y)``, over 2 objects):
     >>> import torch
@@ -22,8 +21,8 @@ import enum
 
 import torch
 
-from .numerics import (LOG_HALF, log1mexp, log1mexp_derivative, log1mexp_nonpositive, log1mexp_slope,
-                       masked_sum)
+from .numerics import (LOG_HALF, log1mexp, log1mexp_derivative, log1mexp_nonpositive,
+                       log1mexp_slope, masked_sum)
 
 NEG_INF = float("-inf")
 _SYMBOLS = {"forall": "∀", "exists": "∃", "not_exists": "∄"}
@@ -73,7 +72,7 @@ def _pad(log_a: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
 
 
 def neg(log_a: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
-    """``Neg[α] = 1 - α`` (Lemma 3.3 A), in log space: ``log(1 - e^{log α})``; of scalars, ``not_``."""
+    """``Neg[α] = 1 - α`` (Lemma 3.3 A), in log space; of scalars, ``not_``."""
     return _pad(log1mexp(log_a), mask)
 
 
@@ -89,7 +88,7 @@ filter_, not_ = conjoin, neg
 def q_product(log_r: torch.Tensor, log_y: torch.Tensor, mask_x: torch.Tensor | None,
               mask_y: torch.Tensor | None, quantifier: Quantifier,
               block_elements: int | None | str = "auto") -> torch.Tensor:
-    """The Q-product ``C = R ×_q α_Y``, ``C_i = A_q(R_{i,·} ⊙ α_Y)`` (paper, eq. 9 and 12), ``(R, N)``.
+    """The Q-product ``C = R ×_q α_Y``, ``C_i = A_q(R_{i,·} ⊙ α_Y)`` (paper, eq. 9 and 12): (R, N).
 
     ``log_r`` ``(R, N, M)`` is ``log α(Π | x_i, y_j)`` for the conjunction ``Π`` of the relate's
     binary predicates (any value but NaN or ``+inf`` at padding), ``log_y`` is ``(R, M)``. ∃ and
@@ -112,21 +111,21 @@ def q_product(log_r: torch.Tensor, log_y: torch.Tensor, mask_x: torch.Tensor | N
     elif torch.is_grad_enabled() and (log_r.requires_grad or log_y.requires_grad):
         none_true = _NoneTrue.apply(log_r, log_y, block_elements)
     else:  # the same blocks without autograd's bookkeeping (a small call's main cost)
-        none_true = _none_true_blocks(log_r, log_y, _block_rows(log_r, block_elements))
+        none_true = _none_true_blocks(log_r, log_y, _row_blocks(log_r, block_elements))
     out = none_true if quantifier is Quantifier.NOT_EXISTS else log1mexp_nonpositive(none_true)
     return _pad(out, mask_x)
 
 
 def q_product_fused(log_r, log_y, mask_x, mask_y, quantifier: Quantifier) -> torch.Tensor:
-    """:func:`q_product` as plain tensor operations, the form to hand to ``torch.compile``: without
-    autograd, ``log(1 - e^t)`` as its two branches alone (the terms are never above 0)."""
+    """:func:`q_product` as plain operations for ``torch.compile``, ``log(1 - e^t)`` in branches."""
     tracked = torch.is_grad_enabled() and (log_r.requires_grad or log_y.requires_grad)
     if quantifier is Quantifier.FORALL or tracked:
         return q_product(log_r, log_y, mask_x, mask_y, quantifier, block_elements=None)
     if mask_y is not None:
         log_y = log_y.masked_fill(~mask_y, NEG_INF)
     none_true = _two_branches(log_r.contiguous() + log_y[:, None, :]).sum(-1)
-    return _pad(none_true if quantifier is Quantifier.NOT_EXISTS else _two_branches(none_true), mask_x)
+    out = none_true if quantifier is Quantifier.NOT_EXISTS else _two_branches(none_true)
+    return _pad(out, mask_x)
 
 
 def _two_branches(t: torch.Tensor) -> torch.Tensor:
@@ -134,27 +133,24 @@ def _two_branches(t: torch.Tensor) -> torch.Tensor:
     return torch.where(t > LOG_HALF, torch.log(-torch.expm1(t)), torch.log1p(-torch.exp(t)))
 
 
-def _block_rows(log_r: torch.Tensor, block_elements: int) -> int:
+def _row_blocks(log_r: torch.Tensor, block_elements: int) -> list[slice]:
     rows, n, m = log_r.shape
-    return max(1, min(rows, block_elements // max(1, n * m)))
-
-
-def _blocks(log_r: torch.Tensor, step: int) -> range:
-    return range(0, max(log_r.shape[0], 1), step)  # no rows: one empty block
+    step = max(1, min(rows, block_elements // max(1, n * m)))
+    return [slice(s, s + step) for s in range(0, max(rows, 1), step)]  # no rows: one empty block
 
 
 def _joined(parts: list) -> torch.Tensor:
     return parts[0] if len(parts) == 1 else torch.cat(parts)
 
 
-def _none_true_blocks(log_r: torch.Tensor, log_y: torch.Tensor, step: int) -> torch.Tensor:
-    """``Σ_j log(1 - e^{log r_ij + log y_j})`` in ``log_r``'s dtype, ``step`` rows at a time."""
+def _none_true_blocks(log_r: torch.Tensor, log_y: torch.Tensor, blocks: list) -> torch.Tensor:
+    """``Σ_j log(1 - e^{log r_ij + log y_j})`` in ``log_r``'s dtype, block by block of rows."""
     # a quick look at one row: a neural oracle's tables are not crisp; a scene graph's are, but
     # relate so few pairs that the sparse terms cost less
     head = log_r[:1]
-    crisp = log_r.is_cpu and _is_crisp(head) and int((head == 0).count_nonzero()) > SPARSE_SHARE * head.numel()
-    blocks = _blocks(log_r, step)
-    return _joined([_block_none_true(log_r[s:s + step], log_y[s:s + step], crisp) for s in blocks])
+    crisp = log_r.is_cpu and _is_crisp(head)
+    crisp = crisp and int((head == 0).count_nonzero()) > SPARSE_SHARE * head.numel()
+    return _joined([_block_none_true(log_r[rows], log_y[rows], crisp) for rows in blocks])
 
 
 def _block_none_true(log_r: torch.Tensor, log_y: torch.Tensor, crisp: bool) -> torch.Tensor:
@@ -186,10 +182,11 @@ def _crisp_none_true(log_r: torch.Tensor, log_y: torch.Tensor) -> torch.Tensor |
 
 
 def _sparse_log1mexp(t: torch.Tensor, out: torch.Tensor | None, guard: bool) -> torch.Tensor | None:
-    """The dense passes' ``log(1 - e^t)`` of a tensor mostly ``-inf`` (None if not) from its other terms."""
+    """The dense passes' ``log(1 - e^t)`` of a mostly ``-inf`` ``t``, from its other terms."""
     if not (t.is_cpu and t.is_contiguous()) or t.numel() < SPARSE_MIN_TERMS:
         return None
-    head = t[0] if t.dim() > 1 and t.shape[0] > 1 else None  # a quick look: a neural oracle's are dense
+    # a quick look at one row first: a neural oracle's terms are dense
+    head = t[0] if t.dim() > 1 and t.shape[0] > 1 else None
     if head is not None and int(torch.count_nonzero(head != NEG_INF)) > SPARSE_SHARE * head.numel():
         return None
     dead = torch.isneginf(t)  # a pass under half the time of `t != -inf`
@@ -208,9 +205,9 @@ class _NoneTrue(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, log_r, log_y, block_elements):
-        ctx.step = _block_rows(log_r, block_elements)
+        ctx.blocks = _row_blocks(log_r, block_elements)
         ctx.save_for_backward(log_r, log_y)
-        return _none_true_blocks(log_r, log_y, ctx.step)
+        return _none_true_blocks(log_r, log_y, ctx.blocks)
 
     @staticmethod
     def backward(ctx, grad):
@@ -218,20 +215,20 @@ class _NoneTrue(torch.autograd.Function):
         if torch.is_grad_enabled():  # create_graph=True: the backward itself is differentiated
             grad_r = [log1mexp_slope(log_r + log_y[:, None, :]) * grad[:, :, None]]
         else:
-            grad_r, step, dtype = [], ctx.step, torch.promote_types(log_r.dtype, log_y.dtype)
-            for s in _blocks(log_r, step):
+            grad_r, dtype = [], torch.promote_types(log_r.dtype, log_y.dtype)
+            for rows in ctx.blocks:
                 # the terms a tensor of their own: their sum over rows adds in one order whatever
                 # log_r's layout (a reversed atom's table is a transposed view)
-                t = torch.add(log_r[s:s + step], log_y[s:s + step, None, :],
-                              out=log_r.new_empty(log_r[s:s + step].shape, dtype=dtype))
-                grad_r.append(log1mexp_derivative(t, guard=False).mul_(grad[s:s + step, :, None]))
+                t = log_r.new_empty(log_r[rows].shape, dtype=dtype)
+                torch.add(log_r[rows], log_y[rows, None, :], out=t)
+                grad_r.append(log1mexp_derivative(t, guard=False).mul_(grad[rows, :, None]))
         grad_y = _joined([d.sum(1) for d in grad_r]) if ctx.needs_input_grad[1] else None
         return (_joined(grad_r) if ctx.needs_input_grad[0] else None), grad_y, None
 
 
 def aggregate(log_a: torch.Tensor, mask: torch.Tensor | None, quantifier: Quantifier) -> torch.Tensor:
-    """``A_q(α)`` over the last dimension (Lemma 3.1), ``(R, N) -> (R,)``: ``A_∀ = Π a_i``,
-    ``A_∃ = 1 - Π (1 - a_i)``, ``A_∄ = Π (1 - a_i)``; padding is skipped."""
+    """``A_q(α)`` over the last dimension (Lemma 3.1), padding skipped: ``A_∀ = Π a_i``, ``A_∃ = 1 -
+    Π (1 - a_i)``, ``A_∄ = Π (1 - a_i)``."""
     return aggregate_pair(log_a, mask, quantifier)[0]
 
 
