@@ -73,25 +73,22 @@ class _Log1mExp(torch.autograd.Function):
         return grad * log1mexp_derivative(x, ctx.guard), None
 
 
-def log1mexp(x: torch.Tensor) -> torch.Tensor:
+def log1mexp(x: torch.Tensor, guard: bool = True) -> torch.Tensor:
     """``log(1 - exp(x))`` for log-probabilities ``x <= 0``, the log-space ``Neg``: exact at the
-    ends, relatively accurate between, its gradient finite.
+    ends, relatively accurate between, its gradient finite (``guard``: round-off above 0 clamped).
 
     >>> import torch
     >>> log1mexp(torch.tensor([-1e-9])).item()  # log(1e-9), kept although p = 1 - 1e-9
     -20.723...
     """
     if torch.is_grad_enabled() and x.requires_grad:
-        return _Log1mExp.apply(x, True)
-    return _log1mexp_forward(x)
+        return _Log1mExp.apply(x, guard)
+    return _log1mexp_forward(x, guard)
 
 
 def log1mexp_nonpositive(x: torch.Tensor) -> torch.Tensor:
-    """:func:`log1mexp` of an ``x`` that cannot be above 0 (a sum of its outputs): without the guard
-    against round-off above 0, one operation fewer, the same bits."""
-    if torch.is_grad_enabled() and x.requires_grad:
-        return _Log1mExp.apply(x, False)
-    return _log1mexp_forward(x, guard=False)
+    """:func:`log1mexp` of an ``x`` that cannot be above 0 (a sum of its outputs), unguarded."""
+    return log1mexp(x, guard=False)
 
 
 class _SafeLog(torch.autograd.Function):

@@ -27,13 +27,12 @@ from .numerics import (LOG_HALF, log1mexp, log1mexp_derivative, log1mexp_nonposi
 NEG_INF = float("-inf")
 _SYMBOLS = {"forall": "∀", "exists": "∃", "not_exists": "∄"}
 
-# terms per block of the ∃/∄ Q-product on the CPU: its passes stay in cache, and a training
-# step's relate of a few hundred rows is one block (docs/design.md, decisions)
-BLOCK_ELEMENTS = 1 << 20
+# terms per CPU block of the ∃/∄ Q-product, its passes in cache (docs/design.md, decisions);
 # on an accelerator each pass is a launch, with no cache to stay in: blocks of 256 MiB a tensor
+BLOCK_ELEMENTS = 1 << 20
 ACCELERATOR_BLOCK_BYTES = 1 << 28
-# a CPU tensor of at least SPARSE_MIN_TERMS terms, at most SPARSE_SHARE of them finite, computes
-# those alone (few related pairs, a narrow attention); the share is under the measured break-even
+# a CPU tensor of at least SPARSE_MIN_TERMS terms, at most SPARSE_SHARE of them finite (few
+# related pairs, a narrow attention), computes those alone; the share under the break-even
 SPARSE_SHARE = 0.15
 SPARSE_MIN_TERMS = 1 << 14
 
