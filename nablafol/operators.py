@@ -31,8 +31,9 @@ _SYMBOLS = {"forall": "∀", "exists": "∃", "not_exists": "∄"}
 # on an accelerator each pass is a launch, with no cache to stay in: blocks of 256 MiB a tensor
 BLOCK_ELEMENTS = 1 << 20
 ACCELERATOR_BLOCK_BYTES = 1 << 28
-# a CPU tensor of at least SPARSE_MIN_TERMS terms, at most SPARSE_SHARE of them finite (few
-# related pairs, a narrow attention), computes those alone; the share under the break-even
+# a CPU tensor of at least SPARSE_MIN_TERMS terms (a smaller one's dense passes cost less than a
+# look), at most SPARSE_SHARE of them finite (few related pairs, a narrow attention), computes
+# those alone; the share under the break-even. A crisp table's own sums look from as many terms
 SPARSE_SHARE = 0.15
 SPARSE_MIN_TERMS = 1 << 14
 
@@ -147,7 +148,7 @@ def _none_true_blocks(log_r: torch.Tensor, log_y: torch.Tensor, blocks: list) ->
     # a quick look at one row: a neural oracle's tables are not crisp; a scene graph's are, but
     # relate so few pairs that the sparse terms cost less
     head = log_r[:1]
-    crisp = log_r.is_cpu and _is_crisp(head)
+    crisp = log_r.is_cpu and log_r.numel() >= SPARSE_MIN_TERMS and _is_crisp(head)
     crisp = crisp and int((head == 0).count_nonzero()) > SPARSE_SHARE * head.numel()
     return _joined([_block_none_true(log_r[rows], log_y[rows], crisp) for rows in blocks])
 

@@ -256,6 +256,7 @@ def test_a_crisp_table_sums_to_the_dense_passes_bits(rows, n, m, seed, live, dty
     crisp = ops._crisp_none_true
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(ops, "SPARSE_SHARE", -1.0)  # however few pairs a table relates
+        patch.setattr(ops, "SPARSE_MIN_TERMS", 1)  # ... and however small it is
         patch.setattr(ops, "_crisp_none_true", lambda *a: None)  # every table by the dense passes
         dense = run()
         patch.setattr(ops, "_crisp_none_true", lambda *a: taken.append(crisp(*a)) or taken[-1])
