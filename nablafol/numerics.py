@@ -1,17 +1,10 @@
 """Numerical stability, in one place: log-space primitives with exact 0/1 and finite gradients.
 
-The engine carries every probability ``p`` as ``log p`` (float32 is enough: ``log p`` of a
-product of hundreds of probabilities does not underflow, and ``p`` close to 1 keeps its
-distance to 1 as ``log p ≈ -(1 - p)``). Three conversions are delicate and live here:
-
-* ``log p`` from ``p`` (:func:`safe_log`): exact ``-inf`` at 0;
-* ``log(1 - p)`` from ``log p`` (:func:`log1mexp`): exact at both ends, accurate in between
-  (Mächler, 2012: ``log(-expm1(x))`` near 0, ``log1p(-exp(x))`` below ``-log 2``);
-* their gradients. In log space an exact 0 carries no gradient (``∂/∂log p = p·∂/∂p = 0``),
-  so the naive chain rule meets ``0 · inf = nan`` at exact 0 and 1. The custom backward
-  passes below return the exact derivative in the open interval and a finite one (0 through
-  an exact 0) at the ends. Oracles that own logits should hand the engine
-  ``logsigmoid(z)`` directly: that is exact and never reaches the ends.
+The engine carries every probability ``p`` as ``log p`` (in float32 a product of hundreds does
+not underflow). Delicate here: ``log p`` from ``p`` (:func:`safe_log`), ``log(1 - p)`` from
+``log p`` (:func:`log1mexp`, Mächler, 2012), both exact at 0 and 1, and their gradients, finite
+(0 through an exact 0) where the chain rule meets ``0 · inf``. Oracles owning logits should hand
+the engine ``logsigmoid(z)``.
 
 Example:
     >>> import torch
@@ -25,8 +18,7 @@ import torch
 
 #: ``-log 2``, where :func:`log1mexp` switches branches; a tensor compares it in its own dtype
 LOG_HALF = -0.6931471805599453
-# as 0-dim CPU tensors (scalars to any device's operands), made at import: comparing with a Python
-# float converts it on every call (bench_micro one-question, benchmarks/README.md)
+# made once: a Python float is converted on every comparison (benchmarks/README.md)
 _LOG_HALF_IN = {dtype: torch.tensor(LOG_HALF, dtype=dtype, device="cpu")
                 for dtype in (torch.float16, torch.bfloat16, torch.float32, torch.float64)}
 
@@ -38,17 +30,16 @@ def log_half(dtype: torch.dtype) -> torch.Tensor:
 
 
 def _log1mexp_forward(x: torch.Tensor, guard: bool = True) -> torch.Tensor:
-    # each branch in place on its own new tensor: the same operations as log(-expm1(x)) (accurate
-    # for x in (-log 2, 0]) and log1p(-exp(x)) (below), with two allocations where there were six
+    # log(-expm1(x)) above -log 2, log1p(-exp(x)) below, each in place on a tensor of its own
     if guard:
         x = x.clamp(max=0.0)  # log-probabilities are <= 0; guard against round-off above 0
     near = torch.expm1(x).neg_().log_()
     return torch.where(x > log_half(x.dtype), near, torch.exp(x).neg_().log1p_(), out=near)
 
 
-def _log1mexp_derivative(x: torch.Tensor, guard: bool = True) -> torch.Tensor:
-    """d/dx log(1 - e^x) = -1 / expm1(-x): finite everywhere, 0 at the exact end x = 0 (``guard``
-    False: ``x`` cannot be above 0, as for :func:`log1mexp_nonpositive`)."""
+def log1mexp_derivative(x: torch.Tensor, guard: bool = True) -> torch.Tensor:
+    """``d/dx log(1 - e^x) = -1 / expm1(-x)``: finite everywhere, 0 at the exact end ``x = 0``
+    (``guard`` False for an ``x`` that cannot be above 0)."""
     if guard:
         x = x.clamp(max=0.0)
     slope = torch.expm1(x.neg()).clamp_(min=torch.finfo(x.dtype).tiny).reciprocal_().neg_()
@@ -56,10 +47,8 @@ def _log1mexp_derivative(x: torch.Tensor, guard: bool = True) -> torch.Tensor:
 
 
 def log1mexp_slope(x: torch.Tensor) -> torch.Tensor:
-    """``d/dx log(1 - e^x) = -e^x / (1 - e^x)`` as plain operations that autograd differentiates
-    again (gradients of any order), 0 at the exact end ``x = 0`` as the first-order backward, and
-    ``-exp(x - log(1 - e^x))`` rather than ``-1 / expm1(-x)``: at ``x = -inf`` (an exact 0, padding)
-    the latter's own derivative is ``0 · inf = nan``, this one's is 0.
+    """``d/dx log(1 - e^x) = -exp(x - log(1 - e^x))``, 0 at ``x = 0``, in operations autograd
+    differentiates again (0 at ``x = -inf``, where ``-1 / expm1(-x)``'s derivative is ``0 · inf``).
 
     >>> log1mexp_slope(torch.log(torch.tensor([0.0, 0.5, 1.0]))).tolist()
     [-0.0, -1.0, 0.0]
@@ -81,31 +70,25 @@ class _Log1mExp(torch.autograd.Function):
         (x,) = ctx.saved_tensors
         if torch.is_grad_enabled():  # create_graph=True: this backward is differentiated in turn
             return grad * log1mexp_slope(x), None
-        return grad * _log1mexp_derivative(x, ctx.guard), None
+        return grad * log1mexp_derivative(x, ctx.guard), None
 
 
-def log1mexp(x: torch.Tensor) -> torch.Tensor:
-    """``log(1 - exp(x))`` for log-probabilities ``x <= 0``: the log-space ``Neg``.
-
-    Exact at the ends (``x = 0 -> -inf``, ``x = -inf -> 0``), relative accuracy in between,
-    finite gradient everywhere.
+def log1mexp(x: torch.Tensor, guard: bool = True) -> torch.Tensor:
+    """``log(1 - exp(x))`` for log-probabilities ``x <= 0``, the log-space ``Neg``: exact at the
+    ends, relatively accurate between, its gradient finite (``guard``: round-off above 0 clamped).
 
     >>> import torch
     >>> log1mexp(torch.tensor([-1e-9])).item()  # log(1e-9), kept although p = 1 - 1e-9
     -20.723...
     """
     if torch.is_grad_enabled() and x.requires_grad:
-        return _Log1mExp.apply(x, True)
-    return _log1mexp_forward(x)
+        return _Log1mExp.apply(x, guard)
+    return _log1mexp_forward(x, guard)
 
 
 def log1mexp_nonpositive(x: torch.Tensor) -> torch.Tensor:
-    """:func:`log1mexp` of an ``x`` that cannot be above 0 (a sum of :func:`log1mexp`'s outputs,
-    which are ``log`` of numbers in ``[0, 1]``): without the guard against round-off above 0, one
-    operation fewer, bit for bit the same (the guard leaves such an x as it is)."""
-    if torch.is_grad_enabled() and x.requires_grad:
-        return _Log1mExp.apply(x, False)
-    return _log1mexp_forward(x, guard=False)
+    """:func:`log1mexp` of an ``x`` that cannot be above 0 (a sum of its outputs), unguarded."""
+    return log1mexp(x, guard=False)
 
 
 class _SafeLog(torch.autograd.Function):
@@ -134,6 +117,12 @@ def safe_log(p: torch.Tensor) -> torch.Tensor:
     return torch.log(p)
 
 
+def _share(x: torch.Tensor, total: torch.Tensor) -> torch.Tensor:
+    """``e^{x - total}``, ``x``'s share of a log-sum: 0 where the sum is an exact 0 (no gradient flows)."""
+    dead = torch.isneginf(total)
+    return torch.exp(x - total.masked_fill(dead, 0.0)).masked_fill(dead, 0.0)
+
+
 class _LogAddExp(torch.autograd.Function):
     @staticmethod
     def forward(ctx, a, b):
@@ -144,10 +133,7 @@ class _LogAddExp(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad):
         a, b, out = ctx.saved_tensors
-        dead = torch.isneginf(out)  # both terms are exact zeros: no gradient flows
-        wa = torch.where(dead, torch.zeros_like(a), torch.exp(a - torch.where(dead, torch.zeros_like(out), out)))
-        wb = torch.where(dead, torch.zeros_like(b), torch.exp(b - torch.where(dead, torch.zeros_like(out), out)))
-        return grad * wa, grad * wb  # a and b are broadcast before the call: their shape is grad's
+        return grad * _share(a, out), grad * _share(b, out)  # a and b are broadcast: their shape is grad's
 
 
 def log_add_exp(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -167,10 +153,7 @@ class _LogSumExp(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad):
         x, out = ctx.saved_tensors
-        out = out.unsqueeze(ctx.dim)
-        dead = torch.isneginf(out)  # every term an exact zero: no gradient flows
-        weight = torch.exp(x - torch.where(dead, torch.zeros_like(out), out)).masked_fill(dead, 0.0)
-        return grad.unsqueeze(ctx.dim) * weight, None
+        return grad.unsqueeze(ctx.dim) * _share(x, out.unsqueeze(ctx.dim)), None
 
 
 def log_sum_exp(x: torch.Tensor, dim: int) -> torch.Tensor:

@@ -102,6 +102,7 @@ def test_mostly_impossible_terms_are_summed_from_the_others_to_the_dense_passes_
     taken = []
     sparse_terms = ops._sparse_log1mexp
     with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(ops, "_crisp_none_true", lambda *a: None)  # a crisp table's own path aside
         patch.setattr(ops, "SPARSE_SHARE", -1.0)  # every block dense
         dense = run()
         patch.setattr(ops, "SPARSE_SHARE", 0.15)
@@ -212,3 +213,57 @@ def test_no_rows_under_autograd_give_empty_answers_and_gradients(quantifier):
     assert out.shape == (0, 3)
     out.sum().backward()
     assert log_r.grad.shape == (0, 3, 4) and log_y.grad.shape == (0, 4)
+
+
+@settings(max_examples=examples(100), deadline=None)
+@given(rows=st.integers(1, 6), n=st.integers(1, 6), m=st.integers(1, 9), seed=st.integers(0, 2**31 - 1),
+       live=st.sampled_from([0.0, 0.1, 0.5, 0.9, 1.0]), dtypes=st.sampled_from(DTYPES),
+       quantifier=st.sampled_from(list(Quantifier)), block_elements=st.sampled_from([1, 7, 1 << 18]),
+       y_ends=st.lists(st.sampled_from([0.0, -0.0, float("-inf"), float("nan")]), max_size=3),
+       negative_zero=st.booleans(), spoiled=st.booleans(), masked=st.booleans(), strided=st.booleans(),
+       tracked=st.booleans())
+def test_a_crisp_table_sums_to_the_dense_passes_bits(rows, n, m, seed, live, dtypes, quantifier, block_elements,
+                                                      y_ends, negative_zero, spoiled, masked, strided, tracked):
+    """A relation whose entries are all 0 or -inf (``to_the_left_of`` from coordinates, a scene
+    graph) takes its own path, with no transcendental pass over the table: the answers are the
+    dense passes' to the bit (the sign of a zero, a NaN's bits, a certain object's -inf), with
+    masks, under autograd's forward too; one entry in between sends the table back to them."""
+    import nablafol.operators as ops
+    g = torch.Generator().manual_seed(seed)
+    r_dtype, y_dtype = dtypes
+    log_r = torch.where(torch.rand(rows, n, m, generator=g) < live, 0.0, float("-inf")).double()
+    if negative_zero:  # -0.0 == 0: a true entry too
+        log_r[0, 0, 0] = -0.0
+    if spoiled:
+        log_r[-1, -1, -1] = -0.25
+    log_y = torch.rand(rows, m, generator=g, dtype=torch.float64).log()
+    for value in y_ends:  # the exact ends of an attention (and a NaN: the paths must still agree)
+        log_y[torch.randint(rows, (1,), generator=g), torch.randint(m, (1,), generator=g)] = value
+    log_r, log_y = log_r.to(r_dtype), log_y.to(y_dtype)
+    if strided:  # the same values, not contiguous (a reversed relate)
+        log_r = log_r.transpose(1, 2).contiguous().transpose(1, 2)
+    mask_x = torch.rand(rows, n, generator=g) < 0.8 if masked else None
+    mask_y = torch.rand(rows, m, generator=g) < 0.8 if masked else None
+
+    def run():
+        if tracked:
+            return q_product(log_r.clone().requires_grad_(), log_y, mask_x, mask_y, quantifier,
+                             block_elements).detach()
+        with torch.no_grad():
+            return q_product(log_r, log_y, mask_x, mask_y, quantifier, block_elements)
+
+    taken = []
+    crisp = ops._crisp_none_true
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(ops, "SPARSE_SHARE", -1.0)  # however few pairs a table relates
+        patch.setattr(ops, "SPARSE_MIN_TERMS", 1)  # ... and however small it is
+        patch.setattr(ops, "_crisp_none_true", lambda *a: None)  # every table by the dense passes
+        dense = run()
+        patch.setattr(ops, "_crisp_none_true", lambda *a: taken.append(crisp(*a)) or taken[-1])
+        got = run()
+    assert got.dtype == dense.dtype
+    assert torch.equal(_bits(got), _bits(dense))
+    if quantifier is not Quantifier.FORALL and spoiled:  # the spoiled block refused
+        assert not taken or taken[-1] is None
+    elif quantifier is not Quantifier.FORALL and not any(v != v for v in y_ends):  # the crisp sums compared
+        assert taken and all(t is not None for t in taken)
