@@ -267,21 +267,22 @@ class Engine(torch.nn.Module):
         the same arguments, made beforehand (e.g. while an earlier batch ran).
         """
         programs = list(programs)
-        num_objects = scene_sizes(oracle.num_objects)
         plan = self.plan_for(programs, oracle, scenes) if plan is None else plan
         prepare = getattr(self.calibration, "prepare", None)
         if prepare is not None:
-            prepare(programs, device=num_objects.device)
+            prepare(programs, device=scene_sizes(oracle.num_objects).device)
         if self.fixed_shapes:
-            return self._fixed(programs, plan, oracle)
-        tables = self.tables(plan, oracle)
-        if self.exact:
-            return self._bounded(exact_answers(self, programs, plan, tables.with_neutral()), programs, plan, tables)
-        answers = self.execute(plan, tables)
-        if self.calibration is None:  # computed when first asked
+            answers, tables = self._fixed(plan, oracle)
+        else:
+            tables = self.tables(plan, oracle)
+            answers = (exact_answers(self, programs, plan, tables.with_neutral()) if self.exact
+                       else self.execute(plan, tables))
+        if self.calibration is None and not self.exact:  # computed when first asked
             detached = tables.detached()
             answers._exact = lambda: exact_flags(self, programs, plan, detached.with_neutral())
-        return self._bounded(answers, programs, plan, tables)
+        if self.bounds:
+            answers.bounds = answer_bounds(programs, plan, tables.detached(), answers, self.exact_budget)
+        return answers
 
     def plan_for(self, programs: Sequence[Program], oracle: Oracle, scenes=None) -> BatchPlan:
         """The plan :meth:`forward` runs for these arguments (host work alone)."""
@@ -290,10 +291,10 @@ class Engine(torch.nn.Module):
             return self.plan(programs)
         return self.plan(programs, self._scenes(programs, oracle, scenes))
 
-    def _fixed(self, programs: list, plan: BatchPlan, oracle: Oracle) -> Answers:
-        """The fast path at bucketed shapes (``fixed_shapes=True``), trimmed back to the batch."""
-        n_scenes = scene_sizes(oracle.num_objects).shape[0]
-        device, sizes = scene_sizes(oracle.num_objects).device, self.shape_floors.sizes(plan)
+    def _fixed(self, plan: BatchPlan, oracle: Oracle) -> tuple[Answers, Tables]:
+        """The fast path at bucketed shapes, trimmed back to the batch, and its tables."""
+        num_objects, sizes = scene_sizes(oracle.num_objects), self.shape_floors.sizes(plan)
+        n_scenes, device = num_objects.shape[0], num_objects.device
         requests = [padded_requests(keys, plan, size) for keys, size in zip((plan.unary_keys, plan.binary_keys),
                                                                              sizes[-2:])]
 
@@ -310,17 +311,8 @@ class Engine(torch.nn.Module):
             raise ProbabilityError(f"{type(oracle).__name__}: a table holds a probability outside [0, 1]")
         tables = got.trimmed(len(plan.unary_keys), len(plan.binary_keys), n_scenes)
         n, p, k = tables.object_mask.shape[1], plan.n_programs, plan.candidate_width
-        out = Answers(log_probs[:p, :k], candidate_mask[:p, :k], plan.labels, focus[:p, :n], object_mask[:p, :n],
-                      log_complement[:p, :k])
-        if self.calibration is None:
-            detached = tables.detached()
-            out._exact = lambda: exact_flags(self, programs, plan, detached.with_neutral())
-        return out
-
-    def _bounded(self, answers: Answers, programs: list, plan: BatchPlan, tables: Tables) -> Answers:
-        if self.bounds:
-            answers.bounds = answer_bounds(programs, plan, tables.detached(), answers, self.exact_budget)
-        return answers
+        return Answers(log_probs[:p, :k], candidate_mask[:p, :k], plan.labels, focus[:p, :n], object_mask[:p, :n],
+                       log_complement[:p, :k]), tables
 
     def shared_atoms(self, programs: Sequence[Program], oracle: Oracle, scenes=None) -> np.ndarray:
         """``(P,)``: how many uncertain ground atoms each program repeats in its scene (0: the fast

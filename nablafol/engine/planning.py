@@ -205,35 +205,26 @@ class GroundingRows:
 
 
 class _Rows:
-    """Rows of a plan table: single rows (tuples) and numpy blocks, numbered in order."""
+    """Rows of a plan table, numbered in order: runs of single rows (lists) and numpy blocks."""
 
     def __init__(self, width: int):
-        self.width, self.n = width, 0
-        self.parts: list = []
-        self.pending: list = []
-        self.levels: list[int] = []
+        self.width, self.parts, self.levels = width, [], []
 
     def add(self, row: tuple) -> int:
-        self.pending.append(row)
+        if not self.parts or isinstance(self.parts[-1], np.ndarray):
+            self.parts.append([])
+        self.parts[-1].append(row)
         self.levels.append(row[1])
-        self.n += 1
-        return self.n - 1
+        return len(self.levels) - 1
 
     def add_block(self, block: np.ndarray, level: int) -> range:
-        self._flush()
         self.parts.append(block)
         self.levels.extend([level] * len(block))
-        first, self.n = self.n, self.n + len(block)
-        return range(first, self.n)
-
-    def _flush(self) -> None:
-        if self.pending:
-            self.parts.append(np.array(self.pending, dtype=np.int64).reshape(-1, self.width))
-            self.pending = []
+        return range(len(self.levels) - len(block), len(self.levels))
 
     def array(self) -> np.ndarray:
-        self._flush()
-        return np.concatenate(self.parts) if self.parts else np.zeros((0, self.width), dtype=np.int64)
+        parts = [np.array(p, dtype=np.int64).reshape(-1, self.width) for p in self.parts]
+        return np.concatenate(parts) if parts else np.zeros((0, self.width), dtype=np.int64)
 
 
 def _block(k: int, *columns) -> np.ndarray:
@@ -319,8 +310,10 @@ class BatchPlan:
         return sum(len(v) + len(s) for v, s in self.levels)
 
 
-def _padded(owner: np.ndarray, values: np.ndarray, n_rows: int, fill: int) -> np.ndarray:
-    """``values`` scattered into an ``(n_rows, width)`` matrix by ``owner`` row, padded with ``fill``."""
+def _padded(owner: np.ndarray, values: np.ndarray, a: int, b: int, fill: int) -> np.ndarray:
+    """The ``values`` of owner rows ``a:b`` as a ``(b - a, width)`` matrix padded with ``fill``."""
+    sel = (owner >= a) & (owner < b)
+    owner, values, n_rows = owner[sel] - a, values[sel].astype(np.int64), b - a
     order = np.argsort(owner, kind="stable")
     owner, values = owner[order], values[order]
     counts = np.bincount(owner, minlength=n_rows)
@@ -440,7 +433,7 @@ def build_batch_plan(programs: Sequence[Program], scenes: np.ndarray, registry: 
     a_node = _shifted(a[:, 0], v_off, na)
     binary_off = ids_off + np.fromiter((len(p.unary) for p in packs), dtype=np.int64, count=n_prog)
     a_pred = ids[a[:, 1] + np.repeat(binary_off, na)]
-    a_rev = a[:, 2].astype(bool)
+    a_rev = a[:, 2]
     s_kind, s_level = s[:, 0], s[:, 1]
     s_vin = _shifted(s[:, 2], v_off, ns)
     e_node, e_arg = _shifted(e[:, 0], s_off, ne), _shifted(e[:, 1], s_off, ne)
@@ -476,6 +469,8 @@ def build_batch_plan(programs: Sequence[Program], scenes: np.ndarray, registry: 
     s_sorted = (s_order, s_kind[s_order], s_level[s_order])
     a_owner, a_req = v_rank[a_node], np.searchsorted(binary_keys, b_key_per_atom)
     e_owner, e_row = s_rank[e_node], s_rank[e_arg] + CONST
+    has_atoms = np.bincount(a_owner, minlength=len(v_rank)) > 0
+    has_args = np.bincount(e_owner, minlength=len(s_rank)) > 0
     for level in range(max_level + 1):
         vgroups, sgroups = [], []
         for g, orig in _groups(level, *v_sorted):
@@ -485,21 +480,16 @@ def build_batch_plan(programs: Sequence[Program], scenes: np.ndarray, registry: 
                     g.arrays[name] = vrow(inputs[orig])
             if has[orig[:1]].any():
                 g.arrays["table"] = np.searchsorted(unary_keys, u_key_per_node[orig])
-            sel = (a_owner >= a) & (a_owner < b)
-            if sel.any():
-                neutral = len(binary_keys)  # an all-ones table appended after the oracle's
-                g.arrays["tables"] = _padded(a_owner[sel] - a, a_req[sel], b - a, neutral)
-                reverse = _padded(a_owner[sel] - a, a_rev[sel].astype(np.int64), b - a, 0)
-                g.arrays["reverse"] = reverse.astype(bool)
+            if has_atoms[a:b].any():  # padded with the all-ones table after the oracle's
+                g.arrays["tables"] = _padded(a_owner, a_req, a, b, len(binary_keys))
+                g.arrays["reverse"] = _padded(a_owner, a_rev, a, b, 0).astype(bool)
             vgroups.append(g)
         for g, orig in _groups(level, *s_sorted):
             a, b = g.start, g.stop
             if (s_vin[orig[:1]] >= 0).any():
                 g.arrays["vin"] = vrow(s_vin[orig])
-            sel = (e_owner >= a) & (e_owner < b)
-            if sel.any():  # padded with log 1 (row 0) or log 0 (row 1)
-                fill = 0 if g.operator.pads_with_true else 1
-                g.arrays["args"] = _padded(e_owner[sel] - a, e_row[sel], b - a, fill)
+            if has_args[a:b].any():  # padded with log 1 (row 0) or log 0 (row 1)
+                g.arrays["args"] = _padded(e_owner, e_row, a, b, 0 if g.operator.pads_with_true else 1)
                 g.arrays["pad"] = g.arrays["args"] < CONST
             sgroups.append(g)
         levels.append((vgroups, sgroups))
