@@ -1,5 +1,5 @@
-"""What a batch of programs evaluates to (:class:`Answers`), and the oracle's tables it was
-computed from (:class:`Tables`).
+"""What a batch of programs evaluates to (:class:`Answers`), the oracle's tables it was computed
+from (:class:`Tables`), and how a batched operator group reads them (:class:`GroupReader`).
 
     >>> import torch
     >>> answers = Answers(torch.log(torch.tensor([[0.8], [0.3]])), torch.ones(2, 1, dtype=torch.bool), [None, None],
@@ -18,7 +18,7 @@ import torch
 from nablafol.errors import ShapeError
 from nablafol.numerics import log1mexp
 
-__all__ = ["Answers", "Tables", "LOG_FLOOR", "floor_zeros"]
+__all__ = ["Answers", "Tables", "GroupReader", "LOG_FLOOR", "floor_zeros"]
 
 NEG_INF = float("-inf")
 #: The log-probability an exact zero counts as where answers are normalized or scored
@@ -58,6 +58,56 @@ class Tables:
             return self
         d = lambda t: None if t is None else t.detach()  # noqa: E731
         return Tables(d(self.unary), d(self.binary), self.object_mask, self.dtype, self.padded, neutral=self.neutral)
+
+
+class GroupReader:
+    """What a group of ``size`` rows reads (the reader :mod:`~nablafol.engine.lowering` describes):
+    ``index``, by array name, what selects its rows from the stores ``vec`` / ``sca`` or the
+    tables (a slice, ``(slice, None)`` or an index tensor); ``columns``, a relate's ``(table rows,
+    flip)``, ``flip`` None, True (a transposed view) or a ``(G, 1, 1)`` mask."""
+
+    __slots__ = ("index", "columns", "size", "vec", "sca", "unary_table", "binary_table", "mask", "q_product")
+
+    def __init__(self, index: dict, columns: list, size: int, vec, sca, unary, binary, mask, q_product):
+        self.index, self.columns, self.size, self.vec, self.sca = index, columns, size, vec, sca
+        self.unary_table, self.binary_table, self.mask, self.q_product = unary, binary, mask, q_product
+
+    def vector(self, name: str) -> torch.Tensor:
+        return self.vec[self.index[name]]
+
+    def unary(self) -> torch.Tensor:
+        return _whole_rows(self.unary_table, self.index["table"])
+
+    def relation(self) -> torch.Tensor:
+        log_r = None
+        for rows, flip in self.columns:
+            t = _whole_rows(self.binary_table, rows)
+            if flip is True:
+                t = t.transpose(1, 2)
+            elif flip is not None:
+                t = torch.where(flip, t.transpose(1, 2), t)
+            log_r = t if log_r is None else log_r + t
+        return log_r
+
+    def truths(self) -> torch.Tensor:
+        return _whole_rows(self.sca, self.index["args"])  # (G, K, 2)
+
+    def pad(self) -> torch.Tensor:
+        return self.index["pad"]
+
+    def objects(self) -> Optional[torch.Tensor]:
+        return self.mask
+
+    def all_objects(self) -> torch.Tensor:
+        top = self.vec.new_zeros((self.size, self.vec.shape[1]))
+        return top if self.mask is None else top.masked_fill(~self.mask, NEG_INF)
+
+
+def _whole_rows(source: torch.Tensor, at) -> torch.Tensor:
+    """``source[at]``; an index tensor's rows copied whole (``index_select``, faster than indexing)."""
+    if not torch.is_tensor(at):
+        return source[at]
+    return source.index_select(0, at.reshape(-1)).view(tuple(at.shape) + tuple(source.shape[1:]))
 
 
 @dataclass

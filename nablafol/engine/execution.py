@@ -27,7 +27,7 @@ from nablafol.errors import ProbabilityError, ProgramStructureError, ShapeError
 from nablafol.ir import Program
 from nablafol.oracle import Oracle, Requests, scene_sizes
 
-from nablafol.engine.answers import Answers, Tables
+from nablafol.engine.answers import Answers, GroupReader, Tables
 from nablafol.engine.bounds import answer_bounds
 from nablafol.engine.circuits import CircuitCache
 from nablafol.engine.exact import exact_answers, exact_flags, shared_atom_counts
@@ -89,28 +89,27 @@ def _tensor(plan: BatchPlan, a: np.ndarray, device) -> torch.Tensor:
                          lambda: torch.as_tensor(a, dtype=torch.long, device=device))
 
 
-def _rows(plan: BatchPlan, a: np.ndarray, device):
+def _reading(a: np.ndarray, device):
     """What reads the rows an index array names: a ``slice`` (a view) where they are consecutive
     (``(slice, None)`` for a ``(G, 1)`` array), else the index tensor."""
-    def make():
-        flat = a[:, 0] if a.ndim == 2 and a.shape[1] == 1 else a
-        if flat.ndim == 1 and flat.size and flat[0] >= 0 and (np.diff(flat) == 1).all():
-            run = slice(int(flat[0]), int(flat[0]) + flat.size)
-            return run if flat is a else (run, None)
-        return _tensor(plan, a, device)
-    return _kept_on_plan(plan, "rows", a, device, make)
+    flat = a[:, 0] if a.ndim == 2 and a.shape[1] == 1 else a
+    if flat.ndim == 1 and flat.size and flat[0] >= 0 and (np.diff(flat) == 1).all():
+        run = slice(int(flat[0]), int(flat[0]) + flat.size)
+        return run if flat is a else (run, None)
+    return torch.as_tensor(a, dtype=torch.long, device=device)
 
 
-def _relate_columns(plan: BatchPlan, g: Group, device) -> list:
+def _relate_columns(g: Group, device) -> list:
     """A relate group's atoms, column by column: ``(table rows, flip)``, ``flip`` None where no atom
-    of the column is reversed, True where all are (a transposed view), else a ``(G, 1, 1)`` mask."""
+    of the column is reversed, True where all are, else a ``(G, 1, 1)`` mask."""
     def flip(column: np.ndarray):
         if column.all() or not column.any():
             return True if column.any() else None
         return torch.as_tensor(column, device=device)[:, None, None]
-    tables, reverse = g.arrays["tables"], g.arrays["reverse"]
-    return _kept_on_plan(plan, "columns", tables, device, lambda: [
-        (np.ascontiguousarray(tables[:, k]), flip(reverse[:, k])) for k in range(tables.shape[1])])
+    tables, reverse = g.arrays.get("tables"), g.arrays.get("reverse")
+    if tables is None:
+        return []
+    return [(np.ascontiguousarray(tables[:, k]), flip(reverse[:, k])) for k in range(tables.shape[1])]
 
 
 def _requests(plan: BatchPlan, keys: np.ndarray, device) -> Requests:
@@ -123,56 +122,14 @@ def _requests(plan: BatchPlan, keys: np.ndarray, device) -> Requests:
     return _kept_on_plan(plan, "requests", keys, device, make)
 
 
-def _whole_rows(source: torch.Tensor, at) -> torch.Tensor:
-    """``source[at]``; an index tensor's rows copied whole (``index_select``, faster than indexing)."""
-    if not torch.is_tensor(at):
-        return source[at]
-    return source.index_select(0, at.reshape(-1)).view(tuple(at.shape) + tuple(source.shape[1:]))
-
-
-class _GroupRows:
-    """What a group's operator reads (the reader :mod:`~nablafol.engine.lowering` describes)."""
-
-    __slots__ = ("plan", "group", "vec", "sca", "tables", "mask", "q_product")
-
-    def __init__(self, plan: BatchPlan, group: Group, vec, sca, tables: Tables, mask, q_product):
-        self.plan, self.group, self.vec, self.sca, self.tables = plan, group, vec, sca, tables
-        self.mask, self.q_product = mask, q_product
-
-    def _at(self, name_or_array):
-        a = self.group.arrays[name_or_array] if isinstance(name_or_array, str) else name_or_array
-        return _rows(self.plan, a, self.vec.device)
-
-    def vector(self, name: str) -> torch.Tensor:
-        return self.vec[self._at(name)]
-
-    def unary(self) -> torch.Tensor:
-        return _whole_rows(self.tables.unary, self._at("table"))
-
-    def relation(self) -> torch.Tensor:
-        log_r = None
-        for column, flip in _relate_columns(self.plan, self.group, self.vec.device):
-            t = _whole_rows(self.tables.binary, self._at(column))
-            if flip is True:
-                t = t.transpose(1, 2)
-            elif flip is not None:
-                t = torch.where(flip, t.transpose(1, 2), t)
-            log_r = t if log_r is None else log_r + t
-        return log_r
-
-    def truths(self) -> torch.Tensor:
-        return _whole_rows(self.sca, self._at("args"))  # (G, K, 2)
-
-    def pad(self) -> torch.Tensor:
-        return torch.as_tensor(self.group.arrays["pad"], device=self.vec.device)
-
-    def objects(self) -> Optional[torch.Tensor]:
-        return self.mask
-
-    def all_objects(self) -> torch.Tensor:
-        g, vec = self.group, self.vec
-        top = torch.zeros((g.stop - g.start, vec.shape[1]), dtype=vec.dtype, device=vec.device)
-        return top if self.mask is None else top.masked_fill(~self.mask, NEG_INF)
+def _group_index(plan: BatchPlan, g: Group, device) -> tuple[dict, list]:
+    """A group's :class:`GroupReader` index and relate columns, kept on the plan."""
+    def make():
+        index = {name: _reading(a, device) for name, a in g.arrays.items() if name not in ("tables", "reverse")}
+        if "pad" in g.arrays:
+            index["pad"] = torch.as_tensor(g.arrays["pad"], device=device)
+        return index, [(_reading(rows, device), flip) for rows, flip in _relate_columns(g, device)]
+    return _kept_on_plan(plan, "group", g, device, make)
 
 
 class CompiledQProduct:
@@ -414,13 +371,15 @@ class Engine(torch.nn.Module):
         sca = _Store(torch.tensor([[0.0, NEG_INF], [NEG_INF, 0.0]], dtype=dtype, device=device), plan.n_scalars)
         masked = tables.padded or self.calibration is not None
         q_product = self._q_product
+        unary, binary = tables.unary, tables.binary
         for vgroups, sgroups in plan.levels:
             outs = []
             for g in vgroups:
                 rows = slice(g.start, g.stop)
                 mask = object_mask[v_scene[rows]] if masked else None
-                out = g.operator.run(_GroupRows(plan, g, vec.rows, sca.rows, tables, mask,
-                                                q_product))
+                index, columns = _group_index(plan, g, device)
+                out = g.operator.run(GroupReader(index, columns, g.stop - g.start, vec.rows, sca.rows, unary, binary,
+                                                 mask, q_product))
                 if self.calibration is not None and g.operator is not TOP:
                     program, step = (_tensor(plan, a, device)[rows]
                                      for a in (plan.v_program, plan.v_step))
@@ -429,11 +388,10 @@ class Engine(torch.nn.Module):
             vec.extend(outs)
             outs = []
             for g in sgroups:
-                mask = None
-                if tables.padded and "vin" in g.arrays:
-                    mask = object_mask[v_scene[_rows(plan, g.arrays["vin"], device)]]
-                reader = _GroupRows(plan, g, vec.rows, sca.rows, tables, mask, q_product)
-                outs.append(g.operator.run(reader))
+                index, columns = _group_index(plan, g, device)
+                mask = object_mask[v_scene[index["vin"]]] if tables.padded and "vin" in index else None
+                outs.append(g.operator.run(GroupReader(index, columns, g.stop - g.start, vec.rows, sca.rows, unary,
+                                                       binary, mask, q_product)))
             sca.extend(outs)
         return _answers(plan, vec.rows, sca.rows, object_mask)
 
