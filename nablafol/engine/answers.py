@@ -64,13 +64,17 @@ class GroupReader:
     """What a group of ``size`` rows reads (the reader :mod:`~nablafol.engine.lowering` describes):
     ``index``, by array name, what selects its rows from the stores ``vec`` / ``sca`` or the
     tables (a slice, ``(slice, None)`` or an index tensor); ``columns``, a relate's ``(table rows,
-    flip)``, ``flip`` None, True (a transposed view) or a ``(G, 1, 1)`` mask."""
+    flip)``, ``flip`` None, True (a transposed view) or a ``(G, 1, 1)`` mask. Stores that are lists
+    hold one row per entry (one program run row by row); ``like`` then gives the dtype, device and
+    objects of a row."""
 
-    __slots__ = ("index", "columns", "size", "vec", "sca", "unary_table", "binary_table", "mask", "q_product")
+    __slots__ = ("index", "columns", "size", "vec", "sca", "unary_table", "binary_table", "mask", "q_product",
+                 "like")
 
-    def __init__(self, index: dict, columns: list, size: int, vec, sca, unary, binary, mask, q_product):
+    def __init__(self, index: dict, columns: list, size: int, vec, sca, unary, binary, mask, q_product, like=None):
         self.index, self.columns, self.size, self.vec, self.sca = index, columns, size, vec, sca
         self.unary_table, self.binary_table, self.mask, self.q_product = unary, binary, mask, q_product
+        self.like = vec if like is None else like
 
     def vector(self, name: str) -> torch.Tensor:
         return self.vec[self.index[name]]
@@ -90,16 +94,19 @@ class GroupReader:
         return log_r
 
     def truths(self) -> torch.Tensor:
+        if isinstance(self.sca, list):
+            return torch.stack([self.sca[r] for r in self.index["args"]], dim=1)
         return _whole_rows(self.sca, self.index["args"])  # (G, K, 2)
 
     def pad(self) -> torch.Tensor:
-        return self.index["pad"]
+        pad = self.index["pad"]
+        return pad if torch.is_tensor(pad) else torch.as_tensor(pad, device=self.like.device)
 
     def objects(self) -> Optional[torch.Tensor]:
         return self.mask
 
     def all_objects(self) -> torch.Tensor:
-        top = self.vec.new_zeros((self.size, self.vec.shape[1]))
+        top = self.like.new_zeros((self.size, self.like.shape[1]))
         return top if self.mask is None else top.masked_fill(~self.mask, NEG_INF)
 
 

@@ -25,10 +25,9 @@ from __future__ import annotations
 
 from typing import Callable, NamedTuple, Optional
 
-import numpy as np
 import torch
 
-from nablafol.engine.answers import Answers, Tables
+from nablafol.engine.answers import Answers, GroupReader, Tables
 from nablafol.engine.lowering import Operator
 from nablafol.engine.planning import NEG_INF, SCALAR_CONSTANTS, BatchPlan
 
@@ -39,17 +38,13 @@ MAX_ROWS = 48
 
 
 class Step(NamedTuple):
-    """One row of a plan: its operator, its row in its store, and what it reads: vector rows by
-    input name, its unary table row, a relate's (binary table row, reversed) atoms, the truths it
-    combines and which of them are padding ``(1, K)``."""
+    """One row of a plan: its operator, its row in its store, and its
+    :class:`~nablafol.engine.answers.GroupReader` index and relate columns, in Python numbers."""
 
     operator: Operator
     out: int
-    inputs: dict
-    table: int
-    atoms: tuple
-    truths: tuple
-    pad: Optional[np.ndarray]
+    index: dict
+    columns: list
 
 
 def steps_of(plan: BatchPlan) -> Optional[tuple]:
@@ -68,55 +63,15 @@ def _steps(plan: BatchPlan) -> Optional[tuple]:
             for g in groups:
                 a = g.arrays
                 for i in range(g.stop - g.start):
-                    atoms = tuple((int(t), bool(r)) for t, r in zip(a["tables"][i], a["reverse"][i])
-                                  if t != neutral) if "tables" in a else ()
-                    steps.append(Step(g.operator, first + g.start + i,
-                                      {name: int(a[name][i]) for name in ("in0", "in1", "vin") if name in a},
-                                      int(a["table"][i]) if "table" in a else -1, atoms,
-                                      tuple(map(int, a["args"][i])) if "args" in a else (),
-                                      a["pad"][i:i + 1] if "pad" in a else None))
+                    index = {name: int(a[name][i]) for name in ("in0", "in1", "vin") if name in a}
+                    if "table" in a:
+                        index["table"] = slice(int(a["table"][i]), int(a["table"][i]) + 1)
+                    if "args" in a:
+                        index["args"], index["pad"] = tuple(map(int, a["args"][i])), a["pad"][i:i + 1]
+                    columns = [(slice(int(t), int(t) + 1), True if r else None)
+                               for t, r in zip(a["tables"][i], a["reverse"][i]) if t != neutral] if "tables" in a else []
+                    steps.append(Step(g.operator, first + g.start + i, index, columns))
     return tuple(steps)
-
-
-class _OneRow:
-    """What a step's operator reads (the reader :mod:`~nablafol.engine.lowering` describes)."""
-
-    __slots__ = ("step", "vec", "sca", "tables", "q_product")
-
-    def __init__(self, vec: list, sca: list, tables: Tables, q_product: Callable):
-        self.step, self.vec, self.sca = None, vec, sca
-        self.tables, self.q_product = tables, q_product
-
-    def vector(self, name: str) -> torch.Tensor:
-        return self.vec[self.step.inputs[name]]
-
-    def unary(self) -> torch.Tensor:
-        return _row(self.tables.unary, self.step.table)
-
-    def relation(self) -> torch.Tensor:
-        log_r = None
-        for table, reverse in self.step.atoms:
-            t = _row(self.tables.binary, table)
-            t = t.transpose(1, 2) if reverse else t
-            log_r = t if log_r is None else log_r + t
-        return log_r
-
-    def truths(self) -> torch.Tensor:
-        return torch.stack([self.sca[r] for r in self.step.truths], dim=1)  # (1, K, 2)
-
-    def pad(self) -> torch.Tensor:
-        return torch.as_tensor(self.step.pad, device=self.tables.object_mask.device)
-
-    def objects(self) -> None:
-        return None
-
-    def all_objects(self) -> torch.Tensor:
-        t = self.tables
-        return torch.zeros((1, t.object_mask.shape[1]), dtype=t.dtype, device=t.object_mask.device)
-
-
-def _row(table: torch.Tensor, i: int) -> torch.Tensor:
-    return table if table.shape[0] == 1 else table[i:i + 1]
 
 
 def run_rows(steps: tuple, plan: BatchPlan, tables: Tables, q_product: Callable) -> Answers:
@@ -128,9 +83,10 @@ def run_rows(steps: tuple, plan: BatchPlan, tables: Tables, q_product: Callable)
     true = plan.kept(("true", dtype, device),
                      lambda: torch.tensor([[0.0, NEG_INF]], dtype=dtype, device=device))
     sca[0], sca[1] = true, plan.kept(("false", dtype, device), lambda: true.flip(-1))
-    row = _OneRow(vec, sca, tables, q_product)
+    like = plan.kept(("zeros", dtype, device, n), lambda: torch.zeros((1, n), dtype=dtype, device=device))
+    row = GroupReader(None, None, 1, vec, sca, tables.unary, tables.binary, None, q_product, like)
     for step in steps:
-        row.step = step
+        row.index, row.columns = step.index, step.columns
         (vec if step.operator.vector else sca)[step.out] = step.operator.run(row)
     candidates = plan.kept("candidate rows", plan.candidate_rows.tolist)
     if len(candidates) == 1:
