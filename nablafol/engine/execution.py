@@ -35,8 +35,7 @@ from nablafol.engine.fixed_shapes import (ShapeFloors, fixed_tables, layout_of, 
                                           upload)
 from nablafol.engine.lowering import TOP
 from nablafol.engine.rowwise import run_rows, steps_of
-from nablafol.engine.planning import (NEG_INF, BatchPlan, Group, Registry, build_batch_plan,
-                                      split_key)
+from nablafol.engine.planning import NEG_INF, BatchPlan, Group, Registry, build_batch_plan
 from nablafol.engine.tiling import TiledPlans, one_object
 
 __all__ = ["Engine", "Calibration", "CompiledQProduct", "EXACT_BUDGET"]
@@ -99,36 +98,30 @@ def _reading(a: np.ndarray, device):
     return torch.as_tensor(a, dtype=torch.long, device=device)
 
 
-def _relate_columns(g: Group, device) -> list:
-    """A relate group's atoms, column by column: ``(table rows, flip)``, ``flip`` None where no atom
-    of the column is reversed, True where all are, else a ``(G, 1, 1)`` mask."""
-    def flip(column: np.ndarray):
-        if column.all() or not column.any():
-            return True if column.any() else None
-        return torch.as_tensor(column, device=device)[:, None, None]
-    tables, reverse = g.arrays.get("tables"), g.arrays.get("reverse")
-    if tables is None:
-        return []
-    return [(np.ascontiguousarray(tables[:, k]), flip(reverse[:, k])) for k in range(tables.shape[1])]
+def _flip(reverse: np.ndarray, device):
+    """Where a relate column's atoms are reversed: None for none, True for all, else a mask."""
+    if reverse.all() or not reverse.any():
+        return True if reverse.any() else None
+    return torch.as_tensor(reverse, device=device)[:, None, None]
 
 
 def _requests(plan: BatchPlan, keys: np.ndarray, device) -> Requests:
     def make() -> Requests:
-        scene, pid = split_key(keys, len(plan.predicates))
-        distinct, local = np.unique(pid, return_inverse=True)
-        return Requests(torch.as_tensor(scene, device=device),
-                        torch.as_tensor(local.reshape(-1), device=device),
-                        tuple(map(plan.predicates.__getitem__, distinct.tolist())))
+        scene, local, predicates = padded_requests(keys, plan, len(keys))
+        return Requests(torch.as_tensor(scene, device=device), torch.as_tensor(local, device=device), predicates)
     return _kept_on_plan(plan, "requests", keys, device, make)
 
 
 def _group_index(plan: BatchPlan, g: Group, device) -> tuple[dict, list]:
     """A group's :class:`GroupReader` index and relate columns, kept on the plan."""
     def make():
-        index = {name: _reading(a, device) for name, a in g.arrays.items() if name not in ("tables", "reverse")}
-        if "pad" in g.arrays:
-            index["pad"] = torch.as_tensor(g.arrays["pad"], device=device)
-        return index, [(_reading(rows, device), flip) for rows, flip in _relate_columns(g, device)]
+        a = g.arrays
+        index = {name: _reading(rows, device) for name, rows in a.items() if name not in ("tables", "reverse")}
+        if "pad" in a:
+            index["pad"] = torch.as_tensor(a["pad"], device=device)
+        columns = [(_reading(np.ascontiguousarray(a["tables"][:, k]), device), _flip(a["reverse"][:, k], device))
+                   for k in range(a["tables"].shape[1] if "tables" in a else 0)]
+        return index, columns
     return _kept_on_plan(plan, "group", g, device, make)
 
 

@@ -7,7 +7,7 @@ from typing import NamedTuple, Optional, Sequence
 
 import numpy as np
 
-from nablafol.caching import memo, weighted_cache
+from nablafol.caching import weighted_cache
 from nablafol.errors import ProgramStructureError, ShapeError
 from nablafol.engine.leveling import fewer_groups
 from nablafol.engine.lowering import OPERATORS, Operator, ScalarRow, VectorRow, lowering_of
@@ -32,7 +32,7 @@ class PlanBuilder:
         self.v_rows, self.s_rows = _Rows(5), _Rows(3)
         self.atoms: list = []  # (vector row, local binary predicate, reversed)
         self.edges: list = []  # (n, 2) blocks of (scalar row, scalar input)
-        self.steps: list = []  # ProgramPlan.attention_steps, AggregateEach blocks not expanded
+        self.steps: list = []  # ProgramPlan.attention_steps
         self.unary_index: dict = {}
         self.binary_index: dict = {}
         self.last_vector_rows: dict = {}  # AggregateEach -> its last vector rows
@@ -70,7 +70,7 @@ class PlanBuilder:
         k = len(node.predicates)
         levels = self.v_rows.levels
         level = 1 + max(levels[int(np.min(first))], levels[int(np.min(second))] if np.min(second) >= 0 else 0)
-        self.steps.append((node, 1))
+        self.steps.extend((node, p) for p in node.predicates)
         return self.v_rows.add_block(_block(k, operator.id, level, first, second, predicate), level)
 
     def scalar(self, row: ScalarRow) -> int:
@@ -117,7 +117,7 @@ class ProgramPlan:
     focus: int  # local vector row, -1 when none
     unary: tuple[Predicate, ...]
     binary: tuple[Predicate, ...]
-    _steps: Optional[tuple]  # attention_steps, compact; None in a plan kept by shape
+    _steps: Optional[tuple]  # attention_steps; None in a plan kept by shape
     grounding: "GroundingRows" = field(repr=False, compare=False)
 
     @classmethod
@@ -157,17 +157,7 @@ class ProgramPlan:
         if self._steps is None:
             raise ProgramStructureError("a plan kept by shape names no program's nodes: take the "
                                         "attention steps of ProgramPlan.of(program)")
-        return memo(self, "_attention_steps", self._expanded_steps)
-
-    def _expanded_steps(self) -> tuple:
-        out = []
-        for entry in self._steps:
-            if isinstance(entry, tuple):  # (AggregateEach, operator rows per predicate)
-                node, repeat = entry
-                out.extend((node, p) for _ in range(repeat) for p in node.predicates)
-            else:
-                out.append(entry)
-        return tuple(out)
+        return self._steps
 
 
 @dataclass(frozen=True)
@@ -251,6 +241,7 @@ class _Shape:
 
     def plan(self) -> ProgramPlan:
         return replace(ProgramPlan.of(self.program), _steps=None)
+
 
 @dataclass
 class Group:
@@ -343,8 +334,7 @@ class Registry:
         no shape: its own plan)."""
         shape = program.shape() if isinstance(program, Program) else None
         if shape is not None:
-            plan = self._shaped(_Shape(shape.key, program))
-            return Packed(plan, self._ids(shape.unary + shape.binary))
+            return Packed(self._shaped(_Shape(shape.key, program)), self._ids(shape.unary + shape.binary))
         plan = ProgramPlan.of(program)  # raises, naming it, for what is not a program
         return Packed(plan, self._ids(plan.unary + plan.binary))
 
