@@ -62,11 +62,9 @@ class Tables:
 
 class GroupReader:
     """What a group of ``size`` rows reads (the reader :mod:`~nablafol.engine.lowering` describes):
-    ``index``, by array name, what selects its rows from the stores ``vec`` / ``sca`` or the
-    tables (a slice, ``(slice, None)`` or an index tensor); ``columns``, a relate's ``(table rows,
-    flip)``, ``flip`` None, True (a transposed view) or a ``(G, 1, 1)`` mask. Stores that are lists
-    hold one row per entry (one program run row by row); ``like`` then gives the dtype, device and
-    objects of a row."""
+    ``index``, by array name, what selects its rows from the stores ``vec`` / ``sca`` or the tables;
+    ``columns``, a relate's ``(table rows, flip)``, ``flip`` None, True (transposed) or a mask.
+    Stores may be lists of rows (one program run row by row; ``like``: a row's dtype and size)."""
 
     __slots__ = ("index", "columns", "size", "vec", "sca", "unary_table", "binary_table", "mask", "q_product",
                  "like")
@@ -172,14 +170,12 @@ class Answers:
     def guessed(self) -> list[bool]:
         """Per program, whether its prediction is a guess: every candidate of a program with labels
         has probability 0 (a yes/no program never guesses)."""
-        labelled = [i for i, lbl in enumerate(self.labels) if lbl is not None]
-        if not labelled:
-            return [False] * len(self.labels)
-        lp = self.log_probs.detach()
-        nothing = (lp[labelled].amax(dim=1).exp() == 0).tolist()
         out = [False] * len(self.labels)
-        for i, g in zip(labelled, nothing):
-            out[i] = g
+        labelled = [i for i, lbl in enumerate(self.labels) if lbl is not None]
+        if labelled:
+            nothing = (self.log_probs.detach()[labelled].amax(dim=1).exp() == 0).tolist()
+            for i, g in zip(labelled, nothing):
+                out[i] = g
         return out
 
     def candidate_probabilities(self, i: int) -> dict[str, float]:

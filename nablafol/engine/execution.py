@@ -40,9 +40,10 @@ from nablafol.engine.tiling import TiledPlans, one_object
 
 __all__ = ["Engine", "Calibration", "CompiledQProduct", "EXACT_BUDGET"]
 
-#: Shared uncertain atoms exact mode conditions on per program, by default (2**16 = 65,536 worlds)
+#: Shared uncertain atoms exact mode conditions on per program, by default
 EXACT_BUDGET = 16
 MAX_EXACT_BUDGET = 24
+
 
 class Calibration(Protocol):
     """A function the engine calls on every attention it computes (except ``Top``); a
@@ -78,8 +79,7 @@ class _Store:
 
 
 def _kept_on_plan(plan: BatchPlan, kind: str, array: np.ndarray, device, make: Callable):
-    """``make()``, kept on the plan by ``(kind, array, device)``; the entry holds ``array``, so
-    that its id is never another array's."""
+    """``make()``, kept on the plan by ``(kind, array, device)`` (holding ``array``: its id stays its own)."""
     return plan.kept((kind, id(array), device), lambda: (array, make()))[1]
 
 
@@ -131,7 +131,7 @@ class CompiledQProduct:
 
     def __init__(self):
         self._fn = torch.compile(ops.q_product_fused, dynamic=None)
-        self.failed: Optional[str] = None  # why compiling failed, once it has: eager from then on
+        self.failed: Optional[str] = None  # why compiling failed: eager from then on
 
     def __call__(self, log_r, log_y, mask_x, mask_y, quantifier):
         if log_r.shape[0] < 2 or self.failed:  # size-0/1 dims cannot be marked dynamic
@@ -143,7 +143,7 @@ class CompiledQProduct:
                 torch._dynamo.mark_dynamic(t, 0)
         try:
             return self._fn(log_r, log_y, mask_x, None, quantifier)
-        except Exception as e:  # no C compiler, an unsupported backend...: the eager Q-product is exact too
+        except Exception as e:  # no C compiler, an unsupported backend...
             self.failed = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
             warnings.warn(f"torch.compile of the Q-product failed ({self.failed[:200]}); using the eager Q-product",
                           RuntimeWarning, stacklevel=2)
@@ -278,10 +278,9 @@ class Engine(torch.nn.Module):
         if scenes is None:
             if n_scenes == len(programs):
                 return np.arange(len(programs), dtype=np.int64)
-            elif n_scenes == 1:
+            if n_scenes == 1:
                 return np.zeros(len(programs), dtype=np.int64)
-            else:
-                raise ShapeError(f"{len(programs)} programs over {n_scenes} scenes: pass scenes= to say which is which")
+            raise ShapeError(f"{len(programs)} programs over {n_scenes} scenes: pass scenes= to say which is which")
         scenes = np.asarray(scenes.cpu() if torch.is_tensor(scenes) else scenes, dtype=np.int64).reshape(-1)
         if scenes.shape[0] != len(programs):
             raise ShapeError(f"scenes has {scenes.shape[0]} entries for {len(programs)} programs")

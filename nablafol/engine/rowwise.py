@@ -1,10 +1,7 @@
-"""One small program's plan run row by row: each row one call of its operator on its ``(1, N)`` row,
-its inputs Python references, none of the batched executor's store, index tensors and gathers.
-
-Scalar steps keep their group's argument width (its padding too), so every sum adds the same terms
-in the same order: the answers are the batched executor's, bit for bit (gradients to rounding).
-Plans of more than :data:`MAX_ROWS` rows stay batched, and so do calls with a calibrator, padded
-scenes or ``Engine(compile=True)`` (:meth:`Engine.execute` decides).
+"""One small program's plan run row by row, each row's inputs Python references (no store, index
+tensors or gathers). Scalar steps keep their group's argument width (its padding too), so the
+answers are the batched executor's, bit for bit. Plans of more than :data:`MAX_ROWS` rows, calls
+with a calibrator, padded scenes or ``Engine(compile=True)`` run batched.
 
 Example:
     >>> import torch
