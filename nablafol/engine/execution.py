@@ -150,9 +150,6 @@ class CompiledQProduct:
             return ops.q_product(log_r, log_y, mask_x, None, quantifier)
 
 
-_SCENE_0 = np.zeros(1, dtype=np.int64)
-
-
 class Engine(torch.nn.Module):
     """Evaluates batches of DFOL programs over an oracle; a parameter-free ``nn.Module``.
 
@@ -200,8 +197,6 @@ class Engine(torch.nn.Module):
     def plan(self, programs: Sequence[Program], scenes=None) -> BatchPlan:
         """The plan of ``programs`` on ``scenes`` (all 0 by default); one program object over any
         scenes is planned once and kept."""
-        if scenes is None and len(programs) == 1 and isinstance(programs[0], Program):
-            return self._tiled(programs[0], _SCENE_0)
         scenes = np.zeros(len(programs), dtype=np.int64) if scenes is None else np.asarray(scenes, dtype=np.int64)
         if (len(programs) and scenes.shape == (len(programs),) and isinstance(programs[0], Program)
                 and one_object(programs) and scenes.min() >= 0):
@@ -237,8 +232,6 @@ class Engine(torch.nn.Module):
     def plan_for(self, programs: Sequence[Program], oracle: Oracle, scenes=None) -> BatchPlan:
         """The plan :meth:`forward` runs for these arguments (host work alone)."""
         programs = list(programs)
-        if scenes is None and len(programs) == 1 and scene_sizes(oracle.num_objects).shape[0] == 1:
-            return self.plan(programs)
         return self.plan(programs, self._scenes(programs, oracle, scenes))
 
     def _fixed(self, plan: BatchPlan, oracle: Oracle) -> tuple[Answers, Tables]:
