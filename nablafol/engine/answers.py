@@ -66,13 +66,14 @@ class GroupReader:
     ``columns``, a relate's ``(table rows, flip)``, ``flip`` None, True (transposed) or a mask.
     Stores may be lists of rows (one program run row by row; ``like``: a row's dtype and size)."""
 
-    __slots__ = ("index", "columns", "size", "vec", "sca", "unary_table", "binary_table", "mask", "q_product",
-                 "like")
+    __slots__ = ("index", "columns", "size", "vec", "sca", "unary_table", "binary_table", "mask",
+                 "q_product", "like")
 
-    def __init__(self, index: dict, columns: list, size: int, vec, sca, unary, binary, mask, q_product, like=None):
+    def __init__(self, index: dict, columns: list, size: int, vec, sca, unary, binary, mask,
+                 q_product, like=None):
         self.index, self.columns, self.size, self.vec, self.sca = index, columns, size, vec, sca
-        self.unary_table, self.binary_table, self.mask, self.q_product = unary, binary, mask, q_product
-        self.like = vec if like is None else like
+        self.unary_table, self.binary_table, self.mask = unary, binary, mask
+        self.q_product, self.like = q_product, vec if like is None else like
 
     def vector(self, name: str) -> torch.Tensor:
         return self.vec[self.index[name]]
@@ -109,7 +110,7 @@ class GroupReader:
 
 
 def _whole_rows(source: torch.Tensor, at) -> torch.Tensor:
-    """``source[at]``; an index tensor's rows copied whole (``index_select``, faster than indexing)."""
+    """``source[at]``; an index tensor's rows copied whole (``index_select``: faster)."""
     if not torch.is_tensor(at):
         return source[at]
     return source.index_select(0, at.reshape(-1)).view(tuple(at.shape) + tuple(source.shape[1:]))

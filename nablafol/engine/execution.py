@@ -79,7 +79,7 @@ class _Store:
 
 
 def _kept_on_plan(plan: BatchPlan, kind: str, array: np.ndarray, device, make: Callable):
-    """``make()``, kept on the plan by ``(kind, array, device)`` (holding ``array``: its id stays its own)."""
+    """``make()``, kept on the plan by ``(kind, array, device)``; holding ``array`` keeps its id."""
     return plan.kept((kind, id(array), device), lambda: (array, make()))[1]
 
 
@@ -108,7 +108,8 @@ def _flip(reverse: np.ndarray, device):
 def _requests(plan: BatchPlan, keys: np.ndarray, device) -> Requests:
     def make() -> Requests:
         scene, local, predicates = padded_requests(keys, plan, len(keys))
-        return Requests(torch.as_tensor(scene, device=device), torch.as_tensor(local, device=device), predicates)
+        return Requests(torch.as_tensor(scene, device=device),
+                        torch.as_tensor(local, device=device), predicates)
     return _kept_on_plan(plan, "requests", keys, device, make)
 
 
@@ -116,11 +117,13 @@ def _group_index(plan: BatchPlan, g: Group, device) -> tuple[dict, list]:
     """A group's :class:`GroupReader` index and relate columns, kept on the plan."""
     def make():
         a = g.arrays
-        index = {name: _reading(rows, device) for name, rows in a.items() if name not in ("tables", "reverse")}
+        index = {name: _reading(rows, device) for name, rows in a.items()
+                 if name not in ("tables", "reverse")}
         if "pad" in a:
             index["pad"] = torch.as_tensor(a["pad"], device=device)
-        columns = [(_reading(np.ascontiguousarray(a["tables"][:, k]), device), _flip(a["reverse"][:, k], device))
-                   for k in range(a["tables"].shape[1] if "tables" in a else 0)]
+        width = a["tables"].shape[1] if "tables" in a else 0
+        columns = [(_reading(np.ascontiguousarray(a["tables"][:, k]), device),
+                    _flip(a["reverse"][:, k], device)) for k in range(width)]
         return index, columns
     return _kept_on_plan(plan, "group", g, device, make)
 
@@ -148,6 +151,9 @@ class CompiledQProduct:
             warnings.warn(f"torch.compile of the Q-product failed ({self.failed[:200]}); using the eager Q-product",
                           RuntimeWarning, stacklevel=2)
             return ops.q_product(log_r, log_y, mask_x, None, quantifier)
+
+
+_SCENE_0 = np.zeros(1, dtype=np.int64)
 
 
 class Engine(torch.nn.Module):
@@ -197,6 +203,8 @@ class Engine(torch.nn.Module):
     def plan(self, programs: Sequence[Program], scenes=None) -> BatchPlan:
         """The plan of ``programs`` on ``scenes`` (all 0 by default); one program object over any
         scenes is planned once and kept."""
+        if scenes is None and len(programs) == 1 and isinstance(programs[0], Program):
+            return self._tiled(programs[0], _SCENE_0)  # one question: no array made
         scenes = np.zeros(len(programs), dtype=np.int64) if scenes is None else np.asarray(scenes, dtype=np.int64)
         if (len(programs) and scenes.shape == (len(programs),) and isinstance(programs[0], Program)
                 and one_object(programs) and scenes.min() >= 0):
@@ -226,12 +234,15 @@ class Engine(torch.nn.Module):
             detached = tables.detached()
             answers._exact = lambda: exact_flags(self, programs, plan, detached.with_neutral())
         if self.bounds:
-            answers.bounds = answer_bounds(programs, plan, tables.detached(), answers, self.exact_budget)
+            answers.bounds = answer_bounds(programs, plan, tables.detached(), answers,
+                                           self.exact_budget)
         return answers
 
     def plan_for(self, programs: Sequence[Program], oracle: Oracle, scenes=None) -> BatchPlan:
         """The plan :meth:`forward` runs for these arguments (host work alone)."""
         programs = list(programs)
+        if scenes is None and len(programs) == 1 and scene_sizes(oracle.num_objects).shape[0] == 1:
+            return self.plan(programs)  # one question: no scenes array made
         return self.plan(programs, self._scenes(programs, oracle, scenes))
 
     def _fixed(self, plan: BatchPlan, oracle: Oracle) -> tuple[Answers, Tables]:
@@ -254,8 +265,8 @@ class Engine(torch.nn.Module):
             raise ProbabilityError(f"{type(oracle).__name__}: a table holds a probability outside [0, 1]")
         tables = got.trimmed(len(plan.unary_keys), len(plan.binary_keys), n_scenes)
         n, p, k = tables.object_mask.shape[1], plan.n_programs, plan.candidate_width
-        return Answers(log_probs[:p, :k], candidate_mask[:p, :k], plan.labels, focus[:p, :n], object_mask[:p, :n],
-                       log_complement[:p, :k]), tables
+        return Answers(log_probs[:p, :k], candidate_mask[:p, :k], plan.labels, focus[:p, :n],
+                       object_mask[:p, :n], log_complement[:p, :k]), tables
 
     def shared_atoms(self, programs: Sequence[Program], oracle: Oracle, scenes=None) -> np.ndarray:
         """``(P,)``: how many uncertain ground atoms each program repeats in its scene (0: the fast

@@ -65,8 +65,9 @@ def _steps(plan: BatchPlan) -> Optional[tuple]:
                         index["table"] = slice(int(a["table"][i]), int(a["table"][i]) + 1)
                     if "args" in a:
                         index["args"], index["pad"] = tuple(map(int, a["args"][i])), a["pad"][i:i + 1]
+                    atoms = zip(a["tables"][i], a["reverse"][i]) if "tables" in a else ()
                     columns = [(slice(int(t), int(t) + 1), True if r else None)
-                               for t, r in zip(a["tables"][i], a["reverse"][i]) if t != neutral] if "tables" in a else []
+                               for t, r in atoms if t != neutral]
                     steps.append(Step(g.operator, first + g.start + i, index, columns))
     return tuple(steps)
 
