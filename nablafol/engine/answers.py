@@ -1,6 +1,5 @@
-"""What a batch of programs evaluates to (:class:`Answers`), and the oracle's tables it was
-computed from (:class:`Tables`): the engine's results, shared by the fast path
-(:mod:`~nablafol.engine.execution`) and exact mode (:mod:`~nablafol.engine.exact`).
+"""What a batch of programs evaluates to (:class:`Answers`), the oracle's tables it was computed
+from (:class:`Tables`), and how a batched operator group reads them (:class:`GroupReader`).
 
     >>> import torch
     >>> answers = Answers(torch.log(torch.tensor([[0.8], [0.3]])), torch.ones(2, 1, dtype=torch.bool), [None, None],
@@ -19,11 +18,10 @@ import torch
 from nablafol.errors import ShapeError
 from nablafol.numerics import log1mexp
 
-__all__ = ["Answers", "Tables", "LOG_FLOOR", "floor_zeros"]
+__all__ = ["Answers", "Tables", "GroupReader", "LOG_FLOOR", "floor_zeros"]
 
 NEG_INF = float("-inf")
-#: An exact zero probability (``log = -inf``, no gradient there) counts as this log-probability where
-#: answers are normalized or scored (:meth:`Answers.normalized_log_probs`, :func:`nablafol.answer_loss`)
+#: The log-probability an exact zero counts as where answers are normalized or scored
 LOG_FLOOR = -100.0
 
 
@@ -35,23 +33,19 @@ def floor_zeros(log_p: torch.Tensor) -> torch.Tensor:
 @dataclass
 class Tables:
     """The log-probability tables of a plan's requests: ``unary`` ``(R, N)``, ``binary``
-    ``(R', N, N)``, then the relates' neutral all-ones table where ``neutral`` (``(R' + 1, N, N)``,
-    :meth:`with_neutral`), ``object_mask`` ``(B, N)``.
-
-    ``padded`` is False when every scene has all ``N`` objects (one scene, or scenes of one
-    size): the mask is then all True and the executor leaves it out of every operator (a
-    calibrator still gets it)."""
+    ``(R', N, N)`` (then the relates' all-ones table where ``neutral``), ``object_mask`` ``(B, N)``;
+    ``padded`` False when every scene has all ``N`` objects (the mask is all True)."""
 
     unary: Optional[torch.Tensor]
     binary: Optional[torch.Tensor]
     object_mask: torch.Tensor
     dtype: torch.dtype
     padded: bool = True
-    neutral: bool = field(kw_only=True)  # whether ``binary`` ends with the neutral table: said, never assumed
+    neutral: bool = field(kw_only=True)  # said, never assumed
 
     def with_neutral(self) -> "Tables":
-        """The tables with the neutral table last in ``binary``: a relate of fewer atoms than its
-        group's widest reads it (batched executor, exact mode); the row-by-row executor skips it."""
+        """The tables with the neutral table last in ``binary``, read by a relate of fewer atoms
+        than its group's widest."""
         if self.neutral or self.binary is None:
             return self
         n = self.binary.shape[-1]
@@ -59,22 +53,74 @@ class Tables:
         return Tables(self.unary, binary, self.object_mask, self.dtype, self.padded, neutral=True)
 
     def detached(self) -> "Tables":
-        """The same tables cut from autograd's graph (themselves when no table needs a gradient)."""
+        """The same tables cut from autograd's graph."""
         if not any(t is not None and t.requires_grad for t in (self.unary, self.binary)):
             return self
         d = lambda t: None if t is None else t.detach()  # noqa: E731
         return Tables(d(self.unary), d(self.binary), self.object_mask, self.dtype, self.padded, neutral=self.neutral)
 
 
+class GroupReader:
+    """What a group of ``size`` rows reads (the reader :mod:`~nablafol.engine.lowering` describes):
+    ``index``, by array name, what selects its rows from the stores ``vec`` / ``sca`` or the tables;
+    ``columns``, a relate's ``(table rows, flip)``, ``flip`` None, True (transposed) or a mask.
+    Stores may be lists of rows (one program run row by row; ``like``: a row's dtype and size)."""
+
+    __slots__ = ("index", "columns", "size", "vec", "sca", "unary_table", "binary_table", "mask",
+                 "q_product", "like")
+
+    def __init__(self, index: dict, columns: list, size: int, vec, sca, unary, binary, mask,
+                 q_product, like=None):
+        self.index, self.columns, self.size, self.vec, self.sca = index, columns, size, vec, sca
+        self.unary_table, self.binary_table, self.mask = unary, binary, mask
+        self.q_product, self.like = q_product, vec if like is None else like
+
+    def vector(self, name: str) -> torch.Tensor:
+        return self.vec[self.index[name]]
+
+    def unary(self) -> torch.Tensor:
+        return _whole_rows(self.unary_table, self.index["table"])
+
+    def relation(self) -> torch.Tensor:
+        log_r = None
+        for rows, flip in self.columns:
+            t = _whole_rows(self.binary_table, rows)
+            if flip is True:
+                t = t.transpose(1, 2)
+            elif flip is not None:
+                t = torch.where(flip, t.transpose(1, 2), t)
+            log_r = t if log_r is None else log_r + t
+        return log_r
+
+    def truths(self) -> torch.Tensor:
+        if isinstance(self.sca, list):
+            return torch.stack([self.sca[r] for r in self.index["args"]], dim=1)
+        return _whole_rows(self.sca, self.index["args"])  # (G, K, 2)
+
+    def pad(self) -> torch.Tensor:
+        pad = self.index["pad"]
+        return pad if torch.is_tensor(pad) else torch.as_tensor(pad, device=self.like.device)
+
+    def objects(self) -> Optional[torch.Tensor]:
+        return self.mask
+
+    def all_objects(self) -> torch.Tensor:
+        top = self.like.new_zeros((self.size, self.like.shape[1]))
+        return top if self.mask is None else top.masked_fill(~self.mask, NEG_INF)
+
+
+def _whole_rows(source: torch.Tensor, at) -> torch.Tensor:
+    """``source[at]``; an index tensor's rows copied whole (``index_select``: faster)."""
+    if not torch.is_tensor(at):
+        return source[at]
+    return source.index_select(0, at.reshape(-1)).view(tuple(at.shape) + tuple(source.shape[1:]))
+
+
 @dataclass
 class Answers:
-    """What a batch of programs evaluates to.
-
-    ``log_probs`` ``(P, K)``: per program, the log-probability of each candidate (a yes/no
-    program has one candidate, the probability of *yes*); ``-inf`` pads programs with
-    fewer candidates (``candidate_mask`` False there). ``focus`` ``(P, N)``: the
-    log-attention of each program's focus node (``-inf`` rows when it has none).
-    """
+    """What a batch of programs evaluates to: ``log_probs`` ``(P, K)``, each candidate's
+    log-probability (a yes/no program's one: *yes*), ``-inf`` where ``candidate_mask`` pads;
+    ``focus`` ``(P, N)``: the log-attention of each program's focus node (``-inf`` for none)."""
 
     log_probs: torch.Tensor
     candidate_mask: torch.Tensor
@@ -82,7 +128,7 @@ class Answers:
     focus: torch.Tensor
     object_mask: torch.Tensor  # (P, N)
     log_complement: Optional[torch.Tensor] = None  # (P, K): log(1 - p), exact where p is close to 1
-    # (P,) bool, or how to compute it when first asked (the fast path computes it only then)
+    # (P,) bool, or how to compute it when first asked
     _exact: Union[torch.Tensor, Callable[[], torch.Tensor], None] = field(default=None, repr=False)
     # ``Engine(bounds=True)``: (lower, upper) ``(P, K)``, sound bounds on each candidate's probability
     bounds: Optional[tuple] = None
@@ -93,13 +139,9 @@ class Answers:
 
     @property
     def exact(self) -> torch.Tensor:
-        """``(P,)`` bool: whether each program's answer probabilities are the exact probabilities of
-        its formulas (every ground atom an independent coin with the oracle's probability), not
-        the fast path's approximation. True when the program is read-once, when the atoms it
-        repeats are all certain in its scene, or when exact mode conditioned on them
-        (:mod:`nablafol.engine.exact`); always False with a calibrator (its answers are not
-        probabilities of the formula). Computed on first use, on the CPU wherever the answers are
-        (a flag for reports, read on the host)."""
+        """``(P,)`` bool, on the CPU: whether each program's probabilities are exact (every ground
+        atom an independent coin), not the fast path's approximation: read-once, the atoms it
+        repeats all certain, or exact mode; always False with a calibrator."""
         if callable(self._exact):
             self._exact = self._exact()
         if self._exact is None:
@@ -119,8 +161,7 @@ class Answers:
             raise ShapeError(f"threshold θ must be a number in [0, 1], got {threshold!r}")
         lp = self.log_probs.detach()
         yes = (lp[:, 0] > float(np.log(threshold)) if threshold > 0 else lp[:, 0] > NEG_INF).tolist()
-        # the argmax only of the programs with labels: a batch of yes/no programs padded to an open
-        # question's 1,232 candidates spent most of its predictions on rows never read
+        # the argmax only of the programs with labels: most rows of a mixed batch are padding
         labelled = [i for i, lbl in enumerate(self.labels) if lbl is not None]
         if len(labelled) < len(self.labels):
             lp = lp[labelled]
@@ -128,44 +169,35 @@ class Answers:
         return [("yes" if y else "no") if lbl is None else lbl[next(best)] for lbl, y in zip(self.labels, yes)]
 
     def guessed(self) -> list[bool]:
-        """Per program, whether its prediction is a guess: a program with labels whose every
-        candidate has probability 0 (``exp`` of its log-probability, in its dtype), whose
-        prediction (:meth:`predictions`) is then its first candidate, by no evidence. A yes/no
-        program never guesses: ``P(no) = 1 - P(yes)``."""
-        labelled = [i for i, lbl in enumerate(self.labels) if lbl is not None]
-        if not labelled:
-            return [False] * len(self.labels)
-        lp = self.log_probs.detach()
-        nothing = (lp[labelled].amax(dim=1).exp() == 0).tolist()
+        """Per program, whether its prediction is a guess: every candidate of a program with labels
+        has probability 0 (a yes/no program never guesses)."""
         out = [False] * len(self.labels)
-        for i, g in zip(labelled, nothing):
-            out[i] = g
+        labelled = [i for i, lbl in enumerate(self.labels) if lbl is not None]
+        if labelled:
+            nothing = (self.log_probs.detach()[labelled].amax(dim=1).exp() == 0).tolist()
+            for i, g in zip(labelled, nothing):
+                out[i] = g
         return out
 
     def candidate_probabilities(self, i: int) -> dict[str, float]:
-        """Candidate -> the probability of its own formula, for program ``i``: independent numbers,
-        which need not sum to 1 (two candidates can both be likely, or none). A yes/no program:
-        ``{"yes": p, "no": 1 - p}``. :meth:`answer_distribution` normalizes them."""
+        """Candidate -> the probability of its own formula, for program ``i`` (they need not sum
+        to 1); a yes/no program: ``{"yes": p, "no": 1 - p}``."""
         p = self.log_probs[i].detach().exp().tolist()
         if self.labels[i] is None:
             return {"yes": p[0], "no": float(self.log_complement[i, 0].detach().exp())}
         return dict(zip(self.labels[i], p[: len(self.labels[i])]))
 
     def answer_distribution(self, i: int) -> dict[str, float]:
-        """Candidate -> probability that it is *the* answer, for program ``i``: the candidates'
-        probabilities normalized to sum to 1 (:meth:`normalized_log_probs`, what
-        :func:`nablafol.answer_loss` trains), uniform when every candidate has probability 0.
-        A yes/no program: ``{"yes": p, "no": 1 - p}``, as :meth:`candidate_probabilities`."""
+        """Candidate -> probability that it is *the* answer, for program ``i``
+        (:meth:`normalized_log_probs`); a yes/no program as :meth:`candidate_probabilities`."""
         if self.labels[i] is None:
             return self.candidate_probabilities(i)
         q = self.normalized_log_probs()[i].detach().exp().tolist()
         return dict(zip(self.labels[i], q[: len(self.labels[i])]))
 
     def normalized_log_probs(self) -> torch.Tensor:
-        """``(P, K)``: each program's candidates' log-probabilities normalized over its candidates
-        (``log_softmax``; ``-inf`` at padding), an exact zero counted as :data:`LOG_FLOOR` so that a
-        program whose every candidate has probability 0 (nothing in the scene, zero objects) gets
-        a uniform distribution, never NaN. A yes/no program's one candidate normalizes to 1: use
-        ``log_probs`` and ``log_complement`` for ``P(yes)`` and ``P(no)``."""
+        """``(P, K)``: the candidates' log-probabilities normalized per program (``-inf`` at
+        padding), an exact zero counted as :data:`LOG_FLOOR`: all zeros give a uniform
+        distribution, never NaN. A yes/no program's one candidate normalizes to 1."""
         scores = floor_zeros(self.log_probs).masked_fill(~self.candidate_mask, NEG_INF)
         return torch.log_softmax(scores, dim=1)

@@ -1,8 +1,6 @@
-"""The batched DFOL executor (:class:`Engine`): a batch's plan (:mod:`~nablafol.engine.planning`),
-the oracle asked once for all its distinct ``(scene, predicate)`` pairs of each arity, then, level
-by level, each operator kind run as **one** call of its :mod:`operators` function on all its rows
-(every program's ``Filter`` rows together, every ∃-``Relate`` together, ...), reading its inputs
-from the rows of earlier levels: a handful of tensor operations per level whatever the batch's size.
+"""The batched executor (:class:`Engine`): the oracle asked once per batch for its distinct
+``(scene, predicate)`` pairs, then, level by level, each operator kind run as **one** call on all
+its rows, whatever the batch's size.
 
 Example (the paper's formula (1) on one scene of two objects):
     >>> import torch
@@ -29,7 +27,7 @@ from nablafol.errors import ProbabilityError, ProgramStructureError, ShapeError
 from nablafol.ir import Program
 from nablafol.oracle import Oracle, Requests, scene_sizes
 
-from nablafol.engine.answers import Answers, Tables
+from nablafol.engine.answers import Answers, GroupReader, Tables
 from nablafol.engine.bounds import answer_bounds
 from nablafol.engine.circuits import CircuitCache
 from nablafol.engine.exact import exact_answers, exact_flags, shared_atom_counts
@@ -37,27 +35,24 @@ from nablafol.engine.fixed_shapes import (ShapeFloors, fixed_tables, layout_of, 
                                           upload)
 from nablafol.engine.lowering import TOP
 from nablafol.engine.rowwise import run_rows, steps_of
-from nablafol.engine.planning import (NEG_INF, BatchPlan, Group, Registry, build_batch_plan,
-                                      split_key)
+from nablafol.engine.planning import NEG_INF, BatchPlan, Group, Registry, build_batch_plan
 from nablafol.engine.tiling import TiledPlans, one_object
 
 __all__ = ["Engine", "Calibration", "CompiledQProduct", "EXACT_BUDGET"]
 
-#: Shared uncertain atoms exact mode conditions on per program, by default (2**16 = 65,536 worlds)
+#: Shared uncertain atoms exact mode conditions on per program, by default
 EXACT_BUDGET = 16
 MAX_EXACT_BUDGET = 24
 
+
 class Calibration(Protocol):
-    """A function the engine calls on every attention it computes (except ``Top``).
+    """A function the engine calls on every attention it computes (except ``Top``); a
+    ``prepare(programs, device)`` method, if it has one, is called first with the batch's programs.
 
-    If it has a ``prepare(programs, device)`` method, the engine calls it first with the
-    batch's programs (in batch order), so that it can compute per-program parameters.
-
-    ``log_a`` ``(G, N)`` are the rows of one operator kind at one level, ``mask`` their
-    objects, ``program`` ``(G,)`` the index of each row's program in the batch and ``step``
-    ``(G,)`` the row's position in ``ProgramPlan.attention_steps`` of that program. It
-    returns calibrated log-attentions of the same shape. The engine does not import any
-    calibrator; ``calibration/`` implements this protocol.
+    ``log_a`` ``(G, N)`` are the rows of one operator kind at one level, ``mask`` their objects,
+    ``program`` ``(G,)`` each row's program in the batch and ``step`` ``(G,)`` its position in
+    that program's ``ProgramPlan.attention_steps``. It returns calibrated log-attentions of the
+    same shape (``calibration/`` implements it).
     """
 
     def __call__(self, log_a: torch.Tensor, mask: torch.Tensor, program: torch.Tensor,
@@ -65,10 +60,8 @@ class Calibration(Protocol):
 
 
 class _Store:
-    """The rows computed so far, level after level (groups arrive in row order). Without autograd
-    they go into one buffer of the final size (concatenating the store at every level copies it
-    once per level, quadratic in program length); with autograd a concatenation per level keeps
-    the backward pass free of in-place writes."""
+    """The rows computed so far: one buffer without autograd (a concatenation per level is
+    quadratic in program length), a concatenation per level with it (no in-place writes)."""
 
     def __init__(self, first: torch.Tensor, total: int):
         self.filled, self.grad, self.rows = first.shape[0], torch.is_grad_enabled(), first
@@ -86,129 +79,65 @@ class _Store:
 
 
 def _kept_on_plan(plan: BatchPlan, kind: str, array: np.ndarray, device, make: Callable):
-    """``make()``, kept on the plan by ``(kind, array, device)``: a plan kept for one question at a
-    time is run again and again, and remaking what it reads (its index tensors, its oracle requests)
-    was a fifth of such a call. The entry holds ``array`` itself: its id is never another
-    array's while the entry is kept."""
-    key = (kind, id(array), device)
-    entry = plan.derived.get(key)
-    if entry is None:
-        entry = plan.derived[key] = (array, make())
-    return entry[1]
+    """``make()``, kept on the plan by ``(kind, array, device)``; holding ``array`` keeps its id."""
+    return plan.kept((kind, id(array), device), lambda: (array, make()))[1]
 
 
 def _tensor(plan: BatchPlan, a: np.ndarray, device) -> torch.Tensor:
-    """A plan's numpy index array as a long tensor on ``device``, converted once."""
     return _kept_on_plan(plan, "tensor", a, device,
                          lambda: torch.as_tensor(a, dtype=torch.long, device=device))
 
 
-def _rows(plan: BatchPlan, a: np.ndarray, device):
-    """What reads the rows a plan's index array names: a ``slice`` where they are a run of
-    consecutive rows (a view, where a gather copies: a single question's rows mostly are), else the
-    index tensor. A 2-D ``(G, 1)`` array becomes ``(slice, None)``."""
-    def make():
-        flat = a[:, 0] if a.ndim == 2 and a.shape[1] == 1 else a
-        if flat.ndim == 1 and flat.size and flat[0] >= 0 and (np.diff(flat) == 1).all():
-            run = slice(int(flat[0]), int(flat[0]) + flat.size)
-            return run if flat is a else (run, None)
-        return _tensor(plan, a, device)
-    return _kept_on_plan(plan, "rows", a, device, make)
+def _reading(a: np.ndarray, device):
+    """What reads the rows an index array names: a ``slice`` (a view) where they are consecutive
+    (``(slice, None)`` for a ``(G, 1)`` array), else the index tensor."""
+    flat = a[:, 0] if a.ndim == 2 and a.shape[1] == 1 else a
+    if flat.ndim == 1 and flat.size and flat[0] >= 0 and (np.diff(flat) == 1).all():
+        run = slice(int(flat[0]), int(flat[0]) + flat.size)
+        return run if flat is a else (run, None)
+    return torch.as_tensor(a, dtype=torch.long, device=device)
 
 
-def _relate_columns(plan: BatchPlan, g: Group, device) -> list:
-    """A relate group's atoms, column by column: ``(table rows, flip)``, ``flip`` None where no atom
-    of the column is reversed, True where all are (one program over many scenes: a transposed view,
-    not a pass choosing between two layouts), else a ``(G, 1, 1)`` bool tensor. Kept with the plan."""
-    def flip(column: np.ndarray):
-        if column.all() or not column.any():
-            return True if column.any() else None
-        return torch.as_tensor(column, device=device)[:, None, None]
-    tables, reverse = g.arrays["tables"], g.arrays["reverse"]
-    return _kept_on_plan(plan, "columns", tables, device, lambda: [
-        (np.ascontiguousarray(tables[:, k]), flip(reverse[:, k])) for k in range(tables.shape[1])])
+def _flip(reverse: np.ndarray, device):
+    """Where a relate column's atoms are reversed: None for none, True for all, else a mask."""
+    if reverse.all() or not reverse.any():
+        return True if reverse.any() else None
+    return torch.as_tensor(reverse, device=device)[:, None, None]
 
 
 def _requests(plan: BatchPlan, keys: np.ndarray, device) -> Requests:
-    """The oracle requests of request keys (``planning.request_key``), kept on the plan."""
     def make() -> Requests:
-        scene, pid = split_key(keys, len(plan.predicates))
-        distinct, local = np.unique(pid, return_inverse=True)
+        scene, local, predicates = padded_requests(keys, plan, len(keys))
         return Requests(torch.as_tensor(scene, device=device),
-                        torch.as_tensor(local.reshape(-1), device=device),
-                        tuple(map(plan.predicates.__getitem__, distinct.tolist())))
+                        torch.as_tensor(local, device=device), predicates)
     return _kept_on_plan(plan, "requests", keys, device, make)
 
 
-def _whole_rows(source: torch.Tensor, at) -> torch.Tensor:
-    """``source[at]``; an index tensor's rows copied whole (``index_select``: the same values, where
-    indexing copies element by element, several times slower over tables of many rows)."""
-    if not torch.is_tensor(at):
-        return source[at]
-    return source.index_select(0, at.reshape(-1)).view(tuple(at.shape) + tuple(source.shape[1:]))
+def _group_index(plan: BatchPlan, g: Group, device) -> tuple[dict, list]:
+    """A group's :class:`GroupReader` index and relate columns, kept on the plan."""
+    def make():
+        a = g.arrays
+        index = {name: _reading(rows, device) for name, rows in a.items()
+                 if name not in ("tables", "reverse")}
+        if "pad" in a:
+            index["pad"] = torch.as_tensor(a["pad"], device=device)
+        width = a["tables"].shape[1] if "tables" in a else 0
+        columns = [(_reading(np.ascontiguousarray(a["tables"][:, k]), device),
+                    _flip(a["reverse"][:, k], device)) for k in range(width)]
+        return index, columns
+    return _kept_on_plan(plan, "group", g, device, make)
 
-
-class _GroupRows:
-    """What a group's operator reads, batched (the reader :mod:`~nablafol.engine.lowering`
-    describes): its inputs gathered from the rows computed so far."""
-
-    __slots__ = ("plan", "group", "vec", "sca", "tables", "mask", "q_product")
-
-    def __init__(self, plan: BatchPlan, group: Group, vec, sca, tables: Tables, mask, q_product):
-        self.plan, self.group, self.vec, self.sca, self.tables = plan, group, vec, sca, tables
-        self.mask, self.q_product = mask, q_product
-
-    def _at(self, name_or_array):
-        a = self.group.arrays[name_or_array] if isinstance(name_or_array, str) else name_or_array
-        return _rows(self.plan, a, self.vec.device)
-
-    def vector(self, name: str) -> torch.Tensor:
-        return self.vec[self._at(name)]
-
-    def unary(self) -> torch.Tensor:
-        return _whole_rows(self.tables.unary, self._at("table"))
-
-    def relation(self) -> torch.Tensor:
-        log_r = None
-        for column, flip in _relate_columns(self.plan, self.group, self.vec.device):
-            t = _whole_rows(self.tables.binary, self._at(column))
-            if flip is True:
-                t = t.transpose(1, 2)
-            elif flip is not None:
-                t = torch.where(flip, t.transpose(1, 2), t)
-            log_r = t if log_r is None else log_r + t
-        return log_r
-
-    def truths(self) -> torch.Tensor:
-        return _whole_rows(self.sca, self._at("args"))  # (G, K, 2)
-
-    def pad(self) -> torch.Tensor:
-        return torch.as_tensor(self.group.arrays["pad"], device=self.vec.device)
-
-    def objects(self) -> Optional[torch.Tensor]:
-        return self.mask
-
-    def all_objects(self) -> torch.Tensor:
-        g, vec = self.group, self.vec
-        top = torch.zeros((g.stop - g.start, vec.shape[1]), dtype=vec.dtype, device=vec.device)
-        return top if self.mask is None else top.masked_fill(~self.mask, NEG_INF)
-
-
-# --- the engine ---------------------------------------------------------------------------
 
 class CompiledQProduct:
-    """The Q-product through ``torch.compile``: one fused loop instead of a dozen passes.
-
-    The row count varies from batch to batch, so it is marked dynamic; the object count stays
-    static (one compilation per scene size seen), which keeps the inner loop vectorized.
-    """
+    """The Q-product through ``torch.compile``: one fused loop instead of a dozen passes. Rows are
+    marked dynamic; objects stay static (one compilation per scene size), keeping it vectorized."""
 
     def __init__(self):
         self._fn = torch.compile(ops.q_product_fused, dynamic=None)
-        self.failed: Optional[str] = None  # why compiling failed, once it has: eager from then on
+        self.failed: Optional[str] = None  # why compiling failed: eager from then on
 
     def __call__(self, log_r, log_y, mask_x, mask_y, quantifier):
-        if log_r.shape[0] < 2 or self.failed:  # size-0/1 dims cannot be marked dynamic; not worth compiling either
+        if log_r.shape[0] < 2 or self.failed:  # size-0/1 dims cannot be marked dynamic
             return ops.q_product(log_r, log_y, mask_x, mask_y, quantifier)
         if mask_y is not None:  # masked here, not in the kernel: a mask inside its loop halves its speed
             log_y = log_y.masked_fill(~mask_y, NEG_INF)
@@ -217,7 +146,7 @@ class CompiledQProduct:
                 torch._dynamo.mark_dynamic(t, 0)
         try:
             return self._fn(log_r, log_y, mask_x, None, quantifier)
-        except Exception as e:  # no C compiler, an unsupported backend...: the eager Q-product is exact too
+        except Exception as e:  # no C compiler, an unsupported backend...
             self.failed = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
             warnings.warn(f"torch.compile of the Q-product failed ({self.failed[:200]}); using the eager Q-product",
                           RuntimeWarning, stacklevel=2)
@@ -230,30 +159,20 @@ _SCENE_0 = np.zeros(1, dtype=np.int64)
 class Engine(torch.nn.Module):
     """Evaluates batches of DFOL programs over an oracle; a parameter-free ``nn.Module``.
 
-    ``calibration`` (optional) is called after every attention step (see
-    :class:`Calibration`); when it is a module its parameters belong to the engine.
-    ``validate`` checks what oracles return (shape, NaN, probabilities above 1) and names
-    the offending predicate. ``compile=True`` runs the Q-product through ``torch.compile``
-    (fused, several times faster for large scenes; costs a compilation on first use).
+    ``calibration`` (optional, :class:`Calibration`) is called after every attention step; a
+    module's parameters belong to the engine. ``validate`` checks what oracles return (shape, NaN,
+    probabilities above 1), naming the predicate. ``compile=True`` runs the Q-product through
+    ``torch.compile``.
 
-    ``exact=True`` returns the exact probability of programs that are not read-once: it
-    conditions on the uncertain ground atoms a program repeats (Shannon expansion) and runs
-    the same batched computation once per assignment of them, for programs that repeat at most
-    ``exact_budget`` such atoms (``2**exact_budget`` runs); beyond, or where it is cheaper, it
-    compiles the question into a circuit, kept in ``self.circuits`` for later calls; past the
-    circuit's budget, the fast path's answer, flagged (:attr:`Answers.exact`). The default is
-    the paper's polynomial fast path.
+    ``exact=True`` gives the exact probability of programs that are not read-once: conditioning
+    on the uncertain atoms a program repeats, up to ``exact_budget`` of them, else (or where
+    cheaper) a compiled circuit kept in ``self.circuits``; past that, the fast path's answer,
+    flagged (:attr:`Answers.exact`). ``bounds=True`` adds sound bounds on every answer
+    (:attr:`Answers.bounds`, :mod:`nablafol.engine.bounds`).
 
-    ``bounds=True`` also returns sound bounds on every answer's probability
-    (:attr:`Answers.bounds`): an exact answer's own value, else an interval that conditions on
-    the ``exact_budget`` atoms it shares most (:mod:`nablafol.engine.bounds`).
-
-    ``fixed_shapes=True`` runs every batch at bucketed shapes with no value read on the host
-    between its first operator and its answers (:mod:`nablafol.engine.fixed_shapes`): what CUDA
-    graphs need to record a batch once and replay it; with ``compile=True`` that run goes through
-    ``torch.compile(mode="reduce-overhead")``. Its answers are the eager path's within
-    ``docs/numerics.md``'s tolerance; with ``validate`` it reads one flag after the batch
-    (``validate=False``: none).
+    ``fixed_shapes=True`` runs every batch at bucketed shapes with no host read between its first
+    operator and its answers (:mod:`nablafol.engine.fixed_shapes`), recorded and replayed with
+    ``compile=True``; its answers are the eager path's within ``docs/numerics.md``'s tolerance.
     """
 
     def __init__(self, calibration: Optional[Callable] = None, validate: bool = True, compile: bool = False,
@@ -273,18 +192,17 @@ class Engine(torch.nn.Module):
         self.validate = validate
         self.exact, self.exact_budget, self.bounds = bool(exact), exact_budget, bool(bounds)
         self.registry = Registry()
-        self.circuits = CircuitCache()  # exact mode's compiled questions, reused across calls
+        self.circuits = CircuitCache()
         self._tiled = TiledPlans(self.registry)
         self.fixed_shapes = bool(fixed_shapes)
-        self.shape_floors = ShapeFloors()  # the fixed-shape path's sizes met so far: its layouts repeat
+        self.shape_floors = ShapeFloors()
         self._q_product = CompiledQProduct() if compile and not fixed_shapes else ops.q_product
-        # compiled, the fixed-shape run is recorded once per layout and replayed (CUDA graphs on CUDA)
         self._run_fixed = (torch.compile(run_fixed, mode="reduce-overhead", dynamic=False) if compile and fixed_shapes
                            else run_fixed)
 
     def plan(self, programs: Sequence[Program], scenes=None) -> BatchPlan:
-        """The plan of ``programs`` on ``scenes`` (all 0 by default). One program object over any
-        scenes (one question at a time, a question over many images) is planned once and kept."""
+        """The plan of ``programs`` on ``scenes`` (all 0 by default); one program object over any
+        scenes is planned once and kept."""
         if scenes is None and len(programs) == 1 and isinstance(programs[0], Program):
             return self._tiled(programs[0], _SCENE_0)  # one question: no array made
         scenes = np.zeros(len(programs), dtype=np.int64) if scenes is None else np.asarray(scenes, dtype=np.int64)
@@ -299,40 +217,42 @@ class Engine(torch.nn.Module):
 
         ``scenes`` defaults to ``0, 1, 2, ...`` when the oracle holds one scene per program,
         and to all zeros when it holds a single scene. ``plan``: what :meth:`plan_for` gave for
-        the same arguments, made beforehand (in another thread, while an earlier batch ran).
+        the same arguments, made beforehand (e.g. while an earlier batch ran).
         """
         programs = list(programs)
-        num_objects = scene_sizes(oracle.num_objects)
         plan = self.plan_for(programs, oracle, scenes) if plan is None else plan
         prepare = getattr(self.calibration, "prepare", None)
-        if prepare is not None:  # a calibrator that reads the programs first (e.g. their predicate sequences)
-            prepare(programs, device=num_objects.device)
+        if prepare is not None:
+            prepare(programs, device=scene_sizes(oracle.num_objects).device)
         if self.fixed_shapes:
-            return self._fixed(programs, plan, oracle)
-        tables = self.tables(plan, oracle)
-        if self.exact:
-            return self._bounded(exact_answers(self, programs, plan, tables.with_neutral()), programs, plan, tables)
-        answers = self.execute(plan, tables)
-        if self.calibration is None:  # whether each answer is exact, computed when first asked
+            answers, tables = self._fixed(plan, oracle)
+        else:
+            tables = self.tables(plan, oracle)
+            answers = (exact_answers(self, programs, plan, tables.with_neutral()) if self.exact
+                       else self.execute(plan, tables))
+        if self.calibration is None and not self.exact:  # computed when first asked
             detached = tables.detached()
             answers._exact = lambda: exact_flags(self, programs, plan, detached.with_neutral())
-        return self._bounded(answers, programs, plan, tables)
+        if self.bounds:
+            answers.bounds = answer_bounds(programs, plan, tables.detached(), answers,
+                                           self.exact_budget)
+        return answers
 
     def plan_for(self, programs: Sequence[Program], oracle: Oracle, scenes=None) -> BatchPlan:
-        """The plan :meth:`forward` runs for these arguments (host work alone: numpy, no tensor read)."""
+        """The plan :meth:`forward` runs for these arguments (host work alone)."""
         programs = list(programs)
         if scenes is None and len(programs) == 1 and scene_sizes(oracle.num_objects).shape[0] == 1:
-            return self.plan(programs)
+            return self.plan(programs)  # one question: no scenes array made
         return self.plan(programs, self._scenes(programs, oracle, scenes))
 
-    def _fixed(self, programs: list, plan: BatchPlan, oracle: Oracle) -> Answers:
-        """The fast path at bucketed shapes (``fixed_shapes=True``), trimmed back to the batch."""
-        n_scenes = scene_sizes(oracle.num_objects).shape[0]
-        device, sizes = scene_sizes(oracle.num_objects).device, self.shape_floors.sizes(plan)
+    def _fixed(self, plan: BatchPlan, oracle: Oracle) -> tuple[Answers, Tables]:
+        """The fast path at bucketed shapes, trimmed back to the batch, and its tables."""
+        num_objects, sizes = scene_sizes(oracle.num_objects), self.shape_floors.sizes(plan)
+        n_scenes, device = num_objects.shape[0], num_objects.device
         requests = [padded_requests(keys, plan, size) for keys, size in zip((plan.unary_keys, plan.binary_keys),
                                                                              sizes[-2:])]
 
-        def uploaded():  # once per plan, device and sizes: a plan kept for one question at a time runs again and again
+        def uploaded():
             layout, arrays = layout_of(padded_plan(plan, sizes))
             return layout, upload(arrays + [part for r in requests for part in r[:2]], device)
         layout, index = plan.kept(("fixed shapes", device, sizes), uploaded)
@@ -340,23 +260,13 @@ class Engine(torch.nn.Module):
         got = fixed_tables(oracle, asked, self.validate, self.shape_floors.scenes(n_scenes))
         log_probs, log_complement, candidate_mask, focus, object_mask = self._run_fixed(
             layout, index[:-4], got.unary, got.binary, got.object_mask, self.calibration)
-        if got.invalid is not None and bool(got.invalid):  # the one read: the eager check names what and where
+        if got.invalid is not None and bool(got.invalid):  # the eager check names what and where
             self.tables(plan, oracle)
             raise ProbabilityError(f"{type(oracle).__name__}: a table holds a probability outside [0, 1]")
         tables = got.trimmed(len(plan.unary_keys), len(plan.binary_keys), n_scenes)
         n, p, k = tables.object_mask.shape[1], plan.n_programs, plan.candidate_width
-        out = Answers(log_probs[:p, :k], candidate_mask[:p, :k], plan.labels, focus[:p, :n], object_mask[:p, :n],
-                      log_complement[:p, :k])
-        if self.calibration is None:
-            detached = tables.detached()
-            out._exact = lambda: exact_flags(self, programs, plan, detached.with_neutral())
-        return out
-
-    def _bounded(self, answers: Answers, programs: list, plan: BatchPlan, tables: Tables) -> Answers:
-        """``answers`` with their bounds when the engine gives them (``bounds=True``)."""
-        if self.bounds:
-            answers.bounds = answer_bounds(programs, plan, tables.detached(), answers, self.exact_budget)
-        return answers
+        return Answers(log_probs[:p, :k], candidate_mask[:p, :k], plan.labels, focus[:p, :n],
+                       object_mask[:p, :n], log_complement[:p, :k]), tables
 
     def shared_atoms(self, programs: Sequence[Program], oracle: Oracle, scenes=None) -> np.ndarray:
         """``(P,)``: how many uncertain ground atoms each program repeats in its scene (0: the fast
@@ -372,10 +282,9 @@ class Engine(torch.nn.Module):
         if scenes is None:
             if n_scenes == len(programs):
                 return np.arange(len(programs), dtype=np.int64)
-            elif n_scenes == 1:
+            if n_scenes == 1:
                 return np.zeros(len(programs), dtype=np.int64)
-            else:
-                raise ShapeError(f"{len(programs)} programs over {n_scenes} scenes: pass scenes= to say which is which")
+            raise ShapeError(f"{len(programs)} programs over {n_scenes} scenes: pass scenes= to say which is which")
         scenes = np.asarray(scenes.cpu() if torch.is_tensor(scenes) else scenes, dtype=np.int64).reshape(-1)
         if scenes.shape[0] != len(programs):
             raise ShapeError(f"scenes has {scenes.shape[0]} entries for {len(programs)} programs")
@@ -384,7 +293,6 @@ class Engine(torch.nn.Module):
                              f"out of range for an oracle of {n_scenes} scenes")
         return scenes
 
-    # -- execution ---------------------------------------------------------------------
     def _ask(self, oracle, requests: Requests, arity: int, n: int, object_mask: torch.Tensor,
              padded: bool) -> torch.Tensor:
         table = oracle.unary(requests) if arity == 1 else oracle.binary(requests)
@@ -399,10 +307,9 @@ class Engine(torch.nn.Module):
                              f"{object_mask.device}: an oracle gives both on one device")
         if not len(requests):
             return table
-        # one pass finds a table with no NaN and nothing above 0 (log 1): nothing to name
+        # one pass finds a table with no NaN and nothing above log 1: nothing to name
         suspect = self.validate and table.numel() and not bool(table.detach().max() <= 0)
-        # an oracle that already holds exact zeros (-inf) at padded objects is not masked again,
-        # unless its table is suspect (then what it holds at padding is not trusted either)
+        # an oracle that pads with exact zeros is not masked again, unless its table is suspect
         masking = padded and (suspect or not getattr(oracle, "pads_with_zeros", False))
         if not (masking or suspect):
             return table
@@ -425,7 +332,7 @@ class Engine(torch.nn.Module):
         return table if not masking else table.masked_fill(~valid, NEG_INF)  # padding: an exact 0
 
     def run(self, plan: BatchPlan, oracle: Oracle) -> Answers:
-        """The fast path over a plan: the oracle asked once, then :meth:`execute`."""
+        """:meth:`execute` over the oracle's tables."""
         return self.execute(plan, self.tables(plan, oracle))
 
     def tables(self, plan: BatchPlan, oracle: Oracle) -> Tables:
@@ -433,7 +340,6 @@ class Engine(torch.nn.Module):
         num_objects = scene_sizes(oracle.num_objects)
         device, sizes = num_objects.device, num_objects.tolist()
         n, least = max(sizes, default=0), min(sizes, default=0)
-        # one scene, or scenes of one size: nothing to mask (a single question's call is mostly masking)
         padded = num_objects.shape[0] > 1 and least != n
         if padded:
             object_mask = torch.arange(n, device=device)[None, :] < num_objects[:, None]  # (B, N)
@@ -450,24 +356,26 @@ class Engine(torch.nn.Module):
         """Run a plan's operators, level by level, over its tables (the fast path)."""
         if self.calibration is None and not tables.padded and not isinstance(self._q_product, CompiledQProduct):
             steps = steps_of(plan)
-            if steps is not None:  # one small program: row by row, the same answers without the batch's bookkeeping
+            if steps is not None:
                 return run_rows(steps, plan, tables, self._q_product)
         tables = tables.with_neutral()
         object_mask, dtype = tables.object_mask, tables.dtype
         device, n = object_mask.device, object_mask.shape[1]
         v_scene = _tensor(plan, plan.v_scene, device)
         vec = _Store(torch.zeros((0, n), dtype=dtype, device=device), len(plan.v_scene))
-        # scalars carry (log p, log(1 - p)): complements stay exact through ∃, ∄, ¬ and ∨
+        # (log p, log(1 - p)): complements stay exact through ∃, ∄, ¬ and ∨
         sca = _Store(torch.tensor([[0.0, NEG_INF], [NEG_INF, 0.0]], dtype=dtype, device=device), plan.n_scalars)
-        masked = tables.padded or self.calibration is not None  # else every mask would be all True
+        masked = tables.padded or self.calibration is not None
         q_product = self._q_product
+        unary, binary = tables.unary, tables.binary
         for vgroups, sgroups in plan.levels:
             outs = []
             for g in vgroups:
                 rows = slice(g.start, g.stop)
                 mask = object_mask[v_scene[rows]] if masked else None
-                out = g.operator.run(_GroupRows(plan, g, vec.rows, sca.rows, tables, mask,
-                                                q_product))
+                index, columns = _group_index(plan, g, device)
+                out = g.operator.run(GroupReader(index, columns, g.stop - g.start, vec.rows, sca.rows, unary, binary,
+                                                 mask, q_product))
                 if self.calibration is not None and g.operator is not TOP:
                     program, step = (_tensor(plan, a, device)[rows]
                                      for a in (plan.v_program, plan.v_step))
@@ -476,28 +384,25 @@ class Engine(torch.nn.Module):
             vec.extend(outs)
             outs = []
             for g in sgroups:
-                mask = None
-                if tables.padded and "vin" in g.arrays:
-                    mask = object_mask[v_scene[_rows(plan, g.arrays["vin"], device)]]
-                reader = _GroupRows(plan, g, vec.rows, sca.rows, tables, mask, q_product)
-                outs.append(g.operator.run(reader))
+                index, columns = _group_index(plan, g, device)
+                mask = object_mask[v_scene[index["vin"]]] if tables.padded and "vin" in index else None
+                outs.append(g.operator.run(GroupReader(index, columns, g.stop - g.start, vec.rows, sca.rows, unary,
+                                                       binary, mask, q_product)))
             sca.extend(outs)
         return _answers(plan, vec.rows, sca.rows, object_mask)
 
 
 def _answers(plan: BatchPlan, vec: torch.Tensor, sca: torch.Tensor, object_mask: torch.Tensor
              ) -> Answers:
-    """The answers a run of ``plan`` computed: its candidates' scalar rows and its focus rows."""
     device, n = object_mask.device, object_mask.shape[1]
     idx = lambda a: _tensor(plan, a, device)  # noqa: E731
     shape = (plan.n_programs, plan.candidate_width)
     rows = idx(plan.candidate_rows)
     if len(rows) == shape[0] * shape[1]:  # every program has as many candidates as the widest
         cand = rows.view(shape)
-        # each its own contiguous tensor
         log_probs, log_complement = sca[:, 0][cand], sca[:, 1][cand]
         cand_mask = torch.ones(shape, dtype=torch.bool, device=device)
-    else:  # the entries written into padding (gathering a padded matrix cost more than the batch)
+    else:  # the entries written into padding
         at = (idx(plan.candidate_program), idx(plan.candidate_position))
         log_probs = sca.new_full(shape, NEG_INF)
         log_probs[at] = sca[rows, 0]

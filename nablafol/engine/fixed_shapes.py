@@ -35,7 +35,7 @@ import numpy as np
 import torch
 
 from nablafol import operators as ops
-from nablafol.engine.answers import Tables
+from nablafol.engine.answers import GroupReader, Tables
 from nablafol.engine.lowering import OPERATORS, TOP
 from nablafol.engine.planning import BatchPlan, Group, split_key
 from nablafol.errors import ProgramStructureError, ShapeError
@@ -324,43 +324,6 @@ def layout_of(fixed: BatchPlan) -> tuple[Layout, list]:
     return Layout(tuple(levels), len(fixed.v_scene), fixed.n_programs, fixed.candidate_width), arrays
 
 
-class _Rows:
-    """What a group's operator reads (the reader :mod:`~nablafol.engine.lowering` describes), from
-    the run's index tensors: every input a gather, every mask applied."""
-
-    __slots__ = ("arrays", "columns", "vec", "sca", "unary_table", "binary", "mask", "q_product")
-
-    def __init__(self, arrays: dict, columns: list, vec, sca, unary, binary, mask, q_product):
-        self.arrays, self.columns, self.vec, self.sca = arrays, columns, vec, sca
-        self.unary_table, self.binary, self.mask, self.q_product = unary, binary, mask, q_product
-
-    def vector(self, name: str) -> torch.Tensor:
-        return self.vec[self.arrays[name]]
-
-    def unary(self) -> torch.Tensor:
-        return self.unary_table[self.arrays["table"]]
-
-    def relation(self) -> torch.Tensor:
-        log_r = None
-        for rows, flip in self.columns:
-            t = self.binary[rows]
-            t = torch.where(flip, t.transpose(1, 2), t)
-            log_r = t if log_r is None else log_r + t
-        return log_r
-
-    def truths(self) -> torch.Tensor:
-        return self.sca[self.arrays["args"]]
-
-    def pad(self) -> torch.Tensor:
-        return self.arrays["pad"]
-
-    def objects(self) -> torch.Tensor:
-        return self.mask
-
-    def all_objects(self) -> torch.Tensor:
-        return torch.zeros(self.mask.shape, dtype=self.vec.dtype, device=self.vec.device).masked_fill(~self.mask, NEG_INF)
-
-
 def _dense_q_product(log_r, log_y, mask_x, mask_y, quantifier):
     """The Q-product as plain dense passes (the eager CPU path reads how many terms are ``-inf``)."""
     return ops.q_product(log_r, log_y, mask_x, mask_y, quantifier, block_elements=None)
@@ -390,7 +353,7 @@ def run_fixed(layout: Layout, index: list, unary: Optional[torch.Tensor], binary
             rows = slice(g.start, g.start + g.size)
             mask = object_mask[v_scene[rows]]
             operator = OPERATORS[g.operator]
-            out = operator.run(_Rows(arrays, columns, vec, sca, unary, binary, mask, _dense_q_product))
+            out = operator.run(GroupReader(arrays, columns, g.size, vec, sca, unary, binary, mask, _dense_q_product))
             if calibration is not None and operator is not TOP:
                 out = calibration(out, mask, v_program[rows], v_step[rows]).masked_fill(~mask, NEG_INF)
             outs.append(out)
@@ -399,7 +362,8 @@ def run_fixed(layout: Layout, index: list, unary: Optional[torch.Tensor], binary
         for g in sgroups:
             arrays = {name: next(tensors) for name in g.names}
             mask = object_mask[v_scene[arrays["vin"]]] if "vin" in arrays else None
-            outs.append(OPERATORS[g.operator].run(_Rows(arrays, [], vec, sca, unary, binary, mask, _dense_q_product)))
+            outs.append(OPERATORS[g.operator].run(GroupReader(arrays, [], g.size, vec, sca, unary, binary, mask,
+                                                              _dense_q_product)))
         sca = torch.cat([sca] + outs) if outs else sca
     shape, at, p = (layout.programs + 1, layout.candidates), (c_program, c_position), layout.programs  # + padding's row
     log_probs = sca.new_full(shape, NEG_INF).index_put(at, sca[c_rows, 0])[:p]

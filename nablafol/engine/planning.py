@@ -1,16 +1,13 @@
-"""Planning a batch of DFOL programs, numpy only: each program flattened once into row matrices
-(:class:`ProgramPlan`, kept per shape by the engine's :class:`Registry`), a batch's plans
-concatenated and ordered by ``(level, operator kind)`` (:class:`BatchPlan`) for
-:mod:`nablafol.engine.execution`.
-"""
+"""Planning, numpy only: each program's rows (:class:`ProgramPlan`, kept per shape by
+:class:`Registry`), a batch's concatenated and grouped by ``(level, operator kind)`` (:class:`BatchPlan`)."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import NamedTuple, Sequence
+from dataclasses import dataclass, field, replace
+from typing import NamedTuple, Optional, Sequence
 
 import numpy as np
 
-from nablafol.caching import memo, weighted_cache
+from nablafol.caching import weighted_cache
 from nablafol.errors import ProgramStructureError, ShapeError
 from nablafol.engine.leveling import fewer_groups
 from nablafol.engine.lowering import OPERATORS, Operator, ScalarRow, VectorRow, lowering_of
@@ -23,9 +20,6 @@ NEG_INF = float("-inf")
 SCALAR_CONSTANTS = 2  # the scalar store's rows 0 and 1 hold log 1 and log 0 (padding of And / Or)
 
 
-# --- one program, flattened ------------------------------------------------------------
-
-
 class PlanBuilder:
     """One program's rows as its nodes' lowerings (:mod:`~nablafol.engine.lowering`) add them:
     vector rows ``(operator, level, first, second, predicate)`` with a relate's atoms beside,
@@ -33,39 +27,36 @@ class PlanBuilder:
     level is one more than its deepest input's."""
 
     def __init__(self):
-        # node -> its row (a range for a node of many truths). Nodes come from Program.nodes(),
-        # deduplicated; a child may still be an equal but distinct object: found by equality
-        self.rows: dict = {}
+        # a child may be an equal but distinct object of an earlier node: found by equality
+        self.rows: dict = {}  # node -> its row, a range for a node of many truths
         self.v_rows, self.s_rows = _Rows(5), _Rows(3)
         self.atoms: list = []  # (vector row, local binary predicate, reversed)
         self.edges: list = []  # (n, 2) blocks of (scalar row, scalar input)
-        self.steps: list = []  # what each vector row computes (ProgramPlan.attention_steps, compact)
+        self.steps: list = []  # ProgramPlan.attention_steps
         self.unary_index: dict = {}
         self.binary_index: dict = {}
         self.last_vector_rows: dict = {}  # AggregateEach -> its last vector rows
 
     def row(self, node):
-        """The row of a node already lowered (its inputs are lowered before it)."""
+        """The row of a node already lowered."""
         return self.rows[node]
 
     def row_or_none(self, node):
         return self.rows.get(node)
 
     def unary(self, predicate: Predicate) -> int:
-        """The local number of a unary predicate."""
+        """The local number of a unary predicate (:meth:`binary`: of a binary one)."""
         return self.unary_index.setdefault(predicate, len(self.unary_index))
 
     def binary(self, predicate: Predicate) -> int:
         return self.binary_index.setdefault(predicate, len(self.binary_index))
 
     def unary_block(self, predicates: tuple) -> np.ndarray:
-        """The local numbers of many unary predicates (an open question's up to 1,232)."""
         numbers = number_predicates(self.unary_index, predicates)
         return np.fromiter(numbers, dtype=np.int64, count=len(numbers))
 
     def vector(self, row: VectorRow, node, atoms=()) -> int:
-        """Add one vector row computing attention ``node`` (``atoms``: a relate's (binary
-        predicate, reversed) pairs)."""
+        """Add one vector row computing ``node`` (``atoms``: a relate's (binary predicate, reversed))."""
         levels = self.v_rows.levels
         level = 0 if row.first < 0 else 1 + max(levels[row.first], levels[row.second] if row.second >= 0 else 0)
         i = self.v_rows.add((row.operator.id, level, row.first, row.second, row.predicate))
@@ -74,16 +65,15 @@ class PlanBuilder:
         return i
 
     def vector_block(self, operator: Operator, node, first, second=-1, predicate=-1) -> range:
-        """Add one vector row per truth of ``node`` (a Truths node): ``first``, ``second`` and
-        ``predicate`` are numbers or arrays (a row each), the inputs of one level."""
+        """Add one vector row per truth of ``node``: ``first``, ``second``, ``predicate`` are
+        numbers or arrays (a row each)."""
         k = len(node.predicates)
         levels = self.v_rows.levels
         level = 1 + max(levels[int(np.min(first))], levels[int(np.min(second))] if np.min(second) >= 0 else 0)
-        self.steps.append((node, 1))
+        self.steps.extend((node, p) for p in node.predicates)
         return self.v_rows.add_block(_block(k, operator.id, level, first, second, predicate), level)
 
     def scalar(self, row: ScalarRow) -> int:
-        """Add one scalar row; ``row.truths`` may be a range (a node of many truths)."""
         truths = row.truths
         if row.attention >= 0:
             level = 1 + self.v_rows.levels[row.attention]
@@ -96,8 +86,8 @@ class PlanBuilder:
         return j
 
     def scalar_block(self, operator: Operator, attention=None, truths=None, groups=None) -> range:
-        """Add a block of scalar rows: one per ``attention`` row, one per pair (row) of ``truths``
-        ``(k, width)``, or one per group of ``groups`` ``(sizes, truth rows)``."""
+        """Add scalar rows: one per ``attention`` row, per row of ``truths`` ``(k, width)``, or per
+        group of ``groups`` ``(sizes, truth rows)``."""
         if attention is not None:
             level = 1 + self.v_rows.levels[int(attention[0])]
             return self.s_rows.add_block(_block(len(attention), operator.id, level, attention), level)
@@ -117,7 +107,7 @@ class PlanBuilder:
 
 @dataclass(frozen=True)
 class ProgramPlan:
-    """A program as row matrices of local indices (the module docstring); -1 in a column: none."""
+    """A program as row matrices of local indices; -1 in a column: none."""
 
     v: np.ndarray  # (nv, 5) vector rows: operator (in OPERATORS), level, in0, in1, unary predicate
     a: np.ndarray  # (na, 3) relate atoms: vector row, binary predicate, reversed
@@ -127,12 +117,12 @@ class ProgramPlan:
     focus: int  # local vector row, -1 when none
     unary: tuple[Predicate, ...]
     binary: tuple[Predicate, ...]
-    _steps: tuple  # compact form of `attention_steps` (AggregateEach blocks not expanded)
+    _steps: Optional[tuple]  # attention_steps; None in a plan kept by shape
     grounding: "GroundingRows" = field(repr=False, compare=False)
 
     @classmethod
     def of(cls, program: Program) -> "ProgramPlan":
-        """``program``'s plan, built anew (an engine keeps plans by shape: ``Registry``)."""
+        """``program``'s plan, built anew."""
         if not isinstance(program, Program):
             raise ProgramStructureError(f"expected a nablafol.ir.Program, got "
                                         f"{type(program).__name__} {program!r:.60}")
@@ -154,8 +144,7 @@ class ProgramPlan:
                    GroundingRows.of(program, plan))
 
     def weight(self) -> int:
-        """What keeping it costs, in rows: its rows', its candidates', its grounding rows', and a
-        fixed part for its arrays and objects (what the engine's shape cache is bounded by)."""
+        """What keeping it costs, in rows (what the engine's shape cache is bounded by)."""
         g = self.grounding
         tables = (self.v, self.a, self.s, self.e, self.candidates, g.roots, g.merges)
         return sum(map(len, tables)) + _PACK_OVERHEAD_ROWS
@@ -163,25 +152,18 @@ class ProgramPlan:
     @property
     def attention_steps(self) -> tuple:
         """What each vector row computes, in the order of the engine's ``step``: an Attention
-        node, or ``(AggregateEach node, predicate)`` for the rows such a node stands for."""
-        return memo(self, "_attention_steps", self._expanded_steps)
-
-    def _expanded_steps(self) -> tuple:
-        out = []
-        for entry in self._steps:
-            if isinstance(entry, tuple):  # (AggregateEach, operator rows per predicate)
-                node, repeat = entry
-                out.extend((node, p) for _ in range(repeat) for p in node.predicates)
-            else:
-                out.append(entry)
-        return tuple(out)
+        node, or ``(AggregateEach node, predicate)`` for the rows such a node stands for. Only
+        of a plan built by :meth:`of`: one kept by shape would name another program's nodes."""
+        if self._steps is None:
+            raise ProgramStructureError("a plan kept by shape names no program's nodes: take the "
+                                        "attention steps of ProgramPlan.of(program)")
+        return self._steps
 
 
 @dataclass(frozen=True)
 class GroundingRows:
-    """What the grounding analysis (:mod:`nablafol.engine.grounding`) needs of a program beyond
-    its rows, in local row indices. Candidates are separate formulas, so the analysis counts
-    atoms once per candidate *entry* of ``Program.candidates``:
+    """What the grounding analysis (:mod:`nablafol.engine.grounding`) needs beyond the rows, in
+    local row indices; it counts atoms once per *entry* of ``Program.candidates``:
 
     * ``roots`` ``(n, 2)``: (entry, scalar row) of every candidate truth;
     * ``merges`` ``(m, 4)``: (entry, vector row, block, group) for the last vector rows of the
@@ -213,39 +195,30 @@ class GroundingRows:
 
 
 class _Rows:
-    """Rows of a plan table: single rows (tuples) and numpy blocks, numbered in order."""
+    """Rows of a plan table, numbered in order: runs of single rows (lists) and numpy blocks."""
 
     def __init__(self, width: int):
-        self.width, self.n = width, 0
-        self.parts: list = []
-        self.pending: list = []
-        self.levels: list[int] = []  # the level of every row, for its consumers
+        self.width, self.parts, self.levels = width, [], []
 
     def add(self, row: tuple) -> int:
-        self.pending.append(row)
+        if not self.parts or isinstance(self.parts[-1], np.ndarray):
+            self.parts.append([])
+        self.parts[-1].append(row)
         self.levels.append(row[1])
-        self.n += 1
-        return self.n - 1
+        return len(self.levels) - 1
 
     def add_block(self, block: np.ndarray, level: int) -> range:
-        self._flush()
         self.parts.append(block)
         self.levels.extend([level] * len(block))
-        first, self.n = self.n, self.n + len(block)
-        return range(first, self.n)
-
-    def _flush(self) -> None:
-        if self.pending:
-            self.parts.append(np.array(self.pending, dtype=np.int64).reshape(-1, self.width))
-            self.pending = []
+        return range(len(self.levels) - len(block), len(self.levels))
 
     def array(self) -> np.ndarray:
-        self._flush()
-        return np.concatenate(self.parts) if self.parts else np.zeros((0, self.width), dtype=np.int64)
+        parts = [np.array(p, dtype=np.int64).reshape(-1, self.width) for p in self.parts]
+        return np.concatenate(parts) if parts else np.zeros((0, self.width), dtype=np.int64)
 
 
 def _block(k: int, *columns) -> np.ndarray:
-    """A ``(k, len(columns))`` int64 block; each column a scalar or a length-k array."""
+    """A ``(k, len(columns))`` int64 block of scalar or length-k columns."""
     out = np.empty((k, len(columns)), dtype=np.int64)
     for i, c in enumerate(columns):
         out[:, i] = c
@@ -253,8 +226,7 @@ def _block(k: int, *columns) -> np.ndarray:
 
 
 class _Shape:
-    """A program's shape as the cache key of its plan (``Program.shape().key``), hashed once and
-    compared by ``key`` alone; ``program`` is the one a plan is built from when the shape is new."""
+    """A shape's key as the plan cache's key, hashed once; ``program`` builds the plan when new."""
 
     __slots__ = ("key", "program", "_hash")
 
@@ -268,21 +240,19 @@ class _Shape:
         return isinstance(other, _Shape) and (self.key is other.key or self.key == other.key)
 
     def plan(self) -> ProgramPlan:
-        return ProgramPlan.of(self.program)
+        return replace(ProgramPlan.of(self.program), _steps=None)
 
-
-# --- a batch of programs, as sorted index arrays ----------------------------------------
 
 @dataclass
 class Group:
-    """Rows ``start:stop`` of one level and operator, in the sorted order of their store, and
-    the index arrays their operator reads (``in0``, ``in1``, ``table``, ``tables``/``reverse``:
-    a relate's atoms, ``vin``, ``args``/``pad``: the truths combined and which are padding)."""
+    """Rows ``start:stop`` of one level and operator in their store, and the index arrays their
+    operator reads (``in0``, ``in1``, ``table``, ``tables``/``reverse``: a relate's atoms, ``vin``,
+    ``args``/``pad``: the truths combined and which are padding)."""
 
     operator: Operator
-    start: int  # first row (sorted order) of this group in its store
+    start: int
     stop: int
-    arrays: dict = field(default_factory=dict)  # numpy index arrays the kernel needs
+    arrays: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -298,8 +268,8 @@ class BatchPlan:
     unary_keys: np.ndarray  # distinct (scene, predicate id) pairs, sorted (request_key)
     binary_keys: np.ndarray
     predicates: list  # predicate id -> Predicate
-    # the answers' scalar rows as entries (program, column, row), in program order: an open question
-    # may have 1,232 candidates, and a (P, K) matrix of a batch with a few of them is 99% padding
+    # the answers as entries (program, column, row): a (P, K) matrix of a batch with one open
+    # question would be mostly padding
     candidate_program: np.ndarray
     candidate_position: np.ndarray
     candidate_rows: np.ndarray  # scalar rows (sorted order)
@@ -311,8 +281,7 @@ class BatchPlan:
     s_rank: np.ndarray = field(default=None, repr=False)
     v_offset: np.ndarray = field(default=None, repr=False)
     s_offset: np.ndarray = field(default=None, repr=False)
-    # what executors derive from the plan (index tensors, oracle requests, steps), made once:
-    # a plan kept for one question at a time (Engine.plan) is run again and again
+    # what executors derive from a plan, made once: a kept plan is run again and again
     derived: dict = field(default_factory=dict, repr=False, compare=False)
 
     def kept(self, key, make):
@@ -323,18 +292,19 @@ class BatchPlan:
 
     @property
     def n_scalars(self) -> int:
-        """Scalar rows the batch computes (the store holds two constant rows before them)."""
+        """Scalar rows the batch computes (the store holds the constants before them)."""
         return sum(g.stop - g.start for _, sgroups in self.levels for g in sgroups)
 
     @property
     def kernel_groups(self) -> int:
-        """Operator calls the batch makes (a measure of batching: independent of batch size)."""
+        """Operator calls the batch makes."""
         return sum(len(v) + len(s) for v, s in self.levels)
 
 
-def _padded(owner: np.ndarray, values: np.ndarray, n_rows: int, fill: int) -> np.ndarray:
-    """Scatter ``values`` into an ``(n_rows, width)`` matrix by ``owner`` row (at least one entry),
-    padding with ``fill``."""
+def _padded(owner: np.ndarray, values: np.ndarray, a: int, b: int, fill: int) -> np.ndarray:
+    """The ``values`` of owner rows ``a:b`` as a ``(b - a, width)`` matrix padded with ``fill``."""
+    sel = (owner >= a) & (owner < b)
+    owner, values, n_rows = owner[sel] - a, values[sel].astype(np.int64), b - a
     order = np.argsort(owner, kind="stable")
     owner, values = owner[order], values[order]
     counts = np.bincount(owner, minlength=n_rows)
@@ -345,17 +315,14 @@ def _padded(owner: np.ndarray, values: np.ndarray, n_rows: int, fill: int) -> np
     return out
 
 
-#: Plans of program shapes an engine keeps, the most recently used, bounded by their summed rows
-#: (caching rule 2: nablafol.caching). GQA's validation set has ~1,300 shapes for ~66,000 distinct
-#: programs, nearly all of ~20 rows, and a few hundred open ones of ~2,500 rows each (a block per
-#: candidate): a count bound that held the small ones would hold the open ones too.
+#: Rows of shape plans an engine keeps, the most recently used: bounded by rows, not count,
+#: since an open question's plan is a hundred times a yes/no one's
 SHAPE_ROWS = 1 << 21
 _PACK_OVERHEAD_ROWS = 16  # the arrays and objects of a plan weigh about this many rows
 
 
 class Registry:
-    """Predicate -> small int, per engine, and the plans of the program shapes it met (the one
-    cache of plans: a program is packed from its shape's plan and these ids)."""
+    """Predicate -> small int, per engine, and the plans of the program shapes it met."""
 
     def __init__(self, cache_rows: int = SHAPE_ROWS):
         self.ids: dict[Predicate, int] = {}
@@ -363,13 +330,11 @@ class Registry:
         self._shaped = weighted_cache(_Shape.plan, cache_rows, ProgramPlan.weight)
 
     def packed(self, program: Program) -> Packed:
-        """``program``'s plan as row matrices with this engine's predicate ids: its shape's plan
-        (built once a shape), with the ids of the predicates that fill the shape in. A program with
-        a node of a kind the shape does not know is packed from its own plan."""
+        """``program``'s shape's plan and the ids of the predicates that fill it in (a program of
+        no shape: its own plan)."""
         shape = program.shape() if isinstance(program, Program) else None
         if shape is not None:
-            plan = self._shaped(_Shape(shape.key, program))
-            return Packed(plan, self._ids(shape.unary + shape.binary))
+            return Packed(self._shaped(_Shape(shape.key, program)), self._ids(shape.unary + shape.binary))
         plan = ProgramPlan.of(program)  # raises, naming it, for what is not a program
         return Packed(plan, self._ids(plan.unary + plan.binary))
 
@@ -384,32 +349,29 @@ class Registry:
 
 
 class Packed(NamedTuple):
-    """One program's plan (local row indices, local predicate ids) and the engine-wide ``ids`` of
-    its predicates, the unary ones then the binary ones: a batch concatenates four row matrices per
-    program and relabels every program's predicates in one pass."""
+    """One program's plan and the engine-wide ``ids`` of its predicates, unary then binary."""
 
     plan: ProgramPlan
     ids: np.ndarray
 
 
 def _rows_of(parts: list[np.ndarray], width: int) -> tuple[np.ndarray, np.ndarray]:
-    """The row matrices of a batch stacked, and each program's row count (``width`` 0: vectors)."""
+    """The programs' row matrices stacked, and each one's row count (``width`` 0: vectors)."""
     counts = np.fromiter(map(len, parts), dtype=np.int64, count=len(parts))
     rows = np.concatenate(parts) if parts else np.zeros((0, width) if width else 0, dtype=np.int64)
     return rows, counts
 
 
 def _shifted(local: np.ndarray, offsets: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """Local row indices (-1: none) made batch-wide: each program's rows shifted by its offset."""
+    """Local row indices (-1: none) made batch-wide."""
     if not local.size:
         return local
     return np.where(local >= 0, local + np.repeat(offsets, counts), -1)
 
 
 def request_key(scene, predicate, n_predicates: int):
-    """The key of the oracle request ``(scene, predicate id)`` of a plan of ``n_predicates``
-    predicates (numbers or arrays): ``BatchPlan.unary_keys`` and ``binary_keys`` hold them,
-    sorted."""
+    """The key of the oracle request ``(scene, predicate id)`` in a plan of ``n_predicates``
+    predicates (numbers or arrays), as ``BatchPlan.unary_keys`` and ``binary_keys`` hold them."""
     return scene * max(1, n_predicates) + predicate
 
 
@@ -420,9 +382,8 @@ def split_key(keys, n_predicates: int) -> tuple:
 
 
 def _distinct(keys: np.ndarray, bound: int) -> np.ndarray:
-    """``np.unique(keys)`` of int64 keys in ``[0, bound)``: marked in a table of ``bound`` flags
-    when that is not much larger than the keys (a GQA batch asks ~25,000 unary keys below ~10^5:
-    marking them cost a tenth of sorting them), else sorted."""
+    """``np.unique(keys)`` of keys in ``[0, bound)``: marked in ``bound`` flags where that is
+    not much larger than the keys (cheaper than sorting), else sorted."""
     if bound > 8 * keys.size + 4096:
         return np.unique(keys)
     seen = np.zeros(bound, dtype=bool)
@@ -431,11 +392,10 @@ def _distinct(keys: np.ndarray, bound: int) -> np.ndarray:
 
 
 def build_batch_plan(programs: Sequence[Program], scenes: np.ndarray, registry: Registry) -> BatchPlan:
-    if scenes.size and scenes.min() < 0:  # an index into the oracle's batch (a request's key is scene * n + id)
+    """The plan of ``programs``, program ``k`` on scene ``scenes[k]``."""
+    if scenes.size and scenes.min() < 0:
         raise ShapeError(f"scene index {int(scenes.min())} is negative")
-    # a program object met again in the batch (a compiler hands out one object per question text)
-    # is looked up once: the registry's look-up compares an equal program of another compiler
-    # node by node (most of planning a batch)
+    # a program object met again (a compiler hands out one per question text) is looked up once
     by_object: dict = {}  # id -> (the program, its pack): holding the program keeps its id its own
     packs, ids = [], []
     for p in programs:
@@ -445,40 +405,33 @@ def build_batch_plan(programs: Sequence[Program], scenes: np.ndarray, registry: 
         packs.append(entry[1].plan)
         ids.append(entry[1].ids)
     n_prog = len(packs)
-    # one vectorized pass per table for the whole batch (numpy calls per program dominated planning)
     v, nv = _rows_of([p.v for p in packs], 5)
     a, na = _rows_of([p.a for p in packs], 3)
     s, ns = _rows_of([p.s for p in packs], 3)
     e, ne = _rows_of([p.e for p in packs], 2)
     v_off, s_off = np.cumsum(nv) - nv, np.cumsum(ns) - ns  # each program's first row
-
-    # vector nodes (global unsorted index = v_off[prog] + local)
     v_kind, v_level = v[:, 0], v[:, 1]
     v_in0, v_in1 = _shifted(v[:, 2], v_off, nv), _shifted(v[:, 3], v_off, nv)
     v_program = np.repeat(np.arange(n_prog), nv)
     v_scene = scenes[v_program] if n_prog else v_program
     v_step = np.arange(len(v_kind)) - np.repeat(v_off, nv)
-    # predicates: each program's local ids made engine-wide, in one pass for the batch
     ids, n_ids = _rows_of(ids, 0)
     ids_off = np.cumsum(n_ids) - n_ids
     v_pred = v[:, 4].copy()
     has = v_pred >= 0
     v_pred[has] = ids[v_pred[has] + np.repeat(ids_off, nv)[has]]
-    # relate atoms
     a_node = _shifted(a[:, 0], v_off, na)
     binary_off = ids_off + np.fromiter((len(p.unary) for p in packs), dtype=np.int64, count=n_prog)
     a_pred = ids[a[:, 1] + np.repeat(binary_off, na)]
-    a_rev = a[:, 2].astype(bool)
-    # scalar nodes
+    a_rev = a[:, 2]
     s_kind, s_level = s[:, 0], s[:, 1]
     s_vin = _shifted(s[:, 2], v_off, ns)
     e_node, e_arg = _shifted(e[:, 0], s_off, ne), _shifted(e[:, 1], s_off, ne)
     s_level = _truths_after_attentions(s_level, e_node, e_arg, int(v_level.max(initial=-1)))
     v_level, s_level = fewer_groups(v_kind, v_level, v_in0, v_in1, s_kind, s_level, e_node, e_arg)
 
-    # the batch's predicates, renumbered in a canonical order: what the oracle is asked (and in
-    # which order) depends on this batch alone, not on what the engine has seen before, so
-    # results are bit-for-bit reproducible (a resumed training run equals an uninterrupted one)
+    # predicates renumbered in a canonical order: what the oracle is asked depends on this batch
+    # alone, not on what the engine met before (a resumed training run equals an uninterrupted one)
     used = _distinct(np.concatenate([v_pred[has], a_pred]), len(registry.predicates))
     canonical = sorted(used.tolist(), key=lambda i: (registry.predicates[i].kind, registry.predicates[i].name,
                                                      registry.predicates[i].arity))
@@ -488,14 +441,12 @@ def build_batch_plan(programs: Sequence[Program], scenes: np.ndarray, registry: 
     a_pred = rank[a_pred]
     predicates = [registry.predicates[i] for i in canonical]
 
-    # distinct oracle requests, as keys (request_key)
     u_key_per_node = np.where(has, request_key(v_scene, np.maximum(v_pred, 0), len(predicates)), -1)
     key_bound = request_key(int(scenes.max()) + 1, 0, len(predicates)) if n_prog else 0
     unary_keys = _distinct(u_key_per_node[has], key_bound)
     b_key_per_atom = request_key(v_scene[a_node], a_pred, len(predicates))
     binary_keys = _distinct(b_key_per_atom, key_bound)
 
-    # sort rows by (level, kind): each level's kinds become contiguous groups
     (v_order, v_rank), (s_order, s_rank) = _sorted(v_kind, v_level), _sorted(s_kind, s_level)
     CONST = SCALAR_CONSTANTS
 
@@ -506,33 +457,29 @@ def build_batch_plan(programs: Sequence[Program], scenes: np.ndarray, registry: 
     max_level = int(max(v_level.max(initial=-1), s_level.max(initial=-1)))
     v_sorted = (v_order, v_kind[v_order], v_level[v_order])
     s_sorted = (s_order, s_kind[s_order], s_level[s_order])
-    # relate atoms and scalar args, grouped by their (sorted) owner row
     a_owner, a_req = v_rank[a_node], np.searchsorted(binary_keys, b_key_per_atom)
     e_owner, e_row = s_rank[e_node], s_rank[e_arg] + CONST
+    has_atoms = np.bincount(a_owner, minlength=len(v_rank)) > 0
+    has_args = np.bincount(e_owner, minlength=len(s_rank)) > 0
     for level in range(max_level + 1):
         vgroups, sgroups = [], []
         for g, orig in _groups(level, *v_sorted):
             a, b = g.start, g.stop
             for name, inputs in (("in0", v_in0), ("in1", v_in1)):
-                if (inputs[orig[:1]] >= 0).any():  # a row kind's inputs are all there or none
+                if (inputs[orig[:1]] >= 0).any():  # a kind's rows all have the input or none
                     g.arrays[name] = vrow(inputs[orig])
             if has[orig[:1]].any():
                 g.arrays["table"] = np.searchsorted(unary_keys, u_key_per_node[orig])
-            sel = (a_owner >= a) & (a_owner < b)
-            if sel.any():
-                neutral = len(binary_keys)  # an all-ones table appended after the oracle's
-                g.arrays["tables"] = _padded(a_owner[sel] - a, a_req[sel], b - a, neutral)
-                reverse = _padded(a_owner[sel] - a, a_rev[sel].astype(np.int64), b - a, 0)
-                g.arrays["reverse"] = reverse.astype(bool)
+            if has_atoms[a:b].any():  # padded with the all-ones table after the oracle's
+                g.arrays["tables"] = _padded(a_owner, a_req, a, b, len(binary_keys))
+                g.arrays["reverse"] = _padded(a_owner, a_rev, a, b, 0).astype(bool)
             vgroups.append(g)
         for g, orig in _groups(level, *s_sorted):
             a, b = g.start, g.stop
             if (s_vin[orig[:1]] >= 0).any():
                 g.arrays["vin"] = vrow(s_vin[orig])
-            sel = (e_owner >= a) & (e_owner < b)
-            if sel.any():  # padded with log 1 (row 0), or log 0 (row 1) for an operator that says so
-                fill = 0 if g.operator.pads_with_true else 1
-                g.arrays["args"] = _padded(e_owner[sel] - a, e_row[sel], b - a, fill)
+            if has_args[a:b].any():  # padded with log 1 (row 0) or log 0 (row 1)
+                g.arrays["args"] = _padded(e_owner, e_row, a, b, 0 if g.operator.pads_with_true else 1)
                 g.arrays["pad"] = g.arrays["args"] < CONST
             sgroups.append(g)
         levels.append((vgroups, sgroups))
@@ -555,7 +502,7 @@ def build_batch_plan(programs: Sequence[Program], scenes: np.ndarray, registry: 
 
 
 def _sorted(kind: np.ndarray, level: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Rows sorted by ``(level, kind)``: the order (sorted position -> row) and each row's rank."""
+    """Rows sorted by ``(level, kind)``: the order and each row's rank."""
     order = np.lexsort((kind, level))
     rank = np.empty_like(order)
     rank[order] = np.arange(order.size)
@@ -563,8 +510,7 @@ def _sorted(kind: np.ndarray, level: np.ndarray) -> tuple[np.ndarray, np.ndarray
 
 
 def _groups(level: int, order: np.ndarray, kinds: np.ndarray, levels: np.ndarray):
-    """The groups of one level (rows sorted by level, then operator), each with its rows' original
-    (unsorted) numbers."""
+    """The groups of one level, each with its rows' unsorted numbers."""
     lo, hi = np.searchsorted(levels, [level, level + 1])
     here = kinds[lo:hi]
     for kind in np.unique(here):
@@ -574,12 +520,10 @@ def _groups(level: int, order: np.ndarray, kinds: np.ndarray, levels: np.ndarray
 
 def _truths_after_attentions(s_level: np.ndarray, e_node: np.ndarray, e_arg: np.ndarray,
                              last_vector_level: int) -> np.ndarray:
-    """The batch's scalar rows' levels, numbered anew: truths never feed attentions, so a row that
-    reads only an attention (an aggregate) runs at the level after the last attention level (one
-    group per quantifier, where each program's own depth made one per level), and a row that reads
-    truths one level after its deepest one (its old levels, in order, are a topological order).
-    The groups a batch runs, and so its operator calls, grow no more with the spread of its
-    programs' depths."""
+    """The scalar rows' levels anew: truths never feed attentions, so a row that reads only an
+    attention runs right after the last attention level, one that reads truths one level after
+    its deepest (old levels, in order, are a topological order): the groups a batch runs grow no
+    more with the spread of its programs' depths."""
     new = np.full_like(s_level, last_vector_level + 1)
     owner_level = s_level[e_node]
     reads_truths = np.zeros(len(s_level), dtype=bool)

@@ -1,19 +1,7 @@
-"""One program's plan run row by row: each row one call of its operator on its own ``(1, N)`` row.
-
-A model that embeds the engine asks one question about one scene per call. The batched
-executor (:mod:`~nablafol.engine.execution`) then spends most of the call on bookkeeping that
-pays off only for many rows: a store the rows of each level are copied into, index tensors,
-gathers. Here the plan's groups are read once into steps, one per row, each calling its row's
-:class:`~nablafol.engine.lowering.Operator` (the batched executor's own ``Operator.run``) on the
-one row, its inputs Python references to the rows it reads. Scalar steps keep their group's
-argument width (its padding rows too), so every sum adds the same terms in the same order as
-the batched kernel: the answers are the batched executor's, bit for bit. Gradients are the same
-terms, to rounding: where a row feeds several steps, autograd adds their gradients in another
-order than the batched gather's accumulation.
-
-Plans of more than :data:`MAX_ROWS` rows (an open question asks about hundreds of candidates)
-stay batched, and so do calls with a calibrator, scenes of several sizes (padded) or
-``Engine(compile=True)`` (:meth:`Engine.execute` decides).
+"""One small program's plan run row by row, each row's inputs Python references (no store, index
+tensors or gathers). Scalar steps keep their group's argument width (its padding too), so the
+answers are the batched executor's, bit for bit. Plans of more than :data:`MAX_ROWS` rows, calls
+with a calibrator, padded scenes or ``Engine(compile=True)`` run batched.
 
 Example:
     >>> import torch
@@ -34,102 +22,54 @@ from __future__ import annotations
 
 from typing import Callable, NamedTuple, Optional
 
-import numpy as np
 import torch
 
-from nablafol.engine.answers import Answers, Tables
+from nablafol.engine.answers import Answers, GroupReader, Tables
 from nablafol.engine.lowering import Operator
 from nablafol.engine.planning import NEG_INF, SCALAR_CONSTANTS, BatchPlan
 
 __all__ = ["steps_of", "run_rows", "MAX_ROWS", "Step"]
 
-#: The most rows (vector and scalar) a plan may have to run row by row; beyond, one call per
-#: operator kind and level costs less than one per row
+#: The most rows a plan may have to run row by row; beyond, batched costs less
 MAX_ROWS = 48
 
 
 class Step(NamedTuple):
-    """One row of a plan: its operator, where its value goes (its row in the vector or the scalar
-    store), and what it reads: vector rows by input name, its unary table row, a relate's (binary
-    table row, reversed) atoms without the neutral padding, the truths it combines (the group's
-    padding rows too) and which of them are padding ``(1, K)``."""
+    """One row of a plan: its operator, its row in its store, and its
+    :class:`~nablafol.engine.answers.GroupReader` index and relate columns, in Python numbers."""
 
     operator: Operator
     out: int
-    inputs: dict
-    table: int
-    atoms: tuple
-    truths: tuple
-    pad: Optional[np.ndarray]
+    index: dict
+    columns: list
 
 
 def steps_of(plan: BatchPlan) -> Optional[tuple]:
-    """The plan's steps to run row by row, or None when it is not one program with at most
-    :data:`MAX_ROWS` rows. Kept with the plan."""
+    """The plan's steps to run row by row, or None when it is not one program of at most
+    :data:`MAX_ROWS` rows."""
     return plan.kept("rowwise", lambda: _steps(plan))
 
 
 def _steps(plan: BatchPlan) -> Optional[tuple]:
     if plan.n_programs != 1 or len(plan.v_scene) + plan.n_scalars > MAX_ROWS:
         return None
-    neutral = len(plan.binary_keys)  # the relates' padding table: adds log 1, left out here
+    neutral = len(plan.binary_keys)  # the relates' padding table adds log 1: left out
     steps = []
     for vgroups, sgroups in plan.levels:
         for groups, first in ((vgroups, 0), (sgroups, SCALAR_CONSTANTS)):
             for g in groups:
                 a = g.arrays
                 for i in range(g.stop - g.start):
-                    atoms = tuple((int(t), bool(r)) for t, r in zip(a["tables"][i], a["reverse"][i])
-                                  if t != neutral) if "tables" in a else ()
-                    steps.append(Step(g.operator, first + g.start + i,
-                                      {name: int(a[name][i]) for name in ("in0", "in1", "vin") if name in a},
-                                      int(a["table"][i]) if "table" in a else -1, atoms,
-                                      tuple(map(int, a["args"][i])) if "args" in a else (),
-                                      a["pad"][i:i + 1] if "pad" in a else None))
+                    index = {name: int(a[name][i]) for name in ("in0", "in1", "vin") if name in a}
+                    if "table" in a:
+                        index["table"] = slice(int(a["table"][i]), int(a["table"][i]) + 1)
+                    if "args" in a:
+                        index["args"], index["pad"] = tuple(map(int, a["args"][i])), a["pad"][i:i + 1]
+                    atoms = zip(a["tables"][i], a["reverse"][i]) if "tables" in a else ()
+                    columns = [(slice(int(t), int(t) + 1), True if r else None)
+                               for t, r in atoms if t != neutral]
+                    steps.append(Step(g.operator, first + g.start + i, index, columns))
     return tuple(steps)
-
-
-class _OneRow:
-    """What a step's operator reads, for one row (the reader :mod:`~nablafol.engine.lowering`
-    describes): Python references to the rows it reads, no gather."""
-
-    __slots__ = ("step", "vec", "sca", "tables", "q_product")
-
-    def __init__(self, vec: list, sca: list, tables: Tables, q_product: Callable):
-        self.step, self.vec, self.sca = None, vec, sca
-        self.tables, self.q_product = tables, q_product
-
-    def vector(self, name: str) -> torch.Tensor:
-        return self.vec[self.step.inputs[name]]
-
-    def unary(self) -> torch.Tensor:
-        return _row(self.tables.unary, self.step.table)
-
-    def relation(self) -> torch.Tensor:
-        log_r = None
-        for table, reverse in self.step.atoms:
-            t = _row(self.tables.binary, table)
-            t = t.transpose(1, 2) if reverse else t
-            log_r = t if log_r is None else log_r + t
-        return log_r
-
-    def truths(self) -> torch.Tensor:
-        return torch.stack([self.sca[r] for r in self.step.truths], dim=1)  # (1, K, 2)
-
-    def pad(self) -> torch.Tensor:
-        return torch.as_tensor(self.step.pad, device=self.tables.object_mask.device)
-
-    def objects(self) -> None:
-        return None  # one scene, unpadded
-
-    def all_objects(self) -> torch.Tensor:
-        t = self.tables
-        return torch.zeros((1, t.object_mask.shape[1]), dtype=t.dtype, device=t.object_mask.device)
-
-
-def _row(table: torch.Tensor, i: int) -> torch.Tensor:
-    """Row ``i`` of ``table`` as a ``(1, ...)`` view: the table itself when it has one row (no slice)."""
-    return table if table.shape[0] == 1 else table[i:i + 1]
 
 
 def run_rows(steps: tuple, plan: BatchPlan, tables: Tables, q_product: Callable) -> Answers:
@@ -137,14 +77,14 @@ def run_rows(steps: tuple, plan: BatchPlan, tables: Tables, q_product: Callable)
     dtype, device, n = tables.dtype, tables.object_mask.device, tables.object_mask.shape[1]
     vec: list = [None] * len(plan.v_scene)
     sca: list = [None] * (SCALAR_CONSTANTS + plan.n_scalars)
-    # scalars carry (log p, log(1 - p)); rows 0 and 1 are log 1 and log 0 (padding of And / Or).
-    # No step writes into what it reads and every output is a new tensor: constants are shared
+    # rows 0 and 1: log 1 and log 0, shared (no step writes into what it reads)
     true = plan.kept(("true", dtype, device),
                      lambda: torch.tensor([[0.0, NEG_INF]], dtype=dtype, device=device))
     sca[0], sca[1] = true, plan.kept(("false", dtype, device), lambda: true.flip(-1))
-    row = _OneRow(vec, sca, tables, q_product)
+    like = plan.kept(("zeros", dtype, device, n), lambda: torch.zeros((1, n), dtype=dtype, device=device))
+    row = GroupReader(None, None, 1, vec, sca, tables.unary, tables.binary, None, q_product, like)
     for step in steps:
-        row.step = step
+        row.index, row.columns = step.index, step.columns
         (vec if step.operator.vector else sca)[step.out] = step.operator.run(row)
     candidates = plan.kept("candidate rows", plan.candidate_rows.tolist)
     if len(candidates) == 1:
@@ -159,6 +99,5 @@ def run_rows(steps: tuple, plan: BatchPlan, tables: Tables, q_product: Callable)
     else:  # the user gets a row to edit: a copy where autograd may have saved it
         focus = vec[focus].clone() if vec[focus].requires_grad else vec[focus]
     cand_mask = torch.ones((1, len(candidates)), dtype=torch.bool, device=device)
-    # a new mask (the tables' stays with `exact`); unpadded (checked by the caller): all True
     object_mask = torch.ones((1, n), dtype=torch.bool, device=device)
     return Answers(log_probs, cand_mask, plan.labels, focus, object_mask, log_complement)

@@ -207,3 +207,17 @@ def test_programs_that_differ_in_predicates_only_build_one_plan():
     fresh = Registry()
     assert np.array_equal(fresh.packed(kept).plan.v, ProgramPlan.of(kept).v)
     assert fresh._shaped.cache_info().misses == 1
+
+
+def test_a_plan_kept_by_shape_names_no_other_programs_nodes():
+    """The plan a shape keeps was built from the shape's first program: its attention steps would
+    name that program's nodes for every later one, so it refuses; ``ProgramPlan.of`` names them."""
+    from nablafol.errors import ProgramStructureError
+    registry = Registry()
+    first, second = (Program.yes_no(Aggregate(Quantifier.EXISTS, Filter(p, Top()))) for p in UNARY[:2])
+    registry.packed(first)
+    kept = registry.packed(second).plan
+    with pytest.raises(ProgramStructureError, match="ProgramPlan.of"):
+        kept.attention_steps
+    assert [s.predicate for s in ProgramPlan.of(second).attention_steps if isinstance(s, Filter)] == [UNARY[1]]
+    assert np.array_equal(kept.v, ProgramPlan.of(second).v)
