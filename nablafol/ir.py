@@ -1,11 +1,9 @@
 """DFOL programs: the operators of the paper as an immutable expression DAG.
 
 An :class:`Attention` is a formula with one free variable, one probability per object
-(``α(F | X)``): :class:`Top`, :class:`Filter`, :class:`Neg`, :class:`Relate`, :class:`Conjoin`.
-A :class:`Truth` is a closed formula, one probability: :class:`Aggregate` (``A_q``) and the
-scalar combinators (:class:`Not`, :class:`And`, :class:`Or`, ...) that GQA's last steps need.
-A :class:`Program` is one yes/no truth, or labelled candidate truths (an open question:
-Algorithm 1 takes the argmax); it prints as a DFOL term and as the equivalent FOL formula:
+(``α(F | X)``); a :class:`Truth` is a closed formula, one probability. A :class:`Program` is
+one yes/no truth, or labelled candidate truths (an open question: Algorithm 1 takes the
+argmax); it prints as a DFOL term and as the equivalent FOL formula:
 
     >>> chair, left = Predicate("Chair"), Predicate("Left", arity=2)
     >>> p = Program.yes_no(Aggregate(Quantifier.EXISTS,
@@ -138,7 +136,7 @@ def _check_all(values, kind, where, label):
 # What a field is, read from its annotation: an input node, a tuple of input nodes, a unary
 # predicate, a tuple of them, a relate's atoms, or any other value (kept as it is)
 _NODE, _NODES, _UNARY, _UNARIES, _ATOMS, _VALUE = "node", "nodes", "unary", "unaries", "atoms", "value"
-_TUPLES = (_NODES, _UNARIES, _ATOMS)
+_TUPLES = frozenset((_NODES, _UNARIES, _ATOMS))
 _LABELS = {"each": "input", "inputs": "input", "atoms": "atom", "predicates": "predicate"}
 _SPECS: dict = {}  # class made by _node (not a subclass of one) -> (name, role) per field
 
@@ -343,9 +341,8 @@ class AnyOfGroups(Truths):
     """``[∨_{k ∈ g} t_k for each group g]``: the truths of ``each`` cut, in order, into
     consecutive groups of ``sizes``, one disjunction per group (``1 - Π(1 - t_k)``).
 
-    GQA's ``common`` asks ``same T`` of two object sets for every attribute type T: one
-    :class:`Pairwise` cut into a group per type is 4 nodes where 27 ``AnyOf(Pairwise(...))`` were
-    108 (planning cost is per node). Only a :class:`Program` candidate may hold it.
+    GQA's ``common`` (``same T`` of two object sets for every attribute type T) in 4 nodes, where
+    27 ``AnyOf(Pairwise(...))`` were 108. Only a :class:`Program` candidate may hold it.
 
         >>> x, y = Filter(Predicate("Cup"), Top()), Filter(Predicate("Mug"), Top())
         >>> values = (Predicate("red"), Predicate("blue"), Predicate("wood"))
@@ -681,13 +678,16 @@ class FilledProgram(Program):
         return self._shape
 
     def predicates(self) -> tuple[Predicate, ...]:
-        def replaced():
-            like = self._like
-            find = like.predicates.index  # a scan in C: a few replaced among up to 1,232
-            at = {find(like.shape.unary[i]): p for i, p in self._unary.items()}
-            at.update((find(like.shape.binary[i]), p) for i, p in self._binary.items())
-            return _replaced(like.predicates, at)
-        return memo(self, "_predicates", replaced)
+        return memo(self, "_predicates", self._replaced_predicates)
+
+    def _replaced_predicates(self) -> tuple:
+        like, predicates = self._like, list(self._like.predicates)
+        find = like.predicates.index  # a scan in C: a few replaced among up to 1,232
+        for i, p in self._unary.items():
+            predicates[find(like.shape.unary[i])] = p
+        for i, p in self._binary.items():
+            predicates[find(like.shape.binary[i])] = p
+        return tuple(predicates)
 
     def refilled(self, unary: dict[int, Predicate], binary: dict[int, Predicate]) -> "Program":
         # the skeleton's local numbers: filled into the skeleton at once, nothing made
@@ -834,18 +834,19 @@ def _rebuilt(shape: Shape, like: tuple, unary: dict, binary: dict) -> tuple:
     new: list = []  # whether each node was made again
     for entry, old in zip(shape.key, like):
         kind, values, again = entry[0], [], False
-        for (_, role), value in zip(_SPECS[kind], entry[1:]):
+        for (name, role), value in zip(_SPECS[kind], entry[1:]):
             if role is _NODE:
                 again, value = again or new[value], nodes[value]
             elif role is _NODES:
                 again, value = again or any(new[i] for i in value), tuple([nodes[i] for i in value])
             elif role is _UNARY:
                 again, value = again or value in unary, shape.unary[value]
-            elif role is _UNARIES:
-                again, value = again or any(i in unary for i in value), tuple([shape.unary[i] for i in value])
-            elif role is _ATOMS:
-                again = again or any(p in binary for p, _ in value)
-                value = tuple([Atom(shape.binary[p], reverse) for p, reverse in value])
+            elif role is _UNARIES and not unary.keys().isdisjoint(value):
+                again, value = True, tuple([shape.unary[i] for i in value])
+            elif role is _ATOMS and any(p in binary for p, _ in value):
+                again, value = True, tuple([Atom(shape.binary[p], reverse) for p, reverse in value])
+            elif role is not _VALUE:  # predicates not replaced: the old node's own
+                value = old.__dict__[name]
             values.append(value)
         nodes.append(kind(*values) if again else old)
         new.append(again)
