@@ -874,8 +874,8 @@ def _uses(node, of: dict) -> dict:
     if isinstance(node, (AnyOf, AllOf, AllSame)):  # a per-predicate node's truths in one formula
         return _in_truths(node.each, node.each.predicates, node.each.n_truths, of)
     base = _base(node)
-    if base is None:  # a kind with its own lowering: every predicate below it counted twice, so
-        return _add([(of[c], 2) for c in node.children()])  # that the engine's analysis decides
+    if base is None:  # a kind with its own lowering: all below counted twice, the engine decides
+        return _add([(of[c], 2) for c in node.children()])
     own = Counter(_own_predicates(node, (_UNARY, _ATOMS)))
     return _add([(of[c], 2 if base is Relate else 1) for c in node.children()] + [(own, 1)])
 
@@ -898,7 +898,7 @@ def _structural_repeats(program: "Program") -> set:
             found += [_in_truths(entry.each, entry.each.predicates[a:b], b - a, of)
                       for a, b in zip(ends, ends[1:])]
         elif isinstance(entry, Truths):  # one candidate per truth, alike but for its own predicate
-            found.append(_in_truths(entry, tuple(dict.fromkeys(entry.predicates)), 1, of))
+            found.append(_in_truths(entry, set(entry.predicates), 1, of))
         else:
             found.append(of[entry])
     return {p for uses in found for p, n in uses.items() if n > 1}
