@@ -707,10 +707,9 @@ def _replaced(values: tuple, at: dict) -> tuple:
 _PI = Predicate("π")  # stands for each predicate of a Truths node when printed
 
 # --- one walk: the node order, the predicates and the shape ------------------------------
-# Equal but distinct subterms are merged by the entry of each node: its kind, its other fields,
-# its inputs by position in the order and its predicates by local number, equal exactly when
-# the nodes are (structural equality, with no structural hash). A node of a class the walk does
-# not know (a subclass) is merged by its own equality, and the program then has no shape.
+# Equal but distinct subterms merge by their key entry (equal exactly when the nodes are, with
+# no structural hash); a node of a class the walk does not know (a subclass) merges by its own
+# equality, and the program then has no shape.
 
 
 class Shape(NamedTuple):
@@ -952,11 +951,10 @@ def _truth(node: Truth, names: Iterator[str]) -> str:
     if isinstance(node, (And, Or)):
         parts = [_truth(t, names) for t in node.inputs]
         return parts[0] if len(parts) == 1 else f" {node.symbol} ".join(f"({p})" for p in parts)
-    if isinstance(node, (AnyOf, AllOf)):
-        q = "∃" if isinstance(node, AnyOf) else "∀"
-        return f"{q}π ∈ {_shown(node.each.predicates)}: {_truth(node.each.generic(), names)}"
-    if isinstance(node, AllSame):
-        return f"∃π ∈ {_shown(node.predicates)}: {_truth(node._one(_PI), names)}"
+    if isinstance(node, (AnyOf, AllOf, AllSame)):
+        one = node._one(_PI) if isinstance(node, AllSame) else node.each.generic()
+        q = "∀" if isinstance(node, AllOf) else "∃"
+        return f"{q}π ∈ {_shown(node.each.predicates)}: {_truth(one, names)}"
     if isinstance(node, Truths):  # its k-th truth, the predicate written as π (in a group T)
         inner = _truth(node.generic(), names)
         return f"∃π ∈ T: {inner}" if isinstance(node, AnyOfGroups) else inner
