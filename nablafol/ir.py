@@ -1,17 +1,9 @@
 """DFOL programs: the operators of the paper as an immutable expression DAG.
 
-Two kinds of nodes:
-
-* an :class:`Attention` is a formula with one free variable, evaluated to one probability
-  per object (``α(F | X)``): :class:`Top`, :class:`Filter`, :class:`Neg`, :class:`Relate`,
-  :class:`Conjoin`;
-* a :class:`Truth` is a closed formula, evaluated to one probability:
-  :class:`Aggregate` (``A_q``), and the scalar combinators :class:`Not`, :class:`And`,
-  :class:`Or` that terminal GQA steps need.
-
-A :class:`Program` is one yes/no truth, or a list of labelled candidate truths (an open
-question: Algorithm 1 takes the argmax). It prints as a DFOL term and as the equivalent
-FOL formula:
+An :class:`Attention` is a formula with one free variable, one probability per object
+(``α(F | X)``); a :class:`Truth` is a closed formula, one probability. A :class:`Program` is
+one yes/no truth, or labelled candidate truths (an open question: Algorithm 1 takes the
+argmax); it prints as a DFOL term and as the equivalent FOL formula:
 
     >>> chair, left = Predicate("Chair"), Predicate("Left", arity=2)
     >>> p = Program.yes_no(Aggregate(Quantifier.EXISTS,
@@ -21,15 +13,14 @@ FOL formula:
     >>> print(p.formula())
     ∃X ∀Y: Chair(X) ∧ Left(X, Y)
 
-Nodes are frozen dataclasses, compared structurally and hashed once, so equal subterms
-are evaluated once per program.
+Nodes are frozen dataclasses, compared structurally and hashed once.
 """
 from __future__ import annotations
 
-import operator
-from dataclasses import dataclass, fields
 from collections import Counter
+from dataclasses import dataclass, fields
 from itertools import accumulate, count, filterfalse
+from operator import itemgetter
 from typing import Iterator, NamedTuple, Union, get_args, get_origin, get_type_hints
 
 from .caching import memo
@@ -53,7 +44,7 @@ class _Hashed:
 
     def __getstate__(self) -> dict:
         # only the fields travel (pickle, copy): a kept hash is of this process's string hashes,
-        # which another process seeds differently, and whatever else is kept is recomputed
+        # which another process seeds differently
         return {f.name: self.__dict__[f.name] for f in fields(self)}
 
     def _structural_hash(self) -> int:
@@ -67,12 +58,9 @@ class _PredicateFields(NamedTuple):
 
 
 class Predicate(_PredicateFields):
-    """A unary (``arity=1``) or binary (``arity=2``) predicate, by name.
-
-    ``kind`` is a namespace the program's author chooses (the GQA compiler uses ``name``,
-    ``attr``, ``rel``, ...); the engine only compares predicates and hands them to oracles.
-    A named tuple: predicates are compared and hashed by the million (an open question
-    has up to 1,232 candidates), and tuples do that in C.
+    """A unary (``arity=1``) or binary (``arity=2``) predicate, by name. ``kind`` is a namespace
+    the program's author chooses (the GQA compiler uses ``name``, ``attr``, ``rel``, ...); the
+    engine only compares predicates (by the million: a tuple does that in C) and hands them to oracles.
     """
 
     __slots__ = ()
@@ -84,37 +72,30 @@ class Predicate(_PredicateFields):
             raise ProgramStructureError(f"predicate name must be a non-empty string, got {name!r}")
         return super().__new__(cls, name, arity, kind)
 
-    def __repr__(self) -> str:
-        return f"Predicate(name={self.name!r}, arity={self.arity}, kind={self.kind!r})"
-
     def __str__(self) -> str:
         return self.name.replace(" ", "_")
 
 
 class Node(_Hashed):
-    """Base of DFOL nodes. A node class's fields say what it is made of (:func:`_node` reads
-    their annotations): its inputs (nodes), its predicates and its other values. The
-    constructor checks each field against its annotation, :meth:`children` lists the inputs,
-    and the walk and the rebuild of a :class:`Program` read and make every field the same way."""
+    """Base of DFOL nodes. A node class's annotated fields are its inputs (nodes), its predicates
+    and its other values: :func:`_node` reads their roles once, and the constructor's checks,
+    :meth:`children`, the walk and the rebuild of a :class:`Program` all go by them."""
 
-    _fields: tuple = ()  # (name, role, kind to check or None, class name, label) per field: _node
+    _fields: tuple = ()  # (name, role, kind to check or None, class name, label) per field
 
     def __post_init__(self):
         values = self.__dict__
         for name, role, kind, where, label in self._fields:
             value = values[name]
-            if role is _UNARIES:
-                _check_unary_tuple(value, where)
-            elif role is _NODES or role is _ATOMS:
+            if role in _TUPLES:
                 _check_all(value, kind, where, label)
             elif kind is not None and not isinstance(value, kind):
                 _check(value, kind, f"{where} {label}")
             elif role is _UNARY and value.arity != 1:
-                raise ProgramStructureError(
-                    f"{where} needs a unary predicate, {value.name!r} is binary")
+                raise ProgramStructureError(f"{where} needs a unary predicate, {value.name!r} is binary")
 
     def children(self) -> tuple["Node", ...]:
-        """The node's inputs, in order (made for each class by :func:`_node` from its fields)."""
+        """The node's inputs, in order."""
         return ()
 
     def term(self) -> str:
@@ -129,37 +110,46 @@ class Truth(Node):
     """A closed formula: one probability."""
 
 
+_arity = itemgetter(1)  # Predicate is a (name, arity, kind) tuple
+
+
 def _check(value, kind, where):
     if not isinstance(value, kind):  # messages are built only on failure: nodes are made by the million
         name = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
         raise ProgramStructureError(f"{where}: expected {name}, got {type(value).__name__} {value!r:.60}")
 
 
-def _check_all(values, kind, where, item):
-    """A non-empty tuple of ``kind``."""
+def _check_all(values, kind, where, label):
+    """A non-empty tuple of ``kind``, unary if predicates (up to 1,232: checked in C, then named)."""
+    unary = kind is Predicate
     if not isinstance(values, tuple) or not values:
-        raise ProgramStructureError(f"{where} needs a non-empty tuple of {kind.__name__}")
+        raise ProgramStructureError(f"{where} needs a non-empty tuple of "
+                                    f"{'unary predicates' if unary else kind.__name__}")
+    if unary and set(map(type, values)) == {Predicate} and set(map(_arity, values)) == {1}:
+        return
     for v in values:
-        _check(v, kind, f"{where} {item}")
+        _check(v, kind, f"{where} {label}")
+        if unary and v.arity != 1:
+            raise ProgramStructureError(f"{where} needs unary predicates, {v.name!r} is binary")
 
 
 # What a field is, read from its annotation: an input node, a tuple of input nodes, a unary
 # predicate, a tuple of them, a relate's atoms, or any other value (kept as it is)
-_NODE, _NODES, _UNARY, _UNARIES, _ATOMS = "node", "nodes", "unary", "unaries", "atoms"
-_VALUE = "value"
-_LABELS = {"each": "input", "inputs": "input", "atoms": "atom"}  # a field as checks name it
+_NODE, _NODES, _UNARY, _UNARIES, _ATOMS, _VALUE = "node", "nodes", "unary", "unaries", "atoms", "value"
+_TUPLES = frozenset((_NODES, _UNARIES, _ATOMS))
+_LABELS = {"each": "input", "inputs": "input", "atoms": "atom", "predicates": "predicate"}
 _SPECS: dict = {}  # class made by _node (not a subclass of one) -> (name, role) per field
 
 
 def _role(kind) -> tuple:
     """``(role, kind to check or None)`` of a field annotated ``kind``."""
-    if kind is Predicate:
-        return _UNARY, kind
     if get_origin(kind) is tuple:
         item = get_args(kind)[0]
-        if item is Predicate or item is Atom or issubclass(item, Node):
-            return (_UNARIES if item is Predicate else _ATOMS if item is Atom else _NODES), item
-        return _VALUE, None
+        if item is Predicate or item is Atom:
+            return (_UNARIES if item is Predicate else _ATOMS), item
+        return (_NODES, item) if issubclass(item, Node) else (_VALUE, None)
+    if kind is Predicate:
+        return _UNARY, kind
     kinds = get_args(kind) if get_origin(kind) is Union else (kind,)
     if all(isinstance(k, type) and issubclass(k, Node) for k in kinds):
         return _NODE, kinds if len(kinds) > 1 else kind
@@ -167,14 +157,13 @@ def _role(kind) -> tuple:
 
 
 def _node(cls):
-    """A node class as a frozen dataclass, hashed once by :class:`_Hashed` (a hash the class
-    holds, which ``dataclass`` keeps), its fields' roles read from their annotations."""
+    """A node class as a frozen dataclass hashed once, its fields' roles read from their annotations."""
     cls.__hash__ = _Hashed.__hash__
     cls = dataclass(frozen=True, eq=True)(cls)
     if issubclass(cls, Node):
         hints = get_type_hints(cls)
-        cls._fields = tuple((f.name, *_role(hints[f.name]), cls.__name__,
-                             _LABELS.get(f.name, f.name)) for f in fields(cls))
+        cls._fields = tuple((f.name, *_role(hints[f.name]), cls.__name__, _LABELS.get(f.name, f.name))
+                            for f in fields(cls))
         _SPECS[cls] = tuple((name, role) for name, role, *_ in cls._fields)
         if "children" not in vars(cls):
             cls.children = _inputs_of(_SPECS[cls])
@@ -182,14 +171,13 @@ def _node(cls):
 
 
 def _inputs_of(spec: tuple):
-    """``children`` of a node class of fields ``spec``: its input fields' values, in order (one
-    input field, the usual case, read with no loop: a walk asks every node)."""
+    """``children`` of a node class of fields ``spec`` (one input, the usual case, with no loop)."""
     inputs = [(name, role is _NODES) for name, role in spec if role is _NODE or role is _NODES]
     if not inputs:
         return Node.children
-    if len(inputs) == 1:
-        (name, many), = inputs
-        return (lambda self: self.__dict__[name]) if many else (lambda self: (self.__dict__[name],))
+    if len(inputs) == 1 and not inputs[0][1]:
+        name = inputs[0][0]
+        return lambda self: (self.__dict__[name],)
     return lambda self: tuple(c for name, many in inputs
                               for c in (self.__dict__[name] if many else (self.__dict__[name],)))
 
@@ -225,10 +213,8 @@ class Neg(Attention):
 
 @_node
 class Atom(_Hashed):
-    """One binary predicate of a relate: ``π(X, Y)``, or ``π(Y, X)`` when ``reverse``.
-
-    ``X`` is the relate's output variable, ``Y`` the variable it quantifies away.
-    """
+    """A relate's binary predicate: ``π(X, Y)`` (``X`` its output, ``Y`` quantified away), or
+    ``π(Y, X)`` when ``reverse``."""
 
     predicate: Predicate
     reverse: bool = False
@@ -287,15 +273,10 @@ class Aggregate(Truth):
 
 
 class Truths(Node):
-    """Several truths kept in one node: one per predicate of ``predicates``
-    (:class:`AggregateEach`, :class:`Pairwise`), or one per group of them (:class:`AnyOfGroups`).
-
-    Open questions list one truth per plausible answer (GQA's ``query name`` has up to
-    1,232) and ``same``/``common`` compare over every value of a type: one node for all of
-    them keeps compiling and planning cheap. A :class:`Program` may list such a node among
-    its candidates (it counts as ``n_truths`` of them); :class:`AnyOf` and :class:`AllOf`
-    reduce a per-predicate one to one truth.
-    """
+    """Several truths in one node, one per predicate of ``predicates`` or per group of them: an
+    open question's candidates (GQA's ``query name`` has up to 1,232) kept cheap to compile and
+    plan. A :class:`Program` candidate may be one (counting as ``n_truths``); :class:`AnyOf` and
+    :class:`AllOf` reduce a per-predicate one to a truth."""
 
     predicates: tuple[Predicate, ...]
 
@@ -313,35 +294,16 @@ class Truths(Node):
         return self._one(_PI)
 
     def _one(self, p: Predicate) -> Truth:
-        """The truth of the predicate ``p``."""
         raise NotImplementedError
 
     def term(self) -> str:
         return self.generic().term()
 
 
-_arity = operator.itemgetter(1)  # Predicate is a (name, arity, kind) tuple
-
-
-def _check_unary_tuple(predicates, where) -> None:
-    """A non-empty tuple of unary predicates (an open question's holds up to 1,232)."""
-    if not isinstance(predicates, tuple) or not predicates:
-        raise ProgramStructureError(f"{where} needs a non-empty tuple of unary predicates")
-    # two passes in C; the slow loop only names the culprit
-    if set(map(type, predicates)) != {Predicate} or set(map(_arity, predicates)) != {1}:
-        for p in predicates:
-            _check(p, Predicate, f"{where} predicate")
-            if p.arity != 1:
-                raise ProgramStructureError(f"{where} needs unary predicates, {p.name!r} is binary")
-
-
 @_node
 class AggregateEach(Truths):
-    """``[A_q(Filter_π[α]) for π in predicates]`` (``negate``: ``[A_q(α ⊙ Neg[Filter_π[1]])]``).
-
-    ``A_∃(Filter_π[α])`` is "some attended object is π"; with ``negate``, ``A_∃`` over
-    ``α ⊙ ¬π`` is "some attended object is not π" (what "all of them are π" negates).
-    """
+    """``[A_q(Filter_π[α]) for π in predicates]``; with ``negate``, ``[A_q(α ⊙ Neg[Filter_π[1]])]``
+    ("some attended object is not π" for ``A_∃``, what "all of them are π" negates)."""
 
     quantifier: Quantifier
     predicates: tuple[Predicate, ...]
@@ -355,11 +317,8 @@ class AggregateEach(Truths):
 
 @_node
 class Pairwise(Truths):
-    """``[a_k ∧ b_k]``: the truths of two :class:`AggregateEach` over the same predicates, paired.
-
-    ``AnyOf(Pairwise(A_∃ each over X, A_∃ each over Y))`` is "X and Y share one of the values"
-    (GQA's two-input ``same``; the paper's TwoSame).
-    """
+    """``[a_k ∧ b_k]``: the truths of two :class:`AggregateEach` over the same predicates, paired
+    (``AnyOf`` of it over X and Y: "X and Y share a value", GQA's two-input ``same``)."""
 
     left: AggregateEach
     right: AggregateEach
@@ -376,15 +335,14 @@ class Pairwise(Truths):
     def _one(self, p: Predicate) -> Truth:
         return And((self.left._one(p), self.right._one(p)))
 
+
 @_node
 class AnyOfGroups(Truths):
     """``[∨_{k ∈ g} t_k for each group g]``: the truths of ``each`` cut, in order, into
     consecutive groups of ``sizes``, one disjunction per group (``1 - Π(1 - t_k)``).
 
-    GQA's ``common`` asks ``same T`` of two object sets for every attribute type T: one
-    :class:`Pairwise` over all the types' values, cut into one group per type, is 4 nodes
-    where 27 ``AnyOf(Pairwise(...))`` were 108 (planning cost is per node). Only a
-    :class:`Program` candidate may hold it.
+    GQA's ``common`` (``same T`` of two object sets for every attribute type T) in 4 nodes, where
+    27 ``AnyOf(Pairwise(...))`` were 108. Only a :class:`Program` candidate may hold it.
 
         >>> x, y = Filter(Predicate("Cup"), Top()), Filter(Predicate("Mug"), Top())
         >>> values = (Predicate("red"), Predicate("blue"), Predicate("wood"))
@@ -417,7 +375,6 @@ class AnyOfGroups(Truths):
         return tuple(Or(inner[end - k:end]) for k, end in zip(self.sizes, ends))
 
     def generic(self) -> Truth:
-        """The truth of one value of a group, the value written as ``π`` (for printing)."""
         return self.each.generic()
 
     def term(self) -> str:
@@ -498,14 +455,9 @@ class AllOf(_OfEach):
 @_node
 class AllSame(Shorthand):
     """``∃π ∈ T: ∀X: F(X) → π(X)``: every attended object has one same value ``π`` of
-    ``predicates`` (true when no object is attended); GQA's one-input ``same``.
-
-    The engine computes it from ``e = A_∃(α)`` (someone is attended, :attr:`nonempty`) and
-    ``s_π = A_∃(α ⊙ Neg[Filter_π[1]])`` (someone attended lacks π, :attr:`each`) as
-    ``1 - e · Π_π (s_π / e)``: the values taken independent *given that someone is attended*.
-    A value no attended object can have gives ``s_π = e`` bit for bit, a factor 1, so the answer
-    does not depend on the values the scene lacks; it is exact when the attention is crisp or
-    when at most one value is possible (``docs/exactness.md``).
+    ``predicates`` (true when no object is attended); GQA's one-input ``same``. The engine computes
+    ``1 - e · Π_π (s_π / e)`` from ``e`` = :attr:`nonempty` and ``s_π`` = :attr:`each`, the values
+    independent given that someone is attended (``docs/exactness.md``).
 
         >>> same = AllSame((Predicate("red"), Predicate("blue")), Filter(Predicate("cup"), Top()))
         >>> print(Program.yes_no(same).formula())
@@ -538,20 +490,16 @@ class AllSame(Shorthand):
         return f"AllSame_{{π ∈ {_shown(self.predicates)}}}[{self.input.term()}]"
 
 
-def _shown(predicates, limit: int = 6) -> str:
-    names = [str(p) for p in predicates]
+def _shown(names, limit: int = 6) -> str:
+    names = [str(p) for p in names]
     return "{" + ", ".join(names[:limit]) + (f", … ({len(names)})" if len(names) > limit else "") + "}"
 
 
 @_node
 class Program(_Hashed):
-    """A question as DFOL: one yes/no truth (``labels is None``), or labelled candidates.
-
-    ``candidates`` holds truths, and :class:`AggregateEach` nodes that stand for one truth
-    per predicate; ``labels`` names every candidate truth in order. ``focus`` is an optional
-    attention the engine also returns (the objects the answer is about, used to report
-    grounding).
-    """
+    """A question as DFOL: one yes/no truth (``labels is None``), or candidate truths
+    (:class:`Truths` nodes among them) with ``labels`` naming each in order. ``focus`` is an
+    optional attention the engine also returns (the objects the answer is about)."""
 
     candidates: tuple[Union[Truth, Truths], ...]
     labels: Union[tuple[str, ...], None] = None
@@ -575,9 +523,8 @@ class Program(_Hashed):
         if self.focus is not None:
             _check(self.focus, Attention, "Program focus")
 
-    # hashed by shape and labels (``_structural_hash``), and equal by them: equal programs have
-    # equal shapes and labels, and a shape makes its program again (``_rebuilt``), so comparing
-    # them is structural equality without reading a node (a filled program's nodes stay unmade)
+    # equal and hashed by shape and labels, which make the program again: structural equality
+    # without reading a node (a filled program's nodes stay unmade)
     __hash__ = _Hashed.__hash__
 
     def __eq__(self, other) -> bool:
@@ -592,17 +539,17 @@ class Program(_Hashed):
             return mine == theirs
         return self.candidates == other.candidates and self.focus == other.focus
 
+    def _structural_hash(self) -> int:
+        shape = self.shape()
+        return _Hashed._structural_hash(self) if shape is None else hash((shape, self.labels))
+
     @property
     def n_candidates(self) -> int:
-        # the labels name every candidate truth (checked when made); a yes/no program has one
         return 1 if self.labels is None else len(self.labels)
 
     def truths(self) -> tuple[Truth, ...]:
-        """Every candidate as a separate truth (``AggregateEach`` expanded), in label order."""
-        out: list[Truth] = []
-        for c in self.candidates:
-            out.extend(c.truths() if isinstance(c, Truths) else (c,))
-        return tuple(out)
+        """Every candidate as a separate truth (:class:`Truths` expanded), in label order."""
+        return tuple(t for c in self.candidates for t in (c.truths() if isinstance(c, Truths) else (c,)))
 
     @classmethod
     def yes_no(cls, truth: Truth, focus: Attention | None = None) -> "Program":
@@ -622,13 +569,13 @@ class Program(_Hashed):
         return iter(self._walked().nodes)
 
     def predicates(self) -> tuple[Predicate, ...]:
-        """The distinct predicates, in order of first use (computed once: programs are immutable)."""
+        """The distinct predicates, in order of first use (computed once)."""
         return self._walked().predicates
 
     def shape(self) -> "Shape | None":
-        """The program up to its predicates (:class:`Shape`); ``None`` when a node is of a class
-        the shape does not know (a subclass of a node class). Made by the walk that makes
-        :meth:`nodes` and :meth:`predicates`, once.
+        """The program up to its predicates (:class:`Shape`), made by the walk that makes
+        :meth:`nodes` and :meth:`predicates`; ``None`` when a node is of a class the shape does
+        not know (a subclass of a node class).
 
             >>> red, blue = Predicate("red"), Predicate("blue")
             >>> one = Program.yes_no(Aggregate(Quantifier.EXISTS, Filter(red, Filter(blue, Top()))))
@@ -640,14 +587,9 @@ class Program(_Hashed):
         return self._walked().shape
 
     def refilled(self, unary: dict[int, Predicate], binary: dict[int, Predicate]) -> "Program":
-        """This program with other predicates at some local numbers of its :meth:`shape`
-        (``unary[i]`` replaces ``shape().unary[i]``, ``binary[j]`` ``shape().binary[j]``): the
-        program a compiler would make of another question of the same structure. Only the nodes
-        that use a replaced predicate, and the nodes above them, are made again, the others are
-        this program's own, and that only when a node is first asked for (:class:`FilledProgram`):
-        nothing is walked. The new predicates must keep the shape: none
-        equal to another predicate of the program (else equal nodes would merge), which the caller
-        checks.
+        """This program with ``unary[i]`` for ``shape().unary[i]`` and ``binary[j]`` for
+        ``shape().binary[j]``, made without a walk (:class:`FilledProgram`). The caller keeps the
+        shape: no new predicate equal to another of the program's (equal nodes would merge).
 
             >>> red, blue, cup = Predicate("red"), Predicate("blue"), Predicate("cup")
             >>> one = Program.yes_no(Aggregate(Quantifier.EXISTS, Filter(red, Filter(cup, Top()))))
@@ -663,11 +605,9 @@ class Program(_Hashed):
         return memo(self, "_walk", lambda: _walk(self))
 
     def repeated_predicates(self) -> frozenset[Predicate]:
-        """The predicates whose ground atoms can occur twice in the grounding of one candidate
-        (computed once). An atom repeats when its predicate is used at two places of the
-        formula, or under a ``Relate`` (whose input is instantiated once per object of the
-        relate's variable). Candidates are separate formulas: an atom shared by two candidates
-        does not repeat. Making these predicates certain (0/1) makes every candidate read-once.
+        """The predicates whose ground atoms can occur twice in one candidate's grounding: used at
+        two places of its formula, or under a ``Relate`` (its input is instantiated once per
+        object). Making them certain (0/1) makes every candidate read-once.
 
             >>> chair, on = Predicate("chair"), Predicate("on", arity=2)
             >>> hop = Program.yes_no(Aggregate(Quantifier.EXISTS, Relate.of(on, Quantifier.EXISTS, Filter(chair, Top()))))
@@ -684,25 +624,20 @@ class Program(_Hashed):
 
     def term(self) -> str:
         """The DFOL term, e.g. ``A_∃(Filter_Chair[Relate_{Left,∀}[1]])``."""
-        if self.labels is None:
-            return self.candidates[0].term()
-        return self._listing(lambda node: node.term(), lambda each: each.term())
+        return self._listing(lambda node: node.term())
 
     def formula(self) -> str:
         """The equivalent FOL formula, e.g. ``∃X ∀Y: Chair(X) ∧ Left(X, Y)``."""
-        if self.labels is None:
-            return formula(self.candidates[0])
-        return self._listing(formula, _each_formula)
+        return self._listing(formula)
 
-    def _listing(self, render, render_each) -> str:
-        """``[label: rendering, ...]``; a Truths node shows once, as ``{its labels}: π(X) ...``."""
+    def _listing(self, render) -> str:
+        if self.labels is None:
+            return render(self.candidates[0])
         parts, k = [], 0
         for c in self.candidates:
             if isinstance(c, Truths):
-                labels = self.labels[k:k + c.n_truths]
-                shown = ", ".join(labels[:6]) + (f", … ({len(labels)})" if len(labels) > 6 else "")
                 index = "T" if isinstance(c, AnyOfGroups) else "π"  # a label names a group T of values π
-                parts.append(f"{index} ∈ {{{shown}}}: {render_each(c)}")
+                parts.append(f"{index} ∈ {_shown(self.labels[k:k + c.n_truths])}: {render(c)}")
                 k += c.n_truths
             else:
                 parts.append(f"{self.labels[k]}: {render(c)}")
@@ -712,83 +647,76 @@ class Program(_Hashed):
     def __str__(self) -> str:
         return self.term()
 
-    def _structural_hash(self) -> int:
-        # equal programs have equal shapes and labels: a hash of these is a structural hash, in C
-        # (hashing node by node, in Python, cost more than the walk)
-        shape = self.shape()
-        return _Hashed._structural_hash(self) if shape is None else hash((shape, self.labels))
-
 
 class FilledProgram(Program):
-    """A program filled into another's shape (:meth:`Program.refilled`), equal to the program made
-    whole: its shape, predicates and labels are known at once (all that planning and the engine's
-    caches read), its nodes are made the first time something asks for them (``candidates``,
-    ``focus``, :meth:`nodes`, a rendering, the read-once analysis). A compiler fills most
-    programs of a stream into skeletons it met, and an eval asks none of them for a node."""
+    """A program filled into another's shape (:meth:`Program.refilled`): its shape, predicates and
+    labels (all that planning reads) known at once, its nodes made when first asked for."""
 
     def __init__(self, like: "_Walk", unary: dict, binary: dict, labels):
-        values = self.__dict__  # frozen: written once, here, as the dataclass's own __init__ would
-        values["labels"], values["_like"], values["_unary"], values["_binary"] = labels, like, unary, binary
-        values["_shape"] = _refilled_shape(like.shape, unary, binary)
+        # frozen: written once, here, as the dataclass's own __init__ would
+        self.__dict__.update(labels=labels, _like=like, _unary=unary, _binary=binary, _shape=Shape(
+            like.shape.key, _replaced(like.shape.unary, unary), _replaced(like.shape.binary, binary)))
 
     @property
     def candidates(self) -> tuple:
-        return self._made()[0]
+        return self._roots()[0]
 
     @property
     def focus(self):
-        return self._made()[1]
+        return self._roots()[1]
 
-    def _made(self) -> tuple:
-        def make():
-            walk = self._walked()
-            end = walk.shape.key[len(walk.nodes)]
-            return tuple([walk.nodes[i] for i in end[0]]), (walk.nodes[end[1]] if end[1] >= 0 else None)
-        return memo(self, "_roots", make)
+    def _roots(self) -> tuple:
+        nodes = self._walked().nodes
+        candidates, focus = self._shape.key[len(nodes)]
+        return tuple([nodes[i] for i in candidates]), (nodes[focus] if focus >= 0 else None)
 
     def _walked(self) -> "_Walk":
-        values = self.__dict__
-        return memo(self, "_walk", lambda: _rebuilt(values["_shape"], values["_like"], values["_unary"],
-                                                    values["_binary"]))
+        return memo(self, "_walk", lambda: _Walk(_rebuilt(self._shape, self._like.nodes, self._unary, self._binary),
+                                                 self.predicates(), self._shape))
 
     def shape(self) -> "Shape":
-        return self.__dict__["_shape"]
+        return self._shape
 
     def predicates(self) -> tuple[Predicate, ...]:
-        values = self.__dict__
-        return memo(self, "_predicates", lambda: _refilled_predicates(values["_like"], values["_unary"],
-                                                                      values["_binary"]))
+        return memo(self, "_predicates", self._replaced_predicates)
+
+    def _replaced_predicates(self) -> tuple:
+        like, predicates = self._like, list(self._like.predicates)
+        find = like.predicates.index  # a scan in C: a few replaced among up to 1,232
+        for i, p in self._unary.items():
+            predicates[find(like.shape.unary[i])] = p
+        for i, p in self._binary.items():
+            predicates[find(like.shape.binary[i])] = p
+        return tuple(predicates)
 
     def refilled(self, unary: dict[int, Predicate], binary: dict[int, Predicate]) -> "Program":
-        # the same local numbers as the skeleton's: filled into the skeleton at once, nothing made
-        values = self.__dict__
-        return FilledProgram(values["_like"], {**values["_unary"], **unary}, {**values["_binary"], **binary},
-                             self.labels)
+        # the skeleton's local numbers: filled into the skeleton at once, nothing made
+        return FilledProgram(self._like, {**self._unary, **unary}, {**self._binary, **binary}, self.labels)
 
     def __reduce__(self):
         return Program, (self.candidates, self.labels, self.focus)  # what travels is the program made whole
 
 
-_PI = Predicate("π")  # stands for each predicate of an AggregateEach when printed
+def _replaced(values: tuple, at: dict) -> tuple:
+    values = list(values)
+    for i, value in at.items():
+        values[i] = value
+    return tuple(values)
+
+
+_PI = Predicate("π")  # stands for each predicate of a Truths node when printed
 
 # --- one walk: the node order, the predicates and the shape ------------------------------
-# Equal but distinct subterms are merged by the entry of each node: its kind, its other fields,
-# its inputs by position in the order (equal inputs share one) and its predicates by local
-# number, which is equal exactly when the nodes are (structural equality) and costs no
-# structural hash. A node of a class the walk does not know (a subclass) is merged by its own
+# Equal but distinct subterms merge by their key entry (equal exactly when the nodes are, with
+# no structural hash); a node of a class the walk does not know (a subclass) merges by its own
 # equality, and the program then has no shape.
 
 
 class Shape(NamedTuple):
-    """A program up to its predicates: programs of one shape differ only in which predicates
-    they name (the engine plans a shape once; ``nablafol.engine.planning``).
-
-    ``key`` has one entry per node of :meth:`Program.nodes`, in that order: the node's kind,
-    its other fields, its inputs by their position in the order, and its predicates by local
-    number (unary and binary numbered apart, in order of first use), then the positions of the
-    candidates and of the focus (-1: none). ``unary`` and ``binary`` are the predicates by
-    local number.
-    """
+    """A program up to its predicates (the engine plans a shape once). ``key`` has one entry per
+    node of :meth:`Program.nodes`, in order: its kind, its other fields, its inputs by position
+    and its predicates by local number (unary and binary apart, in order of first use), then the
+    positions of the candidates and the focus (-1: none). ``unary``, ``binary``: the predicates."""
 
     key: tuple
     unary: tuple[Predicate, ...]
@@ -802,23 +730,18 @@ class _Walk(NamedTuple):
 
 
 def number_predicates(index: dict, predicates: tuple) -> range | tuple[int, ...]:
-    """The local numbers of ``predicates`` in ``index`` (predicate -> number), the new ones
-    numbered after the others in order of first use; in C, since an open question lists up to
-    1,232 predicates. Written one way only (what a shape's key compares): a run of consecutive
-    numbers as a ``range``, any other sequence as a tuple."""
+    """The local numbers of ``predicates`` in ``index`` (predicate -> number), new ones numbered
+    next in order of first use: a run as a ``range``, else a tuple (one way, as a key compares)."""
     keys = dict.fromkeys(predicates)
     base, k = len(index), len(predicates)
     if len(keys) == k and keys.keys().isdisjoint(index.keys()):  # all new (the usual case)
         index.update(zip(keys, range(base, base + k)))
         return range(base, base + k)
     new = list(filterfalse(index.__contains__, keys))  # distinct, in order
-    if new:
-        index.update(zip(new, range(base, base + len(new))))
+    index.update(zip(new, range(base, base + len(new))))
     numbers = list(map(index.__getitem__, predicates))
     first = numbers[0]
-    if numbers == list(range(first, first + k)):
-        return range(first, first + k)
-    return tuple(numbers)
+    return range(first, first + k) if numbers == list(range(first, first + k)) else tuple(numbers)
 
 
 def _walk(program: "Program") -> _Walk:
@@ -830,11 +753,9 @@ def _walk(program: "Program") -> _Walk:
     binary: dict = {}
     used: dict = {}  # every predicate, in order of first use
     known = True
-    roots = tuple(program.candidates) + ((program.focus,) if program.focus is not None else ())
-    for root in roots:
-        # depth first, inputs in order, each node after its inputs; a node met again (by identity)
-        # is not walked again. A node pushed back with its missing inputs above it is ready (its
-        # inputs walked) when it comes up again
+    for root in program.candidates + ((program.focus,) if program.focus is not None else ()):
+        # depth first, each node after its inputs, a node met again (by identity) not walked again;
+        # a node pushed back below its missing inputs is ready when it comes up again
         stack = [(root, False)]
         while stack:
             node, ready = stack.pop()
@@ -853,7 +774,7 @@ def _walk(program: "Program") -> _Walk:
             spec = _SPECS.get(kind)
             if spec is None or kind is Relate and any(type(a) is not Atom for a in node.atoms):
                 known = False  # a class the walk does not know: merged by its own equality
-                _note_predicates(node, used)
+                used.update(dict.fromkeys(_own_predicates(node, (_UNARY, _UNARIES, _ATOMS))))
                 entry = (None, node)
             else:
                 entry = [kind]
@@ -891,89 +812,51 @@ def _walk(program: "Program") -> _Walk:
     return _Walk(tuple(order), tuple(used), Shape(tuple(key), tuple(unary), tuple(binary)))
 
 
-def _note_predicates(node, used: dict) -> None:
-    """The predicates of a node of a class the walk does not know, as its known base names them."""
-    spec = next((_SPECS[c] for c in type(node).__mro__ if c in _SPECS), ())
-    for name, role in spec:
+def _base(node):
+    return next((c for c in type(node).__mro__ if c in _SPECS), None)
+
+
+def _own_predicates(node, roles: tuple) -> list:
+    """The predicates of ``node``'s fields of ``roles``, as its class's base names them."""
+    found = []
+    for name, role in _SPECS.get(_base(node), ()):
         value = getattr(node, name)
-        if role is _UNARY:
-            used[value] = None
-        elif role is _UNARIES:
-            used.update(dict.fromkeys(value))
-        elif role is _ATOMS:
-            used.update(dict.fromkeys(a.predicate for a in value))
+        if role in roles:
+            found += value if role is _UNARIES else [value] if role is _UNARY else [a.predicate for a in value]
+    return found
 
 
-def _refilled_shape(shape: Shape, unary: dict, binary: dict) -> Shape:
-    """``shape`` with the predicates at local numbers ``unary`` and ``binary`` replaced."""
-    all_unary, all_binary = list(shape.unary), list(shape.binary)
-    for i, p in unary.items():
-        all_unary[i] = p
-    for i, p in binary.items():
-        all_binary[i] = p
-    return Shape(shape.key, tuple(all_unary), tuple(all_binary))
-
-
-def _refilled_predicates(like: _Walk, unary: dict, binary: dict) -> tuple:
-    """The predicates of ``like`` in order of first use, those at local numbers ``unary`` and
-    ``binary`` of its shape replaced."""
-    shape = like.shape
-    predicates = list(like.predicates)
-    find = like.predicates.index  # a scan in C: a few replaced among up to 1,232 (hashing each cost more)
-    for i, p in unary.items():
-        predicates[find(shape.unary[i])] = p
-    for i, p in binary.items():
-        predicates[find(shape.binary[i])] = p
-    return tuple(predicates)
-
-
-def _rebuilt(shape: Shape, like: _Walk, unary: dict, binary: dict) -> _Walk:
-    """``like`` (a walk of a program of ``shape``'s key) made again as the walk of that program
-    with the predicates of ``shape`` (``like``'s own but at local numbers ``unary`` and
-    ``binary``): its nodes made again from the key where they use a replaced predicate or stand
-    on a node made again, kept otherwise (the inverse of :func:`_walk`, which a property test
-    checks)."""
-    all_unary, all_binary = shape.unary, shape.binary
+def _rebuilt(shape: Shape, like: tuple, unary: dict, binary: dict) -> tuple:
+    """The nodes of ``shape``: ``like``'s, made again where they use a predicate numbered in
+    ``unary`` or ``binary`` or stand on a node made again (the inverse of :func:`_walk`)."""
     nodes: list = []
     new: list = []  # whether each node was made again
-    for entry, old in zip(shape.key, like.nodes):
-        kind, spec, again = entry[0], _SPECS[entry[0]], False
-        for (_, role), value in zip(spec, entry[1:]):
-            again = (new[value] if role is _NODE else any(new[i] for i in value) if role is _NODES
-                     else value in unary if role is _UNARY
-                     else any(i in value for i in unary) if role is _UNARIES
-                     else any(p in binary for p, _ in value) if role is _ATOMS else False)
-            if again:
-                break
-        if not again:
-            nodes.append(old)
-            new.append(False)
-            continue
-        values = []
-        for (_, role), value in zip(spec, entry[1:]):
+    for entry, old in zip(shape.key, like):
+        kind, values, again = entry[0], [], False
+        for (name, role), value in zip(_SPECS[kind], entry[1:]):
             if role is _NODE:
-                value = nodes[value]
+                again, value = again or new[value], nodes[value]
             elif role is _NODES:
-                value = tuple([nodes[i] for i in value])
+                again, value = again or any(new[i] for i in value), tuple([nodes[i] for i in value])
             elif role is _UNARY:
-                value = all_unary[value]
-            elif role is _UNARIES:
-                value = (tuple(all_unary[value.start:value.stop]) if type(value) is range
-                         else tuple([all_unary[i] for i in value]))
-            elif role is _ATOMS:
-                value = tuple([Atom(all_binary[p], reverse) for p, reverse in value])
+                again, value = again or value in unary, shape.unary[value]
+            elif role is _UNARIES and not unary.keys().isdisjoint(value):
+                again, value = True, tuple([shape.unary[i] for i in value])
+            elif role is _ATOMS and any(p in binary for p, _ in value):
+                again, value = True, tuple([Atom(shape.binary[p], reverse) for p, reverse in value])
+            elif role is not _VALUE:  # predicates not replaced: the old node's own
+                value = old.__dict__[name]
             values.append(value)
-        nodes.append(kind(*values))
-        new.append(True)
-    return _Walk(tuple(nodes), _refilled_predicates(like, unary, binary), shape)
+        nodes.append(kind(*values) if again else old)
+        new.append(again)
+    return tuple(nodes)
 
 
 # --- structural read-once analysis ------------------------------------------------------
 # How often each predicate is used in the grounding of one candidate, capped at 2 (all that
-# matters is "twice or more"), node by node in the walk's order: a node's inputs, then its own
-# predicates once. A relate's input counts twice (instantiated once per object of its variable),
-# the shared inputs of a per-predicate node's truths once per truth, and a predicate listed twice
-# among them twice.
+# matters is "twice or more"), node by node in the walk's order. A relate's input counts twice
+# (instantiated once per object of its variable), the shared inputs of a per-predicate node's
+# truths once per truth, and a predicate listed twice among them twice.
 
 
 def _add(parts) -> dict:
@@ -989,28 +872,18 @@ def _uses(node, of: dict) -> dict:
     """The uses under ``node``, its inputs' (``of``) known."""
     if isinstance(node, (AnyOf, AllOf, AllSame)):  # a per-predicate node's truths in one formula
         return _in_truths(node.each, node.each.predicates, node.each.n_truths, of)
-    base = next((c for c in type(node).__mro__ if c in _SPECS), None)
-    if base is None:  # a kind of its own (added with its own lowering): every predicate below it
-        # counted twice, so that the engine's analysis of its rows decides
+    base = _base(node)
+    if base is None:  # a kind with its own lowering: all below counted twice, the engine decides
         return _add([(of[c], 2) for c in node.children()])
-    parts = [(of[c], 2 if base is Relate else 1) for c in node.children()]
-    for name, role in _SPECS[base]:
-        value = getattr(node, name)
-        if role is _UNARY:
-            parts.append(({value: 1}, 1))
-        elif role is _ATOMS:
-            parts += [({a.predicate: 1}, 1) for a in value]
-    return _add(parts)
+    own = Counter(_own_predicates(node, (_UNARY, _ATOMS)))
+    return _add([(of[c], 2 if base is Relate else 1) for c in node.children()] + [(own, 1)])
 
 
 def _in_truths(each, predicates: tuple, truths: int, of: dict) -> dict:
-    """The uses of one formula of ``truths`` truths of the per-predicate node ``each``: its inputs
-    once per truth, each of ``predicates`` (the truths' own) once per side."""
+    """The uses of one formula of ``truths`` truths of ``each``: its inputs once per truth, each of
+    ``predicates`` (the truths' own) once per side."""
     sides = (each,) if isinstance(each, AggregateEach) else (each.left, each.right)
-    own = dict.fromkeys(predicates, len(sides))
-    if len(own) < len(predicates):  # a predicate listed twice is used twice
-        own.update((p, 2) for p, n in Counter(predicates).items() if n > 1)
-    return _add([(of[side.input], truths) for side in sides] + [(own, 1)])
+    return _add([(of[side.input], truths) for side in sides] + [(Counter(predicates), len(sides))])
 
 
 def _structural_repeats(program: "Program") -> set:
@@ -1024,7 +897,7 @@ def _structural_repeats(program: "Program") -> set:
             found += [_in_truths(entry.each, entry.each.predicates[a:b], b - a, of)
                       for a, b in zip(ends, ends[1:])]
         elif isinstance(entry, Truths):  # one candidate per truth, alike but for its own predicate
-            found.append(_in_truths(entry, tuple(dict.fromkeys(entry.predicates)), 1, of))
+            found.append(_in_truths(entry, set(entry.predicates), 1, of))
         else:
             found.append(of[entry])
     return {p for uses in found for p, n in uses.items() if n > 1}
@@ -1033,8 +906,8 @@ def _structural_repeats(program: "Program") -> set:
 # ∃ and ∀ are pulled to the front (prenex form: Q X (A ∧ Q' Y B) = Q X Q' Y (A ∧ B) over a
 # non-empty domain); ∄ and ¬ keep their scope, written in place.
 
+
 def _variables() -> Iterator[str]:
-    """Fresh variable names: X, Y, Z, W, V, U, then X1, X2, ..."""
     yield from "XYZWVU"
     yield from (f"X{i}" for i in count(1))
 
@@ -1078,19 +951,14 @@ def _truth(node: Truth, names: Iterator[str]) -> str:
     if isinstance(node, (And, Or)):
         parts = [_truth(t, names) for t in node.inputs]
         return parts[0] if len(parts) == 1 else f" {node.symbol} ".join(f"({p})" for p in parts)
-    if isinstance(node, (AnyOf, AllOf)):
-        q = "∃" if isinstance(node, AnyOf) else "∀"
-        return f"{q}π ∈ {_shown(node.each.predicates)}: {_truth(node.each.generic(), names)}"
-    if isinstance(node, AllSame):
-        return f"∃π ∈ {_shown(node.predicates)}: {_truth(node._one(_PI), names)}"
+    if isinstance(node, (AnyOf, AllOf, AllSame)):
+        one = node._one(_PI) if isinstance(node, AllSame) else node.each.generic()
+        q = "∀" if isinstance(node, AllOf) else "∃"
+        return f"{q}π ∈ {_shown(node.each.predicates)}: {_truth(one, names)}"
+    if isinstance(node, Truths):  # its k-th truth, the predicate written as π (in a group T)
+        inner = _truth(node.generic(), names)
+        return f"∃π ∈ T: {inner}" if isinstance(node, AnyOfGroups) else inner
     raise ProgramStructureError(f"not a truth node: {node!r:.60}")
-
-
-def _each_formula(each: Truths) -> str:
-    """The formula of a Truths node's k-th truth, its predicate written as ``π``."""
-    if isinstance(each, AnyOfGroups):
-        return f"∃π ∈ T: {formula(each.generic())}"
-    return formula(each.generic())
 
 
 def formula(node: Node) -> str:
