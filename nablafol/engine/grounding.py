@@ -107,7 +107,7 @@ class _Analysis:
         """The programs' grounding rows, in the plan's sorted numbering."""
         plan = self.plan
 
-        def stacked(name: str, width: int):  # all programs' rows in one table, and each one's program
+        def stacked(name: str, width: int):  # every program's rows in one table, each row's program
             parts = [np.zeros((0, width), dtype=np.int64)]
             parts += [parts[0] if g is None else getattr(g, name) for g in rows]
             counts = np.fromiter(map(len, parts[1:]), dtype=np.int64, count=len(rows))
