@@ -1,9 +1,8 @@
 """Exact answers where the fast path approximates: conditioning on the repeated uncertain atoms.
 
 ``P(F) = Σ_w P(w) · P(F | w)`` over the ``2^k`` assignments ``w`` of a program's ``k`` repeated
-uncertain atoms (:mod:`nablafol.engine.grounding`): in each world the fast path is exact. The
-worlds of a batch run as one batch of the engine, differentiably. Where expansion costs more
-than compiling (:func:`circuit_preferred`), or past ``exact_budget``, a circuit answers instead
+uncertain atoms (:mod:`nablafol.engine.grounding`), each world exact on the fast path, all run as
+one batch. Where :func:`circuit_preferred` (or past ``exact_budget``), a circuit answers instead
 (:mod:`nablafol.engine.circuits`); one past its node budget keeps the fast path's answer,
 flagged not exact (``docs/exactness.md``, "Exact mode").
 
@@ -24,6 +23,7 @@ from typing import Sequence
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 
 from nablafol.engine.answers import Answers, Tables
 from nablafol.engine.circuits import CircuitJobs, answer_by_circuits
@@ -34,10 +34,10 @@ from nablafol.numerics import log1mexp, log_sum_exp
 
 NEG_INF = float("-inf")
 
-__all__ = ["exact_flags", "exact_answers", "shared_atom_counts", "circuit_preferred", "WORLDS_PER_RUN",
-           "COMPILE_WORLDS"]
+__all__ = ["exact_flags", "exact_answers", "shared_atom_counts", "circuit_preferred",
+           "WORLDS_PER_RUN", "COMPILE_WORLDS"]
 
-#: What compiling a question's circuit costs, in worlds of Shannon expansion (about one fast-path run each)
+#: What compiling a question's circuit costs, in worlds of Shannon expansion (a fast-path run each)
 COMPILE_WORLDS = 64
 #: Worlds (program copies) one run of exact mode evaluates at most (memory); more run in turn
 WORLDS_PER_RUN = 1 << 12
@@ -55,9 +55,8 @@ def shared_atom_counts(engine, programs: Sequence[Program], plan: BatchPlan, tab
 
 
 def _shared_atoms(engine, programs, plan: BatchPlan, tables) -> RepeatedAtoms:
-    """The repeated uncertain atoms of the programs not read-once, in ``plan``'s request rows."""
     need = np.array([i for i, p in enumerate(programs) if not p.read_once], dtype=np.int64)
-    if need.size:  # what a program repeats is certain in its scene: nothing to find (plain scene graphs)
+    if need.size:  # what a program repeats may be certain in its scene (plain scene graphs)
         need = need[~_certain_repeats(programs, need, plan, tables)]
     if not need.size:
         unary, binary = np.zeros((0, 3), dtype=np.int64), np.zeros((0, 4), dtype=np.int64)
@@ -72,7 +71,8 @@ def _certain_repeats(programs, need: np.ndarray, plan: BatchPlan, tables) -> np.
     """Whether every atom each program of ``need`` can repeat is certain in its scene."""
     pid = {p: i for i, p in enumerate(plan.predicates)}
     out = np.ones(len(need), dtype=bool)
-    for arity, keys, table in ((1, plan.unary_keys, tables.unary), (2, plan.binary_keys, tables.binary)):
+    for arity, keys, table in ((1, plan.unary_keys, tables.unary),
+                               (2, plan.binary_keys, tables.binary)):
         if table is None or not len(keys):
             continue
         t = table[: len(keys)].flatten(1)
@@ -86,7 +86,8 @@ def _certain_repeats(programs, need: np.ndarray, plan: BatchPlan, tables) -> np.
             owner = np.array(owner, dtype=np.int64)
             asked = request_key(plan.program_scene[need[owner]], np.array(ids, dtype=np.int64),
                                 len(plan.predicates))
-            out &= np.bincount(owner[~crisp[np.searchsorted(keys, asked)]], minlength=len(need)) == 0
+            uncertain = owner[~crisp[np.searchsorted(keys, asked)]]
+            out &= np.bincount(uncertain, minlength=len(need)) == 0
     return out
 
 
@@ -94,11 +95,12 @@ def exact_answers(engine, programs: Sequence[Program], plan: BatchPlan, tables) 
     """The batch's answers, exact for every program that repeats at most ``engine.exact_budget``
     uncertain atoms (``Answers.exact`` says which)."""
     jobs = _known_jobs(engine, programs, plan, tables)
-    if jobs is not None and all(engine.circuits.holds(key) for key in jobs.keys):  # no look for atoms
+    if jobs is not None and all(engine.circuits.holds(k) for k in jobs.keys):  # no atoms to find
         n_jobs = sum(len(m) for m in jobs.members)
-        answers = engine.execute(plan, tables) if n_jobs < len(programs) else _unanswered(plan, tables)
-        if _by_circuits(engine, answers, jobs).size == n_jobs:  # else one is kept as past its node budget
-            answers._exact = torch.ones(plan.n_programs, dtype=torch.bool)  # read-once, or by a circuit
+        some_fast = n_jobs < len(programs)
+        answers = engine.execute(plan, tables) if some_fast else _unanswered(plan, tables)
+        if _by_circuits(engine, answers, jobs).size == n_jobs:  # else one is past its node budget
+            answers._exact = torch.ones(plan.n_programs, dtype=torch.bool)
             return answers
     atoms = _shared_atoms(engine, programs, plan, tables)
     count = atoms.count
@@ -111,27 +113,19 @@ def exact_answers(engine, programs: Sequence[Program], plan: BatchPlan, tables) 
     expand = np.nonzero((count > 0) & (count <= engine.exact_budget) & ~compiled)[0]
     if not expand.size:
         return answers
-    pieces, parts = [], []  # a program's worlds may span runs: a part per (program, run)
-    for run in _runs(expand, count):
-        pieces.append(run[:, 0])
-        parts.append(_worlds(engine, programs, plan, tables, atoms, run))
-    owner = np.concatenate(pieces)
-    width, n_objects, mixed = answers.log_probs.shape[1], answers.focus.shape[1], []
-    for j, (w, fill) in enumerate(((width, NEG_INF), (width, 0.0), (n_objects, NEG_INF))):
-        # a run's programs may have fewer candidates than the batch's
-        widened = [torch.nn.functional.pad(part[j], (0, w - part[j].shape[1]), value=fill) for part in parts]
-        mixed.append(_log_sum_by(owner, torch.cat(widened)))
-    _write(answers, np.unique(owner), *mixed)
+    runs = list(_runs(expand, count))  # a program's worlds may span runs: a part per (program, run)
+    parts = [_worlds(engine, programs, plan, tables, atoms, run, answers) for run in runs]
+    owner = np.concatenate([run[:, 0] for run in runs])
+    _write(answers, np.unique(owner), *(_log_sum_by(owner, torch.cat(p)) for p in zip(*parts)))
     return answers
 
 
 def _known_jobs(engine, programs, plan: BatchPlan, tables) -> CircuitJobs | None:
     """The jobs of the programs that can repeat atoms if each had a circuit lately, else None."""
-    distinct = {id(p): p for p in programs}.values()
-    repeating = [p for p in distinct if not p.read_once]
-    if not repeating or not all(engine.circuits.knows(p) for p in repeating):
-        return None
     rows = np.array([i for i, p in enumerate(programs) if not p.read_once], dtype=np.int64)
+    repeating = {id(programs[i]): programs[i] for i in rows}.values()
+    if not rows.size or not all(engine.circuits.knows(p) for p in repeating):
+        return None
     return CircuitJobs(programs, plan, tables, rows)
 
 
@@ -142,18 +136,20 @@ def _unanswered(plan: BatchPlan, tables) -> Answers:
     at = (plan.candidate_program, plan.candidate_position)
     mask[tuple(torch.as_tensor(a, device=device) for a in at)] = True
     log_probs = torch.full(shape, NEG_INF, dtype=tables.dtype, device=device)
-    focus = torch.full((plan.n_programs, tables.object_mask.shape[1]), NEG_INF, dtype=tables.dtype, device=device)
+    focus = log_probs.new_full((plan.n_programs, tables.object_mask.shape[1]), NEG_INF)
     scenes = torch.as_tensor(plan.program_scene, dtype=torch.long, device=device)
-    return Answers(log_probs, mask, plan.labels, focus, tables.object_mask[scenes], torch.zeros_like(log_probs))
+    masks = tables.object_mask[scenes]
+    return Answers(log_probs, mask, plan.labels, focus, masks, torch.zeros_like(log_probs))
 
 
 def _write(answers: Answers, rows: np.ndarray, log_p, log_c, focus) -> None:
     """``answers`` with these rows written in (candidates, complements, focus)."""
     if not rows.size:
         return
-    at = torch.as_tensor(rows, device=answers.log_probs.device)
-    answers.log_probs = answers.log_probs.index_copy(0, at, log_p).masked_fill(~answers.candidate_mask, NEG_INF)
-    answers.log_complement = answers.log_complement.index_copy(0, at, log_c).masked_fill(~answers.candidate_mask, 0.0)
+    at, absent = torch.as_tensor(rows, device=answers.log_probs.device), ~answers.candidate_mask
+    answers.log_probs = answers.log_probs.index_copy(0, at, log_p).masked_fill(absent, NEG_INF)
+    log_c = answers.log_complement.index_copy(0, at, log_c)
+    answers.log_complement = log_c.masked_fill(absent, 0.0)
     answers.focus = answers.focus.index_copy(0, at, focus)
 
 
@@ -170,8 +166,9 @@ def _preferred_jobs(engine, programs, plan: BatchPlan, tables, count, jobs) -> C
 
 def _by_circuits(engine, answers: Answers, jobs: CircuitJobs) -> np.ndarray:
     """Writes the jobs' answers by their circuits into ``answers``: the rows written."""
-    rows, log_p, log_c, focus = answer_by_circuits(engine.circuits, jobs, answers.log_probs.shape[1],
-                                                   answers.focus.shape[1], answers.log_probs)
+    rows, log_p, log_c, focus = answer_by_circuits(
+        engine.circuits, jobs, answers.log_probs.shape[1], answers.focus.shape[1],
+        answers.log_probs)
     _write(answers, rows, log_p, log_c, focus)
     return rows
 
@@ -189,11 +186,15 @@ def circuit_preferred(cache, key: tuple, k: int, copies: int, budget: int) -> bo
 def _log_sum_by(owner: np.ndarray, values: torch.Tensor) -> torch.Tensor:
     """``log Σ e^values`` over the rows of each owner, in order: a row per owner, ascending."""
     per = np.unique(owner, return_counts=True)[1]
-    grid = np.full((len(per), int(per.max())), owner.size, dtype=np.int64)  # past the last row: padding
-    place = np.arange(owner.size) - np.repeat(np.cumsum(per) - per, per)  # among its owner's rows
-    grid[np.repeat(np.arange(len(per)), per), place] = np.argsort(owner, kind="stable")
+    grid = np.full((len(per), int(per.max())), owner.size, dtype=np.int64)  # past the last: padding
+    grid[np.repeat(np.arange(len(per)), per), _within(per)] = np.argsort(owner, kind="stable")
     padded = torch.cat([values, values.new_full((1, values.shape[1]), NEG_INF)])
     return log_sum_exp(padded[torch.as_tensor(grid, device=values.device)], dim=1)
+
+
+def _within(counts: np.ndarray) -> np.ndarray:
+    """Each item's place in its group, for groups of ``counts`` items in turn."""
+    return np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
 
 
 def _runs(expand: np.ndarray, count: np.ndarray):
@@ -212,25 +213,28 @@ def _runs(expand: np.ndarray, count: np.ndarray):
         yield np.array(run, dtype=np.int64)
 
 
-def _worlds(engine, programs, plan: BatchPlan, tables, atoms: RepeatedAtoms, run: np.ndarray):
-    """``log Σ_w P(w) P(F | w)`` over each row's worlds of ``run`` (log p, log(1 - p), focus)."""
+def _worlds(engine, programs, plan: BatchPlan, tables, atoms: RepeatedAtoms, run: np.ndarray,
+            answers: Answers):
+    """``log Σ_w P(w) P(F | w)`` over each row's worlds of ``run`` (log p, log(1 - p), focus),
+    as wide as ``answers``'."""
     device = tables.object_mask.device
     chunk, n_worlds = run[:, 0], run[:, 2]
     owner = np.repeat(np.arange(len(chunk)), n_worlds)  # world -> its row of the run
-    world = run[owner, 1] + np.arange(owner.size) - np.repeat(np.cumsum(n_worlds) - n_worlds, n_worlds)  # its number
+    world = run[owner, 1] + _within(n_worlds)  # its number
     n_scenes = tables.object_mask.shape[0]
-    world_plan = build_batch_plan([programs[chunk[o]] for o in owner], n_scenes + np.arange(owner.size),
-                                  engine.registry)  # each world a scene of its own, after the batch's
+    # each world a scene of its own, after the batch's
+    world_plan = build_batch_plan([programs[chunk[o]] for o in owner],
+                                  n_scenes + np.arange(owner.size), engine.registry)
     base_scene = np.concatenate([np.arange(n_scenes), plan.program_scene[chunk[owner]]])
     place = np.full(len(programs), -1, dtype=np.int64)
     place[chunk] = np.arange(len(chunk))
     log_weight = torch.zeros(owner.size, dtype=tables.dtype, device=device)
     u_mine, b_mine = (found[place[found[:, 0]] >= 0] for found in (atoms.unary, atoms.binary))
-    first_bit = (np.zeros(len(chunk), dtype=np.int64), np.bincount(place[u_mine[:, 0]], minlength=len(chunk)))
-    rebuilt = []
+    n_unary = np.bincount(place[u_mine[:, 0]], minlength=len(chunk))  # binary atoms' first bit
+    rebuilt, no_unary = [], np.zeros_like(n_unary)
     for table, mine, plan_keys, keys, offset in (
-            (tables.unary, u_mine, plan.unary_keys, world_plan.unary_keys, first_bit[0]),
-            (tables.binary, b_mine, plan.binary_keys, world_plan.binary_keys, first_bit[1])):
+            (tables.unary, u_mine, plan.unary_keys, world_plan.unary_keys, no_unary),
+            (tables.binary, b_mine, plan.binary_keys, world_plan.binary_keys, n_unary)):
         set_world, set_atom, value = _settings(mine, place, owner, world, offset)
         setting = mine[set_atom]  # (program, request, object...) of each atom a world sets
         if len(set_world):  # log P(w): each set atom's log p or log(1 - p)
@@ -242,25 +246,29 @@ def _worlds(engine, programs, plan: BatchPlan, tables, atoms: RepeatedAtoms, run
     (unary, u_remap), (binary, b_remap) = rebuilt
     for vgroups, _ in world_plan.levels:  # the world plan reads the rebuilt tables
         for g in vgroups:
-            if "table" in g.arrays:
-                g.arrays["table"] = u_remap[g.arrays["table"]]
-            if "tables" in g.arrays:
-                g.arrays["tables"] = b_remap[g.arrays["tables"]]
-    result = engine.execute(world_plan, Tables(unary, binary, tables.object_mask[torch.as_tensor(base_scene, device=device)],
-                                            tables.dtype, tables.padded, neutral=True))
-    return tuple(_log_sum_by(owner, values + log_weight[:, None])
-                 for values in (result.log_probs, result.log_complement, result.focus))
+            for name, remap in (("table", u_remap), ("tables", b_remap)):
+                if name in g.arrays:
+                    g.arrays[name] = remap[g.arrays[name]]
+    masks = tables.object_mask[torch.as_tensor(base_scene, device=device)]
+    result = engine.execute(world_plan, Tables(unary, binary, masks, tables.dtype, tables.padded,
+                                               neutral=True))
+    width, n_objects = answers.log_probs.shape[1], answers.focus.shape[1]
+    # a run may have fewer candidates than the batch
+    fills = ((width, NEG_INF), (width, 0.0), (n_objects, NEG_INF))
+    sums = (_log_sum_by(owner, values + log_weight[:, None])
+            for values in (result.log_probs, result.log_complement, result.focus))
+    return tuple(F.pad(v, (0, w - v.shape[1]), value=fill) for v, (w, fill) in zip(sums, fills))
 
 
 def _settings(mine: np.ndarray, place, owner, world, first_bit: np.ndarray):
-    """(world, atom, 0/1) of each atom a world sets: its program's bits ``first_bit``, ...."""
+    """(world, atom, 0/1) of each atom a world sets, its program's bits from ``first_bit`` on."""
     prog = place[mine[:, 0]]
     per = np.bincount(prog, minlength=len(first_bit))
     first = np.concatenate([[0], np.cumsum(per)[:-1]])
     bit = np.arange(len(mine)) - first[prog] + first_bit[prog]
     n = per[owner]  # atoms per world
     w = np.repeat(np.arange(owner.size), n)
-    atom = first[owner[w]] + (np.arange(w.size) - np.repeat(np.cumsum(n) - n, n))
+    atom = first[owner[w]] + _within(n)
     return w, atom, ((world[w] >> bit[atom]) & 1).astype(bool)
 
 
@@ -278,7 +286,8 @@ def _retabled(table, plan, plan_keys, world_plan, keys, base_scene, n_scenes,
     scene, wpid = split_key(keys, n_world_ids)
     source = np.searchsorted(plan_keys, request_key(base_scene[scene], to_plan[wpid], n_plan_ids))
     _, set_pid = split_key(plan_keys[setting[:, 1]], n_plan_ids)
-    request = np.searchsorted(keys, request_key(n_scenes + set_world, to_world[set_pid], n_world_ids))
+    set_key = request_key(n_scenes + set_world, to_world[set_pid], n_world_ids)
+    request = np.searchsorted(keys, set_key)
     changed, slot = np.unique(request, return_inverse=True)
     device = table.device
     copies = table[torch.as_tensor(source[changed], dtype=torch.long, device=device)].clone()
@@ -286,10 +295,8 @@ def _retabled(table, plan, plan_keys, world_plan, keys, base_scene, n_scenes,
         index = (slot.reshape(-1),) + tuple(setting[:, 2:].T)
         copies[tuple(torch.as_tensor(c, device=device) for c in index)] = torch.where(
             torch.as_tensor(value, device=device), 0.0, float("-inf")).to(copies.dtype)
-    remap = source.copy()
-    if table.dim() == 2:  # unary
-        remap[changed] = table.shape[0] + np.arange(changed.size)
-        return torch.cat([table, copies]), remap
-    base = table.shape[0] - 1  # the neutral all-ones table stays last
+    neutral = table.dim() == 3  # a binary table keeps its neutral all-ones table last
+    base, remap = table.shape[0] - neutral, source.copy()
     remap[changed] = base + np.arange(changed.size)
-    return torch.cat([table[:-1], copies, table[-1:]]), np.append(remap, base + changed.size)
+    remap = np.append(remap, base + changed.size) if neutral else remap
+    return torch.cat([table[:base], copies, table[base:]]), remap

@@ -1,12 +1,11 @@
 """Which uncertain ground atoms repeat in a batch's groundings: when the engine's answer is exact.
 
-Per program of a :class:`~nablafol.engine.planning.BatchPlan` and over its scene's tables, the
-*repeated uncertain atoms*: those (of probability strictly between 0 and 1) that occur twice
-where it matters (``dfol.md``, soundness, clause 2). A program with none is exact; exact mode
-conditions on them (:mod:`nablafol.engine.exact`). Two batched passes over the plan's levels,
-through the rows' operators (:mod:`~nablafol.engine.lowering`): *up*, Kleene's possible /
-certain per node and object; *down*, once per candidate entry, how often each node is used
-through open nodes, capped at 2 (``docs/exactness.md``, "Exact in this scene").
+Per program of a :class:`~nablafol.engine.planning.BatchPlan`, over its scene's tables: the
+uncertain atoms (probability strictly between 0 and 1) occurring twice where it matters
+(``dfol.md``, soundness, clause 2). A program with none is exact; exact mode conditions on them
+(:mod:`nablafol.engine.exact`). Two passes through the rows' operators: *up*, Kleene's possible /
+certain per node and object; *down*, per candidate entry, how often each node is used through
+open nodes, capped at 2 (``docs/exactness.md``, "Exact in this scene").
 
     >>> import torch
     >>> from nablafol.engine import Engine
@@ -50,31 +49,31 @@ class RepeatedAtoms:
 class _Analysis:
     """One plan with its tables: the up pass at construction, down passes per candidate entry."""
 
-    def __init__(self, plan: BatchPlan, rows: Sequence[Optional[GroundingRows]], unary, binary, object_mask):
+    def __init__(self, plan: BatchPlan, rows: Sequence[Optional[GroundingRows]], unary, binary,
+                 object_mask):
         self.plan, self.object_mask = plan, object_mask
         self.device = device = object_mask.device
         n = object_mask.shape[1]
         self.idx = lambda a: torch.as_tensor(a, dtype=torch.long, device=device)  # noqa: E731
-        # atom tables as booleans; `binary` ends with the relates' neutral all-ones table
-        self.u_poss, self.u_cert = (unary > float("-inf"), unary == 0) if unary is not None else (None, None)
-        self.b_poss, self.b_cert = (binary > float("-inf"), binary == 0) if binary is not None else (None, None)
+        kleene = lambda t: (None, None) if t is None else (t > float("-inf"), t == 0)  # noqa: E731
+        self.u_poss, self.u_cert = kleene(unary)
+        self.b_poss, self.b_cert = kleene(binary)  # the relates' neutral all-ones table last
         self.v_scene = self.idx(plan.v_scene)
-        # the up pass' possible / certain per vector row and object, and per scalar row
         self.vp = torch.zeros((len(plan.v_scene), n), dtype=torch.bool, device=device)
         self.vc = torch.zeros_like(self.vp)
         self.sp = torch.zeros(SCALAR_CONSTANTS + plan.n_scalars, dtype=torch.bool, device=device)
         self.sc = torch.zeros_like(self.sp)
         self.sp[0] = self.sc[0] = True  # the constant rows: log 1, log 0
-        # the programs analysed; the others' rows are used by no root: they pass no count
+        # a program not analysed has its rows used by no root: they pass no count
         self.analysed = np.fromiter((r is not None for r in rows), dtype=bool, count=len(rows))
         self._program_rows(rows)
-        # an atom's count goes to its slot, keyed program * width + request (width: requests + 1)
+        # an atom's slot: program * width + request (width: requests + 1)
         self.u_width, self.b_width = len(plan.unary_keys) + 1, len(plan.binary_keys) + 1
         u_keys, b_keys = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
         # each row's inputs: what an AllSame row's truths read (_Rows.all_same_values)
         self.v_in = np.full((2, len(plan.v_scene)), -1, dtype=np.int64)
         self.s_vin = np.full(SCALAR_CONSTANTS + plan.n_scalars, -1, dtype=np.int64)
-        for vgroups, sgroups in plan.levels:  # up: Kleene values; and where the down pass' counts go
+        for vgroups, sgroups in plan.levels:  # up: Kleene values, and where counts go down
             for g in vgroups:
                 if "table" in g.arrays:
                     keys, mine = self.unary_keys(g)
@@ -91,15 +90,15 @@ class _Analysis:
                 if "vin" in g.arrays:
                     self.s_vin[at] = g.arrays["vin"]
                 self.sp[at], self.sc[at] = g.operator.kleene(_Rows(self, g))
-        self.u_slots, self.b_slots = np.unique(np.concatenate(u_keys)), np.unique(np.concatenate(b_keys))
+        self.u_slots, self.b_slots = (np.unique(np.concatenate(k)) for k in (u_keys, b_keys))
 
     def unary_keys(self, g) -> tuple[np.ndarray, np.ndarray]:
-        """The slot key of each row of a filtering group, and which rows are analysed."""
+        """The slot key of each row of a filtering group, and which are analysed."""
         programs = self.plan.v_program[g.start:g.stop]
         return programs * self.u_width + g.arrays["table"], self.analysed[programs]
 
     def binary_keys(self, g) -> tuple[np.ndarray, np.ndarray]:
-        """The slot key of each atom ``(G, atoms)`` of a relating group, and which are real atoms."""
+        """The slot key of each atom ``(G, atoms)`` of a relating group, and which are real."""
         programs, tables = self.plan.v_program[g.start:g.stop], g.arrays["tables"]
         real = (tables < self.b_width - 1) & self.analysed[programs][:, None]
         return programs[:, None] * self.b_width + tables, real
@@ -108,12 +107,11 @@ class _Analysis:
         """The programs' grounding rows, in the plan's sorted numbering."""
         plan = self.plan
 
-        def stacked(name: str, width: int):  # every program's rows in one table, and each row's program
-            none = np.zeros((0, width), dtype=np.int64)
-            parts = [none if g is None else getattr(g, name) for g in rows]
-            counts = np.fromiter(map(len, parts), dtype=np.int64, count=len(parts))
-            table = np.concatenate(parts) if parts else np.zeros((0, width), dtype=np.int64)
-            return table, np.repeat(np.arange(len(parts)), counts)
+        def stacked(name: str, width: int):  # every program's rows in one table, each row's program
+            parts = [np.zeros((0, width), dtype=np.int64)]
+            parts += [parts[0] if g is None else getattr(g, name) for g in rows]
+            counts = np.fromiter(map(len, parts[1:]), dtype=np.int64, count=len(rows))
+            return np.concatenate(parts), np.repeat(np.arange(len(rows)), counts)
 
         v_at = lambda p, r: plan.v_rank[plan.v_offset[p] + r]  # noqa: E731
         s_at = lambda p, r: plan.s_rank[plan.s_offset[p] + r] + SCALAR_CONSTANTS  # noqa: E731
@@ -125,11 +123,8 @@ class _Analysis:
         self.merges = np.stack([m[:, 0], v_at(mp, m[:, 1]), block * self.group_width + m[:, 3]], 1)
         self.n_entries = int(self.roots[:, 0].max()) + 1 if len(self.roots) else 0
 
-    def s_open(self, rows) -> torch.Tensor:
-        return self.sp[rows] & ~self.sc[rows]
-
     def repeated(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """Boolean masks ``(slots, N)`` and ``(slots, N, N)``: atoms counted twice by some candidate."""
+        """Masks ``(slots, N)``, ``(slots, N, N)``: atoms counted twice by some candidate."""
         n = self.object_mask.shape[1]
         u_rep = torch.zeros((len(self.u_slots), n), dtype=torch.bool, device=self.device)
         b_rep = torch.zeros((len(self.b_slots), n, n), dtype=torch.bool, device=self.device)
@@ -143,9 +138,10 @@ class _Analysis:
         """The use counts of one candidate entry: of vector and scalar rows, of atom slots."""
         plan, idx, n = self.plan, self.idx, self.object_mask.shape[1]
         zeros = lambda *shape: torch.zeros(shape, dtype=torch.int32, device=self.device)  # noqa: E731
-        self.v_count, self.s_count = zeros(len(plan.v_scene), n), zeros(SCALAR_CONSTANTS + plan.n_scalars)
+        self.v_count = zeros(len(plan.v_scene), n)
+        self.s_count = zeros(SCALAR_CONSTANTS + plan.n_scalars)
         self.u_count, self.b_count = zeros(len(self.u_slots), n), zeros(len(self.b_slots), n, n)
-        self.merged = np.full(len(plan.v_scene), -1, dtype=np.int64)  # vector row -> (block, group) key
+        self.merged = np.full(len(plan.v_scene), -1, dtype=np.int64)  # row -> (block, group) key
         roots = idx(self.roots[self.roots[:, 0] == entry, 1])
         self.s_count.index_add_(0, roots, torch.ones_like(roots, dtype=torch.int32))
         merges = self.merges[self.merges[:, 0] == entry]
@@ -154,7 +150,7 @@ class _Analysis:
         for vgroups, sgroups in reversed(plan.levels):
             for g in sgroups:
                 rows = slice(SCALAR_CONSTANTS + g.start, SCALAR_CONSTANTS + g.stop)
-                c = self.s_count[rows].clamp(max=CAP) * self.s_open(rows)
+                c = self.s_count[rows].clamp(max=CAP) * (self.sp[rows] & ~self.sc[rows])
                 g.operator.count_down(_Rows(self, g), c)
             for g in vgroups:
                 rows = slice(g.start, g.stop)
@@ -207,9 +203,6 @@ class _Rows:
         a, args = self.analysis, self.analysis.idx(self.group.arrays["args"])
         return a.sp[args], a.sc[args]
 
-    def open_truths(self) -> torch.Tensor:
-        return self.analysis.s_open(self.analysis.idx(self.group.arrays["args"]))
-
     def pad(self) -> torch.Tensor:
         return torch.as_tensor(self.group.arrays["pad"], device=self.analysis.device)
 
@@ -218,9 +211,6 @@ class _Rows:
         a, arrays = self.analysis, self.group.arrays
         rows = a.idx(arrays["vin"]) if "vin" in arrays else slice(self.group.start, self.group.stop)
         return a.object_mask[a.v_scene[rows]]
-
-    def width(self) -> int:
-        return self.group.arrays["args"].shape[1]
 
     def add_vector(self, name: str, counts: torch.Tensor) -> None:
         if name == "in0":  # the last rows of a block of many candidates: within a candidate only
@@ -249,24 +239,19 @@ class _Rows:
         args = self.analysis.idx(self.group.arrays["args"])
         self.analysis.s_count.index_add_(0, args.reshape(-1), counts.reshape(-1).to(torch.int32))
 
-    def _all_same(self):
-        """AllSame rows' input ``(G,)``, each value's ``Filter_π[1]`` row ``(G, K)`` (-1: padding)."""
-        a, args = self.analysis, self.group.arrays["args"]
-        conjoined = a.s_vin[args[:, 1:]]  # -1 at padding, whose rows are the constant ones
-        values = np.where(conjoined >= 0, a.v_in[0, a.v_in[1, np.maximum(conjoined, 0)]], -1)
-        return a.s_vin[args[:, 0]], values
-
     def all_same_values(self):
         """For AllSame rows: ((possible, valid) of the input, possible of each value's
         ``Filter_π[1]`` row ``(G, K, N)``, which values are real ``(G, K)``)."""
-        a = self.analysis
-        x, values = self._all_same()
+        a, args = self.analysis, self.group.arrays["args"]
+        x = a.idx(a.s_vin[args[:, 0]])
+        conjoined = a.s_vin[args[:, 1:]]  # -1 at padding, whose rows are the constant ones
+        values = np.where(conjoined >= 0, a.v_in[0, a.v_in[1, np.maximum(conjoined, 0)]], -1)
         real = torch.as_tensor(~self.group.arrays["pad"][:, 1:] & (values >= 0), device=a.device)
-        valid = a.object_mask[a.v_scene[a.idx(x)]]
-        return (a.vp[a.idx(x)], valid), a.vp[a.idx(np.maximum(values, 0))], real
+        return (a.vp[x], a.object_mask[a.v_scene[x]]), a.vp[a.idx(np.maximum(values, 0))], real
 
     def add_all_same_input(self, counts: torch.Tensor) -> None:
-        self.analysis.v_count.index_add_(0, self.analysis.idx(self._all_same()[0]), counts)
+        a = self.analysis
+        a.v_count.index_add_(0, a.idx(a.s_vin[self.group.arrays["args"][:, 0]]), counts)
 
 
 def _flipped(t: torch.Tensor, reverse: np.ndarray) -> torch.Tensor:

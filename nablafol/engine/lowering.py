@@ -1,23 +1,18 @@
 """Each DFOL node kind lowered once: the plan rows a node adds, and what each row's operator means.
 
-A plan (:mod:`~nablafol.engine.planning`) has *vector* rows (an attention, a value per object)
-and *scalar* rows (a truth, ``(log p, log(1 - p))``). Each row names its :class:`Operator`, which
-says what its rows mean to every consumer, each handing it a reader of the same methods
-(``vector``, ``unary``, ``relation``, ``truths``, ``pad``, ``objects``): their values
-(:meth:`~Operator.run`, in both executors), their Kleene values and uses
-(:meth:`~Operator.kleene`, :meth:`~Operator.count_down`: the exactness analysis of
-:mod:`~nablafol.engine.grounding`), their ground formulas (:meth:`~Operator.ground`, for
-:func:`~nablafol.engine.circuits.ground`, whose reader also builds: ``all``, ``any``, ``neg``).
-
-A node kind's lowering is registered once with :func:`register_lowering` (as
-``torch.distributions.kl.register_kl`` registers one function per pair of types); a new node
-kind is one class, one lowering and, if no operator computes it yet, one :class:`Operator`
-(``tests/engine/test_engine_new_node.py``).
+A plan (:mod:`~nablafol.engine.planning`) has *vector* rows (an attention) and *scalar* rows (a
+truth, ``(log p, log(1 - p))``). Each row names its :class:`Operator`, which says what its rows
+mean to each consumer through a reader of the same methods (``vector``, ``unary``, ``relation``,
+``truths``, ``pad``, ``objects``): values (``run``), Kleene values and uses (``kleene``,
+``count_down``, for :mod:`~nablafol.engine.grounding`), ground formulas (``ground``, for
+:mod:`~nablafol.engine.circuits`). A new node kind is one class, one :func:`register_lowering`
+and, if no operator computes it, one :class:`Operator` (``tests/engine/test_engine_new_node.py``).
 
 Example: the operators of ``A_∃(Filter_red[1])``'s rows, in the order a level runs them:
     >>> from nablafol.ir import Aggregate, Filter, Predicate, Program, Top
     >>> from nablafol.engine.planning import ProgramPlan
-    >>> plan = ProgramPlan.of(Program.yes_no(Aggregate(Quantifier.EXISTS, Filter(Predicate("red"), Top()))))
+    >>> red = Filter(Predicate("red"), Top())
+    >>> plan = ProgramPlan.of(Program.yes_no(Aggregate(Quantifier.EXISTS, red)))
     >>> [OPERATORS[k].name for k in plan.v[:, 0].tolist() + plan.s[:, 0].tolist()]
     ['top', 'filter', 'aggregate ∃']
 """
@@ -30,11 +25,12 @@ import torch
 
 from nablafol import operators as ops
 from nablafol.errors import ProgramStructureError
-from nablafol.ir import (Aggregate, AggregateEach, AllOf, AllSame, And, AnyOf, AnyOfGroups, Conjoin, Filter, Neg, Not,
-                         Or, Pairwise, Relate, Top)
+from nablafol.ir import (Aggregate, AggregateEach, AllOf, AllSame, And, AnyOf, AnyOfGroups,
+                         Conjoin, Filter, Neg, Not, Or, Pairwise, Relate, Top)
 from nablafol.operators import Quantifier
 
-__all__ = ["Operator", "OPERATORS", "VectorRow", "ScalarRow", "register_lowering", "lowering_of", "TOP"]
+__all__ = ["Operator", "OPERATORS", "VectorRow", "ScalarRow", "register_lowering", "lowering_of",
+           "TOP"]
 
 CAP = 2  # use counts are capped here: all that matters to exactness is "twice or more"
 
@@ -43,11 +39,10 @@ OPERATORS: list["Operator"] = []
 
 
 class Operator:
-    """What the rows of one kind compute (see the module docstring); registered in
-    :data:`OPERATORS` when made. ``vector``: its rows are attentions, else truths."""
+    """What the rows of one kind compute, registered in :data:`OPERATORS` when made."""
 
-    vector = True
-    pads_with_true = True  # a group's rows of fewer truths than its widest are padded with log 1, else log 0
+    vector = True  # its rows are attentions, else truths
+    pads_with_true = True  # rows of fewer truths than their group's widest pad with log 1, else 0
 
     def __init__(self, name: str):
         self.name = name
@@ -66,8 +61,8 @@ class Operator:
         raise NotImplementedError
 
     def count_down(self, rows, counts: torch.Tensor) -> None:
-        """Pass the rows' use ``counts`` (``(G, N)`` or ``(G,)``, zero where a row is constant) to
-        what they read, through ``rows.add_vector`` / ``add_unary`` / ``add_relation`` / ``add_truths``."""
+        """Pass the rows' use ``counts`` (``(G, N)`` or ``(G,)``, 0 where constant) to what they
+        read, through ``rows.add_vector`` / ``add_unary`` / ``add_relation`` / ``add_truths``."""
         raise NotImplementedError
 
     def ground(self, rows):
@@ -92,8 +87,6 @@ class ScalarRow(NamedTuple):
     attention: int = -1
     truths: tuple = ()
 
-
-# --- the operators ------------------------------------------------------------------------
 
 class _Top(Operator):
     def run(self, rows):
@@ -160,7 +153,6 @@ class _Quantified(Operator):
         self.quantifier = quantifier
 
     def quantify(self, possible, certain, valid):
-        """Kleene values of the quantifier over the last dimension (``valid`` objects only)."""
         if self.quantifier is Quantifier.FORALL:
             return (possible | ~valid).all(-1), (certain | ~valid).all(-1)
         some_p, some_c = (possible & valid).any(-1), (certain & valid).any(-1)
@@ -208,7 +200,8 @@ class _Aggregate(_Quantified):
     vector = False
 
     def run(self, rows):
-        return torch.stack(ops.aggregate_pair(rows.vector("vin"), rows.objects(), self.quantifier), dim=-1)
+        pair = ops.aggregate_pair(rows.vector("vin"), rows.objects(), self.quantifier)
+        return torch.stack(pair, dim=-1)
 
     def kleene(self, rows):
         (xp, xc), valid = rows.vector("vin"), rows.objects()
@@ -232,7 +225,7 @@ class _Not(Operator):
         return ~ac[:, 0], ~ap[:, 0]
 
     def count_down(self, rows, counts):
-        rows.add_truths(counts[:, None].expand(-1, rows.width()))
+        rows.add_truths(counts[:, None].expand_as(rows.truths()[0]))
 
     def ground(self, rows):
         return rows.neg(rows.truths()[0])
@@ -260,7 +253,7 @@ class _Junction(_Not):
 
 
 class _AllSame(Operator):
-    """GQA's ``same`` of one input: truths ``A_∃(α)``, then ``A_∃(α ⊙ Neg[Filter_π[1]])`` each."""
+    """GQA's ``same``: truths ``A_∃(α)``, then ``A_∃(α ⊙ Neg[Filter_π[1]])`` per value."""
 
     vector = False
 
@@ -278,9 +271,11 @@ class _AllSame(Operator):
         # open); with two or more, the input must be crisp: every atom of the input counts twice
         (input_poss, valid), value_poss, real = rows.all_same_values()
         reachable = (value_poss & (input_poss & valid)[:, None, :]).any(-1)
-        used = rows.open_truths()[:, 1:] & reachable & real
+        truth_poss, truth_cert = rows.truths()
+        used = (truth_poss & ~truth_cert)[:, 1:] & reachable & real
         n_used = used.sum(1)
-        rows.add_truths(torch.cat([(counts * (n_used == 0))[:, None], counts[:, None] * used], 1).to(torch.int32))
+        nonempty = (counts * (n_used == 0))[:, None]
+        rows.add_truths(torch.cat([nonempty, counts[:, None] * used], 1).to(torch.int32))
         rows.add_all_same_input((CAP * counts * (n_used >= 2))[:, None] * valid)
 
     def ground(self, rows):  # no one is attended, or no one attended lacks some value
@@ -296,16 +291,13 @@ NOT, AND, OR = _Not("not"), _Junction("and", disjunction=False), _Junction("or",
 ALL_SAME = _AllSame("all same")
 
 
-# --- lowerings ----------------------------------------------------------------------------
-
 _LOWERINGS: dict[type, Callable] = {}
 
 
 def register_lowering(node_class: type) -> Callable[[Callable], Callable]:
-    """Decorator: ``lowering(node, builder)`` adds the rows of every ``node_class`` node to a plan
-    (``builder``: :class:`~nablafol.engine.planning.PlanBuilder`) and returns the node's row: an
-    int, or a ``range`` of rows for a node standing for many truths. One per class; a subclass
-    without its own lowering is lowered as its closest registered base."""
+    """Decorator: ``lowering(node, builder)`` adds a ``node_class`` node's rows to a plan
+    (:class:`~nablafol.engine.planning.PlanBuilder`) and returns its row: an int, or a ``range``
+    for a node of many truths. A subclass without its own is lowered as its closest base's."""
     def register(lowering: Callable) -> Callable:
         if node_class in _LOWERINGS:
             raise ProgramStructureError(f"{node_class.__name__} already has a lowering")
@@ -319,10 +311,7 @@ def lowering_of(node_class: type) -> Optional[Callable]:
     return next((_LOWERINGS[cls] for cls in node_class.__mro__ if cls in _LOWERINGS), None)
 
 
-# --- the lowerings of the IR's nodes ----------------------------------------------------
-
 def _one_row(operator: Operator) -> Callable:
-    """The lowering of a node kind that is one row of ``operator`` reading the node's children."""
     def lower(node, plan) -> int:
         inputs = [plan.row(child) for child in node.children()]
         if operator.vector:
@@ -338,7 +327,8 @@ for _kind, _operator in ((Top, TOP), (Neg, NEG), (Conjoin, CONJOIN), (Not, NOT),
 
 @register_lowering(Filter)
 def _lower_filter(node: Filter, plan) -> int:
-    return plan.vector(VectorRow(FILTER, plan.row(node.input), predicate=plan.unary(node.predicate)), node)
+    row = VectorRow(FILTER, plan.row(node.input), predicate=plan.unary(node.predicate))
+    return plan.vector(row, node)
 
 
 @register_lowering(Relate)
@@ -361,8 +351,7 @@ def _lower_of_each(node, plan) -> int:  # one row over the node's many truths
 
 @register_lowering(AggregateEach)
 def _lower_aggregate_each(node: AggregateEach, plan) -> range:
-    # K rows per operator on the shared input, then K aggregations: blocks, since an open
-    # question may have 1,232 candidates
+    # K rows per operator on the shared input, then K aggregations: blocks, as K may be large
     vin, predicates = plan.row(node.input), plan.unary_block(node.predicates)
     if not node.negate:  # A_q(Filter_π[α])
         last = plan.vector_block(FILTER, node, vin, predicate=predicates)
@@ -392,7 +381,6 @@ def _lower_any_of_groups(node: AnyOfGroups, plan) -> range:  # one Or row per gr
 
 @register_lowering(AllSame)
 def _lower_all_same(node: AllSame, plan) -> int:
-    # its truths: A_∃(α), then A_∃(α ⊙ Neg[Filter_π[1]]) per value (the analysis follows them)
     truths = (plan.row(node.nonempty),) + tuple(plan.row(node.each))
     return plan.scalar(ScalarRow(ALL_SAME, truths=truths))
 
