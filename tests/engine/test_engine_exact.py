@@ -9,7 +9,7 @@
 import numpy as np
 import pytest
 import torch
-from hypothesis import assume, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from tiers import examples
 
@@ -219,3 +219,22 @@ def test_all_same_with_exactly_two_possible_values_needs_a_crisp_input(n, seed):
     assert not bool(fast.exact[0]) and abs(fast.probs()[0, 0].item() - want) > 1e-6
     exact = run_engine([program], [tables], dtype=torch.float64, engine=Engine(exact=True))
     assert bool(exact.exact[0]) and exact.probs()[0, 0].item() == pytest.approx(want, abs=1e-12)
+
+
+
+@pytest.mark.slow
+@settings(max_examples=examples(20), suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(cases=st.lists(scenes_and_programs(max_objects=3, enumerable=True), min_size=2, max_size=4))
+def test_worlds_split_over_many_runs_still_equal_brute_force(monkeypatch, cases):
+    """Shannon expansion in runs of three worlds (a batch's worlds cut across programs and runs)."""
+    monkeypatch.setattr("nablafol.engine.exact.WORLDS_PER_RUN", 3)  # the same for every example
+    programs_, tables = [c.program for c in cases], [c.tables for c in cases]
+    engine = Engine(exact=True, exact_budget=22)
+    engine.circuits = CircuitCache(max_nodes=2)  # no circuit compiles: every answer by expansion
+    answers = run_engine(programs_, tables, dtype=torch.float64, engine=engine)
+    for i, c in enumerate(cases):
+        assert bool(answers.exact[i])
+        want = brute_force(c.program, c.tables)
+        assert np.allclose(_candidates(answers, i, c.program), want, atol=1e-9, rtol=0), c.program.formula()
+        assert np.allclose(_candidates(answers, i, c.program, complement=True), [1 - w for w in want], atol=1e-9,
+                           rtol=0)
