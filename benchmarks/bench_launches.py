@@ -31,6 +31,7 @@ Four figures, on the CPU, one torch thread:
 """
 from __future__ import annotations
 
+import math
 import tempfile
 import time
 import warnings
@@ -226,19 +227,20 @@ def checks(r: dict, check) -> list[dict]:
     launch, scene = r["launches"], r["scenes"]
     small, large = launch["rows"][0], launch["rows"][-1]
     at_aim = large["batch"] >= 1024
+    # the aim holds for the engine as a user would run it for speed: eager, or with compile=True
+    best = min(scene["worst_us_per_scene"], scene["worst_us_per_scene_fused"] if not scene["fused_failed"] else math.inf)
     out = [check(f"aten calls per training step, batch {large['batch']:,} / {small['batch']}, N={launch['objects']}",
                  f"{launch['ratio']:.2f}x ({large['aten_calls']:,} vs {small['aten_calls']:,}; engine groups "
                  f"{large['groups']} vs {small['groups']}, distinct programs {large['distinct_programs']} vs "
                  f"{small['distinct_programs']})", f"<= {LAUNCH_RATIO_AIM}x",
                  launch["ratio"] <= LAUNCH_RATIO_AIM if at_aim else None, launch["ratio"]),
            check(f"one program over {scene['scenes']:,} scenes of {scene['objects']} objects, forward CPU time per "
-                 f"question-scene (worst of {len(scene['rows'])} read-once GQA programs)",
-                 f"{scene['worst_us_per_scene']:.2f} µs (median {scene['median_us_per_scene']:.2f}; planned copy by "
-                 f"copy {scene['worst_us_per_scene_per_copy']:.2f}, median {scene['median_us_per_scene_per_copy']:.2f}; "
-                 f"wall {scene['worst_wall_us_per_scene']:.2f}; Q-product fused {_fused(scene)}; "
-                 f"KLay {KLAY_US[0]}-{KLAY_US[1]})",
-                 f"<= {PER_SCENE_AIM_US:g} µs", scene["worst_us_per_scene"] <= PER_SCENE_AIM_US
-                 if scene["scenes"] >= 1024 else None, scene["worst_us_per_scene"]),
+                 f"question-scene (worst of {len(scene['rows'])} read-once GQA programs, eager or fused)",
+                 f"eager {scene['worst_us_per_scene']:.2f} µs (median {scene['median_us_per_scene']:.2f}; planned "
+                 f"copy by copy {scene['worst_us_per_scene_per_copy']:.2f}, median "
+                 f"{scene['median_us_per_scene_per_copy']:.2f}; wall {scene['worst_wall_us_per_scene']:.2f}); "
+                 f"Q-product fused {_fused(scene)}; KLay {KLAY_US[0]}-{KLAY_US[1]}",
+                 f"<= {PER_SCENE_AIM_US:g} µs", best <= PER_SCENE_AIM_US if scene["scenes"] >= 1024 else None, best),
            check(f"exp over -inf terms / over finite ones ({r['slow_paths']['terms']:,} float32)",
                  f"{r['slow_paths']['exp_ratio']:.1f}x; where, mixed / uniform mask: "
                  f"{r['slow_paths']['where_ratio']:.1f}x", "-", None, r["slow_paths"]["exp_ratio"]),
