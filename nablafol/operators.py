@@ -217,18 +217,27 @@ class _NoneTrue(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad):
         log_r, log_y = ctx.saved_tensors
+        need_r, need_y = ctx.needs_input_grad[:2]
         if torch.is_grad_enabled():  # create_graph=True: the backward itself is differentiated
-            grad_r = [log1mexp_slope(log_r + log_y[:, None, :]) * grad[:, :, None]]
-        else:
-            grad_r, dtype = [], torch.promote_types(log_r.dtype, log_y.dtype)
-            for rows in ctx.blocks:
-                # the terms a tensor of their own: their sum over rows adds in one order whatever
-                # log_r's layout (a reversed atom's table is a transposed view)
-                t = log_r.new_empty(log_r[rows].shape, dtype=dtype)
-                torch.add(log_r[rows], log_y[rows, None, :], out=t)
-                grad_r.append(log1mexp_derivative(t, guard=False).mul_(grad[rows, :, None]))
-        grad_y = _joined([d.sum(1) for d in grad_r]) if ctx.needs_input_grad[1] else None
-        return (_joined(grad_r) if ctx.needs_input_grad[0] else None), grad_y, None
+            d = log1mexp_slope(log_r + log_y[:, None, :]) * grad[:, :, None]
+            return (d if need_r else None), (d.sum(1) if need_y else None), None
+        dtype, whole = torch.promote_types(log_r.dtype, log_y.dtype), len(ctx.blocks) == 1
+        # each block's slopes written into place: nothing quadratic kept beyond one block
+        grad_r = torch.empty_like(log_r) if need_r and not whole else None
+        grad_y = torch.empty_like(log_y) if need_y and not whole else None
+        for rows in ctx.blocks:
+            # the terms a tensor of their own: their sum over rows adds in one order whatever
+            # log_r's layout (a reversed atom's table is a transposed view)
+            t = log_r.new_empty(log_r[rows].shape, dtype=dtype)
+            torch.add(log_r[rows], log_y[rows, None, :], out=t)
+            d = log1mexp_derivative(t, guard=False).mul_(grad[rows, :, None])
+            if whole:  # one block: its slopes are the gradients, nothing copied into place
+                return (d if need_r else None), (d.sum(1) if need_y else None), None
+            if need_r:
+                grad_r[rows] = d
+            if need_y:
+                grad_y[rows] = d.sum(1)
+        return grad_r, grad_y, None
 
 
 def aggregate(log_a: torch.Tensor, mask: torch.Tensor | None, quantifier: Quantifier) -> torch.Tensor:
