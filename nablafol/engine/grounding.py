@@ -235,8 +235,9 @@ class _Rows:
                 a.b_count.index_add_(0, a.idx(np.searchsorted(a.b_slots, keys[mine, j])), wj)
 
     def add_truths(self, counts: torch.Tensor) -> None:
-        """``counts`` ``(G, K)``: uses of each truth the rows combine."""
+        """``counts`` ``(G, K)``: uses of each truth the rows combine (``(G,)``: the same for each)."""
         args = self.analysis.idx(self.group.arrays["args"])
+        counts = counts[:, None].expand(args.shape) if counts.dim() == 1 else counts
         self.analysis.s_count.index_add_(0, args.reshape(-1), counts.reshape(-1).to(torch.int32))
 
     def all_same_values(self):

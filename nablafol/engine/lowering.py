@@ -225,7 +225,7 @@ class _Not(Operator):
         return ~ac[:, 0], ~ap[:, 0]
 
     def count_down(self, rows, counts):
-        rows.add_truths(counts[:, None].expand_as(rows.truths()[0]))
+        rows.add_truths(counts)
 
     def ground(self, rows):
         return rows.neg(rows.truths()[0])
