@@ -175,9 +175,9 @@ def _inputs_of(spec: tuple):
     inputs = [(name, role is _NODES) for name, role in spec if role is _NODE or role is _NODES]
     if not inputs:
         return Node.children
-    if len(inputs) == 1 and not inputs[0][1]:
-        name = inputs[0][0]
-        return lambda self: (self.__dict__[name],)
+    if len(inputs) == 1:  # a walk asks every node: one input field read with no loop
+        (name, many), = inputs
+        return (lambda self: self.__dict__[name]) if many else (lambda self: (self.__dict__[name],))
     return lambda self: tuple(c for name, many in inputs
                               for c in (self.__dict__[name] if many else (self.__dict__[name],)))
 
