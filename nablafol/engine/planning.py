@@ -70,7 +70,7 @@ class PlanBuilder:
         k = len(node.predicates)
         levels = self.v_rows.levels
         level = 1 + max(levels[int(np.min(first))], levels[int(np.min(second))] if np.min(second) >= 0 else 0)
-        self.steps.extend((node, p) for p in node.predicates)
+        self.steps.append((node,))  # its rows, one per predicate: expanded when asked for
         return self.v_rows.add_block(_block(k, operator.id, level, first, second, predicate), level)
 
     def scalar(self, row: ScalarRow) -> int:
@@ -117,7 +117,7 @@ class ProgramPlan:
     focus: int  # local vector row, -1 when none
     unary: tuple[Predicate, ...]
     binary: tuple[Predicate, ...]
-    _steps: Optional[tuple]  # attention_steps; None in a plan kept by shape
+    _steps: Optional[tuple]  # attention_steps, an AggregateEach as (node,); None if kept by shape
     grounding: "GroundingRows" = field(repr=False, compare=False)
 
     @classmethod
@@ -157,7 +157,8 @@ class ProgramPlan:
         if self._steps is None:
             raise ProgramStructureError("a plan kept by shape names no program's nodes: take the "
                                         "attention steps of ProgramPlan.of(program)")
-        return self._steps
+        return tuple(step for entry in self._steps for step in (
+            ((entry[0], p) for p in entry[0].predicates) if isinstance(entry, tuple) else (entry,)))
 
 
 @dataclass(frozen=True)
