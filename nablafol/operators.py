@@ -146,10 +146,7 @@ def _joined(parts: list) -> torch.Tensor:
 def _none_true_blocks(log_r: torch.Tensor, log_y: torch.Tensor, blocks: list) -> torch.Tensor:
     """``Σ_j log(1 - e^{log r_ij + log y_j})`` in ``log_r``'s dtype, block by block of rows."""
     if len(blocks) == 1 and log_r.numel() < SPARSE_MIN_TERMS:  # one small block: no look, no slice
-        y = log_y if log_r.shape[0] == 1 else log_y[:, None, :]  # one row's (1, M) broadcasts
-        if log_r.is_contiguous() and log_r.dtype == log_y.dtype:
-            return log1mexp_nonpositive(log_r + y).sum(-1)
-        return log1mexp_nonpositive(torch.add(log_r, y, out=log_r.new_empty(log_r.shape))).sum(-1)
+        return _block_none_true(log_r, log_y, crisp=False)
     # a quick look at one row: a neural oracle's tables are not crisp; a scene graph's are, but
     # relate so few pairs that the sparse terms cost less
     head = log_r[:1]
