@@ -118,8 +118,8 @@ def _group_index(plan: BatchPlan, g: Group, device) -> tuple[dict, list]:
     def make():
         a = g.arrays
         index = {name: _reading(rows, device) for name, rows in a.items()
-                 if name not in ("tables", "reverse")}
-        if "pad" in a:
+                 if name not in ("tables", "reverse", "pad")}
+        if "pad" in a:  # a mask, not rows to read
             index["pad"] = torch.as_tensor(a["pad"], device=device)
         width = a["tables"].shape[1] if "tables" in a else 0
         columns = [(_reading(np.ascontiguousarray(a["tables"][:, k]), device),
