@@ -82,6 +82,7 @@ class Node(_Hashed):
     :meth:`children`, the walk and the rebuild of a :class:`Program` all go by them."""
 
     _fields: tuple = ()  # (name, role, kind to check or None, class name, label) per field
+    _term = ""  # the DFOL term: a format string over the fields, each rendered by its role
 
     def __post_init__(self):
         values = self.__dict__
@@ -99,7 +100,9 @@ class Node(_Hashed):
         return ()
 
     def term(self) -> str:
-        raise NotImplementedError
+        """The DFOL term, e.g. ``Filter_red[1]``."""
+        values = self.__dict__
+        return self._term.format_map({name: _termed(role, values[name], self) for name, role, *_ in self._fields})
 
 
 class Attention(Node):
@@ -111,6 +114,14 @@ class Truth(Node):
 
 
 _arity = itemgetter(1)  # Predicate is a (name, arity, kind) tuple
+
+
+def _termed(role, value, node) -> str:
+    if role is _NODE:
+        return value.term()
+    if role is _NODES:
+        return f" {node.symbol} ".join(t.term() for t in value)
+    return _shown(value) if role is _UNARIES else "∧".join(map(str, value)) if role is _ATOMS else str(value)
 
 
 def _check(value, kind, where):
@@ -186,8 +197,7 @@ def _inputs_of(spec: tuple):
 class Top(Attention):
     """``⊤``: the all-ones attention (Lemma 3.2)."""
 
-    def term(self) -> str:
-        return "1"
+    _term = "1"
 
 
 @_node
@@ -196,9 +206,7 @@ class Filter(Attention):
 
     predicate: Predicate
     input: Attention
-
-    def term(self) -> str:
-        return f"Filter_{self.predicate}[{self.input.term()}]"
+    _term = "Filter_{predicate}[{input}]"
 
 
 @_node
@@ -206,9 +214,7 @@ class Neg(Attention):
     """``Neg[α] = 1 - α``: ``¬F(X)``."""
 
     input: Attention
-
-    def term(self) -> str:
-        return f"Neg[{self.input.term()}]"
+    _term = "Neg[{input}]"
 
 
 @_node
@@ -239,15 +245,12 @@ class Relate(Attention):
     atoms: tuple[Atom, ...]
     quantifier: Quantifier
     input: Attention
+    _term = "Relate_{{{atoms},{quantifier}}}[{input}]"
 
     @classmethod
     def of(cls, predicate: Predicate, quantifier: Quantifier, input: Attention, reverse: bool = False) -> "Relate":
         """The relate of a single binary predicate."""
         return cls((Atom(predicate, reverse),), quantifier, input)
-
-    def term(self) -> str:
-        rel = "∧".join(str(a) for a in self.atoms)
-        return f"Relate_{{{rel},{self.quantifier.symbol}}}[{self.input.term()}]"
 
 
 @_node
@@ -256,9 +259,7 @@ class Conjoin(Attention):
 
     left: Attention
     right: Attention
-
-    def term(self) -> str:
-        return f"({self.left.term()} ⊙ {self.right.term()})"
+    _term = "({left} ⊙ {right})"
 
 
 @_node
@@ -267,9 +268,7 @@ class Aggregate(Truth):
 
     quantifier: Quantifier
     input: Attention
-
-    def term(self) -> str:
-        return f"A_{self.quantifier.symbol}({self.input.term()})"
+    _term = "A_{quantifier}({input})"
 
 
 class Truths(Node):
@@ -356,6 +355,8 @@ class AnyOfGroups(Truths):
 
     each: Union[AggregateEach, Pairwise]
     sizes: tuple[int, ...]
+    _term = "∨_{{π ∈ T}} {each}"
+    term = Node.term  # its own term, not its generic truth's
 
     def __post_init__(self):
         super().__post_init__()
@@ -377,18 +378,13 @@ class AnyOfGroups(Truths):
     def generic(self) -> Truth:
         return self.each.generic()
 
-    def term(self) -> str:
-        return f"∨_{{π ∈ T}} {self.each.term()}"
-
 
 @_node
 class Not(Truth):
     """``1 - s``."""
 
     input: Truth
-
-    def term(self) -> str:
-        return f"¬{self.input.term()}"
+    _term = "¬{input}"
 
 
 @_node
@@ -397,9 +393,7 @@ class _Junction(Truth):
 
     inputs: tuple[Truth, ...]
     symbol = ""
-
-    def term(self) -> str:
-        return "(" + f" {self.symbol} ".join(t.term() for t in self.inputs) + ")"
+    _term = "({inputs})"
 
 
 @_node
@@ -466,6 +460,7 @@ class AllSame(Shorthand):
 
     predicates: tuple[Predicate, ...]
     input: Attention
+    _term = "AllSame_{{π ∈ {predicates}}}[{input}]"
 
     @property
     def each(self) -> AggregateEach:
@@ -485,9 +480,6 @@ class AllSame(Shorthand):
 
     def expanded(self) -> Truth:
         return Or(tuple(map(self._one, self.predicates)))
-
-    def term(self) -> str:
-        return f"AllSame_{{π ∈ {_shown(self.predicates)}}}[{self.input.term()}]"
 
 
 def _shown(names, limit: int = 6) -> str:
