@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, fields
-from itertools import accumulate, count, filterfalse
+from itertools import accumulate, chain, count, filterfalse
 from operator import itemgetter
 from typing import Iterator, NamedTuple, Union, get_args, get_origin, get_type_hints
 
@@ -463,17 +463,18 @@ class AllSame(Shorthand):
     _term = "AllSame_{{π ∈ {predicates}}}[{input}]"
 
     @property
-    def each(self) -> AggregateEach:
-        """``[A_∃(α ⊙ Neg[Filter_π[1]]) for π]``: someone attended lacks π."""
-        return memo(self, "_each", lambda: AggregateEach(Quantifier.EXISTS, self.predicates, self.input, True))
-
-    @property
     def nonempty(self) -> "Aggregate":
         """``A_∃(α)``: someone is attended."""
-        return memo(self, "_nonempty", lambda: Aggregate(Quantifier.EXISTS, self.input))
+        return self.children()[0]
+
+    @property
+    def each(self) -> AggregateEach:
+        """``[A_∃(α ⊙ Neg[Filter_π[1]]) for π]``: someone attended lacks π."""
+        return self.children()[1]
 
     def children(self):
-        return (self.nonempty, self.each)
+        return memo(self, "_children", lambda: (Aggregate(Quantifier.EXISTS, self.input),
+                                                AggregateEach(Quantifier.EXISTS, self.predicates, self.input, True)))
 
     def _one(self, p: Predicate) -> Truth:
         return Aggregate(Quantifier.NOT_EXISTS, Conjoin(self.input, Neg(Filter(p, Top()))))
@@ -651,16 +652,13 @@ class FilledProgram(Program):
 
     @property
     def candidates(self) -> tuple:
-        return self._roots()[0]
+        nodes = self._walked().nodes
+        return tuple([nodes[i] for i in self._shape.key[-1][0]])
 
     @property
     def focus(self):
-        return self._roots()[1]
-
-    def _roots(self) -> tuple:
-        nodes = self._walked().nodes
-        candidates, focus = self._shape.key[len(nodes)]
-        return tuple([nodes[i] for i in candidates]), (nodes[focus] if focus >= 0 else None)
+        focus = self._shape.key[-1][1]
+        return self._walked().nodes[focus] if focus >= 0 else None
 
     def _walked(self) -> "_Walk":
         return memo(self, "_walk", lambda: _Walk(_rebuilt(self._shape, self._like.nodes, self._unary, self._binary),
@@ -860,17 +858,6 @@ def _add(parts) -> dict:
     return out
 
 
-def _uses(node, of: dict) -> dict:
-    """The uses under ``node``, its inputs' (``of``) known."""
-    if isinstance(node, (AnyOf, AllOf, AllSame)):  # a per-predicate node's truths in one formula
-        return _in_truths(node.each, node.each.predicates, node.each.n_truths, of)
-    base = _base(node)
-    if base is None:  # a kind with its own lowering: all below counted twice, the engine decides
-        return _add([(of[c], 2) for c in node.children()])
-    own = Counter(_own_predicates(node, (_UNARY, _ATOMS)))
-    return _add([(of[c], 2 if base is Relate else 1) for c in node.children()] + [(own, 1)])
-
-
 def _in_truths(each, predicates: tuple, truths: int, of: dict) -> dict:
     """The uses of one formula of ``truths`` truths of ``each``: its inputs once per truth, each of
     ``predicates`` (the truths' own) once per side."""
@@ -879,9 +866,15 @@ def _in_truths(each, predicates: tuple, truths: int, of: dict) -> dict:
 
 
 def _structural_repeats(program: "Program") -> set:
-    of: dict = {}
+    of: dict = {}  # the uses under each node
     for node in program.nodes():
-        of[node] = _uses(node, of)
+        if isinstance(node, (AnyOf, AllOf, AllSame)):  # a per-predicate node's truths in one formula
+            of[node] = _in_truths(node.each, node.each.predicates, node.each.n_truths, of)
+            continue
+        base = _base(node)  # a kind with its own lowering has all below it counted twice: the engine decides
+        times = 2 if base is None or base is Relate else 1
+        own = Counter(_own_predicates(node, (_UNARY, _ATOMS)))
+        of[node] = _add([(of[c], times) for c in node.children()] + [(own, 1)])
     found: list[dict] = []  # the uses of each candidate formula
     for entry in program.candidates:
         if isinstance(entry, AnyOfGroups):  # one candidate per group: a disjunction of its truths
@@ -897,11 +890,6 @@ def _structural_repeats(program: "Program") -> set:
 # --- FOL rendering -------------------------------------------------------------------
 # ∃ and ∀ are pulled to the front (prenex form: Q X (A ∧ Q' Y B) = Q X Q' Y (A ∧ B) over a
 # non-empty domain); ∄ and ¬ keep their scope, written in place.
-
-
-def _variables() -> Iterator[str]:
-    yield from "XYZWVU"
-    yield from (f"X{i}" for i in count(1))
 
 
 def _render(prefix: list[str], conjuncts: list[str]) -> str:
@@ -955,7 +943,7 @@ def _truth(node: Truth, names: Iterator[str]) -> str:
 
 def formula(node: Node) -> str:
     """FOL rendering of a truth (closed) or attention (free variable ``X``) node."""
-    names = _variables()
+    names = chain("XYZWVU", (f"X{i}" for i in count(1)))
     if isinstance(node, Attention):
         return _render(*_attention(node, next(names), names))
     return _truth(node, names)
