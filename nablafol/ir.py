@@ -59,9 +59,7 @@ class _PredicateFields(NamedTuple):
 
 class Predicate(_PredicateFields):
     """A unary (``arity=1``) or binary (``arity=2``) predicate, by name. ``kind`` is a namespace
-    the program's author chooses (the GQA compiler uses ``name``, ``attr``, ``rel``, ...); the
-    engine only compares predicates (by the million: a tuple does that in C) and hands them to oracles.
-    """
+    the program's author chooses (the GQA compiler uses ``name``, ``attr``, ``rel``, ...)."""
 
     __slots__ = ()
 
@@ -77,9 +75,8 @@ class Predicate(_PredicateFields):
 
 
 class Node(_Hashed):
-    """Base of DFOL nodes. A node class's annotated fields are its inputs (nodes), its predicates
-    and its other values: :func:`_node` reads their roles once, and the constructor's checks,
-    :meth:`children`, the walk and the rebuild of a :class:`Program` all go by them."""
+    """Base of DFOL nodes. A node class's annotated fields are its inputs, predicates and other
+    values: their roles, read once, drive its checks, inputs, term, walk and rebuild."""
 
     _fields: tuple = ()  # (name, role, kind to check or None, class name, label) per field
     _term = ""  # the DFOL term: a format string over the fields, each rendered by its role
@@ -102,7 +99,8 @@ class Node(_Hashed):
     def term(self) -> str:
         """The DFOL term, e.g. ``Filter_red[1]``."""
         values = self.__dict__
-        return self._term.format_map({name: _termed(role, values[name], self) for name, role, *_ in self._fields})
+        return self._term.format_map({name: _termed(role, values[name], self)
+                                      for name, role, *_ in self._fields})
 
 
 class Attention(Node):
@@ -121,7 +119,9 @@ def _termed(role, value, node) -> str:
         return value.term()
     if role is _NODES:
         return f" {node.symbol} ".join(t.term() for t in value)
-    return _shown(value) if role is _UNARIES else "∧".join(map(str, value)) if role is _ATOMS else str(value)
+    if role is _UNARIES:
+        return _shown(value)
+    return "∧".join(map(str, value)) if role is _ATOMS else str(value)
 
 
 def _check(value, kind, where):
@@ -233,10 +233,6 @@ class Atom(_Hashed):
     def __str__(self) -> str:
         return f"{self.predicate}⁻¹" if self.reverse else str(self.predicate)
 
-    def formula(self, x: str, y: str) -> str:
-        a, b = (y, x) if self.reverse else (x, y)
-        return f"{self.predicate}({a}, {b})"
-
 
 @_node
 class Relate(Attention):
@@ -273,9 +269,8 @@ class Aggregate(Truth):
 
 class Truths(Node):
     """Several truths in one node, one per predicate of ``predicates`` or per group of them: an
-    open question's candidates (GQA's ``query name`` has up to 1,232) kept cheap to compile and
-    plan. A :class:`Program` candidate may be one (counting as ``n_truths``); :class:`AnyOf` and
-    :class:`AllOf` reduce a per-predicate one to a truth."""
+    open question's candidates kept cheap to compile and plan. A :class:`Program` candidate may be
+    one (counting as ``n_truths``); :class:`AnyOf` and :class:`AllOf` reduce one to a truth."""
 
     predicates: tuple[Predicate, ...]
 
@@ -516,11 +511,8 @@ class Program(_Hashed):
         if self.focus is not None:
             _check(self.focus, Attention, "Program focus")
 
-    # equal and hashed by shape and labels, which make the program again: structural equality
-    # without reading a node (a filled program's nodes stay unmade)
-    __hash__ = _Hashed.__hash__
-
     def __eq__(self, other) -> bool:
+        # by shape and labels, which make it again: no node read (a filled program's stay unmade)
         if other is self:
             return True
         if not isinstance(other, Program):
@@ -817,8 +809,7 @@ def _own_predicates(node, roles: tuple) -> list:
 
 
 def _rebuilt(shape: Shape, like: tuple, unary: dict, binary: dict) -> tuple:
-    """The nodes of ``shape``: ``like``'s, made again where they use a predicate numbered in
-    ``unary`` or ``binary`` or stand on a node made again (the inverse of :func:`_walk`)."""
+    """``like``'s nodes, made again where ``shape``'s predicates are replaced (the walk's inverse)."""
     nodes: list = []
     new: list = []  # whether each node was made again
     for entry, old in zip(shape.key, like):
@@ -859,8 +850,7 @@ def _add(parts) -> dict:
 
 
 def _in_truths(each, predicates: tuple, truths: int, of: dict) -> dict:
-    """The uses of one formula of ``truths`` truths of ``each``: its inputs once per truth, each of
-    ``predicates`` (the truths' own) once per side."""
+    """The uses of one formula of ``truths`` of ``each``'s truths over ``predicates``, per side."""
     sides = (each,) if isinstance(each, AggregateEach) else (each.left, each.right)
     return _add([(of[side.input], truths) for side in sides] + [(Counter(predicates), len(sides))])
 
@@ -871,7 +861,7 @@ def _structural_repeats(program: "Program") -> set:
         if isinstance(node, (AnyOf, AllOf, AllSame)):  # a per-predicate node's truths in one formula
             of[node] = _in_truths(node.each, node.each.predicates, node.each.n_truths, of)
             continue
-        base = _base(node)  # a kind with its own lowering has all below it counted twice: the engine decides
+        base = _base(node)  # all below a kind of its own counted twice: the engine decides
         times = 2 if base is None or base is Relate else 1
         own = Counter(_own_predicates(node, (_UNARY, _ATOMS)))
         of[node] = _add([(of[c], times) for c in node.children()] + [(own, 1)])
@@ -908,10 +898,12 @@ def _attention(node: Attention, var: str, names: Iterator[str]) -> tuple[list[st
     if isinstance(node, Relate):
         y = next(names)
         prefix, conj = _attention(node.input, y, names)
-        atoms = [a.formula(var, y) for a in node.atoms]
+        atoms = [f"{a.predicate}({y}, {var})" if a.reverse else f"{a.predicate}({var}, {y})"
+                 for a in node.atoms]
+        prefix, conj = [f"{node.quantifier.symbol}{y}"] + prefix, atoms + conj
         if node.quantifier is Quantifier.NOT_EXISTS:
-            return [], [f"(∄{y}{' ' + ' '.join(prefix) if prefix else ''}: {' ∧ '.join(atoms + conj)})"]
-        return [f"{node.quantifier.symbol}{y}"] + prefix, atoms + conj
+            return [], [f"({_render(prefix, conj)})"]
+        return prefix, conj
     if not isinstance(node, (Filter, Neg)):
         raise ProgramStructureError(f"not an attention node: {node!r:.60}")
     prefix, conj = _attention(node.input, var, names)
