@@ -43,8 +43,7 @@ class _Hashed:
         return memo(self, "_hash", self._structural_hash)
 
     def __getstate__(self) -> dict:
-        # only the fields travel (pickle, copy): a kept hash is of this process's string hashes,
-        # which another process seeds differently
+        # only the fields travel: a kept hash is of this process's string hashes (seeded per process)
         return {f.name: self.__dict__[f.name] for f in fields(self)}
 
     def _structural_hash(self) -> int:
@@ -335,8 +334,8 @@ class AnyOfGroups(Truths):
     """``[∨_{k ∈ g} t_k for each group g]``: the truths of ``each`` cut, in order, into
     consecutive groups of ``sizes``, one disjunction per group (``1 - Π(1 - t_k)``).
 
-    GQA's ``common`` (``same T`` of two object sets for every attribute type T) in 4 nodes, where
-    27 ``AnyOf(Pairwise(...))`` were 108. Only a :class:`Program` candidate may hold it.
+    GQA's ``common`` (``same T`` of two object sets for every attribute type T). Only a
+    :class:`Program` candidate may hold it.
 
         >>> x, y = Filter(Predicate("Cup"), Top()), Filter(Predicate("Mug"), Top())
         >>> values = (Predicate("red"), Predicate("blue"), Predicate("wood"))
@@ -559,8 +558,7 @@ class Program(_Hashed):
 
     def shape(self) -> "Shape | None":
         """The program up to its predicates (:class:`Shape`), made by the walk that makes
-        :meth:`nodes` and :meth:`predicates`; ``None`` when a node is of a class the shape does
-        not know (a subclass of a node class).
+        :meth:`nodes`; ``None`` when a node is of a class the shape does not know (a subclass).
 
             >>> red, blue = Predicate("red"), Predicate("blue")
             >>> one = Program.yes_no(Aggregate(Quantifier.EXISTS, Filter(red, Filter(blue, Top()))))
@@ -591,8 +589,7 @@ class Program(_Hashed):
 
     def repeated_predicates(self) -> frozenset[Predicate]:
         """The predicates whose ground atoms can occur twice in one candidate's grounding: used at
-        two places of its formula, or under a ``Relate`` (its input is instantiated once per
-        object). Making them certain (0/1) makes every candidate read-once.
+        two places of its formula, or under a ``Relate``. Making them certain makes it read-once.
 
             >>> chair, on = Predicate("chair"), Predicate("on", arity=2)
             >>> hop = Program.yes_no(Aggregate(Quantifier.EXISTS, Relate.of(on, Quantifier.EXISTS, Filter(chair, Top()))))
@@ -689,16 +686,14 @@ def _replaced(values: tuple, at: dict) -> tuple:
 _PI = Predicate("π")  # stands for each predicate of a Truths node when printed
 
 # --- one walk: the node order, the predicates and the shape ------------------------------
-# Equal but distinct subterms merge by their key entry (equal exactly when the nodes are, with
-# no structural hash); a node of a class the walk does not know (a subclass) merges by its own
-# equality, and the program then has no shape.
+# Equal but distinct subterms merge by their key entry (equal exactly when the nodes are); a node
+# of a class the walk does not know (a subclass) merges by its own equality, leaving no shape.
 
 
 class Shape(NamedTuple):
-    """A program up to its predicates (the engine plans a shape once). ``key`` has one entry per
-    node of :meth:`Program.nodes`, in order: its kind, its other fields, its inputs by position
-    and its predicates by local number (unary and binary apart, in order of first use), then the
-    positions of the candidates and the focus (-1: none). ``unary``, ``binary``: the predicates."""
+    """A program up to its predicates. ``key`` has one entry per node of :meth:`Program.nodes`:
+    its kind, its other fields, its inputs by position and its predicates by local number (unary
+    and binary apart, in order of first use), then the candidates' and the focus' (-1: none)."""
 
     key: tuple
     unary: tuple[Predicate, ...]
@@ -834,10 +829,9 @@ def _rebuilt(shape: Shape, like: tuple, unary: dict, binary: dict) -> tuple:
 
 
 # --- structural read-once analysis ------------------------------------------------------
-# How often each predicate is used in the grounding of one candidate, capped at 2 (all that
-# matters is "twice or more"), node by node in the walk's order. A relate's input counts twice
-# (instantiated once per object of its variable), the shared inputs of a per-predicate node's
-# truths once per truth, and a predicate listed twice among them twice.
+# How often each predicate is used in one candidate's grounding, capped at 2, node by node: a
+# relate's input counts twice (once per object of its variable), the shared inputs of a
+# per-predicate node's truths once per truth, and a predicate listed twice among them twice.
 
 
 def _add(parts) -> dict:
@@ -851,8 +845,8 @@ def _add(parts) -> dict:
 
 def _in_truths(each, predicates: tuple, truths: int, of: dict) -> dict:
     """The uses of one formula of ``truths`` of ``each``'s truths over ``predicates``, per side."""
-    sides = (each,) if isinstance(each, AggregateEach) else (each.left, each.right)
-    return _add([(of[side.input], truths) for side in sides] + [(Counter(predicates), len(sides))])
+    sides = 1 if isinstance(each, AggregateEach) else 2  # a Pairwise's truth reads its own on both
+    return _add([(of[each], truths), (Counter(predicates), sides)])
 
 
 def _structural_repeats(program: "Program") -> set:
