@@ -289,9 +289,6 @@ class Truths(Node):
     def _one(self, p: Predicate) -> Truth:
         raise NotImplementedError
 
-    def term(self) -> str:
-        return self.generic().term()
-
 
 @_node
 class AggregateEach(Truths):
@@ -307,6 +304,9 @@ class AggregateEach(Truths):
         body = Conjoin(self.input, Neg(Filter(p, Top()))) if self.negate else Filter(p, self.input)
         return Aggregate(self.quantifier, body)
 
+    def term(self) -> str:
+        return self.generic().term()
+
 
 @_node
 class Pairwise(Truths):
@@ -315,6 +315,7 @@ class Pairwise(Truths):
 
     left: AggregateEach
     right: AggregateEach
+    _term = "({left} ∧ {right})"
 
     def __post_init__(self):
         super().__post_init__()
@@ -350,7 +351,6 @@ class AnyOfGroups(Truths):
     each: Union[AggregateEach, Pairwise]
     sizes: tuple[int, ...]
     _term = "∨_{{π ∈ T}} {each}"
-    term = Node.term  # its own term, not its generic truth's
 
     def __post_init__(self):
         super().__post_init__()
