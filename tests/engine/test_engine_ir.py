@@ -234,3 +234,34 @@ def test_a_node_kind_the_count_does_not_know_has_every_predicate_below_it_repeat
     red = Predicate("red")
     assert ir.Program.yes_no(Twice(Filter(red, Top()))).repeated_predicates() == {red}
     assert ir.Program.yes_no(ir.Aggregate(Quantifier.EXISTS, Filter(red, Top()))).read_once
+
+
+# --- the DFOL term of each node kind ----------------------------------------------------------
+
+_TERMS = ["Filter_a[1]", "Neg[Filter_a[1]]", "on⁻¹", "Relate_{on⁻¹,∀}[Filter_a[1]]",
+          "(Filter_a[1] ⊙ Filter_b[1])", "A_∃(Filter_a[1])", "A_∃(Filter_π[Filter_a[1]])",
+          "(A_∃(Filter_π[Filter_a[1]]) ∧ A_∃(Filter_π[Filter_b[1]]))", "¬A_∃(Filter_a[1])",
+          "(A_∃(Filter_a[1]) ∧ A_∃(Filter_a[1]))", "(A_∃(Filter_a[1]))",
+          "∨_{π ∈ {red, blue}} A_∃(Filter_π[Filter_a[1]])",
+          "∧_{π ∈ {red, blue}} A_∃(Filter_π[Filter_a[1]])",
+          "AllSame_{π ∈ {red, blue}}[Filter_b[1]]",
+          "∨_{π ∈ T} (A_∃(Filter_π[Filter_a[1]]) ∧ A_∃(Filter_π[Filter_a[1]]))",
+          "[t: A_∃(Filter_a[1]), π ∈ {r, b}: A_∃(Filter_π[Filter_a[1]])]"]
+
+
+@pytest.mark.parametrize("node, term", list(zip(_every_node_class(), _TERMS)),
+                         ids=[type(node).__name__ for node in _every_node_class()])
+def test_each_node_kind_prints_its_fields_in_its_term(node, term):
+    assert (str(node) if isinstance(node, ir.Atom) else node.term()) == term
+
+
+def test_a_term_shows_every_atom_the_quantifier_the_negation_and_a_long_tuple_cut_short():
+    a, on, by = Filter(Predicate("a"), Top()), Predicate("on", 2), Predicate("by", 2)
+    assert Top().term() == "1"
+    relate = ir.Relate((ir.Atom(on), ir.Atom(by, True)), Quantifier.NOT_EXISTS, a)
+    assert relate.term() == "Relate_{on∧by⁻¹,∄}[Filter_a[1]]"
+    negated = AggregateEach(Quantifier.FORALL, (Predicate("red"),), a, True)
+    assert negated.term() == "A_∀((Filter_a[1] ⊙ Neg[Filter_π[1]]))"
+    values = tuple(Predicate(f"v{i}") for i in range(8))
+    shown = "AllSame_{π ∈ {v0, v1, v2, v3, v4, v5, … (8)}}[Filter_a[1]]"
+    assert ir.AllSame(values, a).term() == shown
