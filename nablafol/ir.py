@@ -97,6 +97,8 @@ class Node(_Hashed):
 
     def term(self) -> str:
         """The DFOL term, e.g. ``Filter_red[1]``."""
+        if not self._term:  # a node kind of its own writes its term itself
+            raise NotImplementedError(f"{type(self).__name__} has no DFOL term")
         values = self.__dict__
         return self._term.format_map({name: _termed(role, values[name], self)
                                       for name, role, *_ in self._fields})

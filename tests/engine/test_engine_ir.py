@@ -265,3 +265,14 @@ def test_a_term_shows_every_atom_the_quantifier_the_negation_and_a_long_tuple_cu
     values = tuple(Predicate(f"v{i}") for i in range(8))
     shown = "AllSame_{π ∈ {v0, v1, v2, v3, v4, v5, … (8)}}[Filter_a[1]]"
     assert ir.AllSame(values, a).term() == shown
+
+
+def test_a_node_kind_of_its_own_without_a_term_says_so_rather_than_printing_nothing():
+    from dataclasses import dataclass
+
+    @dataclass(frozen=True, eq=True)
+    class Mute(ir.Truth):
+        input: ir.Attention
+
+    with pytest.raises(NotImplementedError, match="Mute has no DFOL term"):
+        Mute(Top()).term()
