@@ -10,7 +10,7 @@ import numpy as np
 from nablafol.caching import weighted_cache
 from nablafol.errors import ProgramStructureError, ShapeError
 from nablafol.engine.leveling import fewer_groups
-from nablafol.engine.lowering import OPERATORS, Operator, ScalarRow, VectorRow, lowering_of
+from nablafol.engine.lowering import OPERATORS, Operator, ScalarRow, lowering_of
 from nablafol.ir import AnyOfGroups, Pairwise, Predicate, Program, number_predicates
 
 __all__ = ["ProgramPlan", "BatchPlan", "build_batch_plan", "request_key", "split_key"]
@@ -24,7 +24,8 @@ class PlanBuilder:
     """One program's rows as its nodes' lowerings (:mod:`~nablafol.engine.lowering`) add them:
     vector rows ``(operator, level, first, second, predicate)`` with a relate's atoms beside,
     scalar rows ``(operator, level, attention)`` with the truths they combine beside. A row's
-    level is one more than its deepest input's."""
+    level is one more than its deepest input's; truths count only truths (all run after the
+    attentions, so a batch's groups grow no more with the spread of its programs' depths)."""
 
     def __init__(self):
         # a child may be an equal but distinct object of an earlier node: found by equality
@@ -41,9 +42,6 @@ class PlanBuilder:
         """The row of a node already lowered."""
         return self.rows[node]
 
-    def row_or_none(self, node):
-        return self.rows.get(node)
-
     def unary(self, predicate: Predicate) -> int:
         """The local number of a unary predicate (:meth:`binary`: of a binary one)."""
         return self.unary_index.setdefault(predicate, len(self.unary_index))
@@ -55,11 +53,12 @@ class PlanBuilder:
         numbers = number_predicates(self.unary_index, predicates)
         return np.fromiter(numbers, dtype=np.int64, count=len(numbers))
 
-    def vector(self, row: VectorRow, node, atoms=()) -> int:
-        """Add one vector row computing ``node`` (``atoms``: a relate's (binary predicate, reversed))."""
+    def vector(self, operator: Operator, node, first=-1, second=-1, predicate=-1, atoms=()) -> int:
+        """Add one vector row computing ``node`` from rows ``first``, ``second`` and a unary
+        predicate's local number (-1: none); ``atoms``: a relate's (binary predicate, reversed)."""
         levels = self.v_rows.levels
-        level = 0 if row.first < 0 else 1 + max(levels[row.first], levels[row.second] if row.second >= 0 else 0)
-        i = self.v_rows.add((row.operator.id, level, row.first, row.second, row.predicate))
+        level = 0 if first < 0 else 1 + max(levels[first], levels[second] if second >= 0 else 0)
+        i = self.v_rows.add((operator.id, level, first, second, predicate))
         self.steps.append(node)
         self.atoms.extend((i, p, reverse) for p, reverse in atoms)
         return i
@@ -73,36 +72,19 @@ class PlanBuilder:
         self.steps.append((node,))  # its rows, one per predicate: expanded when asked for
         return self.v_rows.add_block(_block(k, operator.id, level, first, second, predicate), level)
 
-    def scalar(self, row: ScalarRow) -> int:
-        truths = row.truths
-        if row.attention >= 0:
-            level = 1 + self.v_rows.levels[row.attention]
+    def scalar(self, row: ScalarRow):
+        """Add ``row``'s truth rows: its row, or a range of them when it stands for many."""
+        attention, truths = np.atleast_1d(row.attention), np.asarray(row.truths, dtype=np.int64)
+        if attention[0] >= 0:
+            level, n = 0, len(attention)
         else:
-            levels = self.s_rows.levels
-            level = 1 + (max(levels[truths.start:truths.stop]) if isinstance(truths, range)
-                         else max(levels[t] for t in truths))
-        j = self.s_rows.add((row.operator.id, level, row.attention))
-        self.edges.append(_block(len(truths), j, np.asarray(truths)))
-        return j
-
-    def scalar_block(self, operator: Operator, attention=None, truths=None, groups=None) -> range:
-        """Add scalar rows: one per ``attention`` row, per row of ``truths`` ``(k, width)``, or per
-        group of ``groups`` ``(sizes, truth rows)``."""
-        if attention is not None:
-            level = 1 + self.v_rows.levels[int(attention[0])]
-            return self.s_rows.add_block(_block(len(attention), operator.id, level, attention), level)
-        levels = self.s_rows.levels
-        if truths is not None:
-            level = 1 + max(levels[int(t)] for t in truths[0])
-            rows = self.s_rows.add_block(_block(len(truths), operator.id, level, -1), level)
-            owners = np.repeat(np.arange(rows.start, rows.stop), truths.shape[1])
-            self.edges.append(np.stack([owners.reshape(truths.shape).T.ravel(), truths.T.ravel()], 1))
-            return rows
-        sizes, members = groups
-        level = 1 + levels[int(members[0])]
-        rows = self.s_rows.add_block(_block(len(sizes), operator.id, level, -1), level)
-        self.edges.append(np.stack([np.repeat(np.arange(rows.start, rows.stop), sizes), members], 1))
-        return rows
+            level = 1 + max(map(self.s_rows.levels.__getitem__, truths.tolist()))
+            n = 1 if row.sizes is None else len(row.sizes)
+        rows = self.s_rows.add_block(_block(n, row.operator.id, level, attention), level)
+        if len(truths):
+            owners = np.repeat(np.arange(rows.start, rows.stop), len(truths) if row.sizes is None else row.sizes)
+            self.edges.append(np.stack([owners, truths], 1))
+        return rows.start if row.sizes is None and np.ndim(row.attention) == 0 else rows
 
 
 @dataclass(frozen=True)
@@ -113,7 +95,6 @@ class ProgramPlan:
     a: np.ndarray  # (na, 3) relate atoms: vector row, binary predicate, reversed
     s: np.ndarray  # (ns, 3) scalar rows: operator, level, vector input
     e: np.ndarray  # (ne, 2) the truths scalar rows combine: scalar row, scalar input
-    candidates: np.ndarray  # local scalar rows of the answers
     focus: int  # local vector row, -1 when none
     unary: tuple[Predicate, ...]
     binary: tuple[Predicate, ...]
@@ -133,21 +114,21 @@ class ProgramPlan:
                 raise ProgramStructureError(f"unknown node {type(node).__name__}: no lowering is "
                                             "registered for it")
             plan.rows[node] = lowering(node, plan)
-        rows = [plan.rows[c] for c in program.candidates]
-        candidates = np.concatenate([np.arange(r.start, r.stop) if isinstance(r, range) else [r]
-                                     for r in rows]).astype(np.int64)
         edges = np.concatenate(plan.edges) if plan.edges else np.zeros((0, 2), dtype=np.int64)
         return cls(plan.v_rows.array(), np.array(plan.atoms, dtype=np.int64).reshape(-1, 3),
-                   plan.s_rows.array(), edges, candidates,
-                   plan.rows[program.focus] if program.focus is not None else -1,
+                   plan.s_rows.array(), edges, plan.rows[program.focus] if program.focus is not None else -1,
                    tuple(plan.unary_index), tuple(plan.binary_index), tuple(plan.steps),
                    GroundingRows.of(program, plan))
+
+    @property
+    def candidates(self) -> np.ndarray:
+        """The local scalar rows of the answers."""
+        return self.grounding.roots[:, 1]
 
     def weight(self) -> int:
         """What keeping it costs, in rows (what the engine's shape cache is bounded by)."""
         g = self.grounding
-        tables = (self.v, self.a, self.s, self.e, self.candidates, g.roots, g.merges)
-        return sum(map(len, tables)) + _PACK_OVERHEAD_ROWS
+        return sum(map(len, (self.v, self.a, self.s, self.e, g.roots, g.merges))) + _PACK_OVERHEAD_ROWS
 
     @property
     def attention_steps(self) -> tuple:
@@ -416,8 +397,16 @@ def build_batch_plan(programs: Sequence[Program], scenes: np.ndarray, registry: 
     v_program = np.repeat(np.arange(n_prog), nv)
     v_scene = scenes[v_program] if n_prog else v_program
     v_step = np.arange(len(v_kind)) - np.repeat(v_off, nv)
+    # predicates renumbered in a canonical order: what the oracle is asked depends on this batch
+    # alone, not on what the engine met before (a resumed training run equals an uninterrupted one)
     ids, n_ids = _rows_of(ids, 0)
-    ids_off = np.cumsum(n_ids) - n_ids
+    canonical = sorted(_distinct(ids, len(registry.predicates)).tolist(),
+                       key=lambda i: (registry.predicates[i].kind, registry.predicates[i].name,
+                                      registry.predicates[i].arity))
+    rank = np.zeros(len(registry.predicates), dtype=np.int64)
+    rank[canonical] = np.arange(len(canonical))
+    ids, ids_off = rank[ids], np.cumsum(n_ids) - n_ids
+    predicates = [registry.predicates[i] for i in canonical]
     v_pred = v[:, 4].copy()
     has = v_pred >= 0
     v_pred[has] = ids[v_pred[has] + np.repeat(ids_off, nv)[has]]
@@ -425,22 +414,10 @@ def build_batch_plan(programs: Sequence[Program], scenes: np.ndarray, registry: 
     binary_off = ids_off + np.fromiter((len(p.unary) for p in packs), dtype=np.int64, count=n_prog)
     a_pred = ids[a[:, 1] + np.repeat(binary_off, na)]
     a_rev = a[:, 2]
-    s_kind, s_level = s[:, 0], s[:, 1]
+    s_kind, s_level = s[:, 0], s[:, 1] + int(v_level.max(initial=-1)) + 1  # truths after attentions
     s_vin = _shifted(s[:, 2], v_off, ns)
     e_node, e_arg = _shifted(e[:, 0], s_off, ne), _shifted(e[:, 1], s_off, ne)
-    s_level = _truths_after_attentions(s_level, e_node, e_arg, int(v_level.max(initial=-1)))
     v_level, s_level = fewer_groups(v_kind, v_level, v_in0, v_in1, s_kind, s_level, e_node, e_arg)
-
-    # predicates renumbered in a canonical order: what the oracle is asked depends on this batch
-    # alone, not on what the engine met before (a resumed training run equals an uninterrupted one)
-    used = _distinct(np.concatenate([v_pred[has], a_pred]), len(registry.predicates))
-    canonical = sorted(used.tolist(), key=lambda i: (registry.predicates[i].kind, registry.predicates[i].name,
-                                                     registry.predicates[i].arity))
-    rank = np.zeros(len(registry.predicates) + 1, dtype=np.int64)
-    rank[canonical] = np.arange(len(canonical))
-    v_pred = np.where(has, rank[np.maximum(v_pred, 0)], -1)
-    a_pred = rank[a_pred]
-    predicates = [registry.predicates[i] for i in canonical]
 
     u_key_per_node = np.where(has, request_key(v_scene, np.maximum(v_pred, 0), len(predicates)), -1)
     key_bound = request_key(int(scenes.max()) + 1, 0, len(predicates)) if n_prog else 0
@@ -517,22 +494,3 @@ def _groups(level: int, order: np.ndarray, kinds: np.ndarray, levels: np.ndarray
     for kind in np.unique(here):
         a, b = lo + np.searchsorted(here, kind), lo + np.searchsorted(here, kind, side="right")
         yield Group(OPERATORS[kind], int(a), int(b)), order[a:b]
-
-
-def _truths_after_attentions(s_level: np.ndarray, e_node: np.ndarray, e_arg: np.ndarray,
-                             last_vector_level: int) -> np.ndarray:
-    """The scalar rows' levels anew: truths never feed attentions, so a row that reads only an
-    attention runs right after the last attention level, one that reads truths one level after
-    its deepest (old levels, in order, are a topological order): the groups a batch runs grow no
-    more with the spread of its programs' depths."""
-    new = np.full_like(s_level, last_vector_level + 1)
-    owner_level = s_level[e_node]
-    reads_truths = np.zeros(len(s_level), dtype=bool)
-    reads_truths[e_node] = True
-    for level in np.unique(owner_level).tolist():
-        rows = np.flatnonzero(reads_truths & (s_level == level))
-        edges = owner_level == level
-        deepest = np.full(len(s_level), last_vector_level, dtype=np.int64)
-        np.maximum.at(deepest, e_node[edges], new[e_arg[edges]])
-        new[rows] = deepest[rows] + 1
-    return new
