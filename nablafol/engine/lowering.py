@@ -309,12 +309,13 @@ def _one_row(operator: Operator) -> Callable:
         inputs = [plan.row(child) for child in node.children()]
         if operator.vector:
             return plan.vector(operator, node, *inputs)
-        return plan.scalar(ScalarRow(operator, truths=inputs))
+        truths = np.concatenate([_indices(r) for r in inputs])
+        return plan.scalar(ScalarRow(operator, truths=truths))
     return lower
 
 
 for _kind, _operator in ((Top, TOP), (Neg, NEG), (Conjoin, CONJOIN), (Not, NOT), (And, AND),
-                         (Or, OR)):
+                         (Or, OR), (AnyOf, OR), (AllOf, AND), (AllSame, ALL_SAME)):
     register_lowering(_kind)(_one_row(_operator))
 
 
@@ -332,13 +333,6 @@ def _lower_relate(node: Relate, plan) -> int:
 @register_lowering(Aggregate)
 def _lower_aggregate(node: Aggregate, plan) -> int:
     return plan.scalar(ScalarRow(AGGREGATE[node.quantifier], attention=plan.row(node.input)))
-
-
-@register_lowering(AnyOf)
-@register_lowering(AllOf)
-def _lower_of_each(node, plan) -> int:  # one row over the node's many truths
-    operator = OR if isinstance(node, AnyOf) else AND
-    return plan.scalar(ScalarRow(operator, truths=_indices(plan.row(node.each))))
 
 
 @register_lowering(AggregateEach)
@@ -369,14 +363,8 @@ def _lower_any_of_groups(node: AnyOfGroups, plan) -> range:  # one Or row per gr
     return plan.scalar(ScalarRow(OR, truths=_indices(plan.row(node.each)), sizes=node.sizes))
 
 
-@register_lowering(AllSame)
-def _lower_all_same(node: AllSame, plan) -> int:
-    truths = [plan.row(node.nonempty), *plan.row(node.each)]
-    return plan.scalar(ScalarRow(ALL_SAME, truths=truths))
-
-
-def _indices(rows: range) -> np.ndarray:
-    return np.arange(rows.start, rows.stop)
+def _indices(rows: int | range) -> np.ndarray:
+    return np.arange(rows.start, rows.stop) if isinstance(rows, range) else np.array([rows])
 
 
 _TOP = Top()

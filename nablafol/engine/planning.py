@@ -73,18 +73,16 @@ class PlanBuilder:
         return self.v_rows.add_block(_block(k, operator.id, level, first, second, predicate), level)
 
     def scalar(self, row: ScalarRow):
-        """Add ``row``'s truth rows: its row, or a range of them when it stands for many."""
-        attention, truths = np.atleast_1d(row.attention), np.asarray(row.truths, dtype=np.int64)
-        if attention[0] >= 0:
-            level, n = 0, len(attention)
-        else:
-            level = 1 + max(map(self.s_rows.levels.__getitem__, truths.tolist()))
-            n = 1 if row.sizes is None else len(row.sizes)
-        rows = self.s_rows.add_block(_block(n, row.operator.id, level, attention), level)
+        """Add ``row``'s truth rows: its row, or a range of them where it stands for many."""
+        truths = np.asarray(row.truths, dtype=np.int64)
+        sizes = [len(truths)] if row.sizes is None else row.sizes
+        level = 1 + max(map(self.s_rows.levels.__getitem__, truths.tolist())) if len(truths) else 0
+        n = len(sizes) if len(truths) else np.size(row.attention)
+        rows = self.s_rows.add_block(_block(n, row.operator.id, level, row.attention), level)
         if len(truths):
-            owners = np.repeat(np.arange(rows.start, rows.stop), len(truths) if row.sizes is None else row.sizes)
+            owners = np.repeat(np.arange(rows.start, rows.stop), sizes)
             self.edges.append(np.stack([owners, truths], 1))
-        return rows.start if row.sizes is None and np.ndim(row.attention) == 0 else rows
+        return rows if row.sizes is not None or np.ndim(row.attention) else rows.start
 
 
 @dataclass(frozen=True)
@@ -115,10 +113,10 @@ class ProgramPlan:
                                             "registered for it")
             plan.rows[node] = lowering(node, plan)
         edges = np.concatenate(plan.edges) if plan.edges else np.zeros((0, 2), dtype=np.int64)
+        focus = plan.rows[program.focus] if program.focus is not None else -1
         return cls(plan.v_rows.array(), np.array(plan.atoms, dtype=np.int64).reshape(-1, 3),
-                   plan.s_rows.array(), edges, plan.rows[program.focus] if program.focus is not None else -1,
-                   tuple(plan.unary_index), tuple(plan.binary_index), tuple(plan.steps),
-                   GroundingRows.of(program, plan))
+                   plan.s_rows.array(), edges, focus, tuple(plan.unary_index),
+                   tuple(plan.binary_index), tuple(plan.steps), GroundingRows.of(program, plan))
 
     @property
     def candidates(self) -> np.ndarray:
@@ -127,8 +125,8 @@ class ProgramPlan:
 
     def weight(self) -> int:
         """What keeping it costs, in rows (what the engine's shape cache is bounded by)."""
-        g = self.grounding
-        return sum(map(len, (self.v, self.a, self.s, self.e, g.roots, g.merges))) + _PACK_OVERHEAD_ROWS
+        tables = (self.v, self.a, self.s, self.e, self.grounding.roots, self.grounding.merges)
+        return sum(map(len, tables)) + _PACK_OVERHEAD_ROWS
 
     @property
     def attention_steps(self) -> tuple:
@@ -283,9 +281,12 @@ class BatchPlan:
         return sum(len(v) + len(s) for v, s in self.levels)
 
 
-def _padded(owner: np.ndarray, values: np.ndarray, a: int, b: int, fill: int) -> np.ndarray:
-    """The ``values`` of owner rows ``a:b`` as a ``(b - a, width)`` matrix padded with ``fill``."""
+def _padded(owner: np.ndarray, values: np.ndarray, a: int, b: int, fill: int) -> Optional[np.ndarray]:
+    """The ``values`` of owner rows ``a:b`` as a ``(b - a, width)`` matrix padded with ``fill``
+    (None: these rows own none)."""
     sel = (owner >= a) & (owner < b)
+    if not sel.any():
+        return None
     owner, values, n_rows = owner[sel] - a, values[sel].astype(np.int64), b - a
     order = np.argsort(owner, kind="stable")
     owner, values = owner[order], values[order]
@@ -413,7 +414,6 @@ def build_batch_plan(programs: Sequence[Program], scenes: np.ndarray, registry: 
     a_node = _shifted(a[:, 0], v_off, na)
     binary_off = ids_off + np.fromiter((len(p.unary) for p in packs), dtype=np.int64, count=n_prog)
     a_pred = ids[a[:, 1] + np.repeat(binary_off, na)]
-    a_rev = a[:, 2]
     s_kind, s_level = s[:, 0], s[:, 1] + int(v_level.max(initial=-1)) + 1  # truths after attentions
     s_vin = _shifted(s[:, 2], v_off, ns)
     e_node, e_arg = _shifted(e[:, 0], s_off, ne), _shifted(e[:, 1], s_off, ne)
@@ -425,47 +425,39 @@ def build_batch_plan(programs: Sequence[Program], scenes: np.ndarray, registry: 
     b_key_per_atom = request_key(v_scene[a_node], a_pred, len(predicates))
     binary_keys = _distinct(b_key_per_atom, key_bound)
 
-    (v_order, v_rank), (s_order, s_rank) = _sorted(v_kind, v_level), _sorted(s_kind, s_level)
-    CONST = SCALAR_CONSTANTS
+    v_order, v_rank, v_runs = _grouped(v_kind, v_level)
+    _, s_rank, s_runs = _grouped(s_kind, s_level)
+    a_owner, a_req = v_rank[a_node], np.searchsorted(binary_keys, b_key_per_atom)
+    e_owner, e_row = s_rank[e_node], s_rank[e_arg] + SCALAR_CONSTANTS
 
     def vrow(x):
         return np.where(x >= 0, v_rank[np.maximum(x, 0)], -1)
 
-    levels = []
     max_level = int(max(v_level.max(initial=-1), s_level.max(initial=-1)))
-    v_sorted = (v_order, v_kind[v_order], v_level[v_order])
-    s_sorted = (s_order, s_kind[s_order], s_level[s_order])
-    a_owner, a_req = v_rank[a_node], np.searchsorted(binary_keys, b_key_per_atom)
-    e_owner, e_row = s_rank[e_node], s_rank[e_arg] + CONST
-    has_atoms = np.bincount(a_owner, minlength=len(v_rank)) > 0
-    has_args = np.bincount(e_owner, minlength=len(s_rank)) > 0
-    for level in range(max_level + 1):
-        vgroups, sgroups = [], []
-        for g, orig in _groups(level, *v_sorted):
-            a, b = g.start, g.stop
-            for name, inputs in (("in0", v_in0), ("in1", v_in1)):
-                if (inputs[orig[:1]] >= 0).any():  # a kind's rows all have the input or none
-                    g.arrays[name] = vrow(inputs[orig])
-            if has[orig[:1]].any():
-                g.arrays["table"] = np.searchsorted(unary_keys, u_key_per_node[orig])
-            if has_atoms[a:b].any():  # padded with the all-ones table after the oracle's
-                g.arrays["tables"] = _padded(a_owner, a_req, a, b, len(binary_keys))
-                g.arrays["reverse"] = _padded(a_owner, a_rev, a, b, 0).astype(bool)
-            vgroups.append(g)
-        for g, orig in _groups(level, *s_sorted):
-            a, b = g.start, g.stop
-            if (s_vin[orig[:1]] >= 0).any():
-                g.arrays["vin"] = vrow(s_vin[orig])
-            if has_args[a:b].any():  # padded with log 1 (row 0) or log 0 (row 1)
-                g.arrays["args"] = _padded(e_owner, e_row, a, b, 0 if g.operator.pads_with_true else 1)
-                g.arrays["pad"] = g.arrays["args"] < CONST
-            sgroups.append(g)
-        levels.append((vgroups, sgroups))
+    levels = [([], []) for _ in range(max_level + 1)]
+    for level, g, orig in v_runs:
+        for name, inputs in (("in0", v_in0), ("in1", v_in1)):
+            if inputs[orig[0]] >= 0:  # a kind's rows all have the input or none
+                g.arrays[name] = vrow(inputs[orig])
+        if has[orig[0]]:
+            g.arrays["table"] = np.searchsorted(unary_keys, u_key_per_node[orig])
+        tables = _padded(a_owner, a_req, g.start, g.stop, len(binary_keys))
+        if tables is not None:  # padded with the all-ones table after the oracle's
+            g.arrays["tables"] = tables
+            g.arrays["reverse"] = _padded(a_owner, a[:, 2], g.start, g.stop, 0).astype(bool)
+        levels[level][0].append(g)
+    for level, g, orig in s_runs:
+        if s_vin[orig[0]] >= 0:
+            g.arrays["vin"] = vrow(s_vin[orig])
+        args = _padded(e_owner, e_row, g.start, g.stop, 0 if g.operator.pads_with_true else 1)
+        if args is not None:  # padded with log 1 (row 0) or log 0 (row 1)
+            g.arrays["args"], g.arrays["pad"] = args, args < SCALAR_CONSTANTS
+        levels[level][1].append(g)
 
     cand_local, n_cand = _rows_of([p.candidates for p in packs], 0)
     cand_program = np.repeat(np.arange(n_prog), n_cand)
     cand_first = np.cumsum(n_cand) - n_cand  # each program's first entry
-    cand_rows = s_rank[_shifted(cand_local, s_off, n_cand)] + CONST
+    cand_rows = s_rank[_shifted(cand_local, s_off, n_cand)] + SCALAR_CONSTANTS
     focus_local = np.fromiter((p.focus for p in packs), dtype=np.int64, count=n_prog)
     focus = np.where(focus_local >= 0, v_rank[np.maximum(focus_local + v_off, 0)] if v_rank.size else -1, -1)
     return BatchPlan(
@@ -479,18 +471,13 @@ def build_batch_plan(programs: Sequence[Program], scenes: np.ndarray, registry: 
     )
 
 
-def _sorted(kind: np.ndarray, level: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Rows sorted by ``(level, kind)``: the order and each row's rank."""
+def _grouped(kind: np.ndarray, level: np.ndarray) -> tuple[np.ndarray, np.ndarray, list]:
+    """Rows sorted by ``(level, kind)``: the order, each row's rank, and per run of one level and
+    kind its level, its :class:`Group` and its rows' unsorted numbers."""
     order = np.lexsort((kind, level))
     rank = np.empty_like(order)
     rank[order] = np.arange(order.size)
-    return order, rank
-
-
-def _groups(level: int, order: np.ndarray, kinds: np.ndarray, levels: np.ndarray):
-    """The groups of one level, each with its rows' unsorted numbers."""
-    lo, hi = np.searchsorted(levels, [level, level + 1])
-    here = kinds[lo:hi]
-    for kind in np.unique(here):
-        a, b = lo + np.searchsorted(here, kind), lo + np.searchsorted(here, kind, side="right")
-        yield Group(OPERATORS[kind], int(a), int(b)), order[a:b]
+    key = level[order] * len(OPERATORS) + kind[order]
+    starts = np.flatnonzero(np.diff(key, prepend=-1)).tolist()
+    return order, rank, [(int(level[order[a]]), Group(OPERATORS[kind[order[a]]], a, b), order[a:b])
+                  for a, b in zip(starts, starts[1:] + [order.size])]
