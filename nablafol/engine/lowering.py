@@ -342,9 +342,7 @@ def _lower_aggregate_each(node: AggregateEach, plan) -> range:
     if not node.negate:  # A_q(Filter_π[α])
         last = plan.vector_block(FILTER, node, vin, predicate=predicates)
     else:  # A_q(α ⊙ Neg[Filter_π[1]])
-        top = plan.rows.get(_TOP)
-        if top is None:
-            top = plan.vector(TOP, _TOP)
+        top = plan.rows[_TOP] if _TOP in plan.rows else plan.vector(TOP, _TOP)
         values = plan.vector_block(FILTER, node, top, predicate=predicates)
         negs = plan.vector_block(NEG, node, _indices(values))
         last = plan.vector_block(CONJOIN, node, vin, _indices(negs))

@@ -157,19 +157,19 @@ class GroundingRows:
     @classmethod
     def of(cls, program: Program, plan: PlanBuilder) -> "GroundingRows":
         roots, merges = [], []
-        tops = plan.last_vector_rows
         for u, c in enumerate(program.candidates):
             rows = plan.row(c)
             if not isinstance(rows, range):
                 roots.append(np.array([[u, rows]]))
                 continue
             roots.append(_block(len(rows), u, np.arange(rows.start, rows.stop)))
-            inner = c.each if isinstance(c, AnyOfGroups) else c
-            group = (np.repeat(np.arange(len(c.sizes)), c.sizes) if isinstance(c, AnyOfGroups)
-                     else np.arange(inner.n_truths))
-            blocks = {tops[b].start: tops[b] for b in ((inner.left, inner.right) if isinstance(inner, Pairwise) else (inner,))}
-            for start, block in blocks.items():  # a Pairwise of one node with itself: one block
-                merges.append(_block(len(block), u, np.arange(block.start, block.stop), start, group))
+            each, group = c, np.arange(len(rows))
+            if isinstance(c, AnyOfGroups):
+                each, group = c.each, np.repeat(group, c.sizes)
+            inputs = (each.left, each.right) if isinstance(each, Pairwise) else (each,)
+            for last in dict.fromkeys(plan.last_vector_rows[x] for x in inputs):  # self-pair: once
+                merges.append(_block(len(last), u, np.arange(last.start, last.stop),
+                                     last.start, group))
         return cls(roots=np.concatenate(roots).astype(np.int64),
                    merges=np.concatenate(merges) if merges else np.zeros((0, 4), dtype=np.int64))
 
@@ -281,9 +281,8 @@ class BatchPlan:
         return sum(len(v) + len(s) for v, s in self.levels)
 
 
-def _padded(owner: np.ndarray, values: np.ndarray, a: int, b: int, fill: int) -> Optional[np.ndarray]:
-    """The ``values`` of owner rows ``a:b`` as a ``(b - a, width)`` matrix padded with ``fill``
-    (None: these rows own none)."""
+def _padded(owner: np.ndarray, values: np.ndarray, a: int, b: int, fill: int) -> np.ndarray | None:
+    """The ``values`` of owner rows ``a:b``, one row each, padded with ``fill`` (None: none)."""
     sel = (owner >= a) & (owner < b)
     if not sel.any():
         return None
@@ -338,18 +337,16 @@ class Packed(NamedTuple):
     ids: np.ndarray
 
 
-def _rows_of(parts: list[np.ndarray], width: int) -> tuple[np.ndarray, np.ndarray]:
-    """The programs' row matrices stacked, and each one's row count (``width`` 0: vectors)."""
+def _stacked(parts: list[np.ndarray], width: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The programs' rows stacked (``width`` 0: vectors), their first rows, each row's program."""
     counts = np.fromiter(map(len, parts), dtype=np.int64, count=len(parts))
     rows = np.concatenate(parts) if parts else np.zeros((0, width) if width else 0, dtype=np.int64)
-    return rows, counts
+    return rows, np.cumsum(counts) - counts, np.repeat(np.arange(len(parts)), counts)
 
 
-def _shifted(local: np.ndarray, offsets: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """Local row indices (-1: none) made batch-wide."""
-    if not local.size:
-        return local
-    return np.where(local >= 0, local + np.repeat(offsets, counts), -1)
+def _shifted(local: np.ndarray, first: np.ndarray) -> np.ndarray:
+    """Local row indices (-1: none) made batch-wide, ``first``: their program's first row."""
+    return np.where(local >= 0, local + first, -1)
 
 
 def request_key(scene, predicate, n_predicates: int):
@@ -388,35 +385,33 @@ def build_batch_plan(programs: Sequence[Program], scenes: np.ndarray, registry: 
         packs.append(entry[1].plan)
         ids.append(entry[1].ids)
     n_prog = len(packs)
-    v, nv = _rows_of([p.v for p in packs], 5)
-    a, na = _rows_of([p.a for p in packs], 3)
-    s, ns = _rows_of([p.s for p in packs], 3)
-    e, ne = _rows_of([p.e for p in packs], 2)
-    v_off, s_off = np.cumsum(nv) - nv, np.cumsum(ns) - ns  # each program's first row
+    v, v_off, v_program = _stacked([p.v for p in packs], 5)
+    a, _, a_program = _stacked([p.a for p in packs], 3)
+    s, s_off, s_program = _stacked([p.s for p in packs], 3)
+    e, _, e_program = _stacked([p.e for p in packs], 2)
     v_kind, v_level = v[:, 0], v[:, 1]
-    v_in0, v_in1 = _shifted(v[:, 2], v_off, nv), _shifted(v[:, 3], v_off, nv)
-    v_program = np.repeat(np.arange(n_prog), nv)
+    v_in0, v_in1 = _shifted(v[:, 2], v_off[v_program]), _shifted(v[:, 3], v_off[v_program])
     v_scene = scenes[v_program] if n_prog else v_program
-    v_step = np.arange(len(v_kind)) - np.repeat(v_off, nv)
+    v_step = np.arange(len(v_kind)) - v_off[v_program]
     # predicates renumbered in a canonical order: what the oracle is asked depends on this batch
     # alone, not on what the engine met before (a resumed training run equals an uninterrupted one)
-    ids, n_ids = _rows_of(ids, 0)
+    ids, ids_off, _ = _stacked(ids, 0)
     canonical = sorted(_distinct(ids, len(registry.predicates)).tolist(),
                        key=lambda i: (registry.predicates[i].kind, registry.predicates[i].name,
                                       registry.predicates[i].arity))
     rank = np.zeros(len(registry.predicates), dtype=np.int64)
     rank[canonical] = np.arange(len(canonical))
-    ids, ids_off = rank[ids], np.cumsum(n_ids) - n_ids
+    ids = rank[ids]
     predicates = [registry.predicates[i] for i in canonical]
     v_pred = v[:, 4].copy()
     has = v_pred >= 0
-    v_pred[has] = ids[v_pred[has] + np.repeat(ids_off, nv)[has]]
-    a_node = _shifted(a[:, 0], v_off, na)
+    v_pred[has] = ids[v_pred[has] + ids_off[v_program[has]]]
+    a_node = a[:, 0] + v_off[a_program]
     binary_off = ids_off + np.fromiter((len(p.unary) for p in packs), dtype=np.int64, count=n_prog)
-    a_pred = ids[a[:, 1] + np.repeat(binary_off, na)]
+    a_pred = ids[a[:, 1] + binary_off[a_program]]
     s_kind, s_level = s[:, 0], s[:, 1] + int(v_level.max(initial=-1)) + 1  # truths after attentions
-    s_vin = _shifted(s[:, 2], v_off, ns)
-    e_node, e_arg = _shifted(e[:, 0], s_off, ne), _shifted(e[:, 1], s_off, ne)
+    s_vin = _shifted(s[:, 2], v_off[s_program])
+    e_node, e_arg = e[:, 0] + s_off[e_program], e[:, 1] + s_off[e_program]
     v_level, s_level = fewer_groups(v_kind, v_level, v_in0, v_in1, s_kind, s_level, e_node, e_arg)
 
     u_key_per_node = np.where(has, request_key(v_scene, np.maximum(v_pred, 0), len(predicates)), -1)
@@ -454,26 +449,24 @@ def build_batch_plan(programs: Sequence[Program], scenes: np.ndarray, registry: 
             g.arrays["args"], g.arrays["pad"] = args, args < SCALAR_CONSTANTS
         levels[level][1].append(g)
 
-    cand_local, n_cand = _rows_of([p.candidates for p in packs], 0)
-    cand_program = np.repeat(np.arange(n_prog), n_cand)
-    cand_first = np.cumsum(n_cand) - n_cand  # each program's first entry
-    cand_rows = s_rank[_shifted(cand_local, s_off, n_cand)] + SCALAR_CONSTANTS
+    cand_local, cand_first, cand_program = _stacked([p.candidates for p in packs], 0)
+    cand_position = np.arange(len(cand_program)) - cand_first[cand_program]
     focus_local = np.fromiter((p.focus for p in packs), dtype=np.int64, count=n_prog)
     focus = np.where(focus_local >= 0, v_rank[np.maximum(focus_local + v_off, 0)] if v_rank.size else -1, -1)
     return BatchPlan(
         n_programs=n_prog, program_scene=scenes, levels=levels,
         v_scene=v_scene[v_order], v_program=v_program[v_order], v_step=v_step[v_order],
         unary_keys=unary_keys, binary_keys=binary_keys, predicates=predicates,
-        candidate_program=cand_program, candidate_position=np.arange(len(cand_program)) - cand_first[cand_program],
-        candidate_rows=cand_rows, candidate_width=max(1, int(n_cand.max(initial=0))),
+        candidate_program=cand_program, candidate_position=cand_position,
+        candidate_rows=s_rank[cand_local + s_off[cand_program]] + SCALAR_CONSTANTS,
+        candidate_width=int(cand_position.max(initial=0)) + 1,
         focus=focus, labels=[p.labels for p in programs],
         v_rank=v_rank, s_rank=s_rank, v_offset=v_off, s_offset=s_off,
     )
 
 
 def _grouped(kind: np.ndarray, level: np.ndarray) -> tuple[np.ndarray, np.ndarray, list]:
-    """Rows sorted by ``(level, kind)``: the order, each row's rank, and per run of one level and
-    kind its level, its :class:`Group` and its rows' unsorted numbers."""
+    """Rows sorted by ``(level, kind)``: the order, the ranks, each run's (level, Group, rows)."""
     order = np.lexsort((kind, level))
     rank = np.empty_like(order)
     rank[order] = np.arange(order.size)
