@@ -18,7 +18,7 @@ Example: the operators of ``A_∃(Filter_red[1])``'s rows, in the order a level 
 """
 from __future__ import annotations
 
-from typing import Callable, NamedTuple, Optional
+from typing import Callable, NamedTuple, Optional, Sequence
 
 import numpy as np
 import torch
@@ -29,8 +29,7 @@ from nablafol.ir import (Aggregate, AggregateEach, AllOf, AllSame, And, AnyOf, A
                          Conjoin, Filter, Neg, Not, Or, Pairwise, Relate, Top)
 from nablafol.operators import Quantifier
 
-__all__ = ["Operator", "OPERATORS", "VectorRow", "ScalarRow", "register_lowering", "lowering_of",
-           "TOP"]
+__all__ = ["Operator", "OPERATORS", "ScalarRow", "register_lowering", "lowering_of", "TOP"]
 
 CAP = 2  # use counts are capped here: all that matters to exactness is "twice or more"
 
@@ -71,21 +70,15 @@ class Operator:
         raise NotImplementedError
 
 
-class VectorRow(NamedTuple):
-    """One attention row of a plan: inputs are its rows, the predicate a local number (-1: none)."""
-
-    operator: Operator
-    first: int = -1
-    second: int = -1
-    predicate: int = -1
-
-
 class ScalarRow(NamedTuple):
-    """One truth row of a plan: the attention it reads (-1: none), the truths it combines (rows)."""
+    """Truth rows of a plan: one reading the attention row ``attention`` (-1: none) or combining
+    the truth rows ``truths``; or many: one per row of an array ``attention``, or per group of
+    ``sizes`` consecutive ``truths``."""
 
     operator: Operator
-    attention: int = -1
-    truths: tuple = ()
+    attention: int | np.ndarray = -1
+    truths: Sequence[int] = ()
+    sizes: Optional[Sequence[int]] = None
 
 
 class _Top(Operator):
@@ -315,38 +308,31 @@ def _one_row(operator: Operator) -> Callable:
     def lower(node, plan) -> int:
         inputs = [plan.row(child) for child in node.children()]
         if operator.vector:
-            return plan.vector(VectorRow(operator, *inputs), node)
-        return plan.scalar(ScalarRow(operator, truths=tuple(inputs)))
+            return plan.vector(operator, node, *inputs)
+        truths = np.concatenate([_indices(r) for r in inputs])
+        return plan.scalar(ScalarRow(operator, truths=truths))
     return lower
 
 
 for _kind, _operator in ((Top, TOP), (Neg, NEG), (Conjoin, CONJOIN), (Not, NOT), (And, AND),
-                         (Or, OR)):
+                         (Or, OR), (AnyOf, OR), (AllOf, AND), (AllSame, ALL_SAME)):
     register_lowering(_kind)(_one_row(_operator))
 
 
 @register_lowering(Filter)
 def _lower_filter(node: Filter, plan) -> int:
-    row = VectorRow(FILTER, plan.row(node.input), predicate=plan.unary(node.predicate))
-    return plan.vector(row, node)
+    return plan.vector(FILTER, node, plan.row(node.input), predicate=plan.unary(node.predicate))
 
 
 @register_lowering(Relate)
 def _lower_relate(node: Relate, plan) -> int:
-    return plan.vector(VectorRow(RELATE[node.quantifier], plan.row(node.input)), node,
+    return plan.vector(RELATE[node.quantifier], node, plan.row(node.input),
                        atoms=[(plan.binary(a.predicate), a.reverse) for a in node.atoms])
 
 
 @register_lowering(Aggregate)
 def _lower_aggregate(node: Aggregate, plan) -> int:
     return plan.scalar(ScalarRow(AGGREGATE[node.quantifier], attention=plan.row(node.input)))
-
-
-@register_lowering(AnyOf)
-@register_lowering(AllOf)
-def _lower_of_each(node, plan) -> int:  # one row over the node's many truths
-    operator = OR if isinstance(node, AnyOf) else AND
-    return plan.scalar(ScalarRow(operator, truths=plan.row(node.each)))
 
 
 @register_lowering(AggregateEach)
@@ -356,33 +342,27 @@ def _lower_aggregate_each(node: AggregateEach, plan) -> range:
     if not node.negate:  # A_q(Filter_π[α])
         last = plan.vector_block(FILTER, node, vin, predicate=predicates)
     else:  # A_q(α ⊙ Neg[Filter_π[1]])
-        top = plan.row_or_none(_TOP)
-        if top is None:
-            top = plan.vector(VectorRow(TOP), _TOP)
+        top = plan.rows[_TOP] if _TOP in plan.rows else plan.vector(TOP, _TOP)
         values = plan.vector_block(FILTER, node, top, predicate=predicates)
-        negs = plan.vector_block(NEG, node, np.arange(values.start, values.stop))
-        last = plan.vector_block(CONJOIN, node, vin, np.arange(negs.start, negs.stop))
+        negs = plan.vector_block(NEG, node, _indices(values))
+        last = plan.vector_block(CONJOIN, node, vin, _indices(negs))
     plan.last_vector_rows[node] = last
-    return plan.scalar_block(AGGREGATE[node.quantifier], attention=np.arange(last.start, last.stop))
+    return plan.scalar(ScalarRow(AGGREGATE[node.quantifier], attention=_indices(last)))
 
 
 @register_lowering(Pairwise)
-def _lower_pairwise(node: Pairwise, plan) -> range:
-    left, right = plan.row(node.left), plan.row(node.right)
-    ks = np.arange(len(left))
-    return plan.scalar_block(AND, truths=np.stack([left.start + ks, right.start + ks], 1))
+def _lower_pairwise(node: Pairwise, plan) -> range:  # one And row per pair
+    pairs = np.stack([_indices(plan.row(node.left)), _indices(plan.row(node.right))], 1)
+    return plan.scalar(ScalarRow(AND, truths=pairs.ravel(), sizes=np.full(len(pairs), 2)))
 
 
 @register_lowering(AnyOfGroups)
 def _lower_any_of_groups(node: AnyOfGroups, plan) -> range:  # one Or row per group
-    rows = plan.row(node.each)
-    return plan.scalar_block(OR, groups=(node.sizes, np.arange(rows.start, rows.stop)))
+    return plan.scalar(ScalarRow(OR, truths=_indices(plan.row(node.each)), sizes=node.sizes))
 
 
-@register_lowering(AllSame)
-def _lower_all_same(node: AllSame, plan) -> int:
-    truths = (plan.row(node.nonempty),) + tuple(plan.row(node.each))
-    return plan.scalar(ScalarRow(ALL_SAME, truths=truths))
+def _indices(rows: int | range) -> np.ndarray:
+    return np.arange(rows.start, rows.stop) if isinstance(rows, range) else np.array([rows])
 
 
 _TOP = Top()

@@ -10,7 +10,7 @@ import numpy as np
 from nablafol.caching import weighted_cache
 from nablafol.errors import ProgramStructureError, ShapeError
 from nablafol.engine.leveling import fewer_groups
-from nablafol.engine.lowering import OPERATORS, Operator, ScalarRow, VectorRow, lowering_of
+from nablafol.engine.lowering import OPERATORS, Operator, ScalarRow, lowering_of
 from nablafol.ir import AnyOfGroups, Pairwise, Predicate, Program, number_predicates
 
 __all__ = ["ProgramPlan", "BatchPlan", "build_batch_plan", "request_key", "split_key"]
@@ -24,7 +24,8 @@ class PlanBuilder:
     """One program's rows as its nodes' lowerings (:mod:`~nablafol.engine.lowering`) add them:
     vector rows ``(operator, level, first, second, predicate)`` with a relate's atoms beside,
     scalar rows ``(operator, level, attention)`` with the truths they combine beside. A row's
-    level is one more than its deepest input's."""
+    level is one more than its deepest input's; truths count only truths (all run after the
+    attentions, so a batch's groups grow no more with the spread of its programs' depths)."""
 
     def __init__(self):
         # a child may be an equal but distinct object of an earlier node: found by equality
@@ -41,9 +42,6 @@ class PlanBuilder:
         """The row of a node already lowered."""
         return self.rows[node]
 
-    def row_or_none(self, node):
-        return self.rows.get(node)
-
     def unary(self, predicate: Predicate) -> int:
         """The local number of a unary predicate (:meth:`binary`: of a binary one)."""
         return self.unary_index.setdefault(predicate, len(self.unary_index))
@@ -55,11 +53,12 @@ class PlanBuilder:
         numbers = number_predicates(self.unary_index, predicates)
         return np.fromiter(numbers, dtype=np.int64, count=len(numbers))
 
-    def vector(self, row: VectorRow, node, atoms=()) -> int:
-        """Add one vector row computing ``node`` (``atoms``: a relate's (binary predicate, reversed))."""
+    def vector(self, operator: Operator, node, first=-1, second=-1, predicate=-1, atoms=()) -> int:
+        """Add one vector row computing ``node`` from rows ``first``, ``second`` and a unary
+        predicate's local number (-1: none); ``atoms``: a relate's (binary predicate, reversed)."""
         levels = self.v_rows.levels
-        level = 0 if row.first < 0 else 1 + max(levels[row.first], levels[row.second] if row.second >= 0 else 0)
-        i = self.v_rows.add((row.operator.id, level, row.first, row.second, row.predicate))
+        level = 0 if first < 0 else 1 + max(levels[first], levels[second] if second >= 0 else 0)
+        i = self.v_rows.add((operator.id, level, first, second, predicate))
         self.steps.append(node)
         self.atoms.extend((i, p, reverse) for p, reverse in atoms)
         return i
@@ -73,36 +72,17 @@ class PlanBuilder:
         self.steps.append((node,))  # its rows, one per predicate: expanded when asked for
         return self.v_rows.add_block(_block(k, operator.id, level, first, second, predicate), level)
 
-    def scalar(self, row: ScalarRow) -> int:
-        truths = row.truths
-        if row.attention >= 0:
-            level = 1 + self.v_rows.levels[row.attention]
-        else:
-            levels = self.s_rows.levels
-            level = 1 + (max(levels[truths.start:truths.stop]) if isinstance(truths, range)
-                         else max(levels[t] for t in truths))
-        j = self.s_rows.add((row.operator.id, level, row.attention))
-        self.edges.append(_block(len(truths), j, np.asarray(truths)))
-        return j
-
-    def scalar_block(self, operator: Operator, attention=None, truths=None, groups=None) -> range:
-        """Add scalar rows: one per ``attention`` row, per row of ``truths`` ``(k, width)``, or per
-        group of ``groups`` ``(sizes, truth rows)``."""
-        if attention is not None:
-            level = 1 + self.v_rows.levels[int(attention[0])]
-            return self.s_rows.add_block(_block(len(attention), operator.id, level, attention), level)
-        levels = self.s_rows.levels
-        if truths is not None:
-            level = 1 + max(levels[int(t)] for t in truths[0])
-            rows = self.s_rows.add_block(_block(len(truths), operator.id, level, -1), level)
-            owners = np.repeat(np.arange(rows.start, rows.stop), truths.shape[1])
-            self.edges.append(np.stack([owners.reshape(truths.shape).T.ravel(), truths.T.ravel()], 1))
-            return rows
-        sizes, members = groups
-        level = 1 + levels[int(members[0])]
-        rows = self.s_rows.add_block(_block(len(sizes), operator.id, level, -1), level)
-        self.edges.append(np.stack([np.repeat(np.arange(rows.start, rows.stop), sizes), members], 1))
-        return rows
+    def scalar(self, row: ScalarRow):
+        """Add ``row``'s truth rows: its row, or a range of them where it stands for many."""
+        truths = np.asarray(row.truths, dtype=np.int64)
+        sizes = [len(truths)] if row.sizes is None else row.sizes
+        level = 1 + max(map(self.s_rows.levels.__getitem__, truths.tolist())) if len(truths) else 0
+        n = len(sizes) if len(truths) else np.size(row.attention)
+        rows = self.s_rows.add_block(_block(n, row.operator.id, level, row.attention), level)
+        if len(truths):
+            owners = np.repeat(np.arange(rows.start, rows.stop), sizes)
+            self.edges.append(np.stack([owners, truths], 1))
+        return rows if row.sizes is not None or np.ndim(row.attention) else rows.start
 
 
 @dataclass(frozen=True)
@@ -113,7 +93,6 @@ class ProgramPlan:
     a: np.ndarray  # (na, 3) relate atoms: vector row, binary predicate, reversed
     s: np.ndarray  # (ns, 3) scalar rows: operator, level, vector input
     e: np.ndarray  # (ne, 2) the truths scalar rows combine: scalar row, scalar input
-    candidates: np.ndarray  # local scalar rows of the answers
     focus: int  # local vector row, -1 when none
     unary: tuple[Predicate, ...]
     binary: tuple[Predicate, ...]
@@ -133,20 +112,20 @@ class ProgramPlan:
                 raise ProgramStructureError(f"unknown node {type(node).__name__}: no lowering is "
                                             "registered for it")
             plan.rows[node] = lowering(node, plan)
-        rows = [plan.rows[c] for c in program.candidates]
-        candidates = np.concatenate([np.arange(r.start, r.stop) if isinstance(r, range) else [r]
-                                     for r in rows]).astype(np.int64)
         edges = np.concatenate(plan.edges) if plan.edges else np.zeros((0, 2), dtype=np.int64)
+        focus = plan.rows[program.focus] if program.focus is not None else -1
         return cls(plan.v_rows.array(), np.array(plan.atoms, dtype=np.int64).reshape(-1, 3),
-                   plan.s_rows.array(), edges, candidates,
-                   plan.rows[program.focus] if program.focus is not None else -1,
-                   tuple(plan.unary_index), tuple(plan.binary_index), tuple(plan.steps),
-                   GroundingRows.of(program, plan))
+                   plan.s_rows.array(), edges, focus, tuple(plan.unary_index),
+                   tuple(plan.binary_index), tuple(plan.steps), GroundingRows.of(program, plan))
+
+    @property
+    def candidates(self) -> np.ndarray:
+        """The local scalar rows of the answers."""
+        return self.grounding.roots[:, 1]
 
     def weight(self) -> int:
         """What keeping it costs, in rows (what the engine's shape cache is bounded by)."""
-        g = self.grounding
-        tables = (self.v, self.a, self.s, self.e, self.candidates, g.roots, g.merges)
+        tables = (self.v, self.a, self.s, self.e, self.grounding.roots, self.grounding.merges)
         return sum(map(len, tables)) + _PACK_OVERHEAD_ROWS
 
     @property
@@ -178,19 +157,19 @@ class GroundingRows:
     @classmethod
     def of(cls, program: Program, plan: PlanBuilder) -> "GroundingRows":
         roots, merges = [], []
-        tops = plan.last_vector_rows
         for u, c in enumerate(program.candidates):
             rows = plan.row(c)
             if not isinstance(rows, range):
                 roots.append(np.array([[u, rows]]))
                 continue
             roots.append(_block(len(rows), u, np.arange(rows.start, rows.stop)))
-            inner = c.each if isinstance(c, AnyOfGroups) else c
-            group = (np.repeat(np.arange(len(c.sizes)), c.sizes) if isinstance(c, AnyOfGroups)
-                     else np.arange(inner.n_truths))
-            blocks = {tops[b].start: tops[b] for b in ((inner.left, inner.right) if isinstance(inner, Pairwise) else (inner,))}
-            for start, block in blocks.items():  # a Pairwise of one node with itself: one block
-                merges.append(_block(len(block), u, np.arange(block.start, block.stop), start, group))
+            each, group = c, np.arange(len(rows))
+            if isinstance(c, AnyOfGroups):
+                each, group = c.each, np.repeat(group, c.sizes)
+            inputs = (each.left, each.right) if isinstance(each, Pairwise) else (each,)
+            for last in dict.fromkeys(plan.last_vector_rows[x] for x in inputs):  # self-pair: once
+                merges.append(_block(len(last), u, np.arange(last.start, last.stop),
+                                     last.start, group))
         return cls(roots=np.concatenate(roots).astype(np.int64),
                    merges=np.concatenate(merges) if merges else np.zeros((0, 4), dtype=np.int64))
 
@@ -302,9 +281,11 @@ class BatchPlan:
         return sum(len(v) + len(s) for v, s in self.levels)
 
 
-def _padded(owner: np.ndarray, values: np.ndarray, a: int, b: int, fill: int) -> np.ndarray:
-    """The ``values`` of owner rows ``a:b`` as a ``(b - a, width)`` matrix padded with ``fill``."""
+def _padded(owner: np.ndarray, values: np.ndarray, a: int, b: int, fill: int) -> np.ndarray | None:
+    """The ``values`` of owner rows ``a:b``, one row each, padded with ``fill`` (None: none)."""
     sel = (owner >= a) & (owner < b)
+    if not sel.any():
+        return None
     owner, values, n_rows = owner[sel] - a, values[sel].astype(np.int64), b - a
     order = np.argsort(owner, kind="stable")
     owner, values = owner[order], values[order]
@@ -356,18 +337,16 @@ class Packed(NamedTuple):
     ids: np.ndarray
 
 
-def _rows_of(parts: list[np.ndarray], width: int) -> tuple[np.ndarray, np.ndarray]:
-    """The programs' row matrices stacked, and each one's row count (``width`` 0: vectors)."""
+def _stacked(parts: list[np.ndarray], width: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The programs' rows stacked (``width`` 0: vectors), their first rows, each row's program."""
     counts = np.fromiter(map(len, parts), dtype=np.int64, count=len(parts))
     rows = np.concatenate(parts) if parts else np.zeros((0, width) if width else 0, dtype=np.int64)
-    return rows, counts
+    return rows, np.cumsum(counts) - counts, np.repeat(np.arange(len(parts)), counts)
 
 
-def _shifted(local: np.ndarray, offsets: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """Local row indices (-1: none) made batch-wide."""
-    if not local.size:
-        return local
-    return np.where(local >= 0, local + np.repeat(offsets, counts), -1)
+def _shifted(local: np.ndarray, first: np.ndarray) -> np.ndarray:
+    """Local row indices (-1: none) made batch-wide, ``first``: their program's first row."""
+    return np.where(local >= 0, local + first, -1)
 
 
 def request_key(scene, predicate, n_predicates: int):
@@ -406,41 +385,34 @@ def build_batch_plan(programs: Sequence[Program], scenes: np.ndarray, registry: 
         packs.append(entry[1].plan)
         ids.append(entry[1].ids)
     n_prog = len(packs)
-    v, nv = _rows_of([p.v for p in packs], 5)
-    a, na = _rows_of([p.a for p in packs], 3)
-    s, ns = _rows_of([p.s for p in packs], 3)
-    e, ne = _rows_of([p.e for p in packs], 2)
-    v_off, s_off = np.cumsum(nv) - nv, np.cumsum(ns) - ns  # each program's first row
+    v, v_off, v_program = _stacked([p.v for p in packs], 5)
+    a, _, a_program = _stacked([p.a for p in packs], 3)
+    s, s_off, s_program = _stacked([p.s for p in packs], 3)
+    e, _, e_program = _stacked([p.e for p in packs], 2)
     v_kind, v_level = v[:, 0], v[:, 1]
-    v_in0, v_in1 = _shifted(v[:, 2], v_off, nv), _shifted(v[:, 3], v_off, nv)
-    v_program = np.repeat(np.arange(n_prog), nv)
+    v_in0, v_in1 = _shifted(v[:, 2], v_off[v_program]), _shifted(v[:, 3], v_off[v_program])
     v_scene = scenes[v_program] if n_prog else v_program
-    v_step = np.arange(len(v_kind)) - np.repeat(v_off, nv)
-    ids, n_ids = _rows_of(ids, 0)
-    ids_off = np.cumsum(n_ids) - n_ids
-    v_pred = v[:, 4].copy()
-    has = v_pred >= 0
-    v_pred[has] = ids[v_pred[has] + np.repeat(ids_off, nv)[has]]
-    a_node = _shifted(a[:, 0], v_off, na)
-    binary_off = ids_off + np.fromiter((len(p.unary) for p in packs), dtype=np.int64, count=n_prog)
-    a_pred = ids[a[:, 1] + np.repeat(binary_off, na)]
-    a_rev = a[:, 2]
-    s_kind, s_level = s[:, 0], s[:, 1]
-    s_vin = _shifted(s[:, 2], v_off, ns)
-    e_node, e_arg = _shifted(e[:, 0], s_off, ne), _shifted(e[:, 1], s_off, ne)
-    s_level = _truths_after_attentions(s_level, e_node, e_arg, int(v_level.max(initial=-1)))
-    v_level, s_level = fewer_groups(v_kind, v_level, v_in0, v_in1, s_kind, s_level, e_node, e_arg)
-
+    v_step = np.arange(len(v_kind)) - v_off[v_program]
     # predicates renumbered in a canonical order: what the oracle is asked depends on this batch
     # alone, not on what the engine met before (a resumed training run equals an uninterrupted one)
-    used = _distinct(np.concatenate([v_pred[has], a_pred]), len(registry.predicates))
-    canonical = sorted(used.tolist(), key=lambda i: (registry.predicates[i].kind, registry.predicates[i].name,
-                                                     registry.predicates[i].arity))
-    rank = np.zeros(len(registry.predicates) + 1, dtype=np.int64)
+    ids, ids_off, _ = _stacked(ids, 0)
+    canonical = sorted(_distinct(ids, len(registry.predicates)).tolist(),
+                       key=lambda i: (registry.predicates[i].kind, registry.predicates[i].name,
+                                      registry.predicates[i].arity))
+    rank = np.zeros(len(registry.predicates), dtype=np.int64)
     rank[canonical] = np.arange(len(canonical))
-    v_pred = np.where(has, rank[np.maximum(v_pred, 0)], -1)
-    a_pred = rank[a_pred]
+    ids = rank[ids]
     predicates = [registry.predicates[i] for i in canonical]
+    v_pred = v[:, 4].copy()
+    has = v_pred >= 0
+    v_pred[has] = ids[v_pred[has] + ids_off[v_program[has]]]
+    a_node = a[:, 0] + v_off[a_program]
+    binary_off = ids_off + np.fromiter((len(p.unary) for p in packs), dtype=np.int64, count=n_prog)
+    a_pred = ids[a[:, 1] + binary_off[a_program]]
+    s_kind, s_level = s[:, 0], s[:, 1] + int(v_level.max(initial=-1)) + 1  # truths after attentions
+    s_vin = _shifted(s[:, 2], v_off[s_program])
+    e_node, e_arg = e[:, 0] + s_off[e_program], e[:, 1] + s_off[e_program]
+    v_level, s_level = fewer_groups(v_kind, v_level, v_in0, v_in1, s_kind, s_level, e_node, e_arg)
 
     u_key_per_node = np.where(has, request_key(v_scene, np.maximum(v_pred, 0), len(predicates)), -1)
     key_bound = request_key(int(scenes.max()) + 1, 0, len(predicates)) if n_prog else 0
@@ -448,91 +420,57 @@ def build_batch_plan(programs: Sequence[Program], scenes: np.ndarray, registry: 
     b_key_per_atom = request_key(v_scene[a_node], a_pred, len(predicates))
     binary_keys = _distinct(b_key_per_atom, key_bound)
 
-    (v_order, v_rank), (s_order, s_rank) = _sorted(v_kind, v_level), _sorted(s_kind, s_level)
-    CONST = SCALAR_CONSTANTS
+    v_order, v_rank, v_runs = _grouped(v_kind, v_level)
+    _, s_rank, s_runs = _grouped(s_kind, s_level)
+    a_owner, a_req = v_rank[a_node], np.searchsorted(binary_keys, b_key_per_atom)
+    e_owner, e_row = s_rank[e_node], s_rank[e_arg] + SCALAR_CONSTANTS
 
     def vrow(x):
         return np.where(x >= 0, v_rank[np.maximum(x, 0)], -1)
 
-    levels = []
     max_level = int(max(v_level.max(initial=-1), s_level.max(initial=-1)))
-    v_sorted = (v_order, v_kind[v_order], v_level[v_order])
-    s_sorted = (s_order, s_kind[s_order], s_level[s_order])
-    a_owner, a_req = v_rank[a_node], np.searchsorted(binary_keys, b_key_per_atom)
-    e_owner, e_row = s_rank[e_node], s_rank[e_arg] + CONST
-    has_atoms = np.bincount(a_owner, minlength=len(v_rank)) > 0
-    has_args = np.bincount(e_owner, minlength=len(s_rank)) > 0
-    for level in range(max_level + 1):
-        vgroups, sgroups = [], []
-        for g, orig in _groups(level, *v_sorted):
-            a, b = g.start, g.stop
-            for name, inputs in (("in0", v_in0), ("in1", v_in1)):
-                if (inputs[orig[:1]] >= 0).any():  # a kind's rows all have the input or none
-                    g.arrays[name] = vrow(inputs[orig])
-            if has[orig[:1]].any():
-                g.arrays["table"] = np.searchsorted(unary_keys, u_key_per_node[orig])
-            if has_atoms[a:b].any():  # padded with the all-ones table after the oracle's
-                g.arrays["tables"] = _padded(a_owner, a_req, a, b, len(binary_keys))
-                g.arrays["reverse"] = _padded(a_owner, a_rev, a, b, 0).astype(bool)
-            vgroups.append(g)
-        for g, orig in _groups(level, *s_sorted):
-            a, b = g.start, g.stop
-            if (s_vin[orig[:1]] >= 0).any():
-                g.arrays["vin"] = vrow(s_vin[orig])
-            if has_args[a:b].any():  # padded with log 1 (row 0) or log 0 (row 1)
-                g.arrays["args"] = _padded(e_owner, e_row, a, b, 0 if g.operator.pads_with_true else 1)
-                g.arrays["pad"] = g.arrays["args"] < CONST
-            sgroups.append(g)
-        levels.append((vgroups, sgroups))
+    levels = [([], []) for _ in range(max_level + 1)]
+    for level, g, orig in v_runs:
+        for name, inputs in (("in0", v_in0), ("in1", v_in1)):
+            if inputs[orig[0]] >= 0:  # a kind's rows all have the input or none
+                g.arrays[name] = vrow(inputs[orig])
+        if has[orig[0]]:
+            g.arrays["table"] = np.searchsorted(unary_keys, u_key_per_node[orig])
+        tables = _padded(a_owner, a_req, g.start, g.stop, len(binary_keys))
+        if tables is not None:  # padded with the all-ones table after the oracle's
+            g.arrays["tables"] = tables
+            g.arrays["reverse"] = _padded(a_owner, a[:, 2], g.start, g.stop, 0).astype(bool)
+        levels[level][0].append(g)
+    for level, g, orig in s_runs:
+        if s_vin[orig[0]] >= 0:
+            g.arrays["vin"] = vrow(s_vin[orig])
+        args = _padded(e_owner, e_row, g.start, g.stop, 0 if g.operator.pads_with_true else 1)
+        if args is not None:  # padded with log 1 (row 0) or log 0 (row 1)
+            g.arrays["args"], g.arrays["pad"] = args, args < SCALAR_CONSTANTS
+        levels[level][1].append(g)
 
-    cand_local, n_cand = _rows_of([p.candidates for p in packs], 0)
-    cand_program = np.repeat(np.arange(n_prog), n_cand)
-    cand_first = np.cumsum(n_cand) - n_cand  # each program's first entry
-    cand_rows = s_rank[_shifted(cand_local, s_off, n_cand)] + CONST
+    cand_local, cand_first, cand_program = _stacked([p.candidates for p in packs], 0)
+    cand_position = np.arange(len(cand_program)) - cand_first[cand_program]
     focus_local = np.fromiter((p.focus for p in packs), dtype=np.int64, count=n_prog)
     focus = np.where(focus_local >= 0, v_rank[np.maximum(focus_local + v_off, 0)] if v_rank.size else -1, -1)
     return BatchPlan(
         n_programs=n_prog, program_scene=scenes, levels=levels,
         v_scene=v_scene[v_order], v_program=v_program[v_order], v_step=v_step[v_order],
         unary_keys=unary_keys, binary_keys=binary_keys, predicates=predicates,
-        candidate_program=cand_program, candidate_position=np.arange(len(cand_program)) - cand_first[cand_program],
-        candidate_rows=cand_rows, candidate_width=max(1, int(n_cand.max(initial=0))),
+        candidate_program=cand_program, candidate_position=cand_position,
+        candidate_rows=s_rank[cand_local + s_off[cand_program]] + SCALAR_CONSTANTS,
+        candidate_width=int(cand_position.max(initial=0)) + 1,
         focus=focus, labels=[p.labels for p in programs],
         v_rank=v_rank, s_rank=s_rank, v_offset=v_off, s_offset=s_off,
     )
 
 
-def _sorted(kind: np.ndarray, level: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Rows sorted by ``(level, kind)``: the order and each row's rank."""
+def _grouped(kind: np.ndarray, level: np.ndarray) -> tuple[np.ndarray, np.ndarray, list]:
+    """Rows sorted by ``(level, kind)``: the order, the ranks, each run's (level, Group, rows)."""
     order = np.lexsort((kind, level))
     rank = np.empty_like(order)
     rank[order] = np.arange(order.size)
-    return order, rank
-
-
-def _groups(level: int, order: np.ndarray, kinds: np.ndarray, levels: np.ndarray):
-    """The groups of one level, each with its rows' unsorted numbers."""
-    lo, hi = np.searchsorted(levels, [level, level + 1])
-    here = kinds[lo:hi]
-    for kind in np.unique(here):
-        a, b = lo + np.searchsorted(here, kind), lo + np.searchsorted(here, kind, side="right")
-        yield Group(OPERATORS[kind], int(a), int(b)), order[a:b]
-
-
-def _truths_after_attentions(s_level: np.ndarray, e_node: np.ndarray, e_arg: np.ndarray,
-                             last_vector_level: int) -> np.ndarray:
-    """The scalar rows' levels anew: truths never feed attentions, so a row that reads only an
-    attention runs right after the last attention level, one that reads truths one level after
-    its deepest (old levels, in order, are a topological order): the groups a batch runs grow no
-    more with the spread of its programs' depths."""
-    new = np.full_like(s_level, last_vector_level + 1)
-    owner_level = s_level[e_node]
-    reads_truths = np.zeros(len(s_level), dtype=bool)
-    reads_truths[e_node] = True
-    for level in np.unique(owner_level).tolist():
-        rows = np.flatnonzero(reads_truths & (s_level == level))
-        edges = owner_level == level
-        deepest = np.full(len(s_level), last_vector_level, dtype=np.int64)
-        np.maximum.at(deepest, e_node[edges], new[e_arg[edges]])
-        new[rows] = deepest[rows] + 1
-    return new
+    key = level[order] * len(OPERATORS) + kind[order]
+    starts = np.flatnonzero(np.diff(key, prepend=-1)).tolist()
+    return order, rank, [(int(level[order[a]]), Group(OPERATORS[kind[order[a]]], a, b), order[a:b])
+                  for a, b in zip(starts, starts[1:] + [order.size])]
