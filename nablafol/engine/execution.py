@@ -31,14 +31,14 @@ from nablafol.engine.answers import Answers, GroupReader, Tables
 from nablafol.engine.bounds import answer_bounds
 from nablafol.engine.circuits import CircuitCache
 from nablafol.engine.exact import exact_answers, exact_flags, shared_atom_counts
-from nablafol.engine.fixed_shapes import (ShapeFloors, fixed_tables, layout_of, padded_plan, padded_requests, run_fixed,
-                                          upload)
+from nablafol.engine.fixed_shapes import (Layout, ShapeFloors, dense_q_product, fixed_tables, layout_levels, layout_of,
+                                          padded_plan, padded_requests, upload)
 from nablafol.engine.lowering import TOP
 from nablafol.engine.rowwise import run_rows, steps_of
 from nablafol.engine.planning import NEG_INF, BatchPlan, Group, Registry, build_batch_plan
 from nablafol.engine.tiling import TiledPlans, one_object
 
-__all__ = ["Engine", "Calibration", "CompiledQProduct", "EXACT_BUDGET"]
+__all__ = ["Engine", "Calibration", "CompiledQProduct", "EXACT_BUDGET", "run_levels", "read_answers", "run_fixed"]
 
 #: Shared uncertain atoms exact mode conditions on per program, by default
 EXACT_BUDGET = 16
@@ -113,9 +113,9 @@ def _requests(plan: BatchPlan, keys: np.ndarray, device) -> Requests:
     return _kept_on_plan(plan, "requests", keys, device, make)
 
 
-def _group_index(plan: BatchPlan, g: Group, device) -> tuple[dict, list]:
-    """A group's :class:`GroupReader` index and relate columns, kept on the plan."""
-    def make():
+def _levels(plan: BatchPlan, device) -> list:
+    """The plan's levels as :func:`run_levels` reads them, kept on the plan."""
+    def group(g: Group) -> tuple:
         a = g.arrays
         index = {name: _reading(rows, device) for name, rows in a.items()
                  if name not in ("tables", "reverse", "pad")}
@@ -124,8 +124,75 @@ def _group_index(plan: BatchPlan, g: Group, device) -> tuple[dict, list]:
         width = a["tables"].shape[1] if "tables" in a else 0
         columns = [(_reading(np.ascontiguousarray(a["tables"][:, k]), device),
                     _flip(a["reverse"][:, k], device)) for k in range(width)]
-        return index, columns
-    return _kept_on_plan(plan, "group", g, device, make)
+        return g.operator, slice(g.start, g.stop), index, columns
+    return _kept_on_plan(plan, "levels", plan.levels, device,
+                         lambda: [([group(g) for g in v], [group(g) for g in s]) for v, s in plan.levels])
+
+
+def run_levels(levels: list, tables: Tables, v_scene: torch.Tensor, q_product: Callable,
+               calibration: Optional[Callable] = None, v_program_step: tuple = ()) -> tuple:
+    """Each level's vector groups, then its scalar groups, run over ``tables`` (the neutral table
+    last): ``levels`` holds per level two lists of ``(operator, rows, index, columns)``, what a
+    :class:`GroupReader` reads; ``v_scene`` (and, with a calibration, ``v_program_step``) per
+    vector row. Returns the vector and the scalar store."""
+    unary, binary, object_mask = tables.unary, tables.binary, tables.object_mask
+    n, dtype = object_mask.shape[1], tables.dtype
+    vec = _Store(object_mask.new_zeros((0, n), dtype=dtype), v_scene.shape[0])
+    # (log p, log(1 - p)): complements stay exact through ∃, ∄, ¬ and ∨
+    sca = _Store(torch.tensor([[0.0, NEG_INF], [NEG_INF, 0.0]], dtype=dtype, device=object_mask.device),
+                 sum(rows.stop - rows.start for _, sgroups in levels for _, rows, _, _ in sgroups))
+    masked = tables.padded or calibration is not None
+    for vgroups, sgroups in levels:
+        outs = []
+        for operator, rows, index, columns in vgroups:
+            mask = object_mask[v_scene[rows]] if masked else None
+            out = operator.run(GroupReader(index, columns, rows.stop - rows.start, vec.rows, sca.rows, unary, binary,
+                                           mask, q_product))
+            if calibration is not None and operator is not TOP:
+                program, step = (a[rows] for a in v_program_step)
+                out = calibration(out, mask, program, step).masked_fill(~mask, NEG_INF)
+            outs.append(out)
+        vec.extend(outs)
+        outs = []
+        for operator, rows, index, columns in sgroups:
+            mask = object_mask[v_scene[index["vin"]]] if tables.padded and "vin" in index else None
+            outs.append(operator.run(GroupReader(index, columns, rows.stop - rows.start, vec.rows, sca.rows, unary,
+                                                 binary, mask, q_product)))
+        sca.extend(outs)
+    return vec.rows, sca.rows
+
+
+def read_answers(vec: torch.Tensor, sca: torch.Tensor, shape: tuple, at: tuple, rows: torch.Tensor,
+                 focus: torch.Tensor) -> tuple:
+    """``(log_probs, log_complement, candidate_mask, focus)``: ``shape`` ``(P, K)`` matrices holding
+    scalar rows ``rows`` at entries ``at`` (programs, positions), and the vector rows ``focus``
+    (``(P,)``, -1: none)."""
+    log_probs = sca.new_full(shape, NEG_INF).index_put(at, sca[rows, 0])
+    log_complement = sca.new_zeros(shape).index_put(at, sca[rows, 1])
+    candidate_mask = torch.zeros(shape, dtype=torch.bool, device=sca.device).index_put(
+        at, torch.ones_like(rows, dtype=torch.bool))
+    if vec.shape[0]:
+        focused = vec[focus.clamp(min=0)].masked_fill(~(focus >= 0)[:, None], NEG_INF)
+    else:  # yes/no questions of no attention at all
+        focused = vec.new_full((focus.shape[0], vec.shape[1]), NEG_INF)
+    return log_probs, log_complement, candidate_mask, focused
+
+
+def run_fixed(layout: Layout, index: list, unary: Optional[torch.Tensor], binary: Optional[torch.Tensor],
+              object_mask: torch.Tensor, calibration: Optional[Callable] = None) -> tuple:
+    """:func:`run_levels` over a padded batch's tables at the shapes ``layout`` fixes, tensor
+    operations alone (what ``torch.compile(mode="reduce-overhead")`` records once per layout and
+    replays). ``index``: the tensors of :func:`~nablafol.engine.fixed_shapes.layout_of`'s arrays.
+    Returns the padded ``(log_probs, log_complement, candidate_mask, focus, object_mask)``."""
+    (v_scene, v_program, v_step, c_program, c_position, c_rows, focus, program_scene), levels = layout_levels(
+        layout, index)
+    dtype = unary.dtype if unary is not None else binary.dtype if binary is not None else torch.get_default_dtype()
+    tables = Tables(unary, binary, object_mask, dtype, True, neutral=False).with_neutral()
+    vec, sca = run_levels(levels, tables, v_scene, dense_q_product, calibration, (v_program, v_step))
+    p = layout.programs  # a padded entry writes into the row after the programs'
+    log_probs, log_complement, candidate_mask, focused = read_answers(
+        vec, sca, (p + 1, layout.candidates), (c_program, c_position), c_rows, focus)
+    return log_probs[:p], log_complement[:p], candidate_mask[:p], focused, object_mask[program_scene]
 
 
 class CompiledQProduct:
@@ -359,65 +426,13 @@ class Engine(torch.nn.Module):
             if steps is not None:
                 return run_rows(steps, plan, tables, self._q_product)
         tables = tables.with_neutral()
-        object_mask, dtype = tables.object_mask, tables.dtype
-        device, n = object_mask.device, object_mask.shape[1]
-        v_scene = _tensor(plan, plan.v_scene, device)
-        vec = _Store(torch.zeros((0, n), dtype=dtype, device=device), len(plan.v_scene))
-        # (log p, log(1 - p)): complements stay exact through ∃, ∄, ¬ and ∨
-        sca = _Store(torch.tensor([[0.0, NEG_INF], [NEG_INF, 0.0]], dtype=dtype, device=device), plan.n_scalars)
-        masked = tables.padded or self.calibration is not None
-        q_product = self._q_product
-        unary, binary = tables.unary, tables.binary
-        for vgroups, sgroups in plan.levels:
-            outs = []
-            for g in vgroups:
-                rows = slice(g.start, g.stop)
-                mask = object_mask[v_scene[rows]] if masked else None
-                index, columns = _group_index(plan, g, device)
-                out = g.operator.run(GroupReader(index, columns, g.stop - g.start, vec.rows, sca.rows, unary, binary,
-                                                 mask, q_product))
-                if self.calibration is not None and g.operator is not TOP:
-                    program, step = (_tensor(plan, a, device)[rows]
-                                     for a in (plan.v_program, plan.v_step))
-                    out = self.calibration(out, mask, program, step).masked_fill(~mask, NEG_INF)
-                outs.append(out)
-            vec.extend(outs)
-            outs = []
-            for g in sgroups:
-                index, columns = _group_index(plan, g, device)
-                mask = object_mask[v_scene[index["vin"]]] if tables.padded and "vin" in index else None
-                outs.append(g.operator.run(GroupReader(index, columns, g.stop - g.start, vec.rows, sca.rows, unary,
-                                                       binary, mask, q_product)))
-            sca.extend(outs)
-        return _answers(plan, vec.rows, sca.rows, object_mask)
-
-
-def _answers(plan: BatchPlan, vec: torch.Tensor, sca: torch.Tensor, object_mask: torch.Tensor
-             ) -> Answers:
-    device, n = object_mask.device, object_mask.shape[1]
-    idx = lambda a: _tensor(plan, a, device)  # noqa: E731
-    shape = (plan.n_programs, plan.candidate_width)
-    rows = idx(plan.candidate_rows)
-    if len(rows) == shape[0] * shape[1]:  # every program has as many candidates as the widest
-        cand = rows.view(shape)
-        log_probs, log_complement = sca[:, 0][cand], sca[:, 1][cand]
-        cand_mask = torch.ones(shape, dtype=torch.bool, device=device)
-    else:  # the entries written into padding
-        at = (idx(plan.candidate_program), idx(plan.candidate_position))
-        log_probs = sca.new_full(shape, NEG_INF)
-        log_probs[at] = sca[rows, 0]
-        log_complement = sca.new_zeros(shape)
-        log_complement[at] = sca[rows, 1]
-        cand_mask = torch.zeros(shape, dtype=torch.bool, device=device)
-        cand_mask[at] = True
-    focus_rows = idx(plan.focus)
-    focused = _kept_on_plan(plan, "focused", plan.focus, None, lambda: int((plan.focus >= 0).sum()))
-    if not vec.shape[0] or not focused:  # yes/no questions have no focus
-        focus = vec.new_full((len(focus_rows), n), NEG_INF)
-    elif focused == len(focus_rows):
-        focus = vec[focus_rows]  # a gather, not a view: a view would keep the whole store alive
-    else:
-        focus = vec[focus_rows.clamp(min=0)].masked_fill(~(focus_rows >= 0)[:, None], NEG_INF)
-    return Answers(log_probs, cand_mask, plan.labels, focus, object_mask[idx(plan.program_scene)],
-                   log_complement)
-
+        idx = lambda a: _tensor(plan, a, tables.object_mask.device)  # noqa: E731
+        v_program_step = () if self.calibration is None else (idx(plan.v_program), idx(plan.v_step))
+        vec, sca = run_levels(_levels(plan, tables.object_mask.device), tables, idx(plan.v_scene), self._q_product,
+                              self.calibration, v_program_step)
+        log_probs, log_complement, candidate_mask, focus = read_answers(
+            vec, sca, (plan.n_programs, plan.candidate_width), (idx(plan.candidate_program),
+                                                                idx(plan.candidate_position)),
+            idx(plan.candidate_rows), idx(plan.focus))
+        return Answers(log_probs, candidate_mask, plan.labels, focus, tables.object_mask[idx(plan.program_scene)],
+                       log_complement)
