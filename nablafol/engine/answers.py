@@ -18,7 +18,7 @@ import torch
 from nablafol.errors import ShapeError
 from nablafol.numerics import log1mexp
 
-__all__ = ["Answers", "Tables", "GroupReader", "LOG_FLOOR", "floor_zeros"]
+__all__ = ["Answers", "Tables", "GroupReader", "LOG_FLOOR", "floor_zeros", "asked_table"]
 
 NEG_INF = float("-inf")
 #: The log-probability an exact zero counts as where answers are normalized or scored
@@ -58,6 +58,24 @@ class Tables:
             return self
         d = lambda t: None if t is None else t.detach()  # noqa: E731
         return Tables(d(self.unary), d(self.binary), self.object_mask, self.dtype, self.padded, neutral=self.neutral)
+
+
+def asked_table(oracle, requests, arity: int, device, n: Optional[int] = None) -> torch.Tensor:
+    """The oracle's table of ``requests``, refused unless it is ``(R,) + (N,) * arity`` on
+    ``device`` (``n``: the ``N`` expected, else any one)."""
+    table = oracle.unary(requests) if arity == 1 else oracle.binary(requests)
+    name = f"{type(oracle).__name__}.{('unary', 'binary')[arity - 1]}"
+    if n is None and torch.is_tensor(table) and table.dim() == 1 + arity:
+        n = table.shape[-1]
+    expected = (len(requests),) + ("N" if n is None else n,) * arity
+    if not torch.is_tensor(table) or table.shape != expected:
+        shape = tuple(table.shape) if torch.is_tensor(table) else type(table).__name__
+        raise ShapeError(f"{name} returned {shape}, expected ({', '.join(map(str, expected))}) "
+                         f"(requests x objects{' x objects' if arity == 2 else ''})")
+    if table.device != device:  # else a torch error deep in an operator
+        raise ShapeError(f"{name} returned a table on {table.device}, its num_objects is on "
+                         f"{device}: an oracle gives both on one device")
+    return table
 
 
 class GroupReader:
@@ -171,13 +189,8 @@ class Answers:
     def guessed(self) -> list[bool]:
         """Per program, whether its prediction is a guess: every candidate of a program with labels
         has probability 0 (a yes/no program never guesses)."""
-        out = [False] * len(self.labels)
-        labelled = [i for i, lbl in enumerate(self.labels) if lbl is not None]
-        if labelled:
-            nothing = (self.log_probs.detach()[labelled].amax(dim=1).exp() == 0).tolist()
-            for i, g in zip(labelled, nothing):
-                out[i] = g
-        return out
+        nothing = (self.log_probs.detach().amax(dim=1).exp() == 0).tolist()
+        return [lbl is not None and g for lbl, g in zip(self.labels, nothing)]
 
     def candidate_probabilities(self, i: int) -> dict[str, float]:
         """Candidate -> the probability of its own formula, for program ``i`` (they need not sum

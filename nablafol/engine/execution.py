@@ -27,7 +27,7 @@ from nablafol.errors import ProbabilityError, ProgramStructureError, ShapeError
 from nablafol.ir import Program
 from nablafol.oracle import Oracle, Requests, scene_sizes
 
-from nablafol.engine.answers import Answers, GroupReader, Tables
+from nablafol.engine.answers import Answers, GroupReader, Tables, asked_table
 from nablafol.engine.bounds import answer_bounds
 from nablafol.engine.circuits import CircuitCache
 from nablafol.engine.exact import exact_answers, exact_flags, shared_atom_counts
@@ -38,7 +38,7 @@ from nablafol.engine.rowwise import run_rows, steps_of
 from nablafol.engine.planning import NEG_INF, BatchPlan, Group, Registry, build_batch_plan
 from nablafol.engine.tiling import TiledPlans, one_object
 
-__all__ = ["Engine", "Calibration", "CompiledQProduct", "EXACT_BUDGET", "run_levels", "read_answers", "run_fixed"]
+__all__ = ["Engine", "Calibration", "CompiledQProduct", "EXACT_BUDGET", "run_fixed"]
 
 #: Shared uncertain atoms exact mode conditions on per program, by default
 EXACT_BUDGET = 16
@@ -114,7 +114,7 @@ def _requests(plan: BatchPlan, keys: np.ndarray, device) -> Requests:
 
 
 def _levels(plan: BatchPlan, device) -> list:
-    """The plan's levels as :func:`run_levels` reads them, kept on the plan."""
+    """The plan's levels as :func:`_run_levels` reads them, kept on the plan."""
     def group(g: Group) -> tuple:
         a = g.arrays
         index = {name: _reading(rows, device) for name, rows in a.items()
@@ -129,12 +129,9 @@ def _levels(plan: BatchPlan, device) -> list:
                          lambda: [([group(g) for g in v], [group(g) for g in s]) for v, s in plan.levels])
 
 
-def run_levels(levels: list, tables: Tables, v_scene: torch.Tensor, q_product: Callable,
-               calibration: Optional[Callable] = None, v_program_step: tuple = ()) -> tuple:
-    """Each level's vector groups, then its scalar groups, run over ``tables`` (the neutral table
-    last): ``levels`` holds per level two lists of ``(operator, rows, index, columns)``, what a
-    :class:`GroupReader` reads; ``v_scene`` (and, with a calibration, ``v_program_step``) per
-    vector row. Returns the vector and the scalar store."""
+def _run_levels(levels: list, tables: Tables, v_scene: torch.Tensor, q_product: Callable,
+                calibration: Optional[Callable] = None, v_program_step: tuple = ()) -> tuple:
+    """The (vector, scalar) stores of each level's groups ``(operator, rows, index, columns)`` run."""
     unary, binary, object_mask = tables.unary, tables.binary, tables.object_mask
     n, dtype = object_mask.shape[1], tables.dtype
     vec = _Store(object_mask.new_zeros((0, n), dtype=dtype), v_scene.shape[0])
@@ -162,11 +159,9 @@ def run_levels(levels: list, tables: Tables, v_scene: torch.Tensor, q_product: C
     return vec.rows, sca.rows
 
 
-def read_answers(vec: torch.Tensor, sca: torch.Tensor, shape: tuple, at: tuple, rows: torch.Tensor,
-                 focus: torch.Tensor) -> tuple:
-    """``(log_probs, log_complement, candidate_mask, focus)``: ``shape`` ``(P, K)`` matrices holding
-    scalar rows ``rows`` at entries ``at`` (programs, positions), and the vector rows ``focus``
-    (``(P,)``, -1: none)."""
+def _read_answers(vec: torch.Tensor, sca: torch.Tensor, shape: tuple, at: tuple, rows: torch.Tensor,
+                  focus: torch.Tensor) -> tuple:
+    """``(log_probs, log_complement, candidate_mask, focus)``, scalar ``rows`` placed ``at`` entries."""
     log_probs = sca.new_full(shape, NEG_INF).index_put(at, sca[rows, 0])
     log_complement = sca.new_zeros(shape).index_put(at, sca[rows, 1])
     candidate_mask = torch.zeros(shape, dtype=torch.bool, device=sca.device).index_put(
@@ -180,17 +175,16 @@ def read_answers(vec: torch.Tensor, sca: torch.Tensor, shape: tuple, at: tuple, 
 
 def run_fixed(layout: Layout, index: list, unary: Optional[torch.Tensor], binary: Optional[torch.Tensor],
               object_mask: torch.Tensor, calibration: Optional[Callable] = None) -> tuple:
-    """:func:`run_levels` over a padded batch's tables at the shapes ``layout`` fixes, tensor
-    operations alone (what ``torch.compile(mode="reduce-overhead")`` records once per layout and
-    replays). ``index``: the tensors of :func:`~nablafol.engine.fixed_shapes.layout_of`'s arrays.
-    Returns the padded ``(log_probs, log_complement, candidate_mask, focus, object_mask)``."""
+    """The level loop over a padded batch at the shapes ``layout`` fixes, tensor operations alone
+    (what ``torch.compile(mode="reduce-overhead")`` records once per layout and replays).
+    ``index``: the tensors of :func:`~nablafol.engine.fixed_shapes.layout_of`'s arrays."""
     (v_scene, v_program, v_step, c_program, c_position, c_rows, focus, program_scene), levels = layout_levels(
         layout, index)
     dtype = unary.dtype if unary is not None else binary.dtype if binary is not None else torch.get_default_dtype()
     tables = Tables(unary, binary, object_mask, dtype, True, neutral=False).with_neutral()
-    vec, sca = run_levels(levels, tables, v_scene, dense_q_product, calibration, (v_program, v_step))
+    vec, sca = _run_levels(levels, tables, v_scene, dense_q_product, calibration, (v_program, v_step))
     p = layout.programs  # a padded entry writes into the row after the programs'
-    log_probs, log_complement, candidate_mask, focused = read_answers(
+    log_probs, log_complement, candidate_mask, focused = _read_answers(
         vec, sca, (p + 1, layout.candidates), (c_program, c_position), c_rows, focus)
     return log_probs[:p], log_complement[:p], candidate_mask[:p], focused, object_mask[program_scene]
 
@@ -362,16 +356,7 @@ class Engine(torch.nn.Module):
 
     def _ask(self, oracle, requests: Requests, arity: int, n: int, object_mask: torch.Tensor,
              padded: bool) -> torch.Tensor:
-        table = oracle.unary(requests) if arity == 1 else oracle.binary(requests)
-        expected = (len(requests),) + (n,) * arity
-        name = f"{type(oracle).__name__}.{('unary', 'binary')[arity - 1]}"
-        if not isinstance(table, torch.Tensor) or table.shape != expected:
-            shape = tuple(table.shape) if torch.is_tensor(table) else type(table).__name__
-            raise ShapeError(f"{name} returned {shape}, expected {expected} "
-                             f"(requests x objects{' x objects' if arity == 2 else ''})")
-        if table.device != object_mask.device:  # else a torch error deep in an operator
-            raise ShapeError(f"{name} returned a table on {table.device}, its num_objects is on "
-                             f"{object_mask.device}: an oracle gives both on one device")
+        table = asked_table(oracle, requests, arity, object_mask.device, n)
         if not len(requests):
             return table
         # one pass finds a table with no NaN and nothing above log 1: nothing to name
@@ -428,9 +413,9 @@ class Engine(torch.nn.Module):
         tables = tables.with_neutral()
         idx = lambda a: _tensor(plan, a, tables.object_mask.device)  # noqa: E731
         v_program_step = () if self.calibration is None else (idx(plan.v_program), idx(plan.v_step))
-        vec, sca = run_levels(_levels(plan, tables.object_mask.device), tables, idx(plan.v_scene), self._q_product,
+        vec, sca = _run_levels(_levels(plan, tables.object_mask.device), tables, idx(plan.v_scene), self._q_product,
                               self.calibration, v_program_step)
-        log_probs, log_complement, candidate_mask, focus = read_answers(
+        log_probs, log_complement, candidate_mask, focus = _read_answers(
             vec, sca, (plan.n_programs, plan.candidate_width), (idx(plan.candidate_program),
                                                                 idx(plan.candidate_position)),
             idx(plan.candidate_rows), idx(plan.focus))

@@ -35,10 +35,10 @@ import numpy as np
 import torch
 
 from nablafol import operators as ops
-from nablafol.engine.answers import Tables
+from nablafol.engine.answers import Tables, asked_table
 from nablafol.engine.lowering import OPERATORS
 from nablafol.engine.planning import BatchPlan, Group, split_key
-from nablafol.errors import ProgramStructureError, ShapeError
+from nablafol.errors import ProgramStructureError
 from nablafol.oracle import scene_sizes
 
 __all__ = ["bucket", "structure_of", "bucketed_sizes", "ShapeFloors", "padded_plan", "padded_requests", "upload",
@@ -241,18 +241,8 @@ def fixed_tables(oracle, requests: dict, validate: bool, scenes: int) -> FixedTa
         if not len(req):
             tables[arity] = None
             continue
-        table = oracle.unary(req) if arity == 1 else oracle.binary(req)
-        n = table.shape[-1] if torch.is_tensor(table) and table.dim() == 1 + arity else None
-        if n is None or table.shape != (len(req),) + (n,) * arity or (n_objects is not None and n != n_objects):
-            name = "unary" if arity == 1 else "binary"
-            shape = tuple(table.shape) if torch.is_tensor(table) else type(table).__name__
-            raise ShapeError(f"{type(oracle).__name__}.{name} returned {shape}, expected {len(req)} requests x "
-                             f"objects{' x objects' if arity == 2 else ''}")
-        if table.device != device:
-            raise ShapeError(f"{type(oracle).__name__} returned a table on {table.device}, its num_objects is on "
-                             f"{device}: an oracle gives both on one device")
-        n_objects = n
-        tables[arity] = table
+        tables[arity] = asked_table(oracle, req, arity, device, n_objects)
+        n_objects = tables[arity].shape[-1]
     if n_objects is None:  # a batch that asks the oracle nothing: its size is read (the one host read)
         n_objects = int(sizes.max()) if sizes.numel() else 0
     n = bucket(n_objects)
@@ -327,7 +317,7 @@ def layout_of(fixed: BatchPlan) -> tuple[Layout, list]:
 def layout_levels(layout: Layout, index: list) -> tuple[list, list]:
     """:func:`layout_of`'s arrays read back from their tensors ``index``: the plan-wide ones (as
     :data:`PLAN_ARRAYS`), and per level the vector and scalar groups, each
-    ``(operator, rows, index, columns)`` (:func:`~nablafol.engine.execution.run_levels`)."""
+    ``(operator, rows, index, columns)``, as :func:`~nablafol.engine.execution.run_fixed` runs them."""
     tensors = iter(index)
     plan_wide = [next(tensors) for _ in PLAN_ARRAYS]
 
