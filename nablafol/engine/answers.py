@@ -9,7 +9,7 @@ from (:class:`Tables`), and how a batched operator group reads them (:class:`Gro
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Optional, Union
 
 import numpy as np
@@ -49,15 +49,14 @@ class Tables:
         if self.neutral or self.binary is None:
             return self
         n = self.binary.shape[-1]
-        binary = torch.cat([self.binary, self.binary.new_zeros((1, n, n))])
-        return Tables(self.unary, binary, self.object_mask, self.dtype, self.padded, neutral=True)
+        return replace(self, binary=torch.cat([self.binary, self.binary.new_zeros((1, n, n))]), neutral=True)
 
     def detached(self) -> "Tables":
         """The same tables cut from autograd's graph."""
         if not any(t is not None and t.requires_grad for t in (self.unary, self.binary)):
             return self
         d = lambda t: None if t is None else t.detach()  # noqa: E731
-        return Tables(d(self.unary), d(self.binary), self.object_mask, self.dtype, self.padded, neutral=self.neutral)
+        return replace(self, unary=d(self.unary), binary=d(self.binary))
 
 
 def asked_table(oracle, requests, arity: int, device, n: Optional[int] = None) -> torch.Tensor:

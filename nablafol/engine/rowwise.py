@@ -3,20 +3,12 @@ tensors or gathers). Scalar steps keep their group's argument width (its padding
 answers are the batched executor's, bit for bit. Plans of more than :data:`MAX_ROWS` rows, calls
 with a calibrator, padded scenes or ``Engine(compile=True)`` run batched.
 
-Example:
-    >>> import torch
+Example (:mod:`~nablafol.engine.execution`'s example runs so too):
     >>> from nablafol.engine import Engine
-    >>> from nablafol.ir import Aggregate, Filter, Predicate, Program, Quantifier, Relate, Top
-    >>> from nablafol.oracle import TableOracle
-    >>> chair, left = Predicate("Chair"), Predicate("Left", arity=2)
-    >>> program = Program.yes_no(Aggregate(Quantifier.EXISTS,
-    ...                                    Filter(chair, Relate.of(left, Quantifier.FORALL, Top()))))
-    >>> oracle = TableOracle([{chair: [0.9, 0.2], left: [[1.0, 0.8], [0.1, 1.0]]}])
-    >>> engine = Engine()
-    >>> steps_of(engine.plan([program])) is not None  # one program, four rows: run row by row
-    True
-    >>> engine([program], oracle).probs()
-    tensor([[0.7256]])
+    >>> from nablafol.ir import Aggregate, Filter, Predicate, Program, Quantifier, Top
+    >>> program = Program.yes_no(Aggregate(Quantifier.EXISTS, Filter(Predicate("Chair"), Top())))
+    >>> len(steps_of(Engine().plan([program])))  # one program of three rows: run row by row
+    3
 """
 from __future__ import annotations
 
