@@ -139,23 +139,21 @@ def _run_levels(levels: list, tables: Tables, v_scene: torch.Tensor, q_product: 
     sca = _Store(torch.tensor([[0.0, NEG_INF], [NEG_INF, 0.0]], dtype=dtype, device=object_mask.device),
                  sum(rows.stop - rows.start for _, sgroups in levels for _, rows, _, _ in sgroups))
     masked = tables.padded or calibration is not None
-    for vgroups, sgroups in levels:
-        outs = []
-        for operator, rows, index, columns in vgroups:
-            mask = object_mask[v_scene[rows]] if masked else None
-            out = operator.run(GroupReader(index, columns, rows.stop - rows.start, vec.rows, sca.rows, unary, binary,
-                                           mask, q_product))
-            if calibration is not None and operator is not TOP:
-                program, step = (a[rows] for a in v_program_step)
-                out = calibration(out, mask, program, step).masked_fill(~mask, NEG_INF)
-            outs.append(out)
-        vec.extend(outs)
-        outs = []
-        for operator, rows, index, columns in sgroups:
-            mask = object_mask[v_scene[index["vin"]]] if tables.padded and "vin" in index else None
-            outs.append(operator.run(GroupReader(index, columns, rows.stop - rows.start, vec.rows, sca.rows, unary,
-                                                 binary, mask, q_product)))
-        sca.extend(outs)
+    for level in levels:
+        for store, groups in zip((vec, sca), level):  # a level's attentions, then its truths
+            outs = []
+            for operator, rows, index, columns in groups:
+                if operator.vector:
+                    mask = object_mask[v_scene[rows]] if masked else None
+                else:  # a truth read from an attention: its objects
+                    mask = object_mask[v_scene[index["vin"]]] if tables.padded and "vin" in index else None
+                out = operator.run(GroupReader(index, columns, rows.stop - rows.start, vec.rows, sca.rows, unary,
+                                               binary, mask, q_product))
+                if calibration is not None and operator.vector and operator is not TOP:
+                    program, step = (a[rows] for a in v_program_step)
+                    out = calibration(out, mask, program, step).masked_fill(~mask, NEG_INF)
+                outs.append(out)
+            store.extend(outs)
     return vec.rows, sca.rows
 
 
@@ -333,7 +331,7 @@ class Engine(torch.nn.Module):
         """``(P,)``: how many uncertain ground atoms each program repeats in its scene (0: the fast
         path is exact; exact mode runs ``2**k`` worlds of a program that repeats ``k``)."""
         programs = list(programs)
-        plan = self.plan(programs, self._scenes(programs, oracle, scenes))
+        plan = self.plan_for(programs, oracle, scenes)
         with torch.no_grad():
             return shared_atom_counts(self, programs, plan, self.tables(plan, oracle).with_neutral())
 
