@@ -32,7 +32,7 @@ from nablafol.engine.bounds import answer_bounds
 from nablafol.engine.circuits import CircuitCache
 from nablafol.engine.exact import exact_answers, exact_flags, shared_atom_counts
 from nablafol.engine.fixed_shapes import (Layout, ShapeFloors, dense_q_product, fixed_tables, layout_levels, layout_of,
-                                          padded_plan, padded_requests, upload)
+                                          padded_plan, padded_requests, trimmed, upload)
 from nablafol.engine.lowering import TOP
 from nablafol.engine.rowwise import run_rows, steps_of
 from nablafol.engine.planning import NEG_INF, BatchPlan, Group, Registry, build_batch_plan
@@ -316,14 +316,15 @@ class Engine(torch.nn.Module):
             return layout, upload(arrays + [part for r in requests for part in r[:2]], device)
         layout, index = plan.kept(("fixed shapes", device, sizes), uploaded)
         asked = {1: Requests(index[-4], index[-3], requests[0][2]), 2: Requests(index[-2], index[-1], requests[1][2])}
-        got = fixed_tables(oracle, asked, self.validate, self.shape_floors.scenes(n_scenes))
+        scenes = self.shape_floors.scenes(n_scenes)
+        got, invalid, n = fixed_tables(oracle, asked, self.validate, scenes)
         log_probs, log_complement, candidate_mask, focus, object_mask = self._run_fixed(
             layout, index[:-4], got.unary, got.binary, got.object_mask, self.calibration)
-        if got.invalid is not None and bool(got.invalid):  # the eager check names what and where
+        if invalid is not None and bool(invalid):  # the eager check names what and where
             self.tables(plan, oracle)
             raise ProbabilityError(f"{type(oracle).__name__}: a table holds a probability outside [0, 1]")
-        tables = got.trimmed(len(plan.unary_keys), len(plan.binary_keys), n_scenes)
-        n, p, k = tables.object_mask.shape[1], plan.n_programs, plan.candidate_width
+        tables = trimmed(got, n, len(plan.unary_keys), len(plan.binary_keys), n_scenes)
+        p, k = plan.n_programs, plan.candidate_width
         return Answers(log_probs[:p, :k], candidate_mask[:p, :k], plan.labels, focus[:p, :n],
                        object_mask[:p, :n], log_complement[:p, :k]), tables
 

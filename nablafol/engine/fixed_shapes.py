@@ -42,7 +42,8 @@ from nablafol.errors import ProgramStructureError
 from nablafol.oracle import scene_sizes
 
 __all__ = ["bucket", "structure_of", "bucketed_sizes", "ShapeFloors", "padded_plan", "padded_requests", "upload",
-           "FixedTables", "fixed_tables", "Layout", "layout_of", "layout_levels", "dense_q_product", "PLAN_ARRAYS"]
+           "fixed_tables", "trimmed", "Layout", "layout_of", "layout_levels", "dense_q_product",
+           "PLAN_ARRAYS"]
 
 NEG_INF = float("-inf")
 SCALAR_CONSTANTS = 2  # the scalar store's first rows: log 1 and log 0 (planning's numbering)
@@ -209,30 +210,21 @@ def upload(arrays: list, device) -> list:
     return out
 
 
-class FixedTables:
-    """What :func:`fixed_tables` gives: the padded tables, the objects the oracle gave
-    (``n_objects``), and the flag that some table held a value outside ``[0, 1]`` (a 0-dim bool
-    tensor on the device, ``None`` when not validated)."""
-
-    __slots__ = ("unary", "binary", "object_mask", "dtype", "invalid", "n_objects")
-
-    def __init__(self, unary, binary, object_mask, dtype, invalid, n_objects: int):
-        self.unary, self.binary, self.object_mask, self.dtype = unary, binary, object_mask, dtype
-        self.invalid, self.n_objects = invalid, n_objects
-
-    def trimmed(self, n_unary: int, n_binary: int, n_scenes: int) -> Tables:
-        """The tables of the batch's own requests, scenes and objects (views): what the eager path
-        would have asked for (the exactness flags read them)."""
-        n = self.n_objects
-        unary = None if self.unary is None else self.unary[:n_unary, :n]
-        binary = None if self.binary is None else self.binary[:n_binary, :n, :n]
-        return Tables(unary, binary, self.object_mask[:n_scenes, :n], self.dtype, True, neutral=False)
+def trimmed(tables: Tables, n_objects: int, n_unary: int, n_binary: int, n_scenes: int) -> Tables:
+    """The tables of the batch's own requests, scenes and objects (views): what the eager path
+    would have asked for (the exactness flags read them)."""
+    unary = None if tables.unary is None else tables.unary[:n_unary, :n_objects]
+    binary = None if tables.binary is None else tables.binary[:n_binary, :n_objects, :n_objects]
+    object_mask = tables.object_mask[:n_scenes, :n_objects]
+    return replace(tables, unary=unary, binary=binary, object_mask=object_mask)
 
 
-def fixed_tables(oracle, requests: dict, validate: bool, scenes: int) -> FixedTables:
+def fixed_tables(oracle, requests: dict, validate: bool, scenes: int) -> tuple:
     """The oracle asked for the padded requests (``requests``: arity -> :class:`Requests`), its
     tables padded to the objects' bucket and masked where a scene has fewer objects (``scenes``:
-    the scenes padded to), with no value read on the host."""
+    the scenes padded to), with no value read on the host; with them the flag that some table
+    held a value outside ``[0, 1]`` (a 0-dim bool tensor, ``None`` when not validated) and the
+    objects the oracle gave."""
     sizes = scene_sizes(oracle.num_objects)
     device = sizes.device
     sizes = torch.nn.functional.pad(sizes, (0, scenes - sizes.shape[0]))  # no scene past the last: no objects
@@ -260,7 +252,7 @@ def fixed_tables(oracle, requests: dict, validate: bool, scenes: int) -> FixedTa
             invalid = bad if invalid is None else invalid | bad
         tables[arity] = table.masked_fill(~valid, NEG_INF)  # padding: an exact 0
     dtype = next((t.dtype for t in tables.values() if t is not None), torch.get_default_dtype())
-    return FixedTables(tables[1], tables[2], object_mask, dtype, invalid, n_objects)
+    return Tables(tables[1], tables[2], object_mask, dtype, True, neutral=False), invalid, n_objects
 
 
 
