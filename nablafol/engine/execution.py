@@ -89,8 +89,7 @@ def _tensor(plan: BatchPlan, a: np.ndarray, device) -> torch.Tensor:
 
 
 def _reading(a: np.ndarray, device):
-    """What reads the rows an index array names: a ``slice`` (a view) where they are consecutive
-    (``(slice, None)`` for a ``(G, 1)`` array), else the index tensor."""
+    """A ``slice`` (a view) where an index array's rows are consecutive, else its index tensor."""
     flat = a[:, 0] if a.ndim == 2 and a.shape[1] == 1 else a
     if flat.ndim == 1 and flat.size and flat[0] >= 0 and (np.diff(flat) == 1).all():
         run = slice(int(flat[0]), int(flat[0]) + flat.size)
