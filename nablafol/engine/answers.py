@@ -18,7 +18,7 @@ import torch
 from nablafol.errors import ShapeError
 from nablafol.numerics import log1mexp
 
-__all__ = ["Answers", "Tables", "GroupReader", "LOG_FLOOR", "floor_zeros", "asked_table"]
+__all__ = ["Answers", "Tables", "GroupReader", "LOG_FLOOR", "floor_zeros", "asked_table", "answer_reading"]
 
 NEG_INF = float("-inf")
 #: The log-probability an exact zero counts as where answers are normalized or scored
@@ -75,6 +75,16 @@ def asked_table(oracle, requests, arity: int, device, n: Optional[int] = None) -
         raise ShapeError(f"{name} returned a table on {table.device}, its num_objects is on "
                          f"{device}: an oracle gives both on one device")
     return table
+
+
+def answer_reading(plan, programs: int) -> list:
+    """What a plan's answers read from its stores, as host arrays: ``(programs, K)`` each candidate's
+    scalar row (row 1, log 0, where none) and whether it is one; ``(P,)`` each focus row (0 where
+    none) and where there is none. ``programs``: the plan's, or more (their rows padding)."""
+    shape, at = (programs, plan.candidate_width), (plan.candidate_program, plan.candidate_position)
+    rows, mask = np.ones(shape, dtype=np.int64), np.zeros(shape, dtype=bool)
+    rows[at], mask[at] = plan.candidate_rows, True
+    return [rows, mask, np.maximum(plan.focus, 0), plan.focus < 0]
 
 
 class GroupReader:

@@ -27,7 +27,7 @@ from nablafol.errors import ProbabilityError, ProgramStructureError, ShapeError
 from nablafol.ir import Program
 from nablafol.oracle import Oracle, Requests, scene_sizes
 
-from nablafol.engine.answers import Answers, GroupReader, Tables, asked_table
+from nablafol.engine.answers import Answers, GroupReader, Tables, answer_reading, asked_table
 from nablafol.engine.bounds import answer_bounds
 from nablafol.engine.circuits import CircuitCache
 from nablafol.engine.exact import exact_answers, exact_flags, shared_atom_counts
@@ -156,18 +156,15 @@ def _run_levels(levels: list, tables: Tables, v_scene: torch.Tensor, q_product: 
     return vec.rows, sca.rows
 
 
-def _read_answers(vec: torch.Tensor, sca: torch.Tensor, shape: tuple, at: tuple, rows: torch.Tensor,
-                  focus: torch.Tensor) -> tuple:
-    """``(log_probs, log_complement, candidate_mask, focus)``, scalar ``rows`` placed ``at`` entries."""
-    log_probs = sca.new_full(shape, NEG_INF).index_put(at, sca[rows, 0])
-    log_complement = sca.new_zeros(shape).index_put(at, sca[rows, 1])
-    candidate_mask = torch.zeros(shape, dtype=torch.bool, device=sca.device).index_put(
-        at, torch.ones_like(rows, dtype=torch.bool))
+def _read_answers(vec: torch.Tensor, sca: torch.Tensor, rows: torch.Tensor, mask: torch.Tensor,
+                  focus: torch.Tensor, no_focus: torch.Tensor) -> tuple:
+    """``(log_probs, log_complement, candidate_mask, focus)`` read as :func:`answer_reading` says."""
+    log_probs, log_complement = sca[:, 0][rows], sca[:, 1][rows]
     if vec.shape[0]:
-        focused = vec[focus.clamp(min=0)].masked_fill(~(focus >= 0)[:, None], NEG_INF)
+        focused = vec[focus].masked_fill(no_focus[:, None], NEG_INF)
     else:  # yes/no questions of no attention at all
         focused = vec.new_full((focus.shape[0], vec.shape[1]), NEG_INF)
-    return log_probs, log_complement, candidate_mask, focused
+    return log_probs, log_complement, mask.clone(), focused  # the user's to edit, not the plan's
 
 
 def run_fixed(layout: Layout, index: list, unary: Optional[torch.Tensor], binary: Optional[torch.Tensor],
@@ -175,14 +172,12 @@ def run_fixed(layout: Layout, index: list, unary: Optional[torch.Tensor], binary
     """The level loop over a padded batch at the shapes ``layout`` fixes, tensor operations alone
     (what ``torch.compile(mode="reduce-overhead")`` records once per layout and replays).
     ``index``: the tensors of :func:`~nablafol.engine.fixed_shapes.layout_of`'s arrays."""
-    (v_scene, v_program, v_step, c_program, c_position, c_rows, focus, program_scene), levels = layout_levels(
-        layout, index)
+    (v_scene, v_program, v_step, program_scene, *reading), levels = layout_levels(layout, index)
     dtype = unary.dtype if unary is not None else binary.dtype if binary is not None else torch.get_default_dtype()
     tables = Tables(unary, binary, object_mask, dtype, True, neutral=False).with_neutral()
     vec, sca = _run_levels(levels, tables, v_scene, dense_q_product, calibration, (v_program, v_step))
     p = layout.programs  # a padded entry writes into the row after the programs'
-    log_probs, log_complement, candidate_mask, focused = _read_answers(
-        vec, sca, (p + 1, layout.candidates), (c_program, c_position), c_rows, focus)
+    log_probs, log_complement, candidate_mask, focused = _read_answers(vec, sca, *reading)
     return log_probs[:p], log_complement[:p], candidate_mask[:p], focused, object_mask[program_scene]
 
 
@@ -413,9 +408,8 @@ class Engine(torch.nn.Module):
         v_program_step = () if self.calibration is None else (idx(plan.v_program), idx(plan.v_step))
         vec, sca = _run_levels(_levels(plan, tables.object_mask.device), tables, idx(plan.v_scene), self._q_product,
                               self.calibration, v_program_step)
-        log_probs, log_complement, candidate_mask, focus = _read_answers(
-            vec, sca, (plan.n_programs, plan.candidate_width), (idx(plan.candidate_program),
-                                                                idx(plan.candidate_position)),
-            idx(plan.candidate_rows), idx(plan.focus))
+        reading = _kept_on_plan(plan, "answers", plan.candidate_rows, tables.object_mask.device, lambda: [
+            torch.as_tensor(a, device=tables.object_mask.device) for a in answer_reading(plan, plan.n_programs)])
+        log_probs, log_complement, candidate_mask, focus = _read_answers(vec, sca, *reading)
         return Answers(log_probs, candidate_mask, plan.labels, focus, tables.object_mask[idx(plan.program_scene)],
                        log_complement)

@@ -35,7 +35,7 @@ import numpy as np
 import torch
 
 from nablafol import operators as ops
-from nablafol.engine.answers import Tables, asked_table
+from nablafol.engine.answers import Tables, answer_reading, asked_table
 from nablafol.engine.lowering import OPERATORS
 from nablafol.engine.planning import BatchPlan, Group, split_key
 from nablafol.errors import ProgramStructureError
@@ -280,15 +280,14 @@ class Layout(NamedTuple):
     candidates: int
 
 
-#: The plan-wide index arrays a run reads, first in its list of tensors
-PLAN_ARRAYS = ("v_scene", "v_program", "v_step", "candidate_program", "candidate_position", "candidate_rows", "focus",
-               "program_scene")
+#: The plan-wide index arrays a run reads, first in its list of tensors, then answer_reading's four
+PLAN_ARRAYS = ("v_scene", "v_program", "v_step", "program_scene")
 
 
 def layout_of(fixed: BatchPlan) -> tuple[Layout, list]:
     """A padded plan (:func:`padded_plan`) as its :class:`Layout` and the numpy index arrays
     :func:`run_fixed` reads, in the order it reads them."""
-    arrays = [getattr(fixed, name) for name in PLAN_ARRAYS]
+    arrays = [getattr(fixed, name) for name in PLAN_ARRAYS] + answer_reading(fixed, fixed.n_programs + 1)
     levels = []
     for vgroups, sgroups in fixed.levels:
         level = []
@@ -308,10 +307,10 @@ def layout_of(fixed: BatchPlan) -> tuple[Layout, list]:
 
 def layout_levels(layout: Layout, index: list) -> tuple[list, list]:
     """:func:`layout_of`'s arrays read back from their tensors ``index``: the plan-wide ones (as
-    :data:`PLAN_ARRAYS`), and per level the vector and scalar groups, each
+    :data:`PLAN_ARRAYS`, then the answers' reading), and per level the vector and scalar groups, each
     ``(operator, rows, index, columns)``, as :func:`~nablafol.engine.execution.run_fixed` runs them."""
     tensors = iter(index)
-    plan_wide = [next(tensors) for _ in PLAN_ARRAYS]
+    plan_wide = [next(tensors) for _ in range(len(PLAN_ARRAYS) + 4)]
 
     def group(g: GroupLayout) -> tuple:
         arrays = {name: next(tensors) for name in g.names}
