@@ -69,8 +69,11 @@ def run_rows(steps: tuple, plan: BatchPlan, tables: Tables, q_product: Callable)
         row.index, row.columns = index, columns
         (vec if operator.vector else sca)[out] = operator.run(row)
     candidates = plan.kept("candidate rows", plan.candidate_rows.tolist)
-    picked = torch.stack([sca[r] for r in candidates], dim=2)  # (1, 2, K)
-    log_probs, log_complement = picked[:, 0], picked[:, 1]
+    if len(candidates) == 1:  # a yes/no question: its row's two halves, no stack
+        log_probs, log_complement = sca[candidates[0]][:, :1], sca[candidates[0]][:, 1:]
+    else:
+        picked = torch.stack([sca[r] for r in candidates], dim=2)  # (1, 2, K)
+        log_probs, log_complement = picked[:, 0], picked[:, 1]
     focus = int(plan.focus[0])
     if focus < 0:
         focus = torch.full((1, n), NEG_INF, dtype=dtype, device=device)
