@@ -9,7 +9,7 @@ from (:class:`Tables`), and how a batched operator group reads them (:class:`Gro
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Optional, Union
 
 import numpy as np
@@ -18,7 +18,7 @@ import torch
 from nablafol.errors import ShapeError
 from nablafol.numerics import log1mexp
 
-__all__ = ["Answers", "Tables", "GroupReader", "LOG_FLOOR", "floor_zeros"]
+__all__ = ["Answers", "Tables", "GroupReader", "LOG_FLOOR", "floor_zeros", "asked_table", "answer_reading"]
 
 NEG_INF = float("-inf")
 #: The log-probability an exact zero counts as where answers are normalized or scored
@@ -49,15 +49,42 @@ class Tables:
         if self.neutral or self.binary is None:
             return self
         n = self.binary.shape[-1]
-        binary = torch.cat([self.binary, self.binary.new_zeros((1, n, n))])
-        return Tables(self.unary, binary, self.object_mask, self.dtype, self.padded, neutral=True)
+        return replace(self, binary=torch.cat([self.binary, self.binary.new_zeros((1, n, n))]), neutral=True)
 
     def detached(self) -> "Tables":
         """The same tables cut from autograd's graph."""
         if not any(t is not None and t.requires_grad for t in (self.unary, self.binary)):
             return self
         d = lambda t: None if t is None else t.detach()  # noqa: E731
-        return Tables(d(self.unary), d(self.binary), self.object_mask, self.dtype, self.padded, neutral=self.neutral)
+        return replace(self, unary=d(self.unary), binary=d(self.binary))
+
+
+def asked_table(oracle, requests, arity: int, device, n: Optional[int] = None) -> torch.Tensor:
+    """The oracle's table of ``requests``, refused unless it is ``(R,) + (N,) * arity`` on
+    ``device`` (``n``: the ``N`` expected, else any one)."""
+    table = oracle.unary(requests) if arity == 1 else oracle.binary(requests)
+    name = f"{type(oracle).__name__}.{('unary', 'binary')[arity - 1]}"
+    if n is None and torch.is_tensor(table) and table.dim() == 1 + arity:
+        n = table.shape[-1]
+    expected = (len(requests),) + ("N" if n is None else n,) * arity
+    if not torch.is_tensor(table) or table.shape != expected:
+        shape = tuple(table.shape) if torch.is_tensor(table) else type(table).__name__
+        raise ShapeError(f"{name} returned {shape}, expected ({', '.join(map(str, expected))}) "
+                         f"(requests x objects{' x objects' if arity == 2 else ''})")
+    if table.device != device:  # else a torch error deep in an operator
+        raise ShapeError(f"{name} returned a table on {table.device}, its num_objects is on "
+                         f"{device}: an oracle gives both on one device")
+    return table
+
+
+def answer_reading(plan, programs: int) -> list:
+    """What a plan's answers read from its stores, as host arrays: ``(programs, K)`` each candidate's
+    scalar row (row 1, log 0, where none) and whether it is one; ``(P,)`` each focus row (0 where
+    none) and where there is none. ``programs``: the plan's, or more (their rows padding)."""
+    shape, at = (programs, plan.candidate_width), (plan.candidate_program, plan.candidate_position)
+    rows, mask = np.ones(shape, dtype=np.int64), np.zeros(shape, dtype=bool)
+    rows[at], mask[at] = plan.candidate_rows, True
+    return [rows, mask, np.maximum(plan.focus, 0), plan.focus < 0]
 
 
 class GroupReader:
@@ -171,13 +198,8 @@ class Answers:
     def guessed(self) -> list[bool]:
         """Per program, whether its prediction is a guess: every candidate of a program with labels
         has probability 0 (a yes/no program never guesses)."""
-        out = [False] * len(self.labels)
-        labelled = [i for i, lbl in enumerate(self.labels) if lbl is not None]
-        if labelled:
-            nothing = (self.log_probs.detach()[labelled].amax(dim=1).exp() == 0).tolist()
-            for i, g in zip(labelled, nothing):
-                out[i] = g
-        return out
+        nothing = (self.log_probs.detach().amax(dim=1).exp() == 0).tolist()
+        return [lbl is not None and g for lbl, g in zip(self.labels, nothing)]
 
     def candidate_probabilities(self, i: int) -> dict[str, float]:
         """Candidate -> the probability of its own formula, for program ``i`` (they need not sum

@@ -27,18 +27,18 @@ from nablafol.errors import ProbabilityError, ProgramStructureError, ShapeError
 from nablafol.ir import Program
 from nablafol.oracle import Oracle, Requests, scene_sizes
 
-from nablafol.engine.answers import Answers, GroupReader, Tables
+from nablafol.engine.answers import Answers, GroupReader, Tables, answer_reading, asked_table
 from nablafol.engine.bounds import answer_bounds
 from nablafol.engine.circuits import CircuitCache
 from nablafol.engine.exact import exact_answers, exact_flags, shared_atom_counts
-from nablafol.engine.fixed_shapes import (ShapeFloors, fixed_tables, layout_of, padded_plan, padded_requests, run_fixed,
-                                          upload)
+from nablafol.engine.fixed_shapes import (Layout, ShapeFloors, dense_q_product, fixed_tables, layout_levels, layout_of,
+                                          padded_plan, padded_requests, trimmed, upload)
 from nablafol.engine.lowering import TOP
 from nablafol.engine.rowwise import run_rows, steps_of
 from nablafol.engine.planning import NEG_INF, BatchPlan, Group, Registry, build_batch_plan
 from nablafol.engine.tiling import TiledPlans, one_object
 
-__all__ = ["Engine", "Calibration", "CompiledQProduct", "EXACT_BUDGET"]
+__all__ = ["Engine", "Calibration", "CompiledQProduct", "EXACT_BUDGET", "run_fixed"]
 
 #: Shared uncertain atoms exact mode conditions on per program, by default
 EXACT_BUDGET = 16
@@ -89,8 +89,7 @@ def _tensor(plan: BatchPlan, a: np.ndarray, device) -> torch.Tensor:
 
 
 def _reading(a: np.ndarray, device):
-    """What reads the rows an index array names: a ``slice`` (a view) where they are consecutive
-    (``(slice, None)`` for a ``(G, 1)`` array), else the index tensor."""
+    """A ``slice`` (a view) where an index array's rows are consecutive, else its index tensor."""
     flat = a[:, 0] if a.ndim == 2 and a.shape[1] == 1 else a
     if flat.ndim == 1 and flat.size and flat[0] >= 0 and (np.diff(flat) == 1).all():
         run = slice(int(flat[0]), int(flat[0]) + flat.size)
@@ -113,9 +112,9 @@ def _requests(plan: BatchPlan, keys: np.ndarray, device) -> Requests:
     return _kept_on_plan(plan, "requests", keys, device, make)
 
 
-def _group_index(plan: BatchPlan, g: Group, device) -> tuple[dict, list]:
-    """A group's :class:`GroupReader` index and relate columns, kept on the plan."""
-    def make():
+def _levels(plan: BatchPlan, device) -> list:
+    """The plan's levels as :func:`_run_levels` reads them, kept on the plan."""
+    def group(g: Group) -> tuple:
         a = g.arrays
         index = {name: _reading(rows, device) for name, rows in a.items()
                  if name not in ("tables", "reverse", "pad")}
@@ -124,8 +123,62 @@ def _group_index(plan: BatchPlan, g: Group, device) -> tuple[dict, list]:
         width = a["tables"].shape[1] if "tables" in a else 0
         columns = [(_reading(np.ascontiguousarray(a["tables"][:, k]), device),
                     _flip(a["reverse"][:, k], device)) for k in range(width)]
-        return index, columns
-    return _kept_on_plan(plan, "group", g, device, make)
+        return g.operator, slice(g.start, g.stop), index, columns
+    return _kept_on_plan(plan, "levels", plan.levels, device,
+                         lambda: [([group(g) for g in v], [group(g) for g in s]) for v, s in plan.levels])
+
+
+def _run_levels(levels: list, tables: Tables, v_scene: torch.Tensor, q_product: Callable,
+                calibration: Optional[Callable] = None, v_program_step: tuple = ()) -> tuple:
+    """The (vector, scalar) stores of each level's groups ``(operator, rows, index, columns)`` run."""
+    unary, binary, object_mask = tables.unary, tables.binary, tables.object_mask
+    n, dtype = object_mask.shape[1], tables.dtype
+    vec = _Store(object_mask.new_zeros((0, n), dtype=dtype), v_scene.shape[0])
+    # (log p, log(1 - p)): complements stay exact through ∃, ∄, ¬ and ∨
+    sca = _Store(torch.tensor([[0.0, NEG_INF], [NEG_INF, 0.0]], dtype=dtype, device=object_mask.device),
+                 sum(rows.stop - rows.start for _, sgroups in levels for _, rows, _, _ in sgroups))
+    masked = tables.padded or calibration is not None
+    for level in levels:
+        for store, groups in zip((vec, sca), level):  # a level's attentions, then its truths
+            outs = []
+            for operator, rows, index, columns in groups:
+                if operator.vector:
+                    mask = object_mask[v_scene[rows]] if masked else None
+                else:  # a truth read from an attention: its objects
+                    mask = object_mask[v_scene[index["vin"]]] if tables.padded and "vin" in index else None
+                out = operator.run(GroupReader(index, columns, rows.stop - rows.start, vec.rows, sca.rows, unary,
+                                               binary, mask, q_product))
+                if calibration is not None and operator.vector and operator is not TOP:
+                    program, step = (a[rows] for a in v_program_step)
+                    out = calibration(out, mask, program, step).masked_fill(~mask, NEG_INF)
+                outs.append(out)
+            store.extend(outs)
+    return vec.rows, sca.rows
+
+
+def _read_answers(vec: torch.Tensor, sca: torch.Tensor, rows: torch.Tensor, mask: torch.Tensor,
+                  focus: torch.Tensor, no_focus: torch.Tensor) -> tuple:
+    """``(log_probs, log_complement, candidate_mask, focus)`` read as :func:`answer_reading` says."""
+    log_probs, log_complement = sca[:, 0][rows], sca[:, 1][rows]
+    if vec.shape[0]:
+        focused = vec[focus].masked_fill(no_focus[:, None], NEG_INF)
+    else:  # yes/no questions of no attention at all
+        focused = vec.new_full((focus.shape[0], vec.shape[1]), NEG_INF)
+    return log_probs, log_complement, mask.clone(), focused  # the user's to edit, not the plan's
+
+
+def run_fixed(layout: Layout, index: list, unary: Optional[torch.Tensor], binary: Optional[torch.Tensor],
+              object_mask: torch.Tensor, calibration: Optional[Callable] = None) -> tuple:
+    """The level loop over a padded batch at the shapes ``layout`` fixes, tensor operations alone
+    (what ``torch.compile(mode="reduce-overhead")`` records once per layout and replays).
+    ``index``: the tensors of :func:`~nablafol.engine.fixed_shapes.layout_of`'s arrays."""
+    (v_scene, v_program, v_step, program_scene, *reading), levels = layout_levels(layout, index)
+    dtype = unary.dtype if unary is not None else binary.dtype if binary is not None else torch.get_default_dtype()
+    tables = Tables(unary, binary, object_mask, dtype, True, neutral=False).with_neutral()
+    vec, sca = _run_levels(levels, tables, v_scene, dense_q_product, calibration, (v_program, v_step))
+    p = layout.programs  # a padded entry writes into the row after the programs'
+    log_probs, log_complement, candidate_mask, focused = _read_answers(vec, sca, *reading)
+    return log_probs[:p], log_complement[:p], candidate_mask[:p], focused, object_mask[program_scene]
 
 
 class CompiledQProduct:
@@ -257,14 +310,15 @@ class Engine(torch.nn.Module):
             return layout, upload(arrays + [part for r in requests for part in r[:2]], device)
         layout, index = plan.kept(("fixed shapes", device, sizes), uploaded)
         asked = {1: Requests(index[-4], index[-3], requests[0][2]), 2: Requests(index[-2], index[-1], requests[1][2])}
-        got = fixed_tables(oracle, asked, self.validate, self.shape_floors.scenes(n_scenes))
+        scenes = self.shape_floors.scenes(n_scenes)
+        got, invalid, n = fixed_tables(oracle, asked, self.validate, scenes)
         log_probs, log_complement, candidate_mask, focus, object_mask = self._run_fixed(
             layout, index[:-4], got.unary, got.binary, got.object_mask, self.calibration)
-        if got.invalid is not None and bool(got.invalid):  # the eager check names what and where
+        if invalid is not None and bool(invalid):  # the eager check names what and where
             self.tables(plan, oracle)
             raise ProbabilityError(f"{type(oracle).__name__}: a table holds a probability outside [0, 1]")
-        tables = got.trimmed(len(plan.unary_keys), len(plan.binary_keys), n_scenes)
-        n, p, k = tables.object_mask.shape[1], plan.n_programs, plan.candidate_width
+        tables = trimmed(got, n, len(plan.unary_keys), len(plan.binary_keys), n_scenes)
+        p, k = plan.n_programs, plan.candidate_width
         return Answers(log_probs[:p, :k], candidate_mask[:p, :k], plan.labels, focus[:p, :n],
                        object_mask[:p, :n], log_complement[:p, :k]), tables
 
@@ -272,7 +326,7 @@ class Engine(torch.nn.Module):
         """``(P,)``: how many uncertain ground atoms each program repeats in its scene (0: the fast
         path is exact; exact mode runs ``2**k`` worlds of a program that repeats ``k``)."""
         programs = list(programs)
-        plan = self.plan(programs, self._scenes(programs, oracle, scenes))
+        plan = self.plan_for(programs, oracle, scenes)
         with torch.no_grad():
             return shared_atom_counts(self, programs, plan, self.tables(plan, oracle).with_neutral())
 
@@ -295,16 +349,7 @@ class Engine(torch.nn.Module):
 
     def _ask(self, oracle, requests: Requests, arity: int, n: int, object_mask: torch.Tensor,
              padded: bool) -> torch.Tensor:
-        table = oracle.unary(requests) if arity == 1 else oracle.binary(requests)
-        expected = (len(requests),) + (n,) * arity
-        name = f"{type(oracle).__name__}.{('unary', 'binary')[arity - 1]}"
-        if not isinstance(table, torch.Tensor) or table.shape != expected:
-            shape = tuple(table.shape) if torch.is_tensor(table) else type(table).__name__
-            raise ShapeError(f"{name} returned {shape}, expected {expected} "
-                             f"(requests x objects{' x objects' if arity == 2 else ''})")
-        if table.device != object_mask.device:  # else a torch error deep in an operator
-            raise ShapeError(f"{name} returned a table on {table.device}, its num_objects is on "
-                             f"{object_mask.device}: an oracle gives both on one device")
+        table = asked_table(oracle, requests, arity, object_mask.device, n)
         if not len(requests):
             return table
         # one pass finds a table with no NaN and nothing above log 1: nothing to name
@@ -359,65 +404,12 @@ class Engine(torch.nn.Module):
             if steps is not None:
                 return run_rows(steps, plan, tables, self._q_product)
         tables = tables.with_neutral()
-        object_mask, dtype = tables.object_mask, tables.dtype
-        device, n = object_mask.device, object_mask.shape[1]
-        v_scene = _tensor(plan, plan.v_scene, device)
-        vec = _Store(torch.zeros((0, n), dtype=dtype, device=device), len(plan.v_scene))
-        # (log p, log(1 - p)): complements stay exact through ∃, ∄, ¬ and ∨
-        sca = _Store(torch.tensor([[0.0, NEG_INF], [NEG_INF, 0.0]], dtype=dtype, device=device), plan.n_scalars)
-        masked = tables.padded or self.calibration is not None
-        q_product = self._q_product
-        unary, binary = tables.unary, tables.binary
-        for vgroups, sgroups in plan.levels:
-            outs = []
-            for g in vgroups:
-                rows = slice(g.start, g.stop)
-                mask = object_mask[v_scene[rows]] if masked else None
-                index, columns = _group_index(plan, g, device)
-                out = g.operator.run(GroupReader(index, columns, g.stop - g.start, vec.rows, sca.rows, unary, binary,
-                                                 mask, q_product))
-                if self.calibration is not None and g.operator is not TOP:
-                    program, step = (_tensor(plan, a, device)[rows]
-                                     for a in (plan.v_program, plan.v_step))
-                    out = self.calibration(out, mask, program, step).masked_fill(~mask, NEG_INF)
-                outs.append(out)
-            vec.extend(outs)
-            outs = []
-            for g in sgroups:
-                index, columns = _group_index(plan, g, device)
-                mask = object_mask[v_scene[index["vin"]]] if tables.padded and "vin" in index else None
-                outs.append(g.operator.run(GroupReader(index, columns, g.stop - g.start, vec.rows, sca.rows, unary,
-                                                       binary, mask, q_product)))
-            sca.extend(outs)
-        return _answers(plan, vec.rows, sca.rows, object_mask)
-
-
-def _answers(plan: BatchPlan, vec: torch.Tensor, sca: torch.Tensor, object_mask: torch.Tensor
-             ) -> Answers:
-    device, n = object_mask.device, object_mask.shape[1]
-    idx = lambda a: _tensor(plan, a, device)  # noqa: E731
-    shape = (plan.n_programs, plan.candidate_width)
-    rows = idx(plan.candidate_rows)
-    if len(rows) == shape[0] * shape[1]:  # every program has as many candidates as the widest
-        cand = rows.view(shape)
-        log_probs, log_complement = sca[:, 0][cand], sca[:, 1][cand]
-        cand_mask = torch.ones(shape, dtype=torch.bool, device=device)
-    else:  # the entries written into padding
-        at = (idx(plan.candidate_program), idx(plan.candidate_position))
-        log_probs = sca.new_full(shape, NEG_INF)
-        log_probs[at] = sca[rows, 0]
-        log_complement = sca.new_zeros(shape)
-        log_complement[at] = sca[rows, 1]
-        cand_mask = torch.zeros(shape, dtype=torch.bool, device=device)
-        cand_mask[at] = True
-    focus_rows = idx(plan.focus)
-    focused = _kept_on_plan(plan, "focused", plan.focus, None, lambda: int((plan.focus >= 0).sum()))
-    if not vec.shape[0] or not focused:  # yes/no questions have no focus
-        focus = vec.new_full((len(focus_rows), n), NEG_INF)
-    elif focused == len(focus_rows):
-        focus = vec[focus_rows]  # a gather, not a view: a view would keep the whole store alive
-    else:
-        focus = vec[focus_rows.clamp(min=0)].masked_fill(~(focus_rows >= 0)[:, None], NEG_INF)
-    return Answers(log_probs, cand_mask, plan.labels, focus, object_mask[idx(plan.program_scene)],
-                   log_complement)
-
+        idx = lambda a: _tensor(plan, a, tables.object_mask.device)  # noqa: E731
+        v_program_step = () if self.calibration is None else (idx(plan.v_program), idx(plan.v_step))
+        vec, sca = _run_levels(_levels(plan, tables.object_mask.device), tables, idx(plan.v_scene), self._q_product,
+                              self.calibration, v_program_step)
+        reading = _kept_on_plan(plan, "answers", plan.candidate_rows, tables.object_mask.device, lambda: [
+            torch.as_tensor(a, device=tables.object_mask.device) for a in answer_reading(plan, plan.n_programs)])
+        log_probs, log_complement, candidate_mask, focus = _read_answers(vec, sca, *reading)
+        return Answers(log_probs, candidate_mask, plan.labels, focus, tables.object_mask[idx(plan.program_scene)],
+                       log_complement)

@@ -15,7 +15,7 @@ A recording replays only at the shapes it was made at and cannot contain a host 
   is an exact 0 in every table, as the eager path's padded scenes), and the Q-product runs as
   plain dense passes (the eager CPU path looks at a block's terms to skip its ``-inf`` ones, a
   host read);
-* **a run of its own** (:func:`run_fixed`): the same operators as the batched executor, but its
+* **the batched executor's own loop** (:func:`~nablafol.engine.execution.run_fixed`), but its
   shape is a :class:`Layout` of Python values (what a recording is keyed by) and every index it
   reads is a tensor passed in, the whole plan's uploaded in one copy (pinned, not waiting for the
   device) before the first operator runs: a new batch at a layout met before replays its recording;
@@ -29,20 +29,21 @@ it to the bit where the reductions meet the same lengths, and within the toleran
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Callable, NamedTuple, Optional
+from typing import NamedTuple, Optional
 
 import numpy as np
 import torch
 
 from nablafol import operators as ops
-from nablafol.engine.answers import GroupReader, Tables
-from nablafol.engine.lowering import OPERATORS, TOP
+from nablafol.engine.answers import Tables, answer_reading, asked_table
+from nablafol.engine.lowering import OPERATORS
 from nablafol.engine.planning import BatchPlan, Group, split_key
-from nablafol.errors import ProgramStructureError, ShapeError
+from nablafol.errors import ProgramStructureError
 from nablafol.oracle import scene_sizes
 
-__all__ = ["bucket", "structure_of", "bucketed_sizes", "ShapeFloors", "padded_plan", "padded_requests", "upload", "FixedTables", "fixed_tables", "Layout", "layout_of",
-           "run_fixed"]
+__all__ = ["bucket", "structure_of", "bucketed_sizes", "ShapeFloors", "padded_plan", "padded_requests", "upload",
+           "fixed_tables", "trimmed", "Layout", "layout_of", "layout_levels", "dense_q_product",
+           "PLAN_ARRAYS"]
 
 NEG_INF = float("-inf")
 SCALAR_CONSTANTS = 2  # the scalar store's first rows: log 1 and log 0 (planning's numbering)
@@ -209,30 +210,21 @@ def upload(arrays: list, device) -> list:
     return out
 
 
-class FixedTables:
-    """What :func:`fixed_tables` gives: the padded tables, the objects the oracle gave
-    (``n_objects``), and the flag that some table held a value outside ``[0, 1]`` (a 0-dim bool
-    tensor on the device, ``None`` when not validated)."""
-
-    __slots__ = ("unary", "binary", "object_mask", "dtype", "invalid", "n_objects")
-
-    def __init__(self, unary, binary, object_mask, dtype, invalid, n_objects: int):
-        self.unary, self.binary, self.object_mask, self.dtype = unary, binary, object_mask, dtype
-        self.invalid, self.n_objects = invalid, n_objects
-
-    def trimmed(self, n_unary: int, n_binary: int, n_scenes: int) -> Tables:
-        """The tables of the batch's own requests, scenes and objects (views): what the eager path
-        would have asked for (the exactness flags read them)."""
-        n = self.n_objects
-        unary = None if self.unary is None else self.unary[:n_unary, :n]
-        binary = None if self.binary is None else self.binary[:n_binary, :n, :n]
-        return Tables(unary, binary, self.object_mask[:n_scenes, :n], self.dtype, True, neutral=False)
+def trimmed(tables: Tables, n_objects: int, n_unary: int, n_binary: int, n_scenes: int) -> Tables:
+    """The tables of the batch's own requests, scenes and objects (views): what the eager path
+    would have asked for (the exactness flags read them)."""
+    unary = None if tables.unary is None else tables.unary[:n_unary, :n_objects]
+    binary = None if tables.binary is None else tables.binary[:n_binary, :n_objects, :n_objects]
+    object_mask = tables.object_mask[:n_scenes, :n_objects]
+    return replace(tables, unary=unary, binary=binary, object_mask=object_mask)
 
 
-def fixed_tables(oracle, requests: dict, validate: bool, scenes: int) -> FixedTables:
+def fixed_tables(oracle, requests: dict, validate: bool, scenes: int) -> tuple:
     """The oracle asked for the padded requests (``requests``: arity -> :class:`Requests`), its
     tables padded to the objects' bucket and masked where a scene has fewer objects (``scenes``:
-    the scenes padded to), with no value read on the host."""
+    the scenes padded to), with no value read on the host; with them the flag that some table
+    held a value outside ``[0, 1]`` (a 0-dim bool tensor, ``None`` when not validated) and the
+    objects the oracle gave."""
     sizes = scene_sizes(oracle.num_objects)
     device = sizes.device
     sizes = torch.nn.functional.pad(sizes, (0, scenes - sizes.shape[0]))  # no scene past the last: no objects
@@ -241,18 +233,8 @@ def fixed_tables(oracle, requests: dict, validate: bool, scenes: int) -> FixedTa
         if not len(req):
             tables[arity] = None
             continue
-        table = oracle.unary(req) if arity == 1 else oracle.binary(req)
-        n = table.shape[-1] if torch.is_tensor(table) and table.dim() == 1 + arity else None
-        if n is None or table.shape != (len(req),) + (n,) * arity or (n_objects is not None and n != n_objects):
-            name = "unary" if arity == 1 else "binary"
-            shape = tuple(table.shape) if torch.is_tensor(table) else type(table).__name__
-            raise ShapeError(f"{type(oracle).__name__}.{name} returned {shape}, expected {len(req)} requests x "
-                             f"objects{' x objects' if arity == 2 else ''}")
-        if table.device != device:
-            raise ShapeError(f"{type(oracle).__name__} returned a table on {table.device}, its num_objects is on "
-                             f"{device}: an oracle gives both on one device")
-        n_objects = n
-        tables[arity] = table
+        tables[arity] = asked_table(oracle, req, arity, device, n_objects)
+        n_objects = tables[arity].shape[-1]
     if n_objects is None:  # a batch that asks the oracle nothing: its size is read (the one host read)
         n_objects = int(sizes.max()) if sizes.numel() else 0
     n = bucket(n_objects)
@@ -270,7 +252,7 @@ def fixed_tables(oracle, requests: dict, validate: bool, scenes: int) -> FixedTa
             invalid = bad if invalid is None else invalid | bad
         tables[arity] = table.masked_fill(~valid, NEG_INF)  # padding: an exact 0
     dtype = next((t.dtype for t in tables.values() if t is not None), torch.get_default_dtype())
-    return FixedTables(tables[1], tables[2], object_mask, dtype, invalid, n_objects)
+    return Tables(tables[1], tables[2], object_mask, dtype, True, neutral=False), invalid, n_objects
 
 
 
@@ -298,15 +280,14 @@ class Layout(NamedTuple):
     candidates: int
 
 
-#: The plan-wide index arrays a run reads, first in its list of tensors
-_PLAN_ARRAYS = ("v_scene", "v_program", "v_step", "candidate_program", "candidate_position", "candidate_rows", "focus",
-                "program_scene")
+#: The plan-wide index arrays a run reads, first in its list of tensors, then answer_reading's four
+PLAN_ARRAYS = ("v_scene", "v_program", "v_step", "program_scene")
 
 
 def layout_of(fixed: BatchPlan) -> tuple[Layout, list]:
     """A padded plan (:func:`padded_plan`) as its :class:`Layout` and the numpy index arrays
     :func:`run_fixed` reads, in the order it reads them."""
-    arrays = [getattr(fixed, name) for name in _PLAN_ARRAYS]
+    arrays = [getattr(fixed, name) for name in PLAN_ARRAYS] + answer_reading(fixed, fixed.n_programs + 1)
     levels = []
     for vgroups, sgroups in fixed.levels:
         level = []
@@ -324,54 +305,20 @@ def layout_of(fixed: BatchPlan) -> tuple[Layout, list]:
     return Layout(tuple(levels), len(fixed.v_scene), fixed.n_programs, fixed.candidate_width), arrays
 
 
-def _dense_q_product(log_r, log_y, mask_x, mask_y, quantifier):
+def layout_levels(layout: Layout, index: list) -> tuple[list, list]:
+    """:func:`layout_of`'s arrays read back from their tensors ``index``: the plan-wide ones (as
+    :data:`PLAN_ARRAYS`, then the answers' reading), and per level the vector and scalar groups, each
+    ``(operator, rows, index, columns)``, as :func:`~nablafol.engine.execution.run_fixed` runs them."""
+    tensors = iter(index)
+    plan_wide = [next(tensors) for _ in range(len(PLAN_ARRAYS) + 4)]
+
+    def group(g: GroupLayout) -> tuple:
+        arrays = {name: next(tensors) for name in g.names}
+        columns = [(next(tensors), next(tensors)) for _ in range(g.columns)]
+        return OPERATORS[g.operator], slice(g.start, g.start + g.size), arrays, columns
+    return plan_wide, [tuple([group(g) for g in groups] for groups in level) for level in layout.levels]
+
+
+def dense_q_product(log_r, log_y, mask_x, mask_y, quantifier):
     """The Q-product as plain dense passes (the eager CPU path reads how many terms are ``-inf``)."""
     return ops.q_product(log_r, log_y, mask_x, mask_y, quantifier, block_elements=None)
-
-
-def run_fixed(layout: Layout, index: list, unary: Optional[torch.Tensor], binary: Optional[torch.Tensor],
-              object_mask: torch.Tensor, calibration: Optional[Callable] = None) -> tuple:
-    """The batch's operators over its padded tables, level by level: tensor operations alone, at the
-    shapes ``layout`` fixes (what ``torch.compile(mode="reduce-overhead")`` records once per layout
-    and replays). ``index``: the tensors of :func:`layout_of`'s arrays. Returns the padded
-    ``(log_probs, log_complement, candidate_mask, focus, object_mask)`` of the programs."""
-    tensors = iter(index)
-    v_scene, v_program, v_step, c_program, c_position, c_rows, focus, program_scene = (
-        next(tensors) for _ in _PLAN_ARRAYS)
-    n, device = object_mask.shape[1], object_mask.device
-    dtype = unary.dtype if unary is not None else binary.dtype if binary is not None else torch.get_default_dtype()
-    if binary is not None:  # the neutral all-ones table a relate of fewer atoms than its group's widest reads
-        binary = torch.cat([binary, binary.new_zeros((1, n, n))])
-    vec = torch.zeros((0, n), dtype=dtype, device=device)
-    # scalars carry (log p, log(1 - p)): rows 0 and 1 are the constants true and false
-    sca = torch.tensor([[0.0, NEG_INF], [NEG_INF, 0.0]], dtype=dtype, device=device)
-    for vgroups, sgroups in layout.levels:
-        outs = []
-        for g in vgroups:
-            arrays = {name: next(tensors) for name in g.names}
-            columns = [(next(tensors), next(tensors)) for _ in range(g.columns)]
-            rows = slice(g.start, g.start + g.size)
-            mask = object_mask[v_scene[rows]]
-            operator = OPERATORS[g.operator]
-            out = operator.run(GroupReader(arrays, columns, g.size, vec, sca, unary, binary, mask, _dense_q_product))
-            if calibration is not None and operator is not TOP:
-                out = calibration(out, mask, v_program[rows], v_step[rows]).masked_fill(~mask, NEG_INF)
-            outs.append(out)
-        vec = torch.cat([vec] + outs) if outs else vec
-        outs = []
-        for g in sgroups:
-            arrays = {name: next(tensors) for name in g.names}
-            mask = object_mask[v_scene[arrays["vin"]]] if "vin" in arrays else None
-            outs.append(OPERATORS[g.operator].run(GroupReader(arrays, [], g.size, vec, sca, unary, binary, mask,
-                                                              _dense_q_product)))
-        sca = torch.cat([sca] + outs) if outs else sca
-    shape, at, p = (layout.programs + 1, layout.candidates), (c_program, c_position), layout.programs  # + padding's row
-    log_probs = sca.new_full(shape, NEG_INF).index_put(at, sca[c_rows, 0])[:p]
-    log_complement = sca.new_zeros(shape).index_put(at, sca[c_rows, 1])[:p]
-    candidate_mask = torch.zeros(shape, dtype=torch.bool, device=device).index_put(
-        at, torch.ones_like(c_rows, dtype=torch.bool))[:p]
-    if layout.vector_rows:
-        focused = vec[focus.clamp(min=0)].masked_fill(~(focus >= 0)[:, None], NEG_INF)
-    else:  # yes/no questions of no attention at all
-        focused = vec.new_full((layout.programs, n), NEG_INF)
-    return log_probs, log_complement, candidate_mask, focused, object_mask[program_scene]

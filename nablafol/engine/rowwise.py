@@ -3,50 +3,32 @@ tensors or gathers). Scalar steps keep their group's argument width (its padding
 answers are the batched executor's, bit for bit. Plans of more than :data:`MAX_ROWS` rows, calls
 with a calibrator, padded scenes or ``Engine(compile=True)`` run batched.
 
-Example:
-    >>> import torch
+Example (:mod:`~nablafol.engine.execution`'s example runs so too):
     >>> from nablafol.engine import Engine
-    >>> from nablafol.ir import Aggregate, Filter, Predicate, Program, Quantifier, Relate, Top
-    >>> from nablafol.oracle import TableOracle
-    >>> chair, left = Predicate("Chair"), Predicate("Left", arity=2)
-    >>> program = Program.yes_no(Aggregate(Quantifier.EXISTS,
-    ...                                    Filter(chair, Relate.of(left, Quantifier.FORALL, Top()))))
-    >>> oracle = TableOracle([{chair: [0.9, 0.2], left: [[1.0, 0.8], [0.1, 1.0]]}])
-    >>> engine = Engine()
-    >>> steps_of(engine.plan([program])) is not None  # one program, four rows: run row by row
-    True
-    >>> engine([program], oracle).probs()
-    tensor([[0.7256]])
+    >>> from nablafol.ir import Aggregate, Filter, Predicate, Program, Quantifier, Top
+    >>> program = Program.yes_no(Aggregate(Quantifier.EXISTS, Filter(Predicate("Chair"), Top())))
+    >>> len(steps_of(Engine().plan([program])))  # one program of three rows: run row by row
+    3
 """
 from __future__ import annotations
 
-from typing import Callable, NamedTuple, Optional
+from typing import Callable, Optional
 
 import torch
 
 from nablafol.engine.answers import Answers, GroupReader, Tables
-from nablafol.engine.lowering import Operator
 from nablafol.engine.planning import NEG_INF, SCALAR_CONSTANTS, BatchPlan
 
-__all__ = ["steps_of", "run_rows", "MAX_ROWS", "Step"]
+__all__ = ["steps_of", "run_rows", "MAX_ROWS"]
 
 #: The most rows a plan may have to run row by row; beyond, batched costs less
 MAX_ROWS = 48
 
 
-class Step(NamedTuple):
-    """One row of a plan: its operator, its row in its store, and its
-    :class:`~nablafol.engine.answers.GroupReader` index and relate columns, in Python numbers."""
-
-    operator: Operator
-    out: int
-    index: dict
-    columns: list
-
-
 def steps_of(plan: BatchPlan) -> Optional[tuple]:
-    """The plan's steps to run row by row, or None when it is not one program of at most
-    :data:`MAX_ROWS` rows."""
+    """The plan's rows to run one by one, or None when it is not one program of at most
+    :data:`MAX_ROWS` rows: each its operator, its row in its store, and its
+    :class:`~nablafol.engine.answers.GroupReader` index and relate columns, in Python numbers."""
     return plan.kept("rowwise", lambda: _steps(plan))
 
 
@@ -68,7 +50,7 @@ def _steps(plan: BatchPlan) -> Optional[tuple]:
                     atoms = zip(a["tables"][i], a["reverse"][i]) if "tables" in a else ()
                     columns = [(slice(int(t), int(t) + 1), True if r else None)
                                for t, r in atoms if t != neutral]
-                    steps.append(Step(g.operator, first + g.start + i, index, columns))
+                    steps.append((g.operator, first + g.start + i, index, columns))
     return tuple(steps)
 
 
@@ -83,13 +65,12 @@ def run_rows(steps: tuple, plan: BatchPlan, tables: Tables, q_product: Callable)
     sca[0], sca[1] = true, plan.kept(("false", dtype, device), lambda: true.flip(-1))
     like = plan.kept(("zeros", dtype, device, n), lambda: torch.zeros((1, n), dtype=dtype, device=device))
     row = GroupReader(None, None, 1, vec, sca, tables.unary, tables.binary, None, q_product, like)
-    for step in steps:
-        row.index, row.columns = step.index, step.columns
-        (vec if step.operator.vector else sca)[step.out] = step.operator.run(row)
+    for operator, out, index, columns in steps:
+        row.index, row.columns = index, columns
+        (vec if operator.vector else sca)[out] = operator.run(row)
     candidates = plan.kept("candidate rows", plan.candidate_rows.tolist)
-    if len(candidates) == 1:
-        picked = sca[candidates[0]]
-        log_probs, log_complement = picked[:, :1], picked[:, 1:]
+    if len(candidates) == 1:  # a yes/no question: its row's two halves, no stack
+        log_probs, log_complement = sca[candidates[0]][:, :1], sca[candidates[0]][:, 1:]
     else:
         picked = torch.stack([sca[r] for r in candidates], dim=2)  # (1, 2, K)
         log_probs, log_complement = picked[:, 0], picked[:, 1]

@@ -244,3 +244,35 @@ def test_compiled_fixed_shapes_equal_eager_and_replay_a_layout():
                _run(compiled, batch, tables, scenes, torch.float32), torch.float32)
         graphs.append(counters["stats"]["unique_graphs"])
     assert graphs[0] >= 1 and graphs[1] == graphs[0]
+
+
+@pytest.mark.parametrize("returned", [[[0.5, 0.5]], torch.zeros(2), torch.zeros(1, 2, 2)])
+def test_fixed_shapes_refuse_a_misshapen_table_as_eager(returned):
+    """A table that is not a tensor of requests x objects is named by the same check on both paths."""
+    from nablafol.errors import ShapeError
+    red = Predicate("red")
+    program = Program.yes_no(Aggregate(Quantifier.EXISTS, Filter(red, Top())))
+
+    class Misshapen:
+        num_objects = torch.tensor([2])
+
+        def unary(self, requests):
+            return returned
+    for engine in (Engine(), Engine(fixed_shapes=True)):
+        with pytest.raises(ShapeError, match=r"^Misshapen\.unary returned .*, expected \(1, (2|N)\) "
+                                             r"\(requests x objects\)$"):
+            engine([program], Misshapen())
+
+
+def test_editing_fixed_shape_answers_leaves_the_next_call_alone():
+    """The masks a fixed-shape batch returns are the user's: the plan's uploaded arrays stay as they were."""
+    red = Predicate("red")
+    program = Program.yes_no(Aggregate(Quantifier.EXISTS, Filter(red, Top())))
+    oracle = TableOracle([{red: torch.tensor([0.5, 0.25])}])
+    engine = Engine(fixed_shapes=True)
+    first = engine([program, program], oracle)
+    first.candidate_mask.fill_(False)
+    first.object_mask.fill_(False)
+    again = engine([program, program], oracle)
+    assert again.candidate_mask.all() and again.object_mask.all()
+    assert torch.allclose(again.probs(), torch.full((2, 1), 1 - 0.5 * 0.75))
