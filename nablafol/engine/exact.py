@@ -23,10 +23,9 @@ from typing import Sequence
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from nablafol.engine.answers import Answers, Tables
-from nablafol.engine.circuits import CircuitJobs, answer_by_circuits
+from nablafol.engine.circuits import CircuitJobs, answer_by_circuits, padded
 from nablafol.engine.grounding import RepeatedAtoms, repeated_atoms
 from nablafol.engine.planning import BatchPlan, build_batch_plan, request_key, split_key
 from nablafol.ir import Program
@@ -231,18 +230,17 @@ def _worlds(engine, programs, plan: BatchPlan, tables, atoms: RepeatedAtoms, run
     log_weight = torch.zeros(owner.size, dtype=tables.dtype, device=device)
     u_mine, b_mine = (found[place[found[:, 0]] >= 0] for found in (atoms.unary, atoms.binary))
     n_unary = np.bincount(place[u_mine[:, 0]], minlength=len(chunk))  # binary atoms' first bit
-    rebuilt, no_unary = [], np.zeros_like(n_unary)
-    for table, mine, plan_keys, keys, offset in (
-            (tables.unary, u_mine, plan.unary_keys, world_plan.unary_keys, no_unary),
-            (tables.binary, b_mine, plan.binary_keys, world_plan.binary_keys, n_unary)):
+    rebuilt = []
+    for arity, table, mine, offset in ((1, tables.unary, u_mine, np.zeros_like(n_unary)),
+                                       (2, tables.binary, b_mine, n_unary)):
         set_world, set_atom, value = _settings(mine, place, owner, world, offset)
         setting = mine[set_atom]  # (program, request, object...) of each atom a world sets
         if len(set_world):  # log P(w): each set atom's log p or log(1 - p)
             log_p = table[tuple(torch.as_tensor(c, device=device) for c in setting[:, 1:].T)]
             term = torch.where(torch.as_tensor(value, device=device), log_p, log1mexp(log_p))
             log_weight = log_weight.index_add(0, torch.as_tensor(set_world, device=device), term)
-        rebuilt.append(_retabled(table, plan, plan_keys, world_plan, keys, base_scene, n_scenes,
-                                 setting, set_world, value))
+        rebuilt.append(_retabled(arity, table, plan, world_plan, base_scene, setting,
+                                 n_scenes + set_world, value))
     (unary, u_remap), (binary, b_remap) = rebuilt
     for vgroups, _ in world_plan.levels:  # the world plan reads the rebuilt tables
         for g in vgroups:
@@ -252,12 +250,11 @@ def _worlds(engine, programs, plan: BatchPlan, tables, atoms: RepeatedAtoms, run
     masks = tables.object_mask[torch.as_tensor(base_scene, device=device)]
     result = engine.execute(world_plan, Tables(unary, binary, masks, tables.dtype, tables.padded,
                                                neutral=True))
-    width, n_objects = answers.log_probs.shape[1], answers.focus.shape[1]
-    # a run may have fewer candidates than the batch
-    fills = ((width, NEG_INF), (width, 0.0), (n_objects, NEG_INF))
-    sums = (_log_sum_by(owner, values + log_weight[:, None])
-            for values in (result.log_probs, result.log_complement, result.focus))
-    return tuple(F.pad(v, (0, w - v.shape[1]), value=fill) for v, (w, fill) in zip(sums, fills))
+    log_p, log_c, focus = (_log_sum_by(owner, values + log_weight[:, None])
+                           for values in (result.log_probs, result.log_complement, result.focus))
+    width = answers.log_probs.shape[1]  # a run may have fewer candidates than the batch
+    return (padded(log_p, width, NEG_INF), padded(log_c, width, 0.0),
+            padded(focus, answers.focus.shape[1], NEG_INF))
 
 
 def _settings(mine: np.ndarray, place, owner, world, first_bit: np.ndarray):
@@ -272,10 +269,11 @@ def _settings(mine: np.ndarray, place, owner, world, first_bit: np.ndarray):
     return w, atom, ((world[w] >> bit[atom]) & 1).astype(bool)
 
 
-def _retabled(table, plan, plan_keys, world_plan, keys, base_scene, n_scenes,
-              setting, set_world, value):
+def _retabled(arity: int, table, plan, world_plan, base_scene, setting, set_scene, value):
     """The world plan's table of one arity, and each world request's row in it: its scene's, or a
-    copy with the atoms the world sets at 0 or 1."""
+    copy with the atoms the world sets (in ``set_scene``, the world's) at 0 or 1."""
+    plan_keys, keys = ((plan.unary_keys, world_plan.unary_keys) if arity == 1
+                       else (plan.binary_keys, world_plan.binary_keys))
     if table is None or not len(keys):
         return table, np.zeros(1, dtype=np.int64)
     n_world_ids, n_plan_ids = len(world_plan.predicates), len(plan.predicates)
@@ -286,7 +284,7 @@ def _retabled(table, plan, plan_keys, world_plan, keys, base_scene, n_scenes,
     scene, wpid = split_key(keys, n_world_ids)
     source = np.searchsorted(plan_keys, request_key(base_scene[scene], to_plan[wpid], n_plan_ids))
     _, set_pid = split_key(plan_keys[setting[:, 1]], n_plan_ids)
-    set_key = request_key(n_scenes + set_world, to_world[set_pid], n_world_ids)
+    set_key = request_key(set_scene, to_world[set_pid], n_world_ids)
     request = np.searchsorted(keys, set_key)
     changed, slot = np.unique(request, return_inverse=True)
     device = table.device
@@ -295,7 +293,7 @@ def _retabled(table, plan, plan_keys, world_plan, keys, base_scene, n_scenes,
         index = (slot.reshape(-1),) + tuple(setting[:, 2:].T)
         copies[tuple(torch.as_tensor(c, device=device) for c in index)] = torch.where(
             torch.as_tensor(value, device=device), 0.0, float("-inf")).to(copies.dtype)
-    neutral = table.dim() == 3  # a binary table keeps its neutral all-ones table last
+    neutral = arity == 2  # a binary table keeps its neutral all-ones table last
     base, remap = table.shape[0] - neutral, source.copy()
     remap[changed] = base + np.arange(changed.size)
     remap = np.append(remap, base + changed.size) if neutral else remap
