@@ -72,21 +72,15 @@ def _certain_repeats(programs, need: np.ndarray, plan: BatchPlan, tables) -> np.
     out = np.ones(len(need), dtype=bool)
     for arity, keys, table in ((1, plan.unary_keys, tables.unary),
                                (2, plan.binary_keys, tables.binary)):
-        if table is None or not len(keys):
+        asked = [(k, pid[p]) for k, i in enumerate(need)
+                 for p in programs[i].repeated_predicates() if p.arity == arity]
+        if table is None or not asked:
             continue
+        owner, ids = np.array(asked, dtype=np.int64).T
         t = table[: len(keys)].flatten(1)
         crisp = ((t == 0) | torch.isneginf(t)).all(1).cpu().numpy()
-        owner, ids = [], []
-        for k, i in enumerate(need):
-            found = [pid[p] for p in programs[i].repeated_predicates() if p.arity == arity]
-            owner.extend([k] * len(found))
-            ids.extend(found)
-        if ids:
-            owner = np.array(owner, dtype=np.int64)
-            asked = request_key(plan.program_scene[need[owner]], np.array(ids, dtype=np.int64),
-                                len(plan.predicates))
-            uncertain = owner[~crisp[np.searchsorted(keys, asked)]]
-            out &= np.bincount(uncertain, minlength=len(need)) == 0
+        key = request_key(plan.program_scene[need[owner]], ids, len(plan.predicates))
+        out[owner[~crisp[np.searchsorted(keys, key)]]] = False
     return out
 
 
@@ -112,9 +106,9 @@ def exact_answers(engine, programs: Sequence[Program], plan: BatchPlan, tables) 
     expand = np.nonzero((count > 0) & (count <= engine.exact_budget) & ~compiled)[0]
     if not expand.size:
         return answers
-    runs = list(_runs(expand, count))  # a program's worlds may span runs: a part per (program, run)
-    parts = [_worlds(engine, programs, plan, tables, atoms, run, answers) for run in runs]
-    owner = np.concatenate([run[:, 0] for run in runs])
+    runs = _runs(expand, count)  # a program's worlds may span runs: a part per (program, run)
+    parts = [_worlds(engine, programs, plan, tables, atoms, *run, answers) for run in runs]
+    owner = np.concatenate([np.unique(program) for program, _ in runs])
     _write(answers, np.unique(owner), *(_log_sum_by(owner, torch.cat(p)) for p in zip(*parts)))
     return answers
 
@@ -196,30 +190,20 @@ def _within(counts: np.ndarray) -> np.ndarray:
     return np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
 
 
-def _runs(expand: np.ndarray, count: np.ndarray):
-    """Runs of at most WORLDS_PER_RUN worlds, as rows (program, first world, worlds)."""
-    run, room = [], WORLDS_PER_RUN
-    for i in expand:
-        total, start = 1 << int(count[i]), 0
-        while start < total:
-            take = min(total - start, room)
-            run.append((i, start, take))
-            start, room = start + take, room - take
-            if not room:
-                yield np.array(run, dtype=np.int64)
-                run, room = [], WORLDS_PER_RUN
-    if run:
-        yield np.array(run, dtype=np.int64)
+def _runs(expand: np.ndarray, count: np.ndarray) -> list:
+    """Each world's program and number, in runs of at most WORLDS_PER_RUN worlds."""
+    worlds = 1 << count[expand]
+    program, world = np.repeat(expand, worlds), _within(worlds)
+    return [(program[s:s + WORLDS_PER_RUN], world[s:s + WORLDS_PER_RUN])
+            for s in range(0, program.size, WORLDS_PER_RUN)]
 
 
-def _worlds(engine, programs, plan: BatchPlan, tables, atoms: RepeatedAtoms, run: np.ndarray,
+def _worlds(engine, programs, plan: BatchPlan, tables, atoms: RepeatedAtoms, program, world,
             answers: Answers):
-    """``log Σ_w P(w) P(F | w)`` over each row's worlds of ``run`` (log p, log(1 - p), focus),
-    as wide as ``answers``'."""
+    """``log Σ_w P(w) P(F | w)`` over the worlds of each program of a run (log p, log(1 - p),
+    focus), as wide as ``answers``'."""
     device = tables.object_mask.device
-    chunk, n_worlds = run[:, 0], run[:, 2]
-    owner = np.repeat(np.arange(len(chunk)), n_worlds)  # world -> its row of the run
-    world = run[owner, 1] + _within(n_worlds)  # its number
+    chunk, owner = np.unique(program, return_inverse=True)  # world -> its row of the run
     n_scenes = tables.object_mask.shape[0]
     # each world a scene of its own, after the batch's
     world_plan = build_batch_plan([programs[chunk[o]] for o in owner],
