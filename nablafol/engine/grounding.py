@@ -142,12 +142,14 @@ class _Analysis:
         self.merged[merges[:, 1]] = merges[:, 2]
         # counts are capped when read (only "twice or more" matters), so no sum can overflow
         for vgroups, sgroups in reversed(plan.levels):
-            for g in sgroups:
-                rows = slice(SCALAR_CONSTANTS + g.start, SCALAR_CONSTANTS + g.stop)
-                g.operator.count_down(_Rows(self, g), _open(self.s_count, self.scalars, rows))
-            for g in vgroups:
-                rows = slice(g.start, g.stop)
-                g.operator.count_down(_Rows(self, g), _open(self.v_count, self.vectors, rows))
+            for groups, count, values, first in (
+                    (sgroups, self.s_count, self.scalars, SCALAR_CONSTANTS),
+                    (vgroups, self.v_count, self.vectors, 0)):
+                for g in groups:  # a row's uses pass on unless it is impossible or certain
+                    rows = slice(first + g.start, first + g.stop)
+                    possible, certain = values[rows]
+                    uses = count[rows].clamp(max=CAP) * (possible & ~certain)
+                    g.operator.count_down(_Rows(self, g), uses)
 
     def to_input(self, g, c):
         """Counts to the first input; a block of many candidates': summed per candidate, maxed."""
@@ -185,12 +187,16 @@ class _Rows(GroupReader):
     """The reader of :mod:`~nablafol.engine.lowering` in both passes: Kleene values, counts."""
 
     def __init__(self, analysis: _Analysis, g):
-        a, arrays = analysis, g.arrays
-        # the objects of the rows' scenes (a truth's: those of the attention it reads)
-        read = a.idx(arrays["vin"]) if "vin" in arrays else slice(g.start, g.stop)
-        super().__init__(arrays, [], g.stop - g.start, a.vectors, a.scalars, a.tables[1],
-                         a.tables[2], a.object_mask[a.v_scene[read]], None, like=a.object_mask)
+        a = analysis
+        super().__init__(g.arrays, [], g.stop - g.start, a.vectors, a.scalars, a.tables[1],
+                         a.tables[2], None, None, like=a.object_mask)
         self.analysis, self.group = analysis, g
+
+    def objects(self) -> torch.Tensor:
+        """The objects of the rows' scenes (a truth's: those of the attention it reads)."""
+        a, g = self.analysis, self.group
+        rows = a.idx(self.index["vin"]) if "vin" in self.index else slice(g.start, g.stop)
+        return a.object_mask[a.v_scene[rows]]
 
     def relation(self):
         """Possible / certain of the conjunction of the rows' atoms, ``(G, N, N)``."""
@@ -253,12 +259,6 @@ def _flipped(t: torch.Tensor, reverse: np.ndarray) -> torch.Tensor:
         return t
     flip = torch.as_tensor(reverse, device=t.device)[:, None, None]
     return torch.where(flip, t.transpose(1, 2), t)
-
-
-def _open(count: torch.Tensor, values: _Pair, rows: slice) -> torch.Tensor:
-    """The rows' use counts, capped, 0 where a row is constant (impossible or certain)."""
-    possible, certain = values[rows]
-    return count[rows].clamp(max=CAP) * (possible & ~certain)
 
 
 def _uncertain(slots: np.ndarray, width: int, repeated: torch.Tensor, table: _Pair) -> np.ndarray:
