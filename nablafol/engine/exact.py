@@ -150,19 +150,16 @@ def _preferred_jobs(engine, programs, plan: BatchPlan, tables, count, jobs) -> C
     """The jobs circuits answer (:func:`circuit_preferred`); ``jobs``: the batch's, when made."""
     if jobs is None:
         jobs = CircuitJobs(programs, plan, tables, np.nonzero(count > 0)[0])
-    else:  # made for every program: a question and pattern repeat the same number of atoms
-        jobs = jobs.keeping([j for j, members in enumerate(jobs.members) if count[members[0]] > 0])
-    return jobs.keeping([j for j, key in enumerate(jobs.keys)
-                         if circuit_preferred(engine.circuits, key, int(count[jobs.members[j][0]]),
-                                              len(jobs.members[j]), engine.exact_budget)])
+    k = [int(count[members[0]]) for members in jobs.members]  # the same for a job's programs
+    return jobs.keeping([j for j, key in enumerate(jobs.keys) if k[j] > 0 and circuit_preferred(
+        engine.circuits, key, k[j], len(jobs.members[j]), engine.exact_budget)])
 
 
 def _by_circuits(engine, answers: Answers, jobs: CircuitJobs) -> np.ndarray:
     """Writes the jobs' answers by their circuits into ``answers``: the rows written."""
-    rows, log_p, log_c, focus = answer_by_circuits(
-        engine.circuits, jobs, answers.log_probs.shape[1], answers.focus.shape[1],
-        answers.log_probs)
-    _write(answers, rows, log_p, log_c, focus)
+    rows, *written = answer_by_circuits(engine.circuits, jobs, answers.log_probs.shape[1],
+                                        answers.focus.shape[1], answers.log_probs)
+    _write(answers, rows, *written)
     return rows
 
 
