@@ -106,8 +106,7 @@ def safe_log(p: torch.Tensor) -> torch.Tensor:
 
 
 class _LogSum(torch.autograd.Function):
-    """``reduce``'s log-sum of its ``terms``, each term's gradient its share: 0 (not nan) where the
-    sum is an exact 0. ``reduce`` keeps the summed dimension: an output broadcasts to a term."""
+    """A log-sum (``reduce`` keeps its dimension); a term's gradient: its share, 0 at a -inf sum."""
 
     @staticmethod
     def forward(ctx, reduce, *terms):

@@ -167,8 +167,7 @@ def _is_crisp(t: torch.Tensor) -> bool:
 
 
 def _crisp_none_true(log_r: torch.Tensor, log_y: torch.Tensor) -> torch.Tensor | None:
-    """The dense passes' sums over a crisp table (None if not, or a NaN in ``log_y``), no
-    transcendental pass over it: a column's term at a true entry, times 1 or 0."""
+    """The dense passes' sums over a crisp table, without a log pass (None: not crisp, or a NaN)."""
     if not _is_crisp(log_r):
         return None
     true_terms = log1mexp_nonpositive(log_y.to(log_r.dtype))  # log 1 + log y_j: log y_j

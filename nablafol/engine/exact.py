@@ -197,8 +197,7 @@ def _runs(expand: np.ndarray, count: np.ndarray) -> list:
 
 def _worlds(engine, programs, plan: BatchPlan, tables, atoms: RepeatedAtoms, program, world,
             answers: Answers):
-    """``log Σ_w P(w) P(F | w)`` over the worlds of each program of a run (log p, log(1 - p),
-    focus), as wide as ``answers``'."""
+    """``log Σ_w P(w) P(F | w)`` per program of a run: log p, log(1 - p), focus, padded."""
     device = tables.object_mask.device
     chunk, owner = np.unique(program, return_inverse=True)  # world -> its row of the run
     n_scenes = tables.object_mask.shape[0]
@@ -251,8 +250,7 @@ def _settings(mine: np.ndarray, place, owner, world, first_bit: np.ndarray):
 
 
 def _retabled(arity: int, table, plan, world_plan, base_scene, setting, set_scene, value):
-    """The world plan's table of one arity, and each world request's row in it: its scene's, or a
-    copy with the atoms the world sets (in ``set_scene``, the world's) at 0 or 1."""
+    """The world plan's table of one arity, and each request's row: its scene's, or a set copy."""
     plan_keys, keys = ((plan.unary_keys, world_plan.unary_keys) if arity == 1
                        else (plan.binary_keys, world_plan.binary_keys))
     if table is None or not len(keys):

@@ -170,8 +170,7 @@ class _Analysis:
 
 
 class _Pair:
-    """The Kleene values of log-probabilities, possible (above log 0) and certain (log 1), read and
-    written together."""
+    """Kleene values of log-probabilities, possible (above log 0) and certain (log 1), together."""
 
     def __init__(self, log_p: torch.Tensor):
         self.possible, self.certain = log_p > NEG_INF, log_p == 0
