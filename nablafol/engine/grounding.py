@@ -72,22 +72,20 @@ class _Analysis:
         self.width = {1: len(plan.unary_keys) + 1, 2: len(plan.binary_keys) + 1}
         keys = {1: [np.zeros(0, np.int64)], 2: [np.zeros(0, np.int64)]}
         # each row's inputs: what an AllSame row's truths read (_Rows.all_same_values)
-        self.v_in = np.full((2, len(plan.v_scene)), -1, dtype=np.int64)
-        self.s_vin = np.full(n_scalars, -1, dtype=np.int64)
+        self.inputs = {name: np.full(size, -1, dtype=np.int64) for name, size in (
+            ("in0", len(plan.v_scene)), ("in1", len(plan.v_scene)), ("vin", n_scalars))}
         for vgroups, sgroups in plan.levels:  # up: Kleene values, and where counts go down
-            for g in vgroups:
-                for arity in [k for k, name in ((1, "table"), (2, "tables")) if name in g.arrays]:
-                    found, real = self.slot_keys(g, arity)
-                    keys[arity].append(found[real])
-                for k in (0, 1):
-                    if f"in{k}" in g.arrays:
-                        self.v_in[k, g.start:g.stop] = g.arrays[f"in{k}"]
-                self.vectors[g.start:g.stop] = g.operator.kleene(_Rows(self, g))
-            for g in sgroups:
-                at = slice(SCALAR_CONSTANTS + g.start, SCALAR_CONSTANTS + g.stop)
-                if "vin" in g.arrays:
-                    self.s_vin[at] = g.arrays["vin"]
-                self.scalars[at] = g.operator.kleene(_Rows(self, g))
+            for groups, values, first in ((vgroups, self.vectors, 0),
+                                          (sgroups, self.scalars, SCALAR_CONSTANTS)):
+                for g in groups:
+                    rows = slice(first + g.start, first + g.stop)
+                    for name in self.inputs.keys() & g.arrays.keys():
+                        self.inputs[name][rows] = g.arrays[name]
+                    for arity, name in ((1, "table"), (2, "tables")):
+                        if name in g.arrays:
+                            found, real = self.slot_keys(g, arity)
+                            keys[arity].append(found[real])
+                    values[rows] = g.operator.kleene(_Rows(self, g))
         self.slots = {arity: np.unique(np.concatenate(k)) for arity, k in keys.items()}
 
     def slot_keys(self, g, arity: int) -> tuple[np.ndarray, np.ndarray]:
@@ -238,10 +236,11 @@ class _Rows(GroupReader):
     def all_same_values(self):
         """For AllSame rows: ((possible, valid) of the input, possible of each value's
         ``Filter_π[1]`` row ``(G, K, N)``, which values are real ``(G, K)``)."""
-        a, args = self.analysis, self.index["args"]
-        x = a.idx(a.s_vin[args[:, 0]])
-        conjoined = a.s_vin[args[:, 1:]]  # -1 at padding, whose rows are the constant ones
-        values = np.where(conjoined >= 0, a.v_in[0, a.v_in[1, np.maximum(conjoined, 0)]], -1)
+        a, args, inputs = self.analysis, self.index["args"], self.analysis.inputs
+        x = a.idx(inputs["vin"][args[:, 0]])
+        conjoined = inputs["vin"][args[:, 1:]]  # -1 at padding, whose rows are the constant ones
+        value_rows = inputs["in0"][inputs["in1"][np.maximum(conjoined, 0)]]
+        values = np.where(conjoined >= 0, value_rows, -1)
         real = torch.as_tensor(~self.index["pad"][:, 1:] & (values >= 0), device=a.device)
         possible = a.vectors.possible
         value_poss = possible[a.idx(np.maximum(values, 0))]
@@ -249,7 +248,7 @@ class _Rows(GroupReader):
 
     def add_all_same_input(self, counts: torch.Tensor) -> None:
         a = self.analysis
-        a.v_count.index_add_(0, a.idx(a.s_vin[self.index["args"][:, 0]]), counts)
+        a.v_count.index_add_(0, a.idx(a.inputs["vin"][self.index["args"][:, 0]]), counts)
 
 
 def _flipped(t: torch.Tensor, reverse: np.ndarray) -> torch.Tensor:
