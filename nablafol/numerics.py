@@ -91,19 +91,6 @@ def log1mexp_nonpositive(x: torch.Tensor) -> torch.Tensor:
     return log1mexp(x, guard=False)
 
 
-class _SafeLog(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, p):
-        ctx.save_for_backward(p)
-        return torch.log(p)
-
-    @staticmethod
-    def backward(ctx, grad):
-        (p,) = ctx.saved_tensors
-        safe = torch.where(p > 0, p, torch.ones_like(p))
-        return torch.where(p > 0, grad / safe, torch.zeros_like(grad))
-
-
 def safe_log(p: torch.Tensor) -> torch.Tensor:
     """``log p`` for probabilities, ``-inf`` at 0 with a finite (zero) gradient there.
 
@@ -112,48 +99,33 @@ def safe_log(p: torch.Tensor) -> torch.Tensor:
     >>> safe_log(p).sum().backward(); p.grad
     tensor([0., 2.])
     """
-    if torch.is_grad_enabled() and p.requires_grad:
-        return _SafeLog.apply(p)
+    if torch.is_grad_enabled() and p.requires_grad:  # at 0: no gradient, rather than grad / 0
+        zero = p == 0
+        return torch.log(p.masked_fill(zero, 1.0)).masked_fill(zero, float("-inf"))
     return torch.log(p)
 
 
-def _share(x: torch.Tensor, total: torch.Tensor) -> torch.Tensor:
-    """``e^{x - total}``, ``x``'s share of a log-sum: 0 where the sum is an exact 0 (no gradient flows)."""
-    dead = torch.isneginf(total)
-    return torch.exp(x - total.masked_fill(dead, 0.0)).masked_fill(dead, 0.0)
+class _LogSum(torch.autograd.Function):
+    """A log-sum (``reduce`` keeps its dimension); a term's gradient: its share, 0 at a -inf sum."""
 
-
-class _LogAddExp(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, a, b):
-        out = torch.logaddexp(a, b)
-        ctx.save_for_backward(a, b, out)
+    def forward(ctx, reduce, *terms):
+        out = reduce(*terms)
+        ctx.save_for_backward(out, *terms)
         return out
 
     @staticmethod
     def backward(ctx, grad):
-        a, b, out = ctx.saved_tensors
-        return grad * _share(a, out), grad * _share(b, out)  # a and b are broadcast: their shape is grad's
+        out, *terms = ctx.saved_tensors
+        dead = torch.isneginf(out)
+        total = out.masked_fill(dead, 0.0)
+        return (None,) + tuple(grad * torch.exp(t - total).masked_fill(dead, 0.0) for t in terms)
 
 
 def log_add_exp(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """``log(e^a + e^b)`` whose gradient stays finite when both terms are ``-inf``."""
     a, b = torch.broadcast_tensors(a, b) if a.shape != b.shape else (a, b)
-    return _LogAddExp.apply(a, b)
-
-
-class _LogSumExp(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x, dim):
-        out = torch.logsumexp(x, dim)
-        ctx.save_for_backward(x, out)
-        ctx.dim = dim
-        return out
-
-    @staticmethod
-    def backward(ctx, grad):
-        x, out = ctx.saved_tensors
-        return grad.unsqueeze(ctx.dim) * _share(x, out.unsqueeze(ctx.dim)), None
+    return _LogSum.apply(torch.logaddexp, a, b)
 
 
 def log_sum_exp(x: torch.Tensor, dim: int) -> torch.Tensor:
@@ -164,7 +136,7 @@ def log_sum_exp(x: torch.Tensor, dim: int) -> torch.Tensor:
     tensor([0.7500, 0.0000])
     """
     if torch.is_grad_enabled() and x.requires_grad:
-        return _LogSumExp.apply(x, dim)
+        return _LogSum.apply(lambda t: torch.logsumexp(t, dim, keepdim=True), x).squeeze(dim)
     return torch.logsumexp(x, dim)
 
 

@@ -27,13 +27,12 @@ from .numerics import (LOG_HALF, log1mexp, log1mexp_derivative, log1mexp_nonposi
 NEG_INF = float("-inf")
 _SYMBOLS = {"forall": "∀", "exists": "∃", "not_exists": "∄"}
 
-# terms per CPU block of the ∃/∄ Q-product, its passes in cache (docs/design.md, decisions);
-# on an accelerator each pass is a launch, with no cache to stay in: blocks of 256 MiB a tensor
+# terms per CPU block of the ∃/∄ Q-product, its passes in cache (docs/design.md, decisions); on
+# an accelerator, with no cache to stay in, blocks of 256 MiB a tensor (each pass is a launch)
 BLOCK_ELEMENTS = 1 << 20
 ACCELERATOR_BLOCK_BYTES = 1 << 28
-# a CPU tensor of at least SPARSE_MIN_TERMS terms (a smaller one's dense passes cost less than a
-# look), at most SPARSE_SHARE of them finite (few related pairs, a narrow attention), computes
-# those alone; the share under the break-even. A crisp table's own sums look from as many terms
+# a CPU tensor of at least SPARSE_MIN_TERMS terms, at most SPARSE_SHARE of them finite (under the
+# break-even), computes those alone; a smaller one's dense passes cost less than a look
 SPARSE_SHARE = 0.15
 SPARSE_MIN_TERMS = 1 << 14
 
@@ -139,10 +138,6 @@ def _row_blocks(log_r: torch.Tensor, block_elements: int) -> list[slice]:
     return [slice(s, s + step) for s in range(0, max(rows, 1), step)]  # no rows: one empty block
 
 
-def _joined(parts: list) -> torch.Tensor:
-    return parts[0] if len(parts) == 1 else torch.cat(parts)
-
-
 def _none_true_blocks(log_r: torch.Tensor, log_y: torch.Tensor, blocks: list) -> torch.Tensor:
     """``Σ_j log(1 - e^{log r_ij + log y_j})`` in ``log_r``'s dtype, block by block of rows."""
     if len(blocks) == 1 and log_r.numel() < SPARSE_MIN_TERMS:  # one small block: no look, no slice
@@ -152,7 +147,8 @@ def _none_true_blocks(log_r: torch.Tensor, log_y: torch.Tensor, blocks: list) ->
     head = log_r[:1]
     crisp = log_r.is_cpu and log_r.numel() >= SPARSE_MIN_TERMS and _is_crisp(head)
     crisp = crisp and int((head == 0).count_nonzero()) > SPARSE_SHARE * head.numel()
-    return _joined([_block_none_true(log_r[rows], log_y[rows], crisp) for rows in blocks])
+    parts = [_block_none_true(log_r[rows], log_y[rows], crisp) for rows in blocks]
+    return parts[0] if len(parts) == 1 else torch.cat(parts)
 
 
 def _block_none_true(log_r: torch.Tensor, log_y: torch.Tensor, crisp: bool) -> torch.Tensor:
@@ -171,8 +167,7 @@ def _is_crisp(t: torch.Tensor) -> bool:
 
 
 def _crisp_none_true(log_r: torch.Tensor, log_y: torch.Tensor) -> torch.Tensor | None:
-    """The dense passes' sums over a crisp table (None if not, or a NaN in ``log_y``), no
-    transcendental pass over it: a column's term at a true entry, times 1 or 0."""
+    """The dense passes' sums over a crisp table, without a log pass (None: not crisp, or a NaN)."""
     if not _is_crisp(log_r):
         return None
     true_terms = log1mexp_nonpositive(log_y.to(log_r.dtype))  # log 1 + log y_j: log y_j

@@ -53,7 +53,7 @@ from nablafol.ir import Predicate, Program
 from nablafol.numerics import log1mexp
 
 __all__ = ["TableLayout", "Circuit", "CircuitTooLarge", "NoGrounding", "CircuitJobs", "compile_circuit", "ground", "CircuitCache",
-           "answer_by_circuits", "MAX_CIRCUIT_NODES",
+           "answer_by_circuits", "padded", "MAX_CIRCUIT_NODES",
            "FALSE_ATOM", "TRUE_ATOM", "UNCERTAIN_ATOM"]
 
 #: Arithmetic nodes one question's circuit may have: past it the compilation stops (the budget per question)
@@ -700,9 +700,9 @@ def answer_by_circuits(cache, jobs: CircuitJobs, width: int, n_objects: int, dty
         p, c = circuit.evaluate_all(flat[:, circuit.positions_on(flat.device)])
         k = circuit.candidates
         rows.append(members)
-        log_p.append(_padded(p[:, :k], width, float("-inf")))
-        log_c.append(_padded(c[:, :k], width, 0.0))
-        focus.append(_padded(p[:, k:], n_objects, float("-inf")))
+        log_p.append(padded(p[:, :k], width, float("-inf")))
+        log_c.append(padded(c[:, :k], width, 0.0))
+        focus.append(padded(p[:, k:], n_objects, float("-inf")))
     if not rows:
         return np.zeros(0, dtype=np.int64), None, None, None
     dtype = dtype_like.dtype
@@ -710,6 +710,6 @@ def answer_by_circuits(cache, jobs: CircuitJobs, width: int, n_objects: int, dty
     return np.concatenate(rows) if len(rows) > 1 else rows[0], one(log_p), one(log_c), one(focus)
 
 
-def _padded(t: torch.Tensor, width: int, fill: float) -> torch.Tensor:
+def padded(t: torch.Tensor, width: int, fill: float) -> torch.Tensor:
     """``t`` with columns of ``fill`` up to ``width`` (itself when as wide)."""
     return t if t.shape[1] == width else torch.nn.functional.pad(t, (0, width - t.shape[1]), value=fill)

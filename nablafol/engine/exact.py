@@ -23,10 +23,9 @@ from typing import Sequence
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from nablafol.engine.answers import Answers, Tables
-from nablafol.engine.circuits import CircuitJobs, answer_by_circuits
+from nablafol.engine.circuits import CircuitJobs, answer_by_circuits, padded
 from nablafol.engine.grounding import RepeatedAtoms, repeated_atoms
 from nablafol.engine.planning import BatchPlan, build_batch_plan, request_key, split_key
 from nablafol.ir import Program
@@ -73,21 +72,15 @@ def _certain_repeats(programs, need: np.ndarray, plan: BatchPlan, tables) -> np.
     out = np.ones(len(need), dtype=bool)
     for arity, keys, table in ((1, plan.unary_keys, tables.unary),
                                (2, plan.binary_keys, tables.binary)):
-        if table is None or not len(keys):
+        asked = [(k, pid[p]) for k, i in enumerate(need)
+                 for p in programs[i].repeated_predicates() if p.arity == arity]
+        if table is None or not asked:
             continue
+        owner, ids = np.array(asked, dtype=np.int64).T
         t = table[: len(keys)].flatten(1)
         crisp = ((t == 0) | torch.isneginf(t)).all(1).cpu().numpy()
-        owner, ids = [], []
-        for k, i in enumerate(need):
-            found = [pid[p] for p in programs[i].repeated_predicates() if p.arity == arity]
-            owner.extend([k] * len(found))
-            ids.extend(found)
-        if ids:
-            owner = np.array(owner, dtype=np.int64)
-            asked = request_key(plan.program_scene[need[owner]], np.array(ids, dtype=np.int64),
-                                len(plan.predicates))
-            uncertain = owner[~crisp[np.searchsorted(keys, asked)]]
-            out &= np.bincount(uncertain, minlength=len(need)) == 0
+        key = request_key(plan.program_scene[need[owner]], ids, len(plan.predicates))
+        out[owner[~crisp[np.searchsorted(keys, key)]]] = False
     return out
 
 
@@ -113,9 +106,9 @@ def exact_answers(engine, programs: Sequence[Program], plan: BatchPlan, tables) 
     expand = np.nonzero((count > 0) & (count <= engine.exact_budget) & ~compiled)[0]
     if not expand.size:
         return answers
-    runs = list(_runs(expand, count))  # a program's worlds may span runs: a part per (program, run)
-    parts = [_worlds(engine, programs, plan, tables, atoms, run, answers) for run in runs]
-    owner = np.concatenate([run[:, 0] for run in runs])
+    runs = _runs(expand, count)  # a program's worlds may span runs: a part per (program, run)
+    parts = [_worlds(engine, programs, plan, tables, atoms, *run, answers) for run in runs]
+    owner = np.concatenate([np.unique(program) for program, _ in runs])
     _write(answers, np.unique(owner), *(_log_sum_by(owner, torch.cat(p)) for p in zip(*parts)))
     return answers
 
@@ -157,19 +150,16 @@ def _preferred_jobs(engine, programs, plan: BatchPlan, tables, count, jobs) -> C
     """The jobs circuits answer (:func:`circuit_preferred`); ``jobs``: the batch's, when made."""
     if jobs is None:
         jobs = CircuitJobs(programs, plan, tables, np.nonzero(count > 0)[0])
-    else:  # made for every program: a question and pattern repeat the same number of atoms
-        jobs = jobs.keeping([j for j, members in enumerate(jobs.members) if count[members[0]] > 0])
-    return jobs.keeping([j for j, key in enumerate(jobs.keys)
-                         if circuit_preferred(engine.circuits, key, int(count[jobs.members[j][0]]),
-                                              len(jobs.members[j]), engine.exact_budget)])
+    k = [int(count[members[0]]) for members in jobs.members]  # the same for a job's programs
+    return jobs.keeping([j for j, key in enumerate(jobs.keys) if k[j] > 0 and circuit_preferred(
+        engine.circuits, key, k[j], len(jobs.members[j]), engine.exact_budget)])
 
 
 def _by_circuits(engine, answers: Answers, jobs: CircuitJobs) -> np.ndarray:
     """Writes the jobs' answers by their circuits into ``answers``: the rows written."""
-    rows, log_p, log_c, focus = answer_by_circuits(
-        engine.circuits, jobs, answers.log_probs.shape[1], answers.focus.shape[1],
-        answers.log_probs)
-    _write(answers, rows, log_p, log_c, focus)
+    rows, *written = answer_by_circuits(engine.circuits, jobs, answers.log_probs.shape[1],
+                                        answers.focus.shape[1], answers.log_probs)
+    _write(answers, rows, *written)
     return rows
 
 
@@ -197,30 +187,19 @@ def _within(counts: np.ndarray) -> np.ndarray:
     return np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
 
 
-def _runs(expand: np.ndarray, count: np.ndarray):
-    """Runs of at most WORLDS_PER_RUN worlds, as rows (program, first world, worlds)."""
-    run, room = [], WORLDS_PER_RUN
-    for i in expand:
-        total, start = 1 << int(count[i]), 0
-        while start < total:
-            take = min(total - start, room)
-            run.append((i, start, take))
-            start, room = start + take, room - take
-            if not room:
-                yield np.array(run, dtype=np.int64)
-                run, room = [], WORLDS_PER_RUN
-    if run:
-        yield np.array(run, dtype=np.int64)
+def _runs(expand: np.ndarray, count: np.ndarray) -> list:
+    """Each world's program and number, in runs of at most WORLDS_PER_RUN worlds."""
+    worlds = 1 << count[expand]
+    program, world = np.repeat(expand, worlds), _within(worlds)
+    return [(program[s:s + WORLDS_PER_RUN], world[s:s + WORLDS_PER_RUN])
+            for s in range(0, program.size, WORLDS_PER_RUN)]
 
 
-def _worlds(engine, programs, plan: BatchPlan, tables, atoms: RepeatedAtoms, run: np.ndarray,
+def _worlds(engine, programs, plan: BatchPlan, tables, atoms: RepeatedAtoms, program, world,
             answers: Answers):
-    """``log Σ_w P(w) P(F | w)`` over each row's worlds of ``run`` (log p, log(1 - p), focus),
-    as wide as ``answers``'."""
+    """``log Σ_w P(w) P(F | w)`` per program of a run: log p, log(1 - p), focus, padded."""
     device = tables.object_mask.device
-    chunk, n_worlds = run[:, 0], run[:, 2]
-    owner = np.repeat(np.arange(len(chunk)), n_worlds)  # world -> its row of the run
-    world = run[owner, 1] + _within(n_worlds)  # its number
+    chunk, owner = np.unique(program, return_inverse=True)  # world -> its row of the run
     n_scenes = tables.object_mask.shape[0]
     # each world a scene of its own, after the batch's
     world_plan = build_batch_plan([programs[chunk[o]] for o in owner],
@@ -231,18 +210,17 @@ def _worlds(engine, programs, plan: BatchPlan, tables, atoms: RepeatedAtoms, run
     log_weight = torch.zeros(owner.size, dtype=tables.dtype, device=device)
     u_mine, b_mine = (found[place[found[:, 0]] >= 0] for found in (atoms.unary, atoms.binary))
     n_unary = np.bincount(place[u_mine[:, 0]], minlength=len(chunk))  # binary atoms' first bit
-    rebuilt, no_unary = [], np.zeros_like(n_unary)
-    for table, mine, plan_keys, keys, offset in (
-            (tables.unary, u_mine, plan.unary_keys, world_plan.unary_keys, no_unary),
-            (tables.binary, b_mine, plan.binary_keys, world_plan.binary_keys, n_unary)):
+    rebuilt = []
+    for arity, table, mine, offset in ((1, tables.unary, u_mine, np.zeros_like(n_unary)),
+                                       (2, tables.binary, b_mine, n_unary)):
         set_world, set_atom, value = _settings(mine, place, owner, world, offset)
         setting = mine[set_atom]  # (program, request, object...) of each atom a world sets
         if len(set_world):  # log P(w): each set atom's log p or log(1 - p)
             log_p = table[tuple(torch.as_tensor(c, device=device) for c in setting[:, 1:].T)]
             term = torch.where(torch.as_tensor(value, device=device), log_p, log1mexp(log_p))
             log_weight = log_weight.index_add(0, torch.as_tensor(set_world, device=device), term)
-        rebuilt.append(_retabled(table, plan, plan_keys, world_plan, keys, base_scene, n_scenes,
-                                 setting, set_world, value))
+        rebuilt.append(_retabled(arity, table, plan, world_plan, base_scene, setting,
+                                 n_scenes + set_world, value))
     (unary, u_remap), (binary, b_remap) = rebuilt
     for vgroups, _ in world_plan.levels:  # the world plan reads the rebuilt tables
         for g in vgroups:
@@ -252,12 +230,11 @@ def _worlds(engine, programs, plan: BatchPlan, tables, atoms: RepeatedAtoms, run
     masks = tables.object_mask[torch.as_tensor(base_scene, device=device)]
     result = engine.execute(world_plan, Tables(unary, binary, masks, tables.dtype, tables.padded,
                                                neutral=True))
-    width, n_objects = answers.log_probs.shape[1], answers.focus.shape[1]
-    # a run may have fewer candidates than the batch
-    fills = ((width, NEG_INF), (width, 0.0), (n_objects, NEG_INF))
-    sums = (_log_sum_by(owner, values + log_weight[:, None])
-            for values in (result.log_probs, result.log_complement, result.focus))
-    return tuple(F.pad(v, (0, w - v.shape[1]), value=fill) for v, (w, fill) in zip(sums, fills))
+    log_p, log_c, focus = (_log_sum_by(owner, values + log_weight[:, None])
+                           for values in (result.log_probs, result.log_complement, result.focus))
+    width = answers.log_probs.shape[1]  # a run may have fewer candidates than the batch
+    return (padded(log_p, width, NEG_INF), padded(log_c, width, 0.0),
+            padded(focus, answers.focus.shape[1], NEG_INF))
 
 
 def _settings(mine: np.ndarray, place, owner, world, first_bit: np.ndarray):
@@ -272,10 +249,10 @@ def _settings(mine: np.ndarray, place, owner, world, first_bit: np.ndarray):
     return w, atom, ((world[w] >> bit[atom]) & 1).astype(bool)
 
 
-def _retabled(table, plan, plan_keys, world_plan, keys, base_scene, n_scenes,
-              setting, set_world, value):
-    """The world plan's table of one arity, and each world request's row in it: its scene's, or a
-    copy with the atoms the world sets at 0 or 1."""
+def _retabled(arity: int, table, plan, world_plan, base_scene, setting, set_scene, value):
+    """The world plan's table of one arity, and each request's row: its scene's, or a set copy."""
+    plan_keys, keys = ((plan.unary_keys, world_plan.unary_keys) if arity == 1
+                       else (plan.binary_keys, world_plan.binary_keys))
     if table is None or not len(keys):
         return table, np.zeros(1, dtype=np.int64)
     n_world_ids, n_plan_ids = len(world_plan.predicates), len(plan.predicates)
@@ -286,7 +263,7 @@ def _retabled(table, plan, plan_keys, world_plan, keys, base_scene, n_scenes,
     scene, wpid = split_key(keys, n_world_ids)
     source = np.searchsorted(plan_keys, request_key(base_scene[scene], to_plan[wpid], n_plan_ids))
     _, set_pid = split_key(plan_keys[setting[:, 1]], n_plan_ids)
-    set_key = request_key(n_scenes + set_world, to_world[set_pid], n_world_ids)
+    set_key = request_key(set_scene, to_world[set_pid], n_world_ids)
     request = np.searchsorted(keys, set_key)
     changed, slot = np.unique(request, return_inverse=True)
     device = table.device
@@ -295,7 +272,7 @@ def _retabled(table, plan, plan_keys, world_plan, keys, base_scene, n_scenes,
         index = (slot.reshape(-1),) + tuple(setting[:, 2:].T)
         copies[tuple(torch.as_tensor(c, device=device) for c in index)] = torch.where(
             torch.as_tensor(value, device=device), 0.0, float("-inf")).to(copies.dtype)
-    neutral = table.dim() == 3  # a binary table keeps its neutral all-ones table last
+    neutral = arity == 2  # a binary table keeps its neutral all-ones table last
     base, remap = table.shape[0] - neutral, source.copy()
     remap[changed] = base + np.arange(changed.size)
     remap = np.append(remap, base + changed.size) if neutral else remap

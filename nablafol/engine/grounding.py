@@ -26,10 +26,13 @@ from typing import Optional, Sequence
 import numpy as np
 import torch
 
+from nablafol.engine.answers import GroupReader
 from nablafol.engine.lowering import CAP
 from nablafol.engine.planning import SCALAR_CONSTANTS, BatchPlan, GroundingRows
 
 __all__ = ["RepeatedAtoms", "repeated_atoms"]
+
+NEG_INF = float("-inf")
 
 
 @dataclass
@@ -55,53 +58,42 @@ class _Analysis:
         self.device = device = object_mask.device
         n = object_mask.shape[1]
         self.idx = lambda a: torch.as_tensor(a, dtype=torch.long, device=device)  # noqa: E731
-        kleene = lambda t: (None, None) if t is None else (t > float("-inf"), t == 0)  # noqa: E731
-        self.u_poss, self.u_cert = kleene(unary)
-        self.b_poss, self.b_cert = kleene(binary)  # the relates' neutral all-ones table last
+        # by arity: Kleene values of the tables (binary: the relates' neutral all-ones table last)
+        self.tables = {k: None if t is None else _Pair(t) for k, t in ((1, unary), (2, binary))}
         self.v_scene = self.idx(plan.v_scene)
-        self.vp = torch.zeros((len(plan.v_scene), n), dtype=torch.bool, device=device)
-        self.vc = torch.zeros_like(self.vp)
-        self.sp = torch.zeros(SCALAR_CONSTANTS + plan.n_scalars, dtype=torch.bool, device=device)
-        self.sc = torch.zeros_like(self.sp)
-        self.sp[0] = self.sc[0] = True  # the constant rows: log 1, log 0
+        self.vectors = _Pair(torch.full((len(plan.v_scene), n), NEG_INF, device=device))
+        n_scalars = SCALAR_CONSTANTS + plan.n_scalars
+        self.scalars = _Pair(torch.full((n_scalars,), NEG_INF, device=device))
+        self.scalars[0] = (True, True)  # the constant rows: log 1, log 0
         # a program not analysed has its rows used by no root: they pass no count
         self.analysed = np.fromiter((r is not None for r in rows), dtype=bool, count=len(rows))
         self._program_rows(rows)
         # an atom's slot: program * width + request (width: requests + 1)
-        self.u_width, self.b_width = len(plan.unary_keys) + 1, len(plan.binary_keys) + 1
-        u_keys, b_keys = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
+        self.width = {1: len(plan.unary_keys) + 1, 2: len(plan.binary_keys) + 1}
+        keys = {1: [np.zeros(0, np.int64)], 2: [np.zeros(0, np.int64)]}
         # each row's inputs: what an AllSame row's truths read (_Rows.all_same_values)
-        self.v_in = np.full((2, len(plan.v_scene)), -1, dtype=np.int64)
-        self.s_vin = np.full(SCALAR_CONSTANTS + plan.n_scalars, -1, dtype=np.int64)
+        self.inputs = {name: np.full(size, -1, dtype=np.int64) for name, size in (
+            ("in0", len(plan.v_scene)), ("in1", len(plan.v_scene)), ("vin", n_scalars))}
         for vgroups, sgroups in plan.levels:  # up: Kleene values, and where counts go down
-            for g in vgroups:
-                if "table" in g.arrays:
-                    keys, mine = self.unary_keys(g)
-                    u_keys.append(keys[mine])
-                if "tables" in g.arrays:
-                    keys, real = self.binary_keys(g)
-                    b_keys.append(keys[real])
-                for k in (0, 1):
-                    if f"in{k}" in g.arrays:
-                        self.v_in[k, g.start:g.stop] = g.arrays[f"in{k}"]
-                self.vp[g.start:g.stop], self.vc[g.start:g.stop] = g.operator.kleene(_Rows(self, g))
-            for g in sgroups:
-                at = slice(SCALAR_CONSTANTS + g.start, SCALAR_CONSTANTS + g.stop)
-                if "vin" in g.arrays:
-                    self.s_vin[at] = g.arrays["vin"]
-                self.sp[at], self.sc[at] = g.operator.kleene(_Rows(self, g))
-        self.u_slots, self.b_slots = (np.unique(np.concatenate(k)) for k in (u_keys, b_keys))
+            for groups, values, first in ((vgroups, self.vectors, 0),
+                                          (sgroups, self.scalars, SCALAR_CONSTANTS)):
+                for g in groups:
+                    rows = slice(first + g.start, first + g.stop)
+                    for name in self.inputs.keys() & g.arrays.keys():
+                        self.inputs[name][rows] = g.arrays[name]
+                    for arity, name in ((1, "table"), (2, "tables")):
+                        if name in g.arrays:
+                            found, real = self.slot_keys(g, arity)
+                            keys[arity].append(found[real])
+                    values[rows] = g.operator.kleene(_Rows(self, g))
+        self.slots = {arity: np.unique(np.concatenate(k)) for arity, k in keys.items()}
 
-    def unary_keys(self, g) -> tuple[np.ndarray, np.ndarray]:
-        """The slot key of each row of a filtering group, and which are analysed."""
+    def slot_keys(self, g, arity: int) -> tuple[np.ndarray, np.ndarray]:
+        """The slot key of each atom ``(G, atoms)`` of a group's rows, and which are real."""
+        tables = g.arrays["table"][:, None] if arity == 1 else g.arrays["tables"]
         programs = self.plan.v_program[g.start:g.stop]
-        return programs * self.u_width + g.arrays["table"], self.analysed[programs]
-
-    def binary_keys(self, g) -> tuple[np.ndarray, np.ndarray]:
-        """The slot key of each atom ``(G, atoms)`` of a relating group, and which are real."""
-        programs, tables = self.plan.v_program[g.start:g.stop], g.arrays["tables"]
-        real = (tables < self.b_width - 1) & self.analysed[programs][:, None]
-        return programs[:, None] * self.b_width + tables, real
+        real = (tables < self.width[arity] - 1) & self.analysed[programs][:, None]
+        return programs[:, None] * self.width[arity] + tables, real
 
     def _program_rows(self, rows: Sequence[Optional[GroundingRows]]):
         """The programs' grounding rows, in the plan's sorted numbering."""
@@ -123,16 +115,16 @@ class _Analysis:
         self.merges = np.stack([m[:, 0], v_at(mp, m[:, 1]), block * self.group_width + m[:, 3]], 1)
         self.n_entries = int(self.roots[:, 0].max()) + 1 if len(self.roots) else 0
 
-    def repeated(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """Masks ``(slots, N)``, ``(slots, N, N)``: atoms counted twice by some candidate."""
+    def repeated(self) -> dict:
+        """By arity, ``(slots, N)`` / ``(slots, N, N)``: atoms counted twice by some candidate."""
         n = self.object_mask.shape[1]
-        u_rep = torch.zeros((len(self.u_slots), n), dtype=torch.bool, device=self.device)
-        b_rep = torch.zeros((len(self.b_slots), n, n), dtype=torch.bool, device=self.device)
+        rep = {k: torch.zeros((len(s),) + (n,) * k, dtype=torch.bool, device=self.device)
+               for k, s in self.slots.items()}
         for entry in range(self.n_entries):
             self._down(entry)
-            u_rep |= self.u_count >= CAP
-            b_rep |= self.b_count >= CAP
-        return u_rep, b_rep
+            for k in rep:
+                rep[k] |= self.counts[k] >= CAP
+        return rep
 
     def _down(self, entry: int):
         """The use counts of one candidate entry: of vector and scalar rows, of atom slots."""
@@ -140,7 +132,7 @@ class _Analysis:
         zeros = lambda *shape: torch.zeros(shape, dtype=torch.int32, device=self.device)  # noqa: E731
         self.v_count = zeros(len(plan.v_scene), n)
         self.s_count = zeros(SCALAR_CONSTANTS + plan.n_scalars)
-        self.u_count, self.b_count = zeros(len(self.u_slots), n), zeros(len(self.b_slots), n, n)
+        self.counts = {k: zeros(len(s), *(n,) * k) for k, s in self.slots.items()}
         self.merged = np.full(len(plan.v_scene), -1, dtype=np.int64)  # row -> (block, group) key
         roots = idx(self.roots[self.roots[:, 0] == entry, 1])
         self.s_count.index_add_(0, roots, torch.ones_like(roots, dtype=torch.int32))
@@ -148,14 +140,14 @@ class _Analysis:
         self.merged[merges[:, 1]] = merges[:, 2]
         # counts are capped when read (only "twice or more" matters), so no sum can overflow
         for vgroups, sgroups in reversed(plan.levels):
-            for g in sgroups:
-                rows = slice(SCALAR_CONSTANTS + g.start, SCALAR_CONSTANTS + g.stop)
-                c = self.s_count[rows].clamp(max=CAP) * (self.sp[rows] & ~self.sc[rows])
-                g.operator.count_down(_Rows(self, g), c)
-            for g in vgroups:
-                rows = slice(g.start, g.stop)
-                c = self.v_count[rows].clamp(max=CAP) * (self.vp[rows] & ~self.vc[rows])
-                g.operator.count_down(_Rows(self, g), c)
+            for groups, count, values, first in (
+                    (sgroups, self.s_count, self.scalars, SCALAR_CONSTANTS),
+                    (vgroups, self.v_count, self.vectors, 0)):
+                for g in groups:  # a row's uses pass on unless it is impossible or certain
+                    rows = slice(first + g.start, first + g.stop)
+                    possible, certain = values[rows]
+                    uses = count[rows].clamp(max=CAP) * (possible & ~certain)
+                    g.operator.count_down(_Rows(self, g), uses)
 
     def to_input(self, g, c):
         """Counts to the first input; a block of many candidates': summed per candidate, maxed."""
@@ -175,84 +167,88 @@ class _Analysis:
         self.v_count.index_add_(0, self.idx(block_input), best)
 
 
-class _Rows:
+class _Pair:
+    """Kleene values of log-probabilities, possible (above log 0) and certain (log 1), together."""
+
+    def __init__(self, log_p: torch.Tensor):
+        self.possible, self.certain = log_p > NEG_INF, log_p == 0
+
+    def __getitem__(self, at) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.possible[at], self.certain[at]
+
+    def __setitem__(self, at, values) -> None:
+        self.possible[at], self.certain[at] = values
+
+
+class _Rows(GroupReader):
     """The reader of :mod:`~nablafol.engine.lowering` in both passes: Kleene values, counts."""
 
     def __init__(self, analysis: _Analysis, g):
+        a = analysis
+        super().__init__(g.arrays, [], g.stop - g.start, a.vectors, a.scalars, a.tables[1],
+                         a.tables[2], None, None, like=a.object_mask)
         self.analysis, self.group = analysis, g
-
-    def vector(self, name: str):
-        a, x = self.analysis, self.analysis.idx(self.group.arrays[name])
-        return a.vp[x], a.vc[x]
-
-    def unary(self):
-        t = self.analysis.idx(self.group.arrays["table"])
-        return self.analysis.u_poss[t], self.analysis.u_cert[t]
-
-    def relation(self):
-        """Possible / certain of the conjunction of the rows' atoms, ``(G, N, N)``."""
-        a, g = self.analysis, self.group
-        tables, reverse = a.idx(g.arrays["tables"]), g.arrays["reverse"]
-        poss = cert = None
-        for j in range(tables.shape[1]):
-            p, c = (_flipped(t[tables[:, j]], reverse[:, j]) for t in (a.b_poss, a.b_cert))
-            poss, cert = (p, c) if poss is None else (poss & p, cert & c)
-        return poss, cert
-
-    def truths(self):
-        a, args = self.analysis, self.analysis.idx(self.group.arrays["args"])
-        return a.sp[args], a.sc[args]
-
-    def pad(self) -> torch.Tensor:
-        return torch.as_tensor(self.group.arrays["pad"], device=self.analysis.device)
 
     def objects(self) -> torch.Tensor:
         """The objects of the rows' scenes (a truth's: those of the attention it reads)."""
-        a, arrays = self.analysis, self.group.arrays
-        rows = a.idx(arrays["vin"]) if "vin" in arrays else slice(self.group.start, self.group.stop)
+        a, g = self.analysis, self.group
+        rows = a.idx(self.index["vin"]) if "vin" in self.index else slice(g.start, g.stop)
         return a.object_mask[a.v_scene[rows]]
+
+    def relation(self):
+        """Possible / certain of the conjunction of the rows' atoms, ``(G, N, N)``."""
+        tables, reverse = self.analysis.idx(self.index["tables"]), self.index["reverse"]
+        poss = cert = None
+        for j in range(tables.shape[1]):
+            p, c = (_flipped(t, reverse[:, j]) for t in self.binary_table[tables[:, j]])
+            poss, cert = (p, c) if poss is None else (poss & p, cert & c)
+        return poss, cert
 
     def add_vector(self, name: str, counts: torch.Tensor) -> None:
         if name == "in0":  # the last rows of a block of many candidates: within a candidate only
             self.analysis.to_input(self.group, counts)
         else:
-            self.analysis.v_count.index_add_(0, self.analysis.idx(self.group.arrays[name]), counts)
+            self.analysis.v_count.index_add_(0, self.analysis.idx(self.index[name]), counts)
 
     def add_unary(self, counts: torch.Tensor) -> None:
-        a = self.analysis
-        keys, mine = a.unary_keys(self.group)
-        slots = np.searchsorted(a.u_slots, keys[mine])
-        a.u_count.index_add_(0, a.idx(slots), counts[torch.as_tensor(mine, device=a.device)])
+        self._add_atoms(1, counts, np.zeros((self.size, 1), dtype=bool))
 
     def add_relation(self, uses: torch.Tensor) -> None:
         """``uses`` ``(G, N, N)`` of each (x, y) pair: each atom of the pair used as often."""
-        a, reverse = self.analysis, self.group.arrays["reverse"]
-        keys, real = a.binary_keys(self.group)
+        self._add_atoms(2, uses, self.index["reverse"])
+
+    def _add_atoms(self, arity: int, uses: torch.Tensor, reverse: np.ndarray) -> None:
+        a = self.analysis
+        keys, real = a.slot_keys(self.group, arity)
         for j in range(keys.shape[1]):
             mine = real[:, j]
             if mine.any():
                 wj = _flipped(uses[torch.as_tensor(mine, device=a.device)], reverse[mine, j])
-                a.b_count.index_add_(0, a.idx(np.searchsorted(a.b_slots, keys[mine, j])), wj)
+                slots = np.searchsorted(a.slots[arity], keys[mine, j])
+                a.counts[arity].index_add_(0, a.idx(slots), wj)
 
     def add_truths(self, counts: torch.Tensor) -> None:
         """``counts`` ``(G, K)``: uses of each truth the rows combine (``(G,)``: the same for each)."""
-        args = self.analysis.idx(self.group.arrays["args"])
+        args = self.analysis.idx(self.index["args"])
         counts = counts[:, None].expand(args.shape) if counts.dim() == 1 else counts
         self.analysis.s_count.index_add_(0, args.reshape(-1), counts.reshape(-1).to(torch.int32))
 
     def all_same_values(self):
         """For AllSame rows: ((possible, valid) of the input, possible of each value's
         ``Filter_π[1]`` row ``(G, K, N)``, which values are real ``(G, K)``)."""
-        a, args = self.analysis, self.group.arrays["args"]
-        x = a.idx(a.s_vin[args[:, 0]])
-        conjoined = a.s_vin[args[:, 1:]]  # -1 at padding, whose rows are the constant ones
-        values = np.where(conjoined >= 0, a.v_in[0, a.v_in[1, np.maximum(conjoined, 0)]], -1)
-        real = torch.as_tensor(~self.group.arrays["pad"][:, 1:] & (values >= 0), device=a.device)
-        return (a.vp[x], a.object_mask[a.v_scene[x]]), a.vp[a.idx(np.maximum(values, 0))], real
+        a, args, inputs = self.analysis, self.index["args"], self.analysis.inputs
+        x = a.idx(inputs["vin"][args[:, 0]])
+        conjoined = inputs["vin"][args[:, 1:]]  # -1 at padding, whose rows are the constant ones
+        value_rows = inputs["in0"][inputs["in1"][np.maximum(conjoined, 0)]]
+        values = np.where(conjoined >= 0, value_rows, -1)
+        real = torch.as_tensor(~self.index["pad"][:, 1:] & (values >= 0), device=a.device)
+        possible = a.vectors.possible
+        value_poss = possible[a.idx(np.maximum(values, 0))]
+        return (possible[x], a.object_mask[a.v_scene[x]]), value_poss, real
 
     def add_all_same_input(self, counts: torch.Tensor) -> None:
         a = self.analysis
-        a.v_count.index_add_(0, a.idx(a.s_vin[self.group.arrays["args"][:, 0]]), counts)
+        a.v_count.index_add_(0, a.idx(a.inputs["vin"][self.index["args"][:, 0]]), counts)
 
 
 def _flipped(t: torch.Tensor, reverse: np.ndarray) -> torch.Tensor:
@@ -263,11 +259,11 @@ def _flipped(t: torch.Tensor, reverse: np.ndarray) -> torch.Tensor:
     return torch.where(flip, t.transpose(1, 2), t)
 
 
-def _uncertain(slots: np.ndarray, width: int, repeated: torch.Tensor, table_poss, table_cert) -> np.ndarray:
+def _uncertain(slots: np.ndarray, width: int, repeated: torch.Tensor, table: _Pair) -> np.ndarray:
     """(program, request, object...) of each atom repeated and uncertain."""
     if len(slots):
-        request = torch.as_tensor(slots % width, dtype=torch.long, device=repeated.device)
-        repeated = repeated & table_poss[request] & ~table_cert[request]
+        possible, certain = table[torch.as_tensor(slots % width, device=repeated.device)]
+        repeated = repeated & possible & ~certain
     hit = repeated.nonzero().cpu().numpy()
     at = slots[hit[:, 0]]
     return np.concatenate([(at // width)[:, None], (at % width)[:, None], hit[:, 1:]], 1).astype(np.int64)
@@ -280,9 +276,8 @@ def repeated_atoms(plan: BatchPlan, rows: Sequence[Optional[GroundingRows]], una
     ``(R, N)`` and ``binary`` ``(R', N, N)`` (the relates' neutral table last)."""
     with torch.no_grad():
         a = _Analysis(plan, rows, unary, binary, object_mask)
-        u_rep, b_rep = a.repeated()
-        unary_atoms = _uncertain(a.u_slots, a.u_width, u_rep, a.u_poss, a.u_cert)
-        binary_atoms = _uncertain(a.b_slots, a.b_width, b_rep, a.b_poss, a.b_cert)
-    count = (np.bincount(unary_atoms[:, 0], minlength=plan.n_programs)
-             + np.bincount(binary_atoms[:, 0], minlength=plan.n_programs))
+        unary_atoms, binary_atoms = (_uncertain(a.slots[k], a.width[k], rep, a.tables[k])
+                                     for k, rep in a.repeated().items())
+    count = sum(np.bincount(atoms[:, 0], minlength=plan.n_programs)
+                for atoms in (unary_atoms, binary_atoms))
     return RepeatedAtoms(unary_atoms, binary_atoms, count.astype(np.int64))

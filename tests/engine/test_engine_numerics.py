@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tiers import examples
 
-from nablafol.numerics import log1mexp, log1mexp_nonpositive, log_half
+from nablafol.numerics import log1mexp, log1mexp_nonpositive, log_half, safe_log
 
 SWITCH = -0.6931471805599453
 DTYPES = [torch.float16, torch.bfloat16, torch.float32, torch.float64]
@@ -95,3 +95,14 @@ def test_log1mexp_nonpositive_is_log1mexp_where_x_is_not_above_0(dtype):
     want = x.to(torch.float64).clone().requires_grad_()
     log1mexp(want).nan_to_num(0.0).sum().backward()
     assert _same_bits(tracked.grad, want.grad)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_safe_log_is_log_with_no_gradient_through_an_exact_zero(dtype):
+    """Values ``torch.log``'s bit for bit; gradient ``1 / p``, and 0 (not inf) at ``p = 0``."""
+    p = torch.cat([torch.tensor([0.0, 1e-30, 0.25, 1.0], dtype=dtype), torch.rand(200, dtype=dtype)])
+    tracked = p.clone().requires_grad_()
+    out = safe_log(tracked)
+    (grad,) = torch.autograd.grad(out.sum(), tracked)
+    assert torch.equal(out.detach(), torch.log(p))
+    assert torch.equal(grad, torch.where(p > 0, 1.0 / p.masked_fill(p == 0, 1.0), 0.0))
