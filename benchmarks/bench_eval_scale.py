@@ -14,6 +14,9 @@ time, and an interrupted-and-resumed run.
     # the marginal CPU time per question of `nablafol eval` (the questions file against its first
     # half, over the same scene graphs), beside that of decoding the same questions' JSON alone
     python benchmarks/bench_eval_scale.py marginal --questions Q --scene-graphs SG [--rounds 5]
+    # the floor of that marginal: what no cut in the eval's Python removes (decoding a question,
+    # the engine's torch work for it in its batch, scoring it), each per question, in this process
+    python benchmarks/bench_eval_scale.py floor --questions Q --scene-graphs SG [--rounds 3]
 
 Copy ``k`` of a question gets the id ``{id}~{k}`` (copy 0 keeps its id); its ``entailed`` and
 ``equivalent`` ids get the same suffix, so consistency is measured within each copy.
@@ -246,6 +249,80 @@ def marginal(questions: Path, scene_graphs: Path, rounds: int, extra: list[str])
     return result
 
 
+def floor(questions: Path, scene_graphs: Path, rounds: int) -> dict:
+    """Per question, in this process (CPU of this thread, the collector off as the command runs
+    it; medians of ``rounds``): ``decode``, ``json.load`` of the questions file; ``engine``, the
+    engine answering each batch the eval made again with its plan given (planning and compiling
+    done), and ``kernels``, the share of it spent inside torch's operators (their self CPU time
+    over the whole, both under torch's profiler: the tensor work with no Python around it); ``score``, the scorer updated with every question
+    and its prediction. ``floor`` sums the decode, the kernels and the score: the part of a
+    question's marginal that no cut in the eval's Python removes."""
+    import gc
+    import statistics
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+    from nablafol.data import iter_questions
+    from nablafol.pipeline.evaluation import EvaluationJob, _answerer
+    from nablafol.scoring import Scorer, vocabulary_match
+    job = EvaluationJob(questions=questions, predictions=Path("/dev/null"), scene_graphs=scene_graphs)
+    answerer = _answerer(job)
+    answerer.overlap = False
+    batches = []  # (programs, oracle, scenes, plan) of each batch the eval answered
+    planned = answerer._planned
+
+    def keep(batch):
+        made = planned(batch)
+        batches.append(([c.program for _, c in batch], *made))
+        return made
+    answerer._planned = keep
+    gc.disable()
+    try:
+        read = list(iter_questions(questions))
+        outcomes = answerer.answer_chunk(read)
+        predictions = [getattr(o, "prediction", None) for o in outcomes]
+        answered = sum(1 for o in outcomes if hasattr(o, "prediction"))
+        n = len(read)
+        measured: dict = {"decode": [], "engine": [], "kernels": [], "score": []}
+        if not batches:
+            raise SystemExit(f"{questions}: no question was answered")
+        with torch.no_grad(), profile(activities=[ProfilerActivity.CPU]):  # the profiler's own first start
+            answerer.engine(*batches[0][:3], plan=batches[0][3])
+        for _ in range(rounds):
+            began = time.thread_time()
+            with open(questions, encoding="utf-8") as stream:
+                json.load(stream)
+            measured["decode"].append((time.thread_time() - began) / n)
+            began = time.thread_time()
+            with torch.no_grad():
+                for programs, oracle, scenes, plan in batches:
+                    answerer.engine(programs, oracle, scenes, plan=plan)
+            measured["engine"].append((time.thread_time() - began) / answered)
+            began = time.perf_counter()  # the profiler times its operators by the wall clock: so is their whole
+            with torch.no_grad(), profile(activities=[ProfilerActivity.CPU]) as profiler:
+                for programs, oracle, scenes, plan in batches:
+                    answerer.engine(programs, oracle, scenes, plan=plan)
+            profiled = time.perf_counter() - began
+            kernels = sum(e.self_cpu_time_total for e in profiler.key_averages() if e.key.startswith("aten::"))
+            # the profiler slows every operator: their share of the profiled run, of the unprofiled time
+            measured["kernels"].append(min(1.0, kernels / 1e6 / profiled) * measured["engine"][-1])
+            scorer = Scorer(vocabulary_match)
+            began = time.thread_time()
+            for question, prediction in zip(read, predictions):
+                if question.answer is not None:
+                    scorer.update(question, prediction)
+            scorer.compute()
+            measured["score"].append((time.thread_time() - began) / n)
+    finally:
+        gc.enable()
+    result = {"questions": n, "answered": answered, "batches": len(batches), "rounds": rounds}
+    for what, values in measured.items():
+        result[what + "_us"] = round(statistics.median(values) * 1e6, 1)
+        result[what + "_range_us"] = [round(min(values) * 1e6, 1), round(max(values) * 1e6, 1)]
+    result["floor_us"] = round(result["decode_us"] + result["kernels_us"] + result["score_us"], 1)
+    result["floor_over_decode"] = round(result["floor_us"] / result["decode_us"], 2)
+    return result
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -264,8 +341,14 @@ def main() -> None:
     p.add_argument("--questions", type=Path, required=True)
     p.add_argument("--scene-graphs", type=Path, required=True)
     p.add_argument("--rounds", type=int, default=5)
+    p = sub.add_parser("floor", help="per question: the decode, the engine's torch work in its batch, the score")
+    p.add_argument("--questions", type=Path, required=True)
+    p.add_argument("--scene-graphs", type=Path, required=True)
+    p.add_argument("--rounds", type=int, default=3)
     args, extra = parser.parse_known_args()
-    if args.command == "marginal":
+    if args.command == "floor":
+        print(json.dumps(floor(args.questions, args.scene_graphs, args.rounds), indent=1))
+    elif args.command == "marginal":
         print(json.dumps(marginal(args.questions, args.scene_graphs, args.rounds, [a for a in extra if a != "--"]),
                          indent=1))
     elif args.command == "phases":

@@ -20,7 +20,7 @@ from __future__ import annotations
 from nablafol.caching import bounded_cache, memo
 
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, Optional
+from typing import NamedTuple, Optional
 
 from nablafol import dsl
 from nablafol.dsl import ast as A
@@ -82,19 +82,9 @@ def without_ids(program: A.Program) -> A.Program:
     return program.without_ids()
 
 
-class _ByTemplate:
-    """A cache key: the id-free line of a program, carrying its source until it is compiled."""
-
-    __slots__ = ("template", "source")
-
-    def __init__(self, template: str, source: Any):
-        self.template, self.source = template, source
-
-    def __hash__(self) -> int:
-        return hash(self.template)
-
-    def __eq__(self, other) -> bool:
-        return isinstance(other, _ByTemplate) and other.template == self.template
+class _Unreadable(Exception):
+    """An id template the parser refuses: the question's own text is read again, so that the
+    error quotes it (a failure is not cached)."""
 
 
 class CacheInfo(NamedTuple):
@@ -149,14 +139,20 @@ class Compiler:
         """Parse (``dsl.parse_program``) and compile a ``semanticStr`` line."""
         if not isinstance(text, str):
             return self.compile(dsl.parse_program(text))  # parse_program names what is wrong
-        return self._compile_line(_ByTemplate(dsl.id_template(text), text))
+        try:
+            return self._compile_line(dsl.id_template(text))
+        except _Unreadable:
+            return self.compile(dsl.parse_program(text))
 
     def compile_semantic(self, steps: list) -> CompiledQuestion:
         """Parse (``dsl.program_from_semantic``) and compile a ``semantic`` list."""
         line = dsl.semantic_line(steps)
         if line is None:  # unusual: read step by step, so that errors name the step
             return self.compile(dsl.program_from_semantic(steps))
-        return self._compile_line(_ByTemplate(dsl.id_template(line), steps))
+        try:
+            return self._compile_line(dsl.id_template(line))
+        except _Unreadable:
+            return self.compile(dsl.program_from_semantic(steps))
 
     def compile_source(self, source) -> CompiledQuestion:
         """Compile a question's program as its reader hands it over (``("semantic", steps)`` or
@@ -185,19 +181,17 @@ class Compiler:
         return CacheInfo(by_line.hits + parsed.hits, by_line.misses + parsed.misses, parsed.maxsize,
                          by_line.currsize + parsed.currsize)
 
-    def _compile_parsed(self, key: _ByTemplate) -> CompiledQuestion:
+    def _compile_parsed(self, template: str) -> CompiledQuestion:
         # the same template reads as the same program up to ids, which compiling drops: one
         # compilation serves every line of the template (failures raise and are not cached)
-        source, key.source = key.source, None  # the cache keeps the template, not the question
         if self._skeletons is not None:  # a key met before: filled in from the text, nothing parsed
-            program = self._skeletons.known(key.template)
+            program = self._skeletons.known(template)
             if program is not None:
-                return CompiledQuestion(program, key.template)
+                return CompiledQuestion(program, template)
         try:
-            parsed = dsl.parse_template(key.template, without_ids=True)
-        except dsl.ProgramError:  # read the question's own text: the error then quotes it
-            parsed = dsl.parse_program(source) if isinstance(source, str) else dsl.program_from_semantic(source)
-            return self.compile(parsed)
+            parsed = dsl.parse_template(template, without_ids=True)
+        except dsl.ProgramError:
+            raise _Unreadable from None
         return self._compile_uncached(parsed)
 
     def _compile_checked(self, program: A.Program) -> CompiledQuestion:

@@ -76,7 +76,7 @@ class Skeletons:
     def __init__(self, concepts: Concepts, translate: Callable[[A.Program], Program], size: int = 1 << 14):
         self.c = concepts
         self._translate = translate
-        # weighted by one a skeleton: a count, with a look that is not a use (``holds``)
+        # weighted by one a skeleton: a count, with a look that computes nothing (``get``)
         self._skeleton = weighted_cache(self._skeleton_uncached, size, weight=lambda skeleton: 1)
         self._constants = bounded_cache(self._constants_uncached, 4096)
 
@@ -109,9 +109,9 @@ class Skeletons:
         except CompileError:
             return None
         keyed = self._keyed(reading, None)
-        if keyed is None or not self._skeleton.holds(keyed):
+        if keyed is None:
             return None
-        skeleton = self._skeleton(keyed)
+        skeleton = self._skeleton.get(keyed)  # None: a key not met (or met, of a shape the engine lacks)
         return None if skeleton is None else _filled(skeleton, reading.slots)
 
     @staticmethod
@@ -153,7 +153,6 @@ class Skeletons:
         constants: list = []
         names: list = []  # per step: (vocabulary form, raw name) of the objects' name, as the translator's ObjectSet
         for op, type_, form, parts, deps in steps:
-            inputs = [names[d] if 0 <= d < len(names) else (None, None) for d in deps]
             name = (None, None)
             # a filtered or verified value's type only names its predicate (a slot), but for `rel`
             head = (op, type_ == "rel" if op in _VALUE_VERBS and form != "relation" else type_, form, len(parts), deps)
@@ -169,18 +168,18 @@ class Skeletons:
                 name = (predicate.name, parts[0])
             elif (op == "filter" and form in ("phrase", "negated")) or (op == "verify" and form == "phrase"):
                 slots.append(c.value(parts[0], type_))
-                name = inputs[0] if op == "filter" and inputs else (None, None)
+                name = _input(names, deps[0]) if op == "filter" and deps else (None, None)
             elif op in ("relate", "verify") and form == "relation":
                 name = self._relation(parts, slots)
                 entry = (head, parts[0] == "_", parts[-1])
                 if op == "verify":
                     name = (None, None)
             elif op == "query" and form == "phrase":
-                source = inputs[0][0] if inputs and c.type(parts[0]) == "name" else None
+                source = _input(names, deps[0])[0] if deps and c.type(parts[0]) == "name" else None
                 constants.append(self._constants("candidates", parts[0], source))
                 entry = (head, parts, source)
             elif op == "choose":
-                entry = self._choose(head, parts, inputs, slots, constants)
+                entry = self._choose(head, parts, [_input(names, d) for d in deps], slots, constants)
             elif op in ("same", "different") and (type_ is not None or form == "phrase"):
                 constants.append(self._constants("candidates", type_ if type_ is not None else parts[0], None))
                 entry = (head, parts)
@@ -221,6 +220,11 @@ class Skeletons:
         if what == "common":
             return frozenset(self.c.common_values[0])
         return frozenset(self.c.candidates(type_, source)[0])
+
+
+def _input(names: list, dependency: int) -> tuple:
+    """The (vocabulary form, raw name) of the objects a step reads from step ``dependency``."""
+    return names[dependency] if 0 <= dependency < len(names) else (None, None)
 
 
 def _filled(skeleton: Skeleton, slots: tuple) -> Program:

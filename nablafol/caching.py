@@ -111,5 +111,15 @@ def weighted_cache(function: Callable[..., T], budget: int, weight: Callable[[T]
         """Whether ``argument``'s result is kept (a look, not a use: the order stays)."""
         return argument in kept
 
-    cached.cache_info, cached.cache_clear, cached.holds = cache_info, cache_clear, holds
+    def get(argument, default=None):
+        """``argument``'s kept result (a use, as a call that finds it), else ``default``:
+        nothing is computed."""
+        entry = kept.get(argument)
+        if entry is None:
+            return default
+        kept.move_to_end(argument)
+        state["hits"] += 1
+        return entry[0]
+
+    cached.cache_info, cached.cache_clear, cached.holds, cached.get = cache_info, cache_clear, holds, get
     return cached

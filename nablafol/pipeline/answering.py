@@ -47,9 +47,11 @@ class Skip:
     detail: str
 
 
-@dataclass(frozen=True)
+@dataclass
 class Outcome:
-    """One answered question (what the details file records)."""
+    """One answered question (what the details file records). Treat it as read-only: it is not
+    frozen because one is made for every question answered, and a frozen dataclass sets each of
+    its eleven fields through ``object.__setattr__``."""
 
     question_id: str
     prediction: str

@@ -56,6 +56,17 @@ def test_a_weighted_cache_keeps_the_most_recent_results_within_its_budget():
     assert cached.cache_info() == (0, 0, 10, 0)
 
 
+def test_a_weighted_cache_looked_up_computes_nothing_and_counts_a_use():
+    from nablafol.caching import weighted_cache
+    calls = []
+    cached = weighted_cache(lambda n: calls.append(n) or [0] * n, budget=7, weight=len)
+    assert cached.get(3, "absent") == "absent" and calls == [] and cached.cache_info().currsize == 0
+    cached(3), cached(4)
+    assert cached.get(3) == [0, 0, 0] and cached.cache_info().hits == 1  # 3 is now the most recent
+    cached(2)  # 3 + 4 + 2 > 7: 4, the least recently used, goes
+    assert cached.holds(3) and not cached.holds(4) and calls == [3, 4, 2]
+
+
 def test_an_engine_keeps_plans_of_shapes_by_their_rows_not_their_number():
     from nablafol.engine.planning import ProgramPlan, Registry
     from nablafol.ir import Aggregate, AggregateEach, Filter, Predicate, Program, Quantifier, Top

@@ -31,3 +31,13 @@ def test_marginal_is_the_cost_between_the_half_and_the_whole(monkeypatch):
     # the four commands in turn, each round; the half is the whole's first half, in its order
     assert [kind for kind, _ in seen] == ["eval", "json", "eval", "json"] * 2
     assert seen[0][1] == ids and seen[2][1] == ids[:len(ids) // 2]
+
+
+def test_the_floor_sums_the_decode_the_engine_s_operators_and_the_score():
+    result = bench_eval_scale.floor(FIXTURE / "val_balanced_questions.json", FIXTURE / "val_sceneGraphs.json",
+                                    rounds=1)
+    assert result["questions"] == result["answered"] == 12 and result["batches"] >= 1  # the fixture answers all
+    parts = [result[k] for k in ("decode_us", "kernels_us", "score_us")]
+    assert all(p > 0 for p in parts) and result["kernels_us"] <= result["engine_us"]
+    assert abs(result["floor_us"] - sum(parts)) < 0.11  # each part rounded to 0.1
+    assert abs(result["floor_over_decode"] - result["floor_us"] / result["decode_us"]) < 0.01
