@@ -221,12 +221,7 @@ def _worlds(engine, programs, plan: BatchPlan, tables, atoms: RepeatedAtoms, pro
             log_weight = log_weight.index_add(0, torch.as_tensor(set_world, device=device), term)
         rebuilt.append(_retabled(arity, table, plan, world_plan, base_scene, setting,
                                  n_scenes + set_world, value))
-    (unary, u_remap), (binary, b_remap) = rebuilt
-    for vgroups, _ in world_plan.levels:  # the world plan reads the rebuilt tables
-        for g in vgroups:
-            for name, remap in (("table", u_remap), ("tables", b_remap)):
-                if name in g.arrays:
-                    g.arrays[name] = remap[g.arrays[name]]
+    unary, binary = rebuilt
     masks = tables.object_mask[torch.as_tensor(base_scene, device=device)]
     result = engine.execute(world_plan, Tables(unary, binary, masks, tables.dtype, tables.padded,
                                                neutral=True))
@@ -250,11 +245,12 @@ def _settings(mine: np.ndarray, place, owner, world, first_bit: np.ndarray):
 
 
 def _retabled(arity: int, table, plan, world_plan, base_scene, setting, set_scene, value):
-    """The world plan's table of one arity, and each request's row: its scene's, or a set copy."""
+    """The world plan's table of one arity, one row per request as the plan numbers them: its
+    scene's row with the atoms its world sets at 0 or 1 (a binary table's all-ones table last)."""
     plan_keys, keys = ((plan.unary_keys, world_plan.unary_keys) if arity == 1
                        else (plan.binary_keys, world_plan.binary_keys))
     if table is None or not len(keys):
-        return table, np.zeros(1, dtype=np.int64)
+        return table
     n_world_ids, n_plan_ids = len(world_plan.predicates), len(plan.predicates)
     pid = {p: i for i, p in enumerate(plan.predicates)}
     to_plan = np.array([pid[p] for p in world_plan.predicates], dtype=np.int64)
@@ -263,17 +259,11 @@ def _retabled(arity: int, table, plan, world_plan, base_scene, setting, set_scen
     scene, wpid = split_key(keys, n_world_ids)
     source = np.searchsorted(plan_keys, request_key(base_scene[scene], to_plan[wpid], n_plan_ids))
     _, set_pid = split_key(plan_keys[setting[:, 1]], n_plan_ids)
-    set_key = request_key(set_scene, to_world[set_pid], n_world_ids)
-    request = np.searchsorted(keys, set_key)
-    changed, slot = np.unique(request, return_inverse=True)
+    request = np.searchsorted(keys, request_key(set_scene, to_world[set_pid], n_world_ids))
     device = table.device
-    copies = table[torch.as_tensor(source[changed], dtype=torch.long, device=device)].clone()
+    rows = table[torch.as_tensor(source, dtype=torch.long, device=device)]  # a copy
     if request.size:
-        index = (slot.reshape(-1),) + tuple(setting[:, 2:].T)
-        copies[tuple(torch.as_tensor(c, device=device) for c in index)] = torch.where(
-            torch.as_tensor(value, device=device), 0.0, float("-inf")).to(copies.dtype)
-    neutral = arity == 2  # a binary table keeps its neutral all-ones table last
-    base, remap = table.shape[0] - neutral, source.copy()
-    remap[changed] = base + np.arange(changed.size)
-    remap = np.append(remap, base + changed.size) if neutral else remap
-    return torch.cat([table[:base], copies, table[base:]]), remap
+        index = (request,) + tuple(setting[:, 2:].T)
+        rows[tuple(torch.as_tensor(c, device=device) for c in index)] = torch.where(
+            torch.as_tensor(value, device=device), 0.0, float("-inf")).to(rows.dtype)
+    return torch.cat([rows, table[-1:]]) if arity == 2 else rows

@@ -17,8 +17,8 @@ from engine_helpers import run_engine
 from nablafol.engine import Engine
 from nablafol.engine.circuits import CircuitCache
 from nablafol.errors import ProgramStructureError
-from nablafol.ir import (Aggregate, AllOf, AllSame, AggregateEach, Filter, Not, Predicate, Program, Quantifier, Relate,
-                         Top)
+from nablafol.ir import (Aggregate, AllOf, AllSame, AggregateEach, AnyOf, Atom, Conjoin, Filter, Not, Pairwise,
+                         Predicate, Program, Quantifier, Relate, Top)
 from nablafol.testing import brute_force
 from nablafol.testing.strategies import default_vocabulary, programs, scenes_and_programs
 
@@ -238,3 +238,27 @@ def test_worlds_split_over_many_runs_still_equal_brute_force(monkeypatch, cases)
         assert np.allclose(_candidates(answers, i, c.program), want, atol=1e-9, rtol=0), c.program.formula()
         assert np.allclose(_candidates(answers, i, c.program, complement=True), [1 - w for w in want], atol=1e-9,
                            rtol=0)
+
+
+def test_a_run_of_one_world_reads_its_own_relation_tables(monkeypatch):
+    """A run holding one world is answered row by row, over a world table whose rows are numbered
+    as the world plan's requests (it once read another's row, or none, and failed)."""
+    monkeypatch.setattr("nablafol.engine.exact.WORLDS_PER_RUN", 3)  # runs of three: one holds a single world
+    forall = Quantifier.FORALL
+    p0, p1, p2, r0 = Predicate("p0"), Predicate("p1"), Predicate("p2"), Predicate("r0", arity=2)
+    both = Relate((Atom(r0), Atom(r0)), forall, Top())
+    first = Program((Aggregate(forall, Top()), AggregateEach(forall, (p0,), both, False)), ("a", "b"))
+    on = Conjoin(Conjoin(Top(), Filter(p0, Top())), Relate((Atom(r0),), forall, Filter(p2, Top())))
+    second = Program.yes_no(AnyOf(Pairwise(AggregateEach(forall, (p0, p1), Filter(p0, Top()), True),
+                                           AggregateEach(forall, (p0, p1), on, True))))
+    tables = [{p0: [0.0, 0.0], p1: [0.0, 0.0], p2: [0.0, 0.0], r0: [[0.5, 0.5], [0.5, 0.5]]},
+              {p0: [0.5, 1.0], p1: [0.5, 0.0], p2: [0.5, 0.5], r0: [[0.5, 0.5], [0.5, 0.5]]}]
+    engine = Engine(exact=True, exact_budget=22)
+    engine.circuits = CircuitCache(max_nodes=2)  # no circuit compiles: every answer by expansion
+    answers = run_engine([first, second], tables, dtype=torch.float64, engine=engine)
+    for i, (program, table) in enumerate(zip((first, second), tables)):
+        assert bool(answers.exact[i])
+        want = brute_force(program, table)
+        assert np.allclose(_candidates(answers, i, program), want, atol=1e-9, rtol=0)
+        assert np.allclose(_candidates(answers, i, program, complement=True), [1 - w for w in want],
+                           atol=1e-9, rtol=0)
