@@ -135,21 +135,16 @@ _C_ENCODER = None if c_make_encoder is None else c_make_encoder(
     None, json.JSONEncoder().default, encode_basestring, None, ":", ",", True, False, True)
 
 
-def question_from_record(question_id: str, record: Any, *, path: Path | str = "<record>",
-                         shared: bool = True) -> Question:
-    """Build a :class:`Question` from one decoded GQA record, checking field types.
-
-    ``shared``: the strings many questions repeat (the steps' keys and operations, the types)
-    are made one object each, for a caller that keeps many questions; ``False`` leaves them
-    as decoded (the record must then be the caller's alone: its dicts become the question's)."""
+def question_from_record(question_id: str, record: Any, *, path: Path | str = "<record>") -> Question:
+    """Build a :class:`Question` from one decoded GQA record, checking field types."""
     if type(record) is dict and _KNOWN_KEYS <= record.keys():
-        question = _gqa_question(question_id, record, shared)
+        question = _gqa_question(question_id, record)
         if question is not None:
             return question
     return _checked_question(question_id, record, path)
 
 
-def _gqa_question(question_id: str, record: dict, shared: bool) -> Question | None:
+def _gqa_question(question_id: str, record: dict) -> Question | None:
     # GQA's own records (every known field present, each of its usual type): 145,000 at the
     # validation split's size, so they are checked in a few C-level steps and built directly;
     # None sends anything else to the field-by-field check (which says what is wrong)
@@ -169,11 +164,11 @@ def _gqa_question(question_id: str, record: dict, shared: bool) -> Question | No
     _set_image_id(question, _intern(image_id))
     _set_question(question, text)
     _set_answer(question, answer)
-    _set_semantic(question, tuple(map(_compact_step, semantic)) if shared else tuple(semantic))
+    _set_semantic(question, tuple(map(_compact_step, semantic)))
     _set_semantic_str(question, semantic_str)
     _set_entailed(question, tuple(entailed))
     _set_equivalent(question, tuple(equivalent))
-    _set_types(question, dict(zip(map(_intern, types), map(_intern, types.values()))) if shared else types)
+    _set_types(question, dict(zip(map(_intern, types), map(_intern, types.values()))))
     _set_is_balanced(question, is_balanced)
     _set_extra_json(question, encode_extra(extra) if extra else "{}")
     return question
@@ -230,16 +225,15 @@ _GQA_STEP_KEYS = ("operation", "dependencies", "argument")
 _GET_STEP = operator.itemgetter(*_GQA_STEP_KEYS)
 
 
-def iter_questions(path: str | os.PathLike, *, shared: bool = True) -> Iterator[Question]:
+def iter_questions(path: str | os.PathLike) -> Iterator[Question]:
     """Yield the questions of a file or folder, streaming, in file order.
 
     Duplicate ids are not detected here (that needs every id in memory; see
-    :func:`load_questions`). ``shared=False``: the repeated strings are left as decoded
-    (:func:`question_from_record`), for a stream whose questions are let go as it goes on.
+    :func:`load_questions`).
     """
     for part in json_inputs(path):
         for question_id, record in iter_object_members(part, expected=_EXPECTED):
-            yield question_from_record(question_id, record, path=part, shared=shared)
+            yield question_from_record(question_id, record, path=part)
 
 
 def load_questions(path: str | os.PathLike) -> dict[str, Question]:

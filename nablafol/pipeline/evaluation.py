@@ -657,9 +657,8 @@ def _questions(job: EvaluationJob, benchmark: str) -> Iterable:
         return iter(load_cric_questions(job.questions).values())
     if job.parser is not None:  # the parser's reading of each question in place of its program
         from nablafol.semantic_parser import load_parser, with_predicted_programs
-        return with_predicted_programs(iter_questions(job.questions, shared=False), load_parser(job.parser))
-    # a stream: each chunk's questions are let go once answered, so none need share their strings
-    return iter_questions(job.questions, shared=False)
+        return with_predicted_programs(iter_questions(job.questions), load_parser(job.parser))
+    return iter_questions(job.questions)
 
 
 def _write_cric_predictions(job: EvaluationJob):

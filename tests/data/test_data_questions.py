@@ -236,24 +236,3 @@ def test_gqa_records_read_on_the_fast_path_as_the_full_check_reads_them(spoilt, 
     assert fast == read(full)
     if not removed and not spoilt and step_order == ["operation", "dependencies", "argument"]:
         assert not isinstance(fast, str) and fast[0] == repr(load_questions(VAL)["20968244"])
-
-
-@settings(max_examples=examples(100), deadline=None)
-@given(st.lists(st.tuples(st.sampled_from([*_GQA_RECORD, "other"]), _WILD | st.lists(_STEP, max_size=3)), max_size=2),
-       st.lists(st.sampled_from(list(_GQA_RECORD)), max_size=2))
-@example([], [])
-def test_a_question_read_without_shared_strings_equals_the_shared_one(spoilt, removed):
-    # the streaming eval's reading (shared=False) keeps every check and every field: the same
-    # question, or the same one-line refusal
-    record = {k: v for k, v in _GQA_RECORD.items() if k not in removed}
-    record.update(spoilt)
-
-    def read(shared):
-        try:
-            return question_from_record("20968244", json.loads(json.dumps(record)), path="q.json", shared=shared)
-        except InputFileError as error:
-            return str(error)
-    shared, alone = read(True), read(False)
-    assert alone == shared and repr(alone) == repr(shared)
-    if not removed and not spoilt:
-        assert list(iter_questions(VAL, shared=False)) == list(iter_questions(VAL))
