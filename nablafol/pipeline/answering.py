@@ -47,11 +47,9 @@ class Skip:
     detail: str
 
 
-@dataclass
+@dataclass(frozen=True)
 class Outcome:
-    """One answered question (what the details file records). Treat it as read-only: it is not
-    frozen because one is made for every question answered, and a frozen dataclass sets each of
-    its eleven fields through ``object.__setattr__``."""
+    """One answered question (what the details file records)."""
 
     question_id: str
     prediction: str
