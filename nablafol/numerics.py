@@ -91,6 +91,19 @@ def log1mexp_nonpositive(x: torch.Tensor) -> torch.Tensor:
     return log1mexp(x, guard=False)
 
 
+class _SafeLog(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, p):
+        ctx.save_for_backward(p)
+        return torch.log(p)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (p,) = ctx.saved_tensors
+        safe = torch.where(p > 0, p, torch.ones_like(p))
+        return torch.where(p > 0, grad / safe, torch.zeros_like(grad))
+
+
 def safe_log(p: torch.Tensor) -> torch.Tensor:
     """``log p`` for probabilities, ``-inf`` at 0 with a finite (zero) gradient there.
 
@@ -99,9 +112,8 @@ def safe_log(p: torch.Tensor) -> torch.Tensor:
     >>> safe_log(p).sum().backward(); p.grad
     tensor([0., 2.])
     """
-    if torch.is_grad_enabled() and p.requires_grad:  # at 0: no gradient, rather than grad / 0
-        zero = p == 0
-        return torch.log(p.masked_fill(zero, 1.0)).masked_fill(zero, float("-inf"))
+    if torch.is_grad_enabled() and p.requires_grad:
+        return _SafeLog.apply(p)
     return torch.log(p)
 
 

@@ -198,6 +198,8 @@ class Answers:
     def guessed(self) -> list[bool]:
         """Per program, whether its prediction is a guess: every candidate of a program with labels
         has probability 0 (a yes/no program never guesses)."""
+        if all(lbl is None for lbl in self.labels):  # no reduction, no read of the device
+            return [False] * len(self.labels)
         nothing = (self.log_probs.detach().amax(dim=1).exp() == 0).tolist()
         return [lbl is not None and g for lbl, g in zip(self.labels, nothing)]
 

@@ -72,9 +72,11 @@ def _certain_repeats(programs, need: np.ndarray, plan: BatchPlan, tables) -> np.
     out = np.ones(len(need), dtype=bool)
     for arity, keys, table in ((1, plan.unary_keys, tables.unary),
                                (2, plan.binary_keys, tables.binary)):
+        if table is None or not len(keys):
+            continue
         asked = [(k, pid[p]) for k, i in enumerate(need)
                  for p in programs[i].repeated_predicates() if p.arity == arity]
-        if table is None or not asked:
+        if not asked:
             continue
         owner, ids = np.array(asked, dtype=np.int64).T
         t = table[: len(keys)].flatten(1)
@@ -106,9 +108,11 @@ def exact_answers(engine, programs: Sequence[Program], plan: BatchPlan, tables) 
     expand = np.nonzero((count > 0) & (count <= engine.exact_budget) & ~compiled)[0]
     if not expand.size:
         return answers
-    runs = _runs(expand, count)  # a program's worlds may span runs: a part per (program, run)
-    parts = [_worlds(engine, programs, plan, tables, atoms, *run, answers) for run in runs]
-    owner = np.concatenate([np.unique(program) for program, _ in runs])
+    parts, owner = [], []
+    for program, world in _runs(expand, count):  # a program's worlds may span runs: a part per run
+        parts.append(_worlds(engine, programs, plan, tables, atoms, program, world, answers))
+        owner.append(np.unique(program))
+    owner = np.concatenate(owner)
     _write(answers, np.unique(owner), *(_log_sum_by(owner, torch.cat(p)) for p in zip(*parts)))
     return answers
 
@@ -187,12 +191,14 @@ def _within(counts: np.ndarray) -> np.ndarray:
     return np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
 
 
-def _runs(expand: np.ndarray, count: np.ndarray) -> list:
+def _runs(expand: np.ndarray, count: np.ndarray):
     """Each world's program and number, in runs of at most WORLDS_PER_RUN worlds."""
     worlds = 1 << count[expand]
-    program, world = np.repeat(expand, worlds), _within(worlds)
-    return [(program[s:s + WORLDS_PER_RUN], world[s:s + WORLDS_PER_RUN])
-            for s in range(0, program.size, WORLDS_PER_RUN)]
+    ends = np.cumsum(worlds)
+    for start in range(0, int(ends[-1]), WORLDS_PER_RUN):
+        at = np.arange(start, min(start + WORLDS_PER_RUN, int(ends[-1])))  # numbered across programs
+        i = np.searchsorted(ends, at, side="right")
+        yield expand[i], at - (ends[i] - worlds[i])
 
 
 def _worlds(engine, programs, plan: BatchPlan, tables, atoms: RepeatedAtoms, program, world,
@@ -221,7 +227,12 @@ def _worlds(engine, programs, plan: BatchPlan, tables, atoms: RepeatedAtoms, pro
             log_weight = log_weight.index_add(0, torch.as_tensor(set_world, device=device), term)
         rebuilt.append(_retabled(arity, table, plan, world_plan, base_scene, setting,
                                  n_scenes + set_world, value))
-    unary, binary = rebuilt
+    (unary, u_remap), (binary, b_remap) = rebuilt
+    for vgroups, _ in world_plan.levels:  # the world plan reads the rebuilt tables
+        for g in vgroups:
+            for name, remap in (("table", u_remap), ("tables", b_remap)):
+                if name in g.arrays:
+                    g.arrays[name] = remap[g.arrays[name]]
     masks = tables.object_mask[torch.as_tensor(base_scene, device=device)]
     result = engine.execute(world_plan, Tables(unary, binary, masks, tables.dtype, tables.padded,
                                                neutral=True))
@@ -245,12 +256,11 @@ def _settings(mine: np.ndarray, place, owner, world, first_bit: np.ndarray):
 
 
 def _retabled(arity: int, table, plan, world_plan, base_scene, setting, set_scene, value):
-    """The world plan's table of one arity, one row per request as the plan numbers them: its
-    scene's row with the atoms its world sets at 0 or 1 (a binary table's all-ones table last)."""
+    """The world plan's table of one arity, and each request's row: its scene's, or a set copy."""
     plan_keys, keys = ((plan.unary_keys, world_plan.unary_keys) if arity == 1
                        else (plan.binary_keys, world_plan.binary_keys))
     if table is None or not len(keys):
-        return table
+        return table, np.zeros(1, dtype=np.int64)
     n_world_ids, n_plan_ids = len(world_plan.predicates), len(plan.predicates)
     pid = {p: i for i, p in enumerate(plan.predicates)}
     to_plan = np.array([pid[p] for p in world_plan.predicates], dtype=np.int64)
@@ -259,11 +269,17 @@ def _retabled(arity: int, table, plan, world_plan, base_scene, setting, set_scen
     scene, wpid = split_key(keys, n_world_ids)
     source = np.searchsorted(plan_keys, request_key(base_scene[scene], to_plan[wpid], n_plan_ids))
     _, set_pid = split_key(plan_keys[setting[:, 1]], n_plan_ids)
-    request = np.searchsorted(keys, request_key(set_scene, to_world[set_pid], n_world_ids))
+    set_key = request_key(set_scene, to_world[set_pid], n_world_ids)
+    request = np.searchsorted(keys, set_key)
+    changed, slot = np.unique(request, return_inverse=True)
     device = table.device
-    rows = table[torch.as_tensor(source, dtype=torch.long, device=device)]  # a copy
+    copies = table[torch.as_tensor(source[changed], dtype=torch.long, device=device)].clone()
     if request.size:
-        index = (request,) + tuple(setting[:, 2:].T)
-        rows[tuple(torch.as_tensor(c, device=device) for c in index)] = torch.where(
-            torch.as_tensor(value, device=device), 0.0, float("-inf")).to(rows.dtype)
-    return torch.cat([rows, table[-1:]]) if arity == 2 else rows
+        index = (slot.reshape(-1),) + tuple(setting[:, 2:].T)
+        copies[tuple(torch.as_tensor(c, device=device) for c in index)] = torch.where(
+            torch.as_tensor(value, device=device), 0.0, float("-inf")).to(copies.dtype)
+    neutral = arity == 2  # a binary table keeps its neutral all-ones table last
+    base, remap = table.shape[0] - neutral, source.copy()
+    remap[changed] = base + np.arange(changed.size)
+    remap = np.append(remap, base + changed.size) if neutral else remap
+    return torch.cat([table[:base], copies, table[base:]]), remap

@@ -399,7 +399,9 @@ class Engine(torch.nn.Module):
 
     def execute(self, plan: BatchPlan, tables: Tables) -> Answers:
         """Run a plan's operators, level by level, over its tables (the fast path)."""
-        if self.calibration is None and not tables.padded and not isinstance(self._q_product, CompiledQProduct):
+        # row by row reads tables with no all-ones relation: it leaves a relate's padding out
+        if (self.calibration is None and not tables.padded and not tables.neutral
+                and not isinstance(self._q_product, CompiledQProduct)):
             steps = steps_of(plan)
             if steps is not None:
                 return run_rows(steps, plan, tables, self._q_product)
