@@ -18,7 +18,8 @@ import torch
 from nablafol.errors import ShapeError
 from nablafol.numerics import log1mexp
 
-__all__ = ["Answers", "Tables", "GroupReader", "LOG_FLOOR", "floor_zeros", "asked_table", "answer_reading"]
+__all__ = ["Answers", "Tables", "GroupReader", "LOG_FLOOR", "floor_zeros", "asked_table", "answer_reading",
+           "ANSWER_READING"]
 
 NEG_INF = float("-inf")
 #: The log-probability an exact zero counts as where answers are normalized or scored
@@ -75,6 +76,10 @@ def asked_table(oracle, requests, arity: int, device, n: Optional[int] = None) -
         raise ShapeError(f"{name} returned a table on {table.device}, its num_objects is on "
                          f"{device}: an oracle gives both on one device")
     return table
+
+
+#: The arrays :func:`answer_reading` gives, in order
+ANSWER_READING = ("candidate rows", "candidate mask", "focus rows", "no focus")
 
 
 def answer_reading(plan, programs: int) -> list:

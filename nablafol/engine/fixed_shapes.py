@@ -35,7 +35,7 @@ import numpy as np
 import torch
 
 from nablafol import operators as ops
-from nablafol.engine.answers import Tables, answer_reading, asked_table
+from nablafol.engine.answers import ANSWER_READING, Tables, answer_reading, asked_table
 from nablafol.engine.lowering import OPERATORS
 from nablafol.engine.planning import BatchPlan, Group, split_key
 from nablafol.errors import ProgramStructureError
@@ -280,7 +280,7 @@ class Layout(NamedTuple):
     candidates: int
 
 
-#: The plan-wide index arrays a run reads, first in its list of tensors, then answer_reading's four
+#: The plan-wide index arrays a run reads, first in its list of tensors (then ANSWER_READING's)
 PLAN_ARRAYS = ("v_scene", "v_program", "v_step", "program_scene")
 
 
@@ -310,7 +310,7 @@ def layout_levels(layout: Layout, index: list) -> tuple[list, list]:
     :data:`PLAN_ARRAYS`, then the answers' reading), and per level the vector and scalar groups, each
     ``(operator, rows, index, columns)``, as :func:`~nablafol.engine.execution.run_fixed` runs them."""
     tensors = iter(index)
-    plan_wide = [next(tensors) for _ in range(len(PLAN_ARRAYS) + 4)]
+    plan_wide = [next(tensors) for _ in range(len(PLAN_ARRAYS) + len(ANSWER_READING))]
 
     def group(g: GroupLayout) -> tuple:
         arrays = {name: next(tensors) for name in g.names}
