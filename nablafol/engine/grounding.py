@@ -27,12 +27,10 @@ import numpy as np
 import torch
 
 from nablafol.engine.answers import GroupReader
-from nablafol.engine.lowering import CAP
-from nablafol.engine.planning import SCALAR_CONSTANTS, BatchPlan, GroundingRows
+from nablafol.engine.lowering import CAP, CERTAIN, IMPOSSIBLE, OPEN
+from nablafol.engine.planning import NEG_INF, SCALAR_CONSTANTS, BatchPlan, GroundingRows
 
 __all__ = ["RepeatedAtoms", "repeated_atoms"]
-
-NEG_INF = float("-inf")
 
 
 @dataclass
@@ -49,8 +47,9 @@ class RepeatedAtoms:
     count: np.ndarray
 
 
-class _Analysis:
-    """One plan with its tables: the up pass at construction, down passes per candidate entry."""
+class _Analysis(GroupReader):
+    """One plan with its tables, and the lowering's reader of a group (:meth:`at`) in both passes:
+    the up pass at construction, down passes per candidate entry."""
 
     def __init__(self, plan: BatchPlan, rows: Sequence[Optional[GroundingRows]], unary, binary,
                  object_mask):
@@ -59,21 +58,23 @@ class _Analysis:
         n = object_mask.shape[1]
         self.idx = lambda a: torch.as_tensor(a, dtype=torch.long, device=device)  # noqa: E731
         # by arity: Kleene values of the tables (binary: the relates' neutral all-ones table last)
-        self.tables = {k: None if t is None else _Pair(t) for k, t in ((1, unary), (2, binary))}
+        self.tables = {k: None if t is None else _kleene(t) for k, t in ((1, unary), (2, binary))}
         self.v_scene = self.idx(plan.v_scene)
-        self.vectors = _Pair(torch.full((len(plan.v_scene), n), NEG_INF, device=device))
-        n_scalars = SCALAR_CONSTANTS + plan.n_scalars
-        self.scalars = _Pair(torch.full((n_scalars,), NEG_INF, device=device))
-        self.scalars[0] = (True, True)  # the constant rows: log 1, log 0
+        self.vectors = torch.zeros((len(plan.v_scene), n), dtype=torch.int8, device=device)
+        self.scalars = torch.zeros(SCALAR_CONSTANTS + plan.n_scalars, dtype=torch.int8,
+                                   device=device)
+        self.scalars[0] = CERTAIN  # the constant rows: log 1, log 0
+        super().__init__(None, [], 0, self.vectors, self.scalars, self.tables[1], self.tables[2],
+                         None, None, like=object_mask)
         # a program not analysed has its rows used by no root: they pass no count
         self.analysed = np.fromiter((r is not None for r in rows), dtype=bool, count=len(rows))
         self._program_rows(rows)
         # an atom's slot: program * width + request (width: requests + 1)
         self.width = {1: len(plan.unary_keys) + 1, 2: len(plan.binary_keys) + 1}
         keys = {1: [np.zeros(0, np.int64)], 2: [np.zeros(0, np.int64)]}
-        # each row's inputs: what an AllSame row's truths read (_Rows.all_same_values)
+        # each row's inputs: what an AllSame row's truths read (all_same_values)
         self.inputs = {name: np.full(size, -1, dtype=np.int64) for name, size in (
-            ("in0", len(plan.v_scene)), ("in1", len(plan.v_scene)), ("vin", n_scalars))}
+            ("in0", len(plan.v_scene)), ("in1", len(plan.v_scene)), ("vin", len(self.scalars)))}
         for vgroups, sgroups in plan.levels:  # up: Kleene values, and where counts go down
             for groups, values, first in ((vgroups, self.vectors, 0),
                                           (sgroups, self.scalars, SCALAR_CONSTANTS)):
@@ -85,8 +86,13 @@ class _Analysis:
                         if name in g.arrays:
                             found, real = self.slot_keys(g, arity)
                             keys[arity].append(found[real])
-                    values[rows] = g.operator.kleene(_Rows(self, g))
+                    values[rows] = g.operator.kleene(self.at(g))
         self.slots = {arity: np.unique(np.concatenate(k)) for arity, k in keys.items()}
+
+    def at(self, g) -> "_Analysis":
+        """Itself, reading the rows of group ``g``."""
+        self.index, self.size, self.group = g.arrays, g.stop - g.start, g
+        return self
 
     def slot_keys(self, g, arity: int) -> tuple[np.ndarray, np.ndarray]:
         """The slot key of each atom ``(G, atoms)`` of a group's rows, and which are real."""
@@ -115,23 +121,12 @@ class _Analysis:
         self.merges = np.stack([m[:, 0], v_at(mp, m[:, 1]), block * self.group_width + m[:, 3]], 1)
         self.n_entries = int(self.roots[:, 0].max()) + 1 if len(self.roots) else 0
 
-    def repeated(self) -> dict:
-        """By arity, ``(slots, N)`` / ``(slots, N, N)``: atoms counted twice by some candidate."""
-        n = self.object_mask.shape[1]
-        rep = {k: torch.zeros((len(s),) + (n,) * k, dtype=torch.bool, device=self.device)
-               for k, s in self.slots.items()}
-        for entry in range(self.n_entries):
-            self._down(entry)
-            for k in rep:
-                rep[k] |= self.counts[k] >= CAP
-        return rep
-
-    def _down(self, entry: int):
+    def down(self, entry: int):
         """The use counts of one candidate entry: of vector and scalar rows, of atom slots."""
         plan, idx, n = self.plan, self.idx, self.object_mask.shape[1]
         zeros = lambda *shape: torch.zeros(shape, dtype=torch.int32, device=self.device)  # noqa: E731
         self.v_count = zeros(len(plan.v_scene), n)
-        self.s_count = zeros(SCALAR_CONSTANTS + plan.n_scalars)
+        self.s_count = zeros(len(self.scalars))
         self.counts = {k: zeros(len(s), *(n,) * k) for k, s in self.slots.items()}
         self.merged = np.full(len(plan.v_scene), -1, dtype=np.int64)  # row -> (block, group) key
         roots = idx(self.roots[self.roots[:, 0] == entry, 1])
@@ -145,12 +140,12 @@ class _Analysis:
                     (vgroups, self.v_count, self.vectors, 0)):
                 for g in groups:  # a row's uses pass on unless it is impossible or certain
                     rows = slice(first + g.start, first + g.stop)
-                    possible, certain = values[rows]
-                    uses = count[rows].clamp(max=CAP) * (possible & ~certain)
-                    g.operator.count_down(_Rows(self, g), uses)
+                    uses = count[rows].clamp(max=CAP) * (values[rows] == OPEN)
+                    g.operator.count_down(self.at(g), uses)
 
-    def to_input(self, g, c):
+    def _to_input(self, c):
         """Counts to the first input; a block of many candidates': summed per candidate, maxed."""
+        g = self.group
         inputs, key = g.arrays["in0"], self.merged[g.start:g.stop]
         if (key < 0).all():
             self.v_count.index_add_(0, self.idx(inputs), c)
@@ -166,89 +161,64 @@ class _Analysis:
         block_input[block_at.reshape(-1)[key_at.reshape(-1)]] = inputs  # a block's rows share their input
         self.v_count.index_add_(0, self.idx(block_input), best)
 
-
-class _Pair:
-    """Kleene values of log-probabilities, possible (above log 0) and certain (log 1), together."""
-
-    def __init__(self, log_p: torch.Tensor):
-        self.possible, self.certain = log_p > NEG_INF, log_p == 0
-
-    def __getitem__(self, at) -> tuple[torch.Tensor, torch.Tensor]:
-        return self.possible[at], self.certain[at]
-
-    def __setitem__(self, at, values) -> None:
-        self.possible[at], self.certain[at] = values
-
-
-class _Rows(GroupReader):
-    """The reader of :mod:`~nablafol.engine.lowering` in both passes: Kleene values, counts."""
-
-    def __init__(self, analysis: _Analysis, g):
-        a = analysis
-        super().__init__(g.arrays, [], g.stop - g.start, a.vectors, a.scalars, a.tables[1],
-                         a.tables[2], None, None, like=a.object_mask)
-        self.analysis, self.group = analysis, g
-
     def objects(self) -> torch.Tensor:
         """The objects of the rows' scenes (a truth's: those of the attention it reads)."""
-        a, g = self.analysis, self.group
-        rows = a.idx(self.index["vin"]) if "vin" in self.index else slice(g.start, g.stop)
-        return a.object_mask[a.v_scene[rows]]
+        g = self.group
+        rows = self.idx(self.index["vin"]) if "vin" in self.index else slice(g.start, g.stop)
+        return self.object_mask[self.v_scene[rows]]
 
     def relation(self):
-        """Possible / certain of the conjunction of the rows' atoms, ``(G, N, N)``."""
-        tables, reverse = self.analysis.idx(self.index["tables"]), self.index["reverse"]
-        poss = cert = None
+        """Kleene values of the conjunction of the rows' atoms, ``(G, N, N)``."""
+        tables, reverse = self.idx(self.index["tables"]), self.index["reverse"]
+        both = None
         for j in range(tables.shape[1]):
-            p, c = (_flipped(t, reverse[:, j]) for t in self.binary_table[tables[:, j]])
-            poss, cert = (p, c) if poss is None else (poss & p, cert & c)
-        return poss, cert
+            t = _flipped(self.binary_table[tables[:, j]], reverse[:, j])
+            both = t if both is None else torch.minimum(both, t)
+        return both
 
     def add_vector(self, name: str, counts: torch.Tensor) -> None:
         if name == "in0":  # the last rows of a block of many candidates: within a candidate only
-            self.analysis.to_input(self.group, counts)
+            self._to_input(counts)
         else:
-            self.analysis.v_count.index_add_(0, self.analysis.idx(self.index[name]), counts)
+            self.v_count.index_add_(0, self.idx(self.index[name]), counts)
 
-    def add_unary(self, counts: torch.Tensor) -> None:
-        self._add_atoms(1, counts, np.zeros((self.size, 1), dtype=bool))
-
-    def add_relation(self, uses: torch.Tensor) -> None:
-        """``uses`` ``(G, N, N)`` of each (x, y) pair: each atom of the pair used as often."""
-        self._add_atoms(2, uses, self.index["reverse"])
-
-    def _add_atoms(self, arity: int, uses: torch.Tensor, reverse: np.ndarray) -> None:
-        a = self.analysis
-        keys, real = a.slot_keys(self.group, arity)
+    def add_atoms(self, uses: torch.Tensor) -> None:
+        """``uses`` of each object ``(G, N)`` or pair ``(G, N, N)``: each atom used as often."""
+        arity = uses.dim() - 1
+        keys, real = self.slot_keys(self.group, arity)
+        reverse = self.index["reverse"] if arity == 2 else np.zeros_like(real)
         for j in range(keys.shape[1]):
             mine = real[:, j]
             if mine.any():
-                wj = _flipped(uses[torch.as_tensor(mine, device=a.device)], reverse[mine, j])
-                slots = np.searchsorted(a.slots[arity], keys[mine, j])
-                a.counts[arity].index_add_(0, a.idx(slots), wj)
+                wj = _flipped(uses[torch.as_tensor(mine, device=self.device)], reverse[mine, j])
+                slots = np.searchsorted(self.slots[arity], keys[mine, j])
+                self.counts[arity].index_add_(0, self.idx(slots), wj)
 
     def add_truths(self, counts: torch.Tensor) -> None:
         """``counts`` ``(G, K)``: uses of each truth the rows combine (``(G,)``: the same for each)."""
-        args = self.analysis.idx(self.index["args"])
+        args = self.idx(self.index["args"])
         counts = counts[:, None].expand(args.shape) if counts.dim() == 1 else counts
-        self.analysis.s_count.index_add_(0, args.reshape(-1), counts.reshape(-1).to(torch.int32))
+        self.s_count.index_add_(0, args.reshape(-1), counts.reshape(-1).to(torch.int32))
 
     def all_same_values(self):
         """For AllSame rows: ((possible, valid) of the input, possible of each value's
         ``Filter_π[1]`` row ``(G, K, N)``, which values are real ``(G, K)``)."""
-        a, args, inputs = self.analysis, self.index["args"], self.analysis.inputs
-        x = a.idx(inputs["vin"][args[:, 0]])
+        args, inputs = self.index["args"], self.inputs
+        x = self.idx(inputs["vin"][args[:, 0]])
         conjoined = inputs["vin"][args[:, 1:]]  # -1 at padding, whose rows are the constant ones
         value_rows = inputs["in0"][inputs["in1"][np.maximum(conjoined, 0)]]
         values = np.where(conjoined >= 0, value_rows, -1)
-        real = torch.as_tensor(~self.index["pad"][:, 1:] & (values >= 0), device=a.device)
-        possible = a.vectors.possible
-        value_poss = possible[a.idx(np.maximum(values, 0))]
-        return (possible[x], a.object_mask[a.v_scene[x]]), value_poss, real
+        real = torch.as_tensor(~self.index["pad"][:, 1:] & (values >= 0), device=self.device)
+        value_poss = self.vectors[self.idx(np.maximum(values, 0))] > IMPOSSIBLE
+        return (self.vectors[x] > IMPOSSIBLE, self.object_mask[self.v_scene[x]]), value_poss, real
 
     def add_all_same_input(self, counts: torch.Tensor) -> None:
-        a = self.analysis
-        a.v_count.index_add_(0, a.idx(a.inputs["vin"][self.index["args"][:, 0]]), counts)
+        self.v_count.index_add_(0, self.idx(self.inputs["vin"][self.index["args"][:, 0]]), counts)
+
+
+def _kleene(log_p: torch.Tensor) -> torch.Tensor:
+    """Kleene values of log-probabilities: possible above log 0, certain at log 1."""
+    return (log_p > NEG_INF).to(torch.int8) + (log_p == 0)
 
 
 def _flipped(t: torch.Tensor, reverse: np.ndarray) -> torch.Tensor:
@@ -259,11 +229,10 @@ def _flipped(t: torch.Tensor, reverse: np.ndarray) -> torch.Tensor:
     return torch.where(flip, t.transpose(1, 2), t)
 
 
-def _uncertain(slots: np.ndarray, width: int, repeated: torch.Tensor, table: _Pair) -> np.ndarray:
+def _uncertain(slots: np.ndarray, width: int, repeated: torch.Tensor, table) -> np.ndarray:
     """(program, request, object...) of each atom repeated and uncertain."""
     if len(slots):
-        possible, certain = table[torch.as_tensor(slots % width, device=repeated.device)]
-        repeated = repeated & possible & ~certain
+        repeated &= table[torch.as_tensor(slots % width, device=repeated.device)] == OPEN
     hit = repeated.nonzero().cpu().numpy()
     at = slots[hit[:, 0]]
     return np.concatenate([(at // width)[:, None], (at % width)[:, None], hit[:, 1:]], 1).astype(np.int64)
@@ -276,8 +245,15 @@ def repeated_atoms(plan: BatchPlan, rows: Sequence[Optional[GroundingRows]], una
     ``(R, N)`` and ``binary`` ``(R', N, N)`` (the relates' neutral table last)."""
     with torch.no_grad():
         a = _Analysis(plan, rows, unary, binary, object_mask)
+        n = object_mask.shape[1]  # by arity, (slots, N) / (slots, N, N): counted twice by an entry
+        repeated = {k: torch.zeros((len(s),) + (n,) * k, dtype=torch.bool, device=a.device)
+                    for k, s in a.slots.items()}
+        for entry in range(a.n_entries):
+            a.down(entry)
+            for k in repeated:
+                repeated[k] |= a.counts[k] >= CAP
         unary_atoms, binary_atoms = (_uncertain(a.slots[k], a.width[k], rep, a.tables[k])
-                                     for k, rep in a.repeated().items())
+                                     for k, rep in repeated.items())
     count = sum(np.bincount(atoms[:, 0], minlength=plan.n_programs)
                 for atoms in (unary_atoms, binary_atoms))
     return RepeatedAtoms(unary_atoms, binary_atoms, count.astype(np.int64))

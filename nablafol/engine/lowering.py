@@ -29,9 +29,12 @@ from nablafol.ir import (Aggregate, AggregateEach, AllOf, AllSame, And, AnyOf, A
                          Conjoin, Filter, Neg, Not, Or, Pairwise, Relate, Top)
 from nablafol.operators import Quantifier
 
-__all__ = ["Operator", "OPERATORS", "ScalarRow", "register_lowering", "lowering_of", "TOP"]
+__all__ = ["Operator", "OPERATORS", "ScalarRow", "register_lowering", "lowering_of", "TOP",
+           "IMPOSSIBLE", "OPEN", "CERTAIN"]
 
 CAP = 2  # use counts are capped here: all that matters to exactness is "twice or more"
+#: Kleene's values (int8): ``and`` is their minimum, ``or`` their maximum, ``not x`` ``CERTAIN - x``
+IMPOSSIBLE, OPEN, CERTAIN = 0, 1, 2
 
 #: Every operator, by its number in a plan's row matrices (the order a level runs them in)
 OPERATORS: list["Operator"] = []
@@ -55,13 +58,14 @@ class Operator:
         """The rows' values: ``(G, N)`` log-attentions, or ``(G, 2)`` truth pairs."""
         raise NotImplementedError
 
-    def kleene(self, rows) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(possible, certain)``: ``(G, N)`` per object, or ``(G,)`` for truths."""
+    def kleene(self, rows) -> torch.Tensor:
+        """Kleene's values of the rows (:data:`IMPOSSIBLE`, :data:`OPEN` or :data:`CERTAIN`):
+        ``(G, N)`` per object, or ``(G,)`` for truths."""
         raise NotImplementedError
 
     def count_down(self, rows, counts: torch.Tensor) -> None:
         """Pass the rows' use ``counts`` (``(G, N)`` or ``(G,)``, 0 where constant) to what they
-        read, through ``rows.add_vector`` / ``add_unary`` / ``add_relation`` / ``add_truths``."""
+        read, through ``rows.add_vector`` / ``add_atoms`` / ``add_truths``."""
         raise NotImplementedError
 
     def ground(self, rows):
@@ -86,8 +90,7 @@ class _Top(Operator):
         return rows.all_objects()
 
     def kleene(self, rows):
-        valid = rows.objects()
-        return valid, valid
+        return CERTAIN * rows.objects()
 
     def count_down(self, rows, counts):
         pass
@@ -111,13 +114,12 @@ class _Conjoin(Operator):
         return (ops.filter_ if self.filter else ops.conjoin)(x, y, rows.objects())
 
     def kleene(self, rows):
-        (xp, xc), (yp, yc) = self._inputs(rows)
-        return xp & yp, xc & yc
+        return torch.minimum(*self._inputs(rows))
 
     def count_down(self, rows, counts):
         rows.add_vector("in0", counts)
         if self.filter:
-            rows.add_unary(counts)
+            rows.add_atoms(counts)
         else:
             rows.add_vector("in1", counts)
 
@@ -130,8 +132,7 @@ class _Neg(Operator):
         return ops.neg(rows.vector("in0"), rows.objects())
 
     def kleene(self, rows):
-        (xp, xc), valid = rows.vector("in0"), rows.objects()
-        return ~xc & valid, ~xp & valid
+        return (CERTAIN - rows.vector("in0")) * rows.objects()
 
     def count_down(self, rows, counts):
         rows.add_vector("in0", counts)
@@ -145,11 +146,11 @@ class _Quantified(Operator):
         super().__init__(f"{kind} {quantifier.symbol}")
         self.quantifier = quantifier
 
-    def quantify(self, possible, certain, valid):
+    def quantify(self, terms, valid):
         if self.quantifier is Quantifier.FORALL:
-            return (possible | ~valid).all(-1), (certain | ~valid).all(-1)
-        some_p, some_c = (possible & valid).any(-1), (certain & valid).any(-1)
-        return (some_p, some_c) if self.quantifier is Quantifier.EXISTS else (~some_c, ~some_p)
+            return terms.masked_fill(~valid, CERTAIN).amin(-1)
+        some = (terms * valid).amax(-1)
+        return some if self.quantifier is Quantifier.EXISTS else CERTAIN - some
 
     def ground_quantified(self, rows, terms):
         if self.quantifier is Quantifier.FORALL:
@@ -166,20 +167,18 @@ class _Relate(_Quantified):
         return rows.q_product(rows.relation(), rows.vector("in0"), mask, mask, self.quantifier)
 
     def _terms(self, rows):
-        (rp, rc), (yp, yc), valid = rows.relation(), rows.vector("in0"), rows.objects()
-        return rp & yp[:, None, :], rc & yc[:, None, :], valid
+        return torch.minimum(rows.relation(), rows.vector("in0")[:, None, :]), rows.objects()
 
     def kleene(self, rows):
-        poss, cert, valid = self._terms(rows)
-        poss, cert = self.quantify(poss, cert, valid[:, None, :])
-        return poss & valid, cert & valid
+        terms, valid = self._terms(rows)
+        return self.quantify(terms, valid[:, None, :]) * valid
 
     def count_down(self, rows, counts):
-        poss, cert, valid = self._terms(rows)
+        terms, valid = self._terms(rows)
         # a pair's term ∧Π(x, y) ∧ G(y) is used once per use of x, unless impossible or certain
-        uses = counts[:, :, None] * (poss & ~cert & valid[:, None, :])
+        uses = counts[:, :, None] * ((terms == OPEN) & valid[:, None, :])
         rows.add_vector("in0", uses.sum(1, dtype=torch.int32).clamp_(max=CAP))
-        rows.add_relation(uses)
+        rows.add_atoms(uses)
 
     def ground(self, rows):
         inner = rows.vector("in0")
@@ -197,8 +196,7 @@ class _Aggregate(_Quantified):
         return torch.stack(pair, dim=-1)
 
     def kleene(self, rows):
-        (xp, xc), valid = rows.vector("vin"), rows.objects()
-        return self.quantify(xp, xc, valid)
+        return self.quantify(rows.vector("vin"), rows.objects())
 
     def count_down(self, rows, counts):
         rows.add_vector("vin", counts[:, None] * rows.objects())
@@ -214,8 +212,7 @@ class _Not(Operator):
         return rows.truths()[:, 0].flip(-1)
 
     def kleene(self, rows):
-        ap, ac = rows.truths()
-        return ~ac[:, 0], ~ap[:, 0]
+        return CERTAIN - rows.truths()[:, 0]
 
     def count_down(self, rows, counts):
         rows.add_truths(counts)
@@ -238,8 +235,7 @@ class _Junction(_Not):
         return torch.stack(pair[::-1] if self.disjunction else pair, dim=-1)
 
     def kleene(self, rows):
-        (ap, ac), reduce = rows.truths(), torch.any if self.disjunction else torch.all
-        return reduce(ap, 1), reduce(ac, 1)
+        return (torch.amax if self.disjunction else torch.amin)(rows.truths(), 1)
 
     def ground(self, rows):
         return (rows.any if self.disjunction else rows.all)(rows.truths())
@@ -254,18 +250,15 @@ class _AllSame(Operator):
         args = rows.truths()
         return torch.stack(ops.all_same(args[:, 0, 0], args[:, 1:, 0], rows.pad()[:, 1:]), dim=-1)
 
-    def kleene(self, rows):
-        # "no one attended" (¬ first truth) or "all have π" (¬ some other one)
-        (ap, ac), real = rows.truths(), ~rows.pad()[:, 1:]
-        return ~ac[:, 0] | (~ac[:, 1:] & real).any(1), ~ap[:, 0] | (~ap[:, 1:] & real).any(1)
+    def kleene(self, rows):  # "no one attended" (¬ first truth) or "all have π" (¬ some other one)
+        return CERTAIN - rows.truths().amin(1)  # padding reads log 1, which lowers no minimum
 
     def count_down(self, rows, counts):
         # exact when at most one value is used (possible for some attended object, its term
         # open); with two or more, the input must be crisp: every atom of the input counts twice
         (input_poss, valid), value_poss, real = rows.all_same_values()
         reachable = (value_poss & (input_poss & valid)[:, None, :]).any(-1)
-        truth_poss, truth_cert = rows.truths()
-        used = (truth_poss & ~truth_cert)[:, 1:] & reachable & real
+        used = (rows.truths() == OPEN)[:, 1:] & reachable & real
         n_used = used.sum(1)
         nonempty = (counts * (n_used == 0))[:, None]
         rows.add_truths(torch.cat([nonempty, counts[:, None] * used], 1).to(torch.int32))

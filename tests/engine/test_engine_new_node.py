@@ -13,7 +13,7 @@ from tiers import examples
 
 from nablafol.engine import Engine, execution
 from nablafol.engine.circuits import TableLayout, compile_circuit
-from nablafol.engine.lowering import Operator, ScalarRow, register_lowering
+from nablafol.engine.lowering import CERTAIN, OPEN, Operator, ScalarRow, register_lowering
 from nablafol.engine.rowwise import steps_of
 from nablafol.ir import Attention, Conjoin, Filter, Neg, Program, Quantifier, Relate, Top, Truth
 from nablafol.oracle import TableOracle
@@ -52,10 +52,11 @@ class _Most(Operator):
         yes = (dist * more).sum(1)
         return torch.stack([yes.log(), (dist * ~more).sum(1).log()], -1)
 
-    def kleene(self, rows):
-        (possible, certain), valid = rows.vector("vin"), rows.objects()
+    def kleene(self, rows):  # a majority possible, then one certain: OPEN, then CERTAIN
+        x, valid = rows.vector("vin"), rows.objects()
         half = valid.sum(-1) / 2
-        return (possible & valid).sum(-1) > half, (certain & valid).sum(-1) > half
+        possible, certain = ((x >= OPEN) & valid).sum(-1) > half, ((x == CERTAIN) & valid).sum(-1) > half
+        return possible.to(torch.int8) + certain
 
     def count_down(self, rows, counts):
         rows.add_vector("vin", counts[:, None] * rows.objects())  # each object's formula once
