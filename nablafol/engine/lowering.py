@@ -18,7 +18,7 @@ Example: the operators of ``A_∃(Filter_red[1])``'s rows, in the order a level 
 """
 from __future__ import annotations
 
-from typing import Callable, NamedTuple, Optional, Sequence
+from typing import Callable, Optional
 
 import numpy as np
 import torch
@@ -29,7 +29,7 @@ from nablafol.ir import (Aggregate, AggregateEach, AllOf, AllSame, And, AnyOf, A
                          Conjoin, Filter, Neg, Not, Or, Pairwise, Relate, Top)
 from nablafol.operators import Quantifier
 
-__all__ = ["Operator", "OPERATORS", "ScalarRow", "register_lowering", "lowering_of", "TOP",
+__all__ = ["Operator", "OPERATORS", "register_lowering", "lowering_of", "TOP",
            "IMPOSSIBLE", "OPEN", "CERTAIN"]
 
 CAP = 2  # use counts are capped here: all that matters to exactness is "twice or more"
@@ -72,17 +72,6 @@ class Operator:
         """One row's ground formula: a list of one formula per object, or one formula for a truth.
         An operator without it is answered by Shannon expansion, never compiled."""
         raise NotImplementedError
-
-
-class ScalarRow(NamedTuple):
-    """Truth rows of a plan: one reading the attention row ``attention`` (-1: none) or combining
-    the truth rows ``truths``; or many: one per row of an array ``attention``, or per group of
-    ``sizes`` consecutive ``truths``."""
-
-    operator: Operator
-    attention: int | np.ndarray = -1
-    truths: Sequence[int] = ()
-    sizes: Optional[Sequence[int]] = None
 
 
 class _Top(Operator):
@@ -303,7 +292,7 @@ def _one_row(operator: Operator) -> Callable:
         if operator.vector:
             return plan.vector(operator, node, *inputs)
         truths = np.concatenate([_indices(r) for r in inputs])
-        return plan.scalar(ScalarRow(operator, truths=truths))
+        return plan.scalar(operator, truths=truths)
     return lower
 
 
@@ -325,7 +314,7 @@ def _lower_relate(node: Relate, plan) -> int:
 
 @register_lowering(Aggregate)
 def _lower_aggregate(node: Aggregate, plan) -> int:
-    return plan.scalar(ScalarRow(AGGREGATE[node.quantifier], attention=plan.row(node.input)))
+    return plan.scalar(AGGREGATE[node.quantifier], attention=plan.row(node.input))
 
 
 @register_lowering(AggregateEach)
@@ -340,18 +329,18 @@ def _lower_aggregate_each(node: AggregateEach, plan) -> range:
         negs = plan.vector_block(NEG, node, _indices(values))
         last = plan.vector_block(CONJOIN, node, vin, _indices(negs))
     plan.last_vector_rows[node] = last
-    return plan.scalar(ScalarRow(AGGREGATE[node.quantifier], attention=_indices(last)))
+    return plan.scalar(AGGREGATE[node.quantifier], attention=_indices(last))
 
 
 @register_lowering(Pairwise)
 def _lower_pairwise(node: Pairwise, plan) -> range:  # one And row per pair
     pairs = np.stack([_indices(plan.row(node.left)), _indices(plan.row(node.right))], 1)
-    return plan.scalar(ScalarRow(AND, truths=pairs.ravel(), sizes=np.full(len(pairs), 2)))
+    return plan.scalar(AND, truths=pairs.ravel(), sizes=np.full(len(pairs), 2))
 
 
 @register_lowering(AnyOfGroups)
 def _lower_any_of_groups(node: AnyOfGroups, plan) -> range:  # one Or row per group
-    return plan.scalar(ScalarRow(OR, truths=_indices(plan.row(node.each)), sizes=node.sizes))
+    return plan.scalar(OR, truths=_indices(plan.row(node.each)), sizes=node.sizes)
 
 
 def _indices(rows: int | range) -> np.ndarray:

@@ -10,7 +10,7 @@ import numpy as np
 from nablafol.caching import weighted_cache
 from nablafol.errors import ProgramStructureError, ShapeError
 from nablafol.engine.leveling import fewer_groups
-from nablafol.engine.lowering import OPERATORS, Operator, ScalarRow, lowering_of
+from nablafol.engine.lowering import OPERATORS, Operator, lowering_of
 from nablafol.ir import AnyOfGroups, Pairwise, Predicate, Program, number_predicates
 
 __all__ = ["ProgramPlan", "BatchPlan", "build_batch_plan", "request_key", "split_key"]
@@ -72,17 +72,19 @@ class PlanBuilder:
         self.steps.append((node,))  # its rows, one per predicate: expanded when asked for
         return self.v_rows.add_block(_block(k, operator.id, level, first, second, predicate), level)
 
-    def scalar(self, row: ScalarRow):
-        """Add ``row``'s truth rows: its row, or a range of them where it stands for many."""
-        truths = np.asarray(row.truths, dtype=np.int64)
-        sizes = [len(truths)] if row.sizes is None else row.sizes
+    def scalar(self, operator: Operator, attention=-1, truths=(), sizes=None):
+        """Add truth rows of ``operator``: one reading the attention row ``attention`` (-1: none)
+        or combining the truth rows ``truths``; or many: one per row of an array ``attention``, or
+        per group of ``sizes`` consecutive ``truths``. Returns its row, or the range of them."""
+        truths = np.asarray(truths, dtype=np.int64)
+        counts = [len(truths)] if sizes is None else sizes
         level = 1 + max(map(self.s_rows.levels.__getitem__, truths.tolist())) if len(truths) else 0
-        n = len(sizes) if len(truths) else np.size(row.attention)
-        rows = self.s_rows.add_block(_block(n, row.operator.id, level, row.attention), level)
+        n = len(counts) if len(truths) else np.size(attention)
+        rows = self.s_rows.add_block(_block(n, operator.id, level, attention), level)
         if len(truths):
-            owners = np.repeat(np.arange(rows.start, rows.stop), sizes)
+            owners = np.repeat(np.arange(rows.start, rows.stop), counts)
             self.edges.append(np.stack([owners, truths], 1))
-        return rows if row.sizes is not None or np.ndim(row.attention) else rows.start
+        return rows if sizes is not None or np.ndim(attention) else rows.start
 
 
 @dataclass(frozen=True)

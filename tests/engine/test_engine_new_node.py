@@ -13,7 +13,7 @@ from tiers import examples
 
 from nablafol.engine import Engine, execution
 from nablafol.engine.circuits import TableLayout, compile_circuit
-from nablafol.engine.lowering import CERTAIN, OPEN, Operator, ScalarRow, register_lowering
+from nablafol.engine.lowering import CERTAIN, OPEN, Operator, register_lowering
 from nablafol.engine.rowwise import steps_of
 from nablafol.ir import Attention, Conjoin, Filter, Neg, Program, Quantifier, Relate, Top, Truth
 from nablafol.oracle import TableOracle
@@ -72,7 +72,7 @@ MOST = _Most("most")
 
 @register_lowering(Most)
 def _lower_most(node: Most, plan) -> int:
-    return plan.scalar(ScalarRow(MOST, attention=plan.row(node.input)))
+    return plan.scalar(MOST, attention=plan.row(node.input))
 
 
 def _crisp(node, world: dict, n: int) -> np.ndarray:
