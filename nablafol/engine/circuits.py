@@ -87,19 +87,15 @@ class TableLayout:
         self.size = at
 
     def pattern(self, tables: Mapping[Predicate, object]) -> np.ndarray:
-        """The certainty pattern of probability tables (``{predicate: array}``, probabilities)."""
+        """The certainty pattern of probability tables (``{predicate: array}``, probabilities):
+        ``uint8`` codes, :data:`FALSE_ATOM` at 0, :data:`TRUE_ATOM` at 1, else
+        :data:`UNCERTAIN_ATOM`."""
         flat = np.concatenate([np.asarray(tables[p], dtype=np.float64)[(slice(0, self.n),) * p.arity].reshape(-1)
                                for p in self.predicates] or [np.zeros(0)])
-        return certainty_pattern(flat)
-
-
-def certainty_pattern(probabilities: np.ndarray) -> np.ndarray:
-    """``uint8`` codes of probabilities (any shape): :data:`FALSE_ATOM` at 0, :data:`TRUE_ATOM` at 1,
-    else :data:`UNCERTAIN_ATOM`."""
-    out = np.full(probabilities.shape, UNCERTAIN_ATOM, dtype=np.uint8)
-    out[probabilities <= 0.0] = FALSE_ATOM
-    out[probabilities >= 1.0] = TRUE_ATOM
-    return out
+        out = np.full(flat.shape, UNCERTAIN_ATOM, dtype=np.uint8)
+        out[flat <= 0.0] = FALSE_ATOM
+        out[flat >= 1.0] = TRUE_ATOM
+        return out
 
 
 # ---------------------------------------------------------------------------------------------

@@ -58,7 +58,8 @@ class _Analysis(GroupReader):
         n = object_mask.shape[1]
         self.idx = lambda a: torch.as_tensor(a, dtype=torch.long, device=device)  # noqa: E731
         # by arity: Kleene values of the tables (binary: the relates' neutral all-ones table last)
-        self.tables = {k: None if t is None else _kleene(t) for k, t in ((1, unary), (2, binary))}
+        self.tables = {k: None if t is None else (t > NEG_INF).to(torch.int8) + (t == 0)
+                       for k, t in ((1, unary), (2, binary))}
         self.v_scene = self.idx(plan.v_scene)
         self.vectors = torch.zeros((len(plan.v_scene), n), dtype=torch.int8, device=device)
         self.scalars = torch.zeros(SCALAR_CONSTANTS + plan.n_scalars, dtype=torch.int8,
@@ -170,11 +171,8 @@ class _Analysis(GroupReader):
     def relation(self):
         """Kleene values of the conjunction of the rows' atoms, ``(G, N, N)``."""
         tables, reverse = self.idx(self.index["tables"]), self.index["reverse"]
-        both = None
-        for j in range(tables.shape[1]):
-            t = _flipped(self.binary_table[tables[:, j]], reverse[:, j])
-            both = t if both is None else torch.minimum(both, t)
-        return both
+        return torch.stack([_flipped(self.binary_table[tables[:, j]], reverse[:, j])
+                            for j in range(tables.shape[1])]).amin(0)
 
     def add_vector(self, name: str, counts: torch.Tensor) -> None:
         if name == "in0":  # the last rows of a block of many candidates: within a candidate only
@@ -214,11 +212,6 @@ class _Analysis(GroupReader):
 
     def add_all_same_input(self, counts: torch.Tensor) -> None:
         self.v_count.index_add_(0, self.idx(self.inputs["vin"][self.index["args"][:, 0]]), counts)
-
-
-def _kleene(log_p: torch.Tensor) -> torch.Tensor:
-    """Kleene values of log-probabilities: possible above log 0, certain at log 1."""
-    return (log_p > NEG_INF).to(torch.int8) + (log_p == 0)
 
 
 def _flipped(t: torch.Tensor, reverse: np.ndarray) -> torch.Tensor:
