@@ -18,8 +18,8 @@ import torch
 from nablafol.errors import ShapeError
 from nablafol.numerics import log1mexp
 
-__all__ = ["Answers", "Tables", "GroupReader", "LOG_FLOOR", "floor_zeros", "asked_table", "answer_reading",
-           "ANSWER_READING"]
+__all__ = ["Answers", "Tables", "GroupReader", "LOG_FLOOR", "floor_zeros", "asked_table", "masked_table",
+           "not_probabilities", "answer_reading", "ANSWER_READING"]
 
 NEG_INF = float("-inf")
 #: The log-probability an exact zero counts as where answers are normalized or scored
@@ -76,6 +76,17 @@ def asked_table(oracle, requests, arity: int, device, n: Optional[int] = None) -
         raise ShapeError(f"{name} returned a table on {table.device}, its num_objects is on "
                          f"{device}: an oracle gives both on one device")
     return table
+
+
+def masked_table(table: torch.Tensor, requests, object_mask: torch.Tensor) -> torch.Tensor:
+    """``table`` (of ``requests``) with its entries past each scene's objects an exact 0."""
+    valid = object_mask[requests.scene]
+    return table.masked_fill(~(valid[:, :, None] & valid[:, None, :] if table.dim() == 3 else valid), NEG_INF)
+
+
+def not_probabilities(table: torch.Tensor) -> torch.Tensor:
+    """Where a log-probability table holds NaN or a value above log 1."""
+    return torch.isnan(table) | (table > 0)
 
 
 #: The arrays :func:`answer_reading` gives, in order

@@ -27,7 +27,8 @@ from nablafol.errors import ProbabilityError, ProgramStructureError, ShapeError
 from nablafol.ir import Program
 from nablafol.oracle import Oracle, Requests, scene_sizes
 
-from nablafol.engine.answers import Answers, GroupReader, Tables, answer_reading, asked_table
+from nablafol.engine.answers import (Answers, GroupReader, Tables, answer_reading, asked_table, masked_table,
+                                     not_probabilities)
 from nablafol.engine.bounds import answer_bounds
 from nablafol.engine.circuits import CircuitCache
 from nablafol.engine.exact import exact_answers, exact_flags, shared_atom_counts
@@ -256,9 +257,9 @@ class Engine(torch.nn.Module):
     def plan(self, programs: Sequence[Program], scenes=None) -> BatchPlan:
         """The plan of ``programs`` on ``scenes`` (all 0 by default); one program object over any
         scenes is planned once and kept."""
-        if scenes is None and len(programs) == 1 and isinstance(programs[0], Program):
-            return self._tiled(programs[0], _SCENE_0)  # one question: no array made
-        scenes = np.zeros(len(programs), dtype=np.int64) if scenes is None else np.asarray(scenes, dtype=np.int64)
+        if scenes is None:  # one question: no array made
+            scenes = _SCENE_0 if len(programs) == 1 else np.zeros(len(programs), dtype=np.int64)
+        scenes = np.asarray(scenes, dtype=np.int64)
         if (len(programs) and scenes.shape == (len(programs),) and isinstance(programs[0], Program)
                 and one_object(programs) and scenes.min() >= 0):
             return self._tiled(programs[0], scenes)
@@ -293,10 +294,18 @@ class Engine(torch.nn.Module):
 
     def plan_for(self, programs: Sequence[Program], oracle: Oracle, scenes=None) -> BatchPlan:
         """The plan :meth:`forward` runs for these arguments (host work alone)."""
-        programs = list(programs)
-        if scenes is None and len(programs) == 1 and scene_sizes(oracle.num_objects).shape[0] == 1:
-            return self.plan(programs)  # one question: no scenes array made
-        return self.plan(programs, self._scenes(programs, oracle, scenes))
+        programs, n_scenes = list(programs), int(scene_sizes(oracle.num_objects).shape[0])
+        if scenes is None:
+            if n_scenes not in (1, len(programs)):
+                raise ShapeError(f"{len(programs)} programs over {n_scenes} scenes: pass scenes= to say which is which")
+            return self.plan(programs, None if n_scenes == 1 else np.arange(len(programs)))
+        scenes = np.asarray(scenes.cpu() if torch.is_tensor(scenes) else scenes, dtype=np.int64).reshape(-1)
+        if scenes.shape[0] != len(programs):
+            raise ShapeError(f"scenes has {scenes.shape[0]} entries for {len(programs)} programs")
+        if scenes.size and (scenes.min() < 0 or scenes.max() >= n_scenes):
+            raise ShapeError(f"scene index {int(scenes.max() if scenes.max() >= n_scenes else scenes.min())} "
+                             f"out of range for an oracle of {n_scenes} scenes")
+        return self.plan(programs, scenes)
 
     def _fixed(self, plan: BatchPlan, oracle: Oracle) -> tuple[Answers, Tables]:
         """The fast path at bucketed shapes, trimmed back to the batch, and its tables."""
@@ -330,51 +339,25 @@ class Engine(torch.nn.Module):
         with torch.no_grad():
             return shared_atom_counts(self, programs, plan, self.tables(plan, oracle).with_neutral())
 
-    @staticmethod
-    def _scenes(programs: list, oracle: Oracle, scenes) -> np.ndarray:
-        n_scenes = int(scene_sizes(oracle.num_objects).shape[0])
-        if scenes is None:
-            if n_scenes == len(programs):
-                return np.arange(len(programs), dtype=np.int64)
-            if n_scenes == 1:
-                return np.zeros(len(programs), dtype=np.int64)
-            raise ShapeError(f"{len(programs)} programs over {n_scenes} scenes: pass scenes= to say which is which")
-        scenes = np.asarray(scenes.cpu() if torch.is_tensor(scenes) else scenes, dtype=np.int64).reshape(-1)
-        if scenes.shape[0] != len(programs):
-            raise ShapeError(f"scenes has {scenes.shape[0]} entries for {len(programs)} programs")
-        if scenes.size and (scenes.min() < 0 or scenes.max() >= n_scenes):
-            raise ShapeError(f"scene index {int(scenes.max() if scenes.max() >= n_scenes else scenes.min())} "
-                             f"out of range for an oracle of {n_scenes} scenes")
-        return scenes
-
     def _ask(self, oracle, requests: Requests, arity: int, n: int, object_mask: torch.Tensor,
-             padded: bool) -> torch.Tensor:
-        table = asked_table(oracle, requests, arity, object_mask.device, n)
+             padded: bool) -> Optional[torch.Tensor]:
         if not len(requests):
-            return table
+            return None
+        table = asked_table(oracle, requests, arity, object_mask.device, n)
         # one pass finds a table with no NaN and nothing above log 1: nothing to name
         suspect = self.validate and table.numel() and not bool(table.detach().max() <= 0)
         # an oracle that pads with exact zeros is not masked again, unless its table is suspect
-        masking = padded and (suspect or not getattr(oracle, "pads_with_zeros", False))
-        if not (masking or suspect):
-            return table
-        valid = None
-        if padded:
-            valid = object_mask[requests.scene]
-            if arity == 2:
-                valid = valid[:, :, None] & valid[:, None, :]
-        if suspect:
-            bad = torch.isnan(table) | (table > 0)
-            bad = bad if valid is None else bad & valid
-            if bool(bad.any()):
-                r = int(bad.flatten(1).any(1).nonzero()[0])
-                pred = requests.predicates[int(requests.predicate[r])]
-                idx = tuple(int(i) for i in bad[r].nonzero()[0])
-                value = float(table[r][idx].detach().exp()) if not torch.isnan(table[r][idx]) else float("nan")
-                raise ProbabilityError(f"{type(oracle).__name__}: predicate {pred.name!r} (scene "
-                                       f"{int(requests.scene[r])}, objects {idx}) has probability {value!r}, "
-                                       f"outside [0, 1]")
-        return table if not masking else table.masked_fill(~valid, NEG_INF)  # padding: an exact 0
+        if padded and (suspect or not getattr(oracle, "pads_with_zeros", False)):
+            table = masked_table(table, requests, object_mask)  # before the check: padding is no entry
+        bad = not_probabilities(table) if suspect else None
+        if bad is not None and bool(bad.any()):  # named: its predicate, scene and objects
+            r = int(bad.flatten(1).any(1).nonzero()[0])
+            pred = requests.predicates[int(requests.predicate[r])]
+            idx = tuple(int(i) for i in bad[r].nonzero()[0])
+            value = float(table[r][idx].detach().exp()) if not torch.isnan(table[r][idx]) else float("nan")
+            raise ProbabilityError(f"{type(oracle).__name__}: predicate {pred.name!r} (scene {int(requests.scene[r])}, "
+                                   f"objects {idx}) has probability {value!r}, outside [0, 1]")
+        return table
 
     def run(self, plan: BatchPlan, oracle: Oracle) -> Answers:
         """:meth:`execute` over the oracle's tables."""
@@ -384,16 +367,14 @@ class Engine(torch.nn.Module):
         """What the oracle says about every ``(scene, predicate)`` pair the plan needs."""
         num_objects = scene_sizes(oracle.num_objects)
         device, sizes = num_objects.device, num_objects.tolist()
-        n, least = max(sizes, default=0), min(sizes, default=0)
-        padded = num_objects.shape[0] > 1 and least != n
+        n = max(sizes, default=0)
+        padded = min(sizes, default=0) != n
         if padded:
             object_mask = torch.arange(n, device=device)[None, :] < num_objects[:, None]  # (B, N)
         else:
             object_mask = torch.ones((num_objects.shape[0], n), dtype=torch.bool, device=device)
-        u_req = _requests(plan, plan.unary_keys, device)
-        b_req = _requests(plan, plan.binary_keys, device)
-        unary = self._ask(oracle, u_req, 1, n, object_mask, padded) if len(u_req) else None
-        binary = self._ask(oracle, b_req, 2, n, object_mask, padded) if len(b_req) else None
+        unary, binary = (self._ask(oracle, _requests(plan, keys, device), arity, n, object_mask, padded)
+                         for arity, keys in ((1, plan.unary_keys), (2, plan.binary_keys)))
         dtype = unary.dtype if unary is not None else binary.dtype if binary is not None else torch.get_default_dtype()
         return Tables(unary, binary, object_mask, dtype, padded, neutral=False)
 

@@ -176,7 +176,7 @@ def test_scenes_of_one_size_skip_the_masks_and_answer_the_same(a, two_scenes):
     engine = Engine()
     oracle = TableOracle(tables)
     with torch.no_grad():
-        plan = engine.plan(programs, engine._scenes(programs, oracle, scenes))
+        plan = engine.plan_for(programs, oracle, scenes)
         unmasked = engine.tables(plan, oracle)
         assert unmasked.padded is False
         fast = engine.execute(plan, unmasked)
