@@ -32,8 +32,8 @@ from nablafol.engine.answers import (Answers, GroupReader, Tables, answer_readin
 from nablafol.engine.bounds import answer_bounds
 from nablafol.engine.circuits import CircuitCache
 from nablafol.engine.exact import exact_answers, exact_flags, shared_atom_counts
-from nablafol.engine.fixed_shapes import (Layout, ShapeFloors, dense_q_product, fixed_tables, layout_levels, layout_of,
-                                          padded_plan, padded_requests, trimmed, upload)
+from nablafol.engine.fixed_shapes import (PLAN_ARRAYS, Layout, ShapeFloors, dense_q_product, fixed_tables,
+                                          layout_levels, layout_of, padded_plan, padded_requests, trimmed, upload)
 from nablafol.engine.lowering import TOP
 from nablafol.engine.rowwise import run_rows, steps_of
 from nablafol.engine.planning import NEG_INF, BatchPlan, Group, Registry, build_batch_plan
@@ -79,16 +79,6 @@ class _Store:
                 self.filled += out.shape[0]
 
 
-def _kept_on_plan(plan: BatchPlan, kind: str, array: np.ndarray, device, make: Callable):
-    """``make()``, kept on the plan by ``(kind, array, device)``; holding ``array`` keeps its id."""
-    return plan.kept((kind, id(array), device), lambda: (array, make()))[1]
-
-
-def _tensor(plan: BatchPlan, a: np.ndarray, device) -> torch.Tensor:
-    return _kept_on_plan(plan, "tensor", a, device,
-                         lambda: torch.as_tensor(a, dtype=torch.long, device=device))
-
-
 def _reading(a: np.ndarray, device):
     """A ``slice`` (a view) where an index array's rows are consecutive, else its index tensor."""
     flat = a[:, 0] if a.ndim == 2 and a.shape[1] == 1 else a
@@ -105,16 +95,17 @@ def _flip(reverse: np.ndarray, device):
     return torch.as_tensor(reverse, device=device)[:, None, None]
 
 
-def _requests(plan: BatchPlan, keys: np.ndarray, device) -> Requests:
+def _requests(plan: BatchPlan, keys: np.ndarray, arity: int, device) -> Requests:
     def make() -> Requests:
         scene, local, predicates = padded_requests(keys, plan, len(keys))
         return Requests(torch.as_tensor(scene, device=device),
                         torch.as_tensor(local, device=device), predicates)
-    return _kept_on_plan(plan, "requests", keys, device, make)
+    return plan.kept(("requests", arity, device), make)
 
 
-def _levels(plan: BatchPlan, device) -> list:
-    """The plan's levels as :func:`_run_levels` reads them, kept on the plan."""
+def _batched(plan: BatchPlan, device) -> tuple:
+    """What a batched run reads of ``plan``, as :func:`~nablafol.engine.fixed_shapes.layout_levels`
+    gives it: the plan-wide index tensors, and per level its vector and scalar groups."""
     def group(g: Group) -> tuple:
         a = g.arrays
         index = {name: _reading(rows, device) for name, rows in a.items()
@@ -125,13 +116,15 @@ def _levels(plan: BatchPlan, device) -> list:
         columns = [(_reading(np.ascontiguousarray(a["tables"][:, k]), device),
                     _flip(a["reverse"][:, k], device)) for k in range(width)]
         return g.operator, slice(g.start, g.stop), index, columns
-    return _kept_on_plan(plan, "levels", plan.levels, device,
-                         lambda: [([group(g) for g in v], [group(g) for g in s]) for v, s in plan.levels])
+    plan_wide = upload([getattr(plan, name) for name in PLAN_ARRAYS] + answer_reading(plan, plan.n_programs), device)
+    return plan_wide, [([group(g) for g in v], [group(g) for g in s]) for v, s in plan.levels]
 
 
-def _run_levels(levels: list, tables: Tables, v_scene: torch.Tensor, q_product: Callable,
-                calibration: Optional[Callable] = None, v_program_step: tuple = ()) -> tuple:
-    """The (vector, scalar) stores of each level's groups ``(operator, rows, index, columns)`` run."""
+def _run(plan_wide: list, levels: list, tables: Tables, q_product: Callable, calibration: Optional[Callable]) -> tuple:
+    """Each level's groups ``(operator, rows, index, columns)`` run, and the answers read as
+    :func:`answer_reading` says: ``(log_probs, log_complement, candidate_mask, focus, object_mask)``."""
+    v_scene, v_program, v_step, program_scene, answer_rows, candidates, focus, no_focus = plan_wide
+    tables = tables.with_neutral()
     unary, binary, object_mask = tables.unary, tables.binary, tables.object_mask
     n, dtype = object_mask.shape[1], tables.dtype
     vec = _Store(object_mask.new_zeros((0, n), dtype=dtype), v_scene.shape[0])
@@ -142,30 +135,24 @@ def _run_levels(levels: list, tables: Tables, v_scene: torch.Tensor, q_product: 
     for level in levels:
         for store, groups in zip((vec, sca), level):  # a level's attentions, then its truths
             outs = []
-            for operator, rows, index, columns in groups:
+            for operator, at, index, columns in groups:
                 if operator.vector:
-                    mask = object_mask[v_scene[rows]] if masked else None
+                    mask = object_mask[v_scene[at]] if masked else None
                 else:  # a truth read from an attention: its objects
                     mask = object_mask[v_scene[index["vin"]]] if tables.padded and "vin" in index else None
-                out = operator.run(GroupReader(index, columns, rows.stop - rows.start, vec.rows, sca.rows, unary,
-                                               binary, mask, q_product))
+                out = operator.run(GroupReader(index, columns, at.stop - at.start, vec.rows, sca.rows, unary, binary,
+                                               mask, q_product))
                 if calibration is not None and operator.vector and operator is not TOP:
-                    program, step = (a[rows] for a in v_program_step)
-                    out = calibration(out, mask, program, step).masked_fill(~mask, NEG_INF)
+                    out = calibration(out, mask, v_program[at], v_step[at]).masked_fill(~mask, NEG_INF)
                 outs.append(out)
             store.extend(outs)
-    return vec.rows, sca.rows
-
-
-def _read_answers(vec: torch.Tensor, sca: torch.Tensor, rows: torch.Tensor, mask: torch.Tensor,
-                  focus: torch.Tensor, no_focus: torch.Tensor) -> tuple:
-    """``(log_probs, log_complement, candidate_mask, focus)`` read as :func:`answer_reading` says."""
-    log_probs, log_complement = sca[:, 0][rows], sca[:, 1][rows]
+    vec, sca = vec.rows, sca.rows
     if vec.shape[0]:
         focused = vec[focus].masked_fill(no_focus[:, None], NEG_INF)
     else:  # yes/no questions of no attention at all
-        focused = vec.new_full((focus.shape[0], vec.shape[1]), NEG_INF)
-    return log_probs, log_complement, mask.clone(), focused  # the user's to edit, not the plan's
+        focused = vec.new_full((focus.shape[0], n), NEG_INF)
+    # the candidate mask is the user's to edit, not the plan's
+    return sca[:, 0][answer_rows], sca[:, 1][answer_rows], candidates.clone(), focused, object_mask[program_scene]
 
 
 def run_fixed(layout: Layout, index: list, unary: Optional[torch.Tensor], binary: Optional[torch.Tensor],
@@ -173,13 +160,12 @@ def run_fixed(layout: Layout, index: list, unary: Optional[torch.Tensor], binary
     """The level loop over a padded batch at the shapes ``layout`` fixes, tensor operations alone
     (what ``torch.compile(mode="reduce-overhead")`` records once per layout and replays).
     ``index``: the tensors of :func:`~nablafol.engine.fixed_shapes.layout_of`'s arrays."""
-    (v_scene, v_program, v_step, program_scene, *reading), levels = layout_levels(layout, index)
     dtype = unary.dtype if unary is not None else binary.dtype if binary is not None else torch.get_default_dtype()
-    tables = Tables(unary, binary, object_mask, dtype, True, neutral=False).with_neutral()
-    vec, sca = _run_levels(levels, tables, v_scene, dense_q_product, calibration, (v_program, v_step))
+    log_probs, log_complement, candidate_mask, focus, objects = _run(
+        *layout_levels(layout, index), Tables(unary, binary, object_mask, dtype, True, neutral=False), dense_q_product,
+        calibration)
     p = layout.programs  # a padded entry writes into the row after the programs'
-    log_probs, log_complement, candidate_mask, focused = _read_answers(vec, sca, *reading)
-    return log_probs[:p], log_complement[:p], candidate_mask[:p], focused, object_mask[program_scene]
+    return log_probs[:p], log_complement[:p], candidate_mask[:p], focus, objects
 
 
 class CompiledQProduct:
@@ -373,7 +359,7 @@ class Engine(torch.nn.Module):
             object_mask = torch.arange(n, device=device)[None, :] < num_objects[:, None]  # (B, N)
         else:
             object_mask = torch.ones((num_objects.shape[0], n), dtype=torch.bool, device=device)
-        unary, binary = (self._ask(oracle, _requests(plan, keys, device), arity, n, object_mask, padded)
+        unary, binary = (self._ask(oracle, _requests(plan, keys, arity, device), arity, n, object_mask, padded)
                          for arity, keys in ((1, plan.unary_keys), (2, plan.binary_keys)))
         dtype = unary.dtype if unary is not None else binary.dtype if binary is not None else torch.get_default_dtype()
         return Tables(unary, binary, object_mask, dtype, padded, neutral=False)
@@ -386,13 +372,7 @@ class Engine(torch.nn.Module):
             steps = steps_of(plan)
             if steps is not None:
                 return run_rows(steps, plan, tables, self._q_product)
-        tables = tables.with_neutral()
-        idx = lambda a: _tensor(plan, a, tables.object_mask.device)  # noqa: E731
-        v_program_step = () if self.calibration is None else (idx(plan.v_program), idx(plan.v_step))
-        vec, sca = _run_levels(_levels(plan, tables.object_mask.device), tables, idx(plan.v_scene), self._q_product,
-                              self.calibration, v_program_step)
-        reading = _kept_on_plan(plan, "answers", plan.candidate_rows, tables.object_mask.device, lambda: [
-            torch.as_tensor(a, device=tables.object_mask.device) for a in answer_reading(plan, plan.n_programs)])
-        log_probs, log_complement, candidate_mask, focus = _read_answers(vec, sca, *reading)
-        return Answers(log_probs, candidate_mask, plan.labels, focus, tables.object_mask[idx(plan.program_scene)],
-                       log_complement)
+        device = tables.object_mask.device
+        log_probs, log_complement, candidate_mask, focus, objects = _run(
+            *plan.kept(("batched", device), lambda: _batched(plan, device)), tables, self._q_product, self.calibration)
+        return Answers(log_probs, candidate_mask, plan.labels, focus, objects, log_complement)
