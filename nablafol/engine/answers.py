@@ -225,15 +225,14 @@ class Answers:
         p = self.log_probs[i].detach().exp().tolist()
         if self.labels[i] is None:
             return {"yes": p[0], "no": float(self.log_complement[i, 0].detach().exp())}
-        return dict(zip(self.labels[i], p[: len(self.labels[i])]))
+        return dict(zip(self.labels[i], p))  # padding past its labels left out
 
     def answer_distribution(self, i: int) -> dict[str, float]:
         """Candidate -> probability that it is *the* answer, for program ``i``
         (:meth:`normalized_log_probs`); a yes/no program as :meth:`candidate_probabilities`."""
         if self.labels[i] is None:
             return self.candidate_probabilities(i)
-        q = self.normalized_log_probs()[i].detach().exp().tolist()
-        return dict(zip(self.labels[i], q[: len(self.labels[i])]))
+        return dict(zip(self.labels[i], self.normalized_log_probs()[i].detach().exp().tolist()))
 
     def normalized_log_probs(self) -> torch.Tensor:
         """``(P, K)``: the candidates' log-probabilities normalized per program (``-inf`` at

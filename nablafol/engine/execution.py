@@ -61,8 +61,7 @@ class Calibration(Protocol):
 
 
 class _Store:
-    """The rows computed so far: one buffer without autograd (a concatenation per level is
-    quadratic in program length), a concatenation per level with it (no in-place writes)."""
+    """Rows computed so far: one buffer, or with autograd a concatenation per level (no writes)."""
 
     def __init__(self, first: torch.Tensor, total: int):
         self.filled, self.grad, self.rows = first.shape[0], torch.is_grad_enabled(), first
@@ -104,8 +103,7 @@ def _requests(plan: BatchPlan, keys: np.ndarray, arity: int, device) -> Requests
 
 
 def _batched(plan: BatchPlan, device) -> tuple:
-    """What a batched run reads of ``plan``, as :func:`~nablafol.engine.fixed_shapes.layout_levels`
-    gives it: the plan-wide index tensors, and per level its vector and scalar groups."""
+    """What a batched run reads of ``plan``, as ``layout_levels`` gives it: plan-wide, then levels."""
     def group(g: Group) -> tuple:
         a = g.arrays
         index = {name: _reading(rows, device) for name, rows in a.items()
@@ -116,13 +114,13 @@ def _batched(plan: BatchPlan, device) -> tuple:
         columns = [(_reading(np.ascontiguousarray(a["tables"][:, k]), device),
                     _flip(a["reverse"][:, k], device)) for k in range(width)]
         return g.operator, slice(g.start, g.stop), index, columns
-    plan_wide = upload([getattr(plan, name) for name in PLAN_ARRAYS] + answer_reading(plan, plan.n_programs), device)
-    return plan_wide, [([group(g) for g in v], [group(g) for g in s]) for v, s in plan.levels]
+    plan_wide = [getattr(plan, name) for name in PLAN_ARRAYS] + answer_reading(plan, plan.n_programs)
+    return upload(plan_wide, device), [([group(g) for g in v], [group(g) for g in s]) for v, s in plan.levels]
 
 
-def _run(plan_wide: list, levels: list, tables: Tables, q_product: Callable, calibration: Optional[Callable]) -> tuple:
-    """Each level's groups ``(operator, rows, index, columns)`` run, and the answers read as
-    :func:`answer_reading` says: ``(log_probs, log_complement, candidate_mask, focus, object_mask)``."""
+def _run(plan_wide: list, levels: list, tables: Tables, q_product: Callable,
+         calibration: Optional[Callable]) -> tuple:
+    """``(log_probs, log_complement, candidate_mask, focus, object_mask)`` of a run of ``levels``."""
     v_scene, v_program, v_step, program_scene, answer_rows, candidates, focus, no_focus = plan_wide
     tables = tables.with_neutral()
     unary, binary, object_mask = tables.unary, tables.binary, tables.object_mask
@@ -161,9 +159,9 @@ def run_fixed(layout: Layout, index: list, unary: Optional[torch.Tensor], binary
     (what ``torch.compile(mode="reduce-overhead")`` records once per layout and replays).
     ``index``: the tensors of :func:`~nablafol.engine.fixed_shapes.layout_of`'s arrays."""
     dtype = unary.dtype if unary is not None else binary.dtype if binary is not None else torch.get_default_dtype()
-    log_probs, log_complement, candidate_mask, focus, objects = _run(
-        *layout_levels(layout, index), Tables(unary, binary, object_mask, dtype, True, neutral=False), dense_q_product,
-        calibration)
+    tables = Tables(unary, binary, object_mask, dtype, True, neutral=False)
+    log_probs, log_complement, candidate_mask, focus, objects = _run(*layout_levels(layout, index), tables,
+                                                                     dense_q_product, calibration)
     p = layout.programs  # a padded entry writes into the row after the programs'
     return log_probs[:p], log_complement[:p], candidate_mask[:p], focus, objects
 
@@ -228,8 +226,7 @@ class Engine(torch.nn.Module):
         if (exact or bounds) and calibration is not None:
             raise ProgramStructureError(f"{'exact inference' if exact else 'bounds'} computes probabilities of the "
                                         "formulas; a calibrator changes them: use one or the other")
-        self.calibration = calibration
-        self.validate = validate
+        self.calibration, self.validate = calibration, validate
         self.exact, self.exact_budget, self.bounds = bool(exact), exact_budget, bool(bounds)
         self.registry = Registry()
         self.circuits = CircuitCache()
