@@ -240,9 +240,9 @@ class Engine(torch.nn.Module):
     def plan(self, programs: Sequence[Program], scenes=None) -> BatchPlan:
         """The plan of ``programs`` on ``scenes`` (all 0 by default); one program object over any
         scenes is planned once and kept."""
-        if scenes is None:  # one question: no array made
-            scenes = _SCENE_0 if len(programs) == 1 else np.zeros(len(programs), dtype=np.int64)
-        scenes = np.asarray(scenes, dtype=np.int64)
+        if scenes is None and len(programs) == 1 and isinstance(programs[0], Program):
+            return self._tiled(programs[0], _SCENE_0)  # one question: no array made
+        scenes = np.zeros(len(programs), dtype=np.int64) if scenes is None else np.asarray(scenes, dtype=np.int64)
         if (len(programs) and scenes.shape == (len(programs),) and isinstance(programs[0], Program)
                 and one_object(programs) and scenes.min() >= 0):
             return self._tiled(programs[0], scenes)

@@ -68,7 +68,11 @@ def run_rows(steps: tuple, plan: BatchPlan, tables: Tables, q_product: Callable)
         row.index, row.columns = index, columns
         (vec if operator.vector else sca)[out] = operator.run(row)
     candidates = plan.kept("candidate rows", plan.candidate_rows.tolist)
-    picked = torch.stack([sca[r] for r in candidates], dim=2)  # (1, 2, K)
+    if len(candidates) == 1:  # a yes/no question: its row's two halves, no stack
+        log_probs, log_complement = sca[candidates[0]][:, :1], sca[candidates[0]][:, 1:]
+    else:
+        picked = torch.stack([sca[r] for r in candidates], dim=2)  # (1, 2, K)
+        log_probs, log_complement = picked[:, 0], picked[:, 1]
     focus = int(plan.focus[0])
     if focus < 0:
         focus = torch.full((1, n), NEG_INF, dtype=dtype, device=device)
@@ -76,4 +80,4 @@ def run_rows(steps: tuple, plan: BatchPlan, tables: Tables, q_product: Callable)
         focus = vec[focus].clone() if vec[focus].requires_grad else vec[focus]
     cand_mask = torch.ones((1, len(candidates)), dtype=torch.bool, device=device)
     object_mask = torch.ones((1, n), dtype=torch.bool, device=device)
-    return Answers(picked[:, 0], cand_mask, plan.labels, focus, object_mask, picked[:, 1])
+    return Answers(log_probs, cand_mask, plan.labels, focus, object_mask, log_complement)
