@@ -18,8 +18,8 @@ import torch
 from nablafol.errors import ShapeError
 from nablafol.numerics import log1mexp
 
-__all__ = ["Answers", "Tables", "GroupReader", "LOG_FLOOR", "floor_zeros", "asked_table", "answer_reading",
-           "ANSWER_READING"]
+__all__ = ["Answers", "Tables", "GroupReader", "LOG_FLOOR", "floor_zeros", "asked_table", "masked_table",
+           "not_probabilities", "answer_reading", "ANSWER_READING"]
 
 NEG_INF = float("-inf")
 #: The log-probability an exact zero counts as where answers are normalized or scored
@@ -76,6 +76,17 @@ def asked_table(oracle, requests, arity: int, device, n: Optional[int] = None) -
         raise ShapeError(f"{name} returned a table on {table.device}, its num_objects is on "
                          f"{device}: an oracle gives both on one device")
     return table
+
+
+def masked_table(table: torch.Tensor, requests, object_mask: torch.Tensor) -> torch.Tensor:
+    """``table`` (of ``requests``) with its entries past each scene's objects an exact 0."""
+    valid = object_mask[requests.scene]
+    return table.masked_fill(~(valid[:, :, None] & valid[:, None, :] if table.dim() == 3 else valid), NEG_INF)
+
+
+def not_probabilities(table: torch.Tensor) -> torch.Tensor:
+    """Where a log-probability table holds NaN or a value above log 1."""
+    return torch.isnan(table) | (table > 0)
 
 
 #: The arrays :func:`answer_reading` gives, in order
@@ -214,15 +225,14 @@ class Answers:
         p = self.log_probs[i].detach().exp().tolist()
         if self.labels[i] is None:
             return {"yes": p[0], "no": float(self.log_complement[i, 0].detach().exp())}
-        return dict(zip(self.labels[i], p[: len(self.labels[i])]))
+        return dict(zip(self.labels[i], p))  # padding past its labels left out
 
     def answer_distribution(self, i: int) -> dict[str, float]:
         """Candidate -> probability that it is *the* answer, for program ``i``
         (:meth:`normalized_log_probs`); a yes/no program as :meth:`candidate_probabilities`."""
         if self.labels[i] is None:
             return self.candidate_probabilities(i)
-        q = self.normalized_log_probs()[i].detach().exp().tolist()
-        return dict(zip(self.labels[i], q[: len(self.labels[i])]))
+        return dict(zip(self.labels[i], self.normalized_log_probs()[i].detach().exp().tolist()))
 
     def normalized_log_probs(self) -> torch.Tensor:
         """``(P, K)``: the candidates' log-probabilities normalized per program (``-inf`` at

@@ -27,12 +27,13 @@ from nablafol.errors import ProbabilityError, ProgramStructureError, ShapeError
 from nablafol.ir import Program
 from nablafol.oracle import Oracle, Requests, scene_sizes
 
-from nablafol.engine.answers import Answers, GroupReader, Tables, answer_reading, asked_table
+from nablafol.engine.answers import (Answers, GroupReader, Tables, answer_reading, asked_table, masked_table,
+                                     not_probabilities)
 from nablafol.engine.bounds import answer_bounds
 from nablafol.engine.circuits import CircuitCache
 from nablafol.engine.exact import exact_answers, exact_flags, shared_atom_counts
-from nablafol.engine.fixed_shapes import (Layout, ShapeFloors, dense_q_product, fixed_tables, layout_levels, layout_of,
-                                          padded_plan, padded_requests, trimmed, upload)
+from nablafol.engine.fixed_shapes import (PLAN_ARRAYS, Layout, ShapeFloors, dense_q_product, fixed_tables,
+                                          layout_levels, layout_of, padded_plan, padded_requests, trimmed, upload)
 from nablafol.engine.lowering import TOP
 from nablafol.engine.rowwise import run_rows, steps_of
 from nablafol.engine.planning import NEG_INF, BatchPlan, Group, Registry, build_batch_plan
@@ -60,8 +61,7 @@ class Calibration(Protocol):
 
 
 class _Store:
-    """The rows computed so far: one buffer without autograd (a concatenation per level is
-    quadratic in program length), a concatenation per level with it (no in-place writes)."""
+    """Rows computed so far: one buffer, or with autograd a concatenation per level (no writes)."""
 
     def __init__(self, first: torch.Tensor, total: int):
         self.filled, self.grad, self.rows = first.shape[0], torch.is_grad_enabled(), first
@@ -76,16 +76,6 @@ class _Store:
             for out in outs:
                 self.rows[self.filled: self.filled + out.shape[0]] = out
                 self.filled += out.shape[0]
-
-
-def _kept_on_plan(plan: BatchPlan, kind: str, array: np.ndarray, device, make: Callable):
-    """``make()``, kept on the plan by ``(kind, array, device)``; holding ``array`` keeps its id."""
-    return plan.kept((kind, id(array), device), lambda: (array, make()))[1]
-
-
-def _tensor(plan: BatchPlan, a: np.ndarray, device) -> torch.Tensor:
-    return _kept_on_plan(plan, "tensor", a, device,
-                         lambda: torch.as_tensor(a, dtype=torch.long, device=device))
 
 
 def _reading(a: np.ndarray, device):
@@ -104,16 +94,16 @@ def _flip(reverse: np.ndarray, device):
     return torch.as_tensor(reverse, device=device)[:, None, None]
 
 
-def _requests(plan: BatchPlan, keys: np.ndarray, device) -> Requests:
+def _requests(plan: BatchPlan, keys: np.ndarray, arity: int, device) -> Requests:
     def make() -> Requests:
         scene, local, predicates = padded_requests(keys, plan, len(keys))
         return Requests(torch.as_tensor(scene, device=device),
                         torch.as_tensor(local, device=device), predicates)
-    return _kept_on_plan(plan, "requests", keys, device, make)
+    return plan.kept(("requests", arity, device), make)
 
 
-def _levels(plan: BatchPlan, device) -> list:
-    """The plan's levels as :func:`_run_levels` reads them, kept on the plan."""
+def _batched(plan: BatchPlan, device) -> tuple:
+    """What a batched run reads of ``plan``, as ``layout_levels`` gives it: plan-wide, then levels."""
     def group(g: Group) -> tuple:
         a = g.arrays
         index = {name: _reading(rows, device) for name, rows in a.items()
@@ -124,13 +114,15 @@ def _levels(plan: BatchPlan, device) -> list:
         columns = [(_reading(np.ascontiguousarray(a["tables"][:, k]), device),
                     _flip(a["reverse"][:, k], device)) for k in range(width)]
         return g.operator, slice(g.start, g.stop), index, columns
-    return _kept_on_plan(plan, "levels", plan.levels, device,
-                         lambda: [([group(g) for g in v], [group(g) for g in s]) for v, s in plan.levels])
+    plan_wide = [getattr(plan, name) for name in PLAN_ARRAYS] + answer_reading(plan, plan.n_programs)
+    return upload(plan_wide, device), [([group(g) for g in v], [group(g) for g in s]) for v, s in plan.levels]
 
 
-def _run_levels(levels: list, tables: Tables, v_scene: torch.Tensor, q_product: Callable,
-                calibration: Optional[Callable] = None, v_program_step: tuple = ()) -> tuple:
-    """The (vector, scalar) stores of each level's groups ``(operator, rows, index, columns)`` run."""
+def _run(plan_wide: list, levels: list, tables: Tables, q_product: Callable,
+         calibration: Optional[Callable]) -> tuple:
+    """``(log_probs, log_complement, candidate_mask, focus, object_mask)`` of a run of ``levels``."""
+    v_scene, v_program, v_step, program_scene, answer_rows, candidates, focus, no_focus = plan_wide
+    tables = tables.with_neutral()
     unary, binary, object_mask = tables.unary, tables.binary, tables.object_mask
     n, dtype = object_mask.shape[1], tables.dtype
     vec = _Store(object_mask.new_zeros((0, n), dtype=dtype), v_scene.shape[0])
@@ -141,30 +133,24 @@ def _run_levels(levels: list, tables: Tables, v_scene: torch.Tensor, q_product: 
     for level in levels:
         for store, groups in zip((vec, sca), level):  # a level's attentions, then its truths
             outs = []
-            for operator, rows, index, columns in groups:
+            for operator, at, index, columns in groups:
                 if operator.vector:
-                    mask = object_mask[v_scene[rows]] if masked else None
+                    mask = object_mask[v_scene[at]] if masked else None
                 else:  # a truth read from an attention: its objects
                     mask = object_mask[v_scene[index["vin"]]] if tables.padded and "vin" in index else None
-                out = operator.run(GroupReader(index, columns, rows.stop - rows.start, vec.rows, sca.rows, unary,
-                                               binary, mask, q_product))
+                out = operator.run(GroupReader(index, columns, at.stop - at.start, vec.rows, sca.rows, unary, binary,
+                                               mask, q_product))
                 if calibration is not None and operator.vector and operator is not TOP:
-                    program, step = (a[rows] for a in v_program_step)
-                    out = calibration(out, mask, program, step).masked_fill(~mask, NEG_INF)
+                    out = calibration(out, mask, v_program[at], v_step[at]).masked_fill(~mask, NEG_INF)
                 outs.append(out)
             store.extend(outs)
-    return vec.rows, sca.rows
-
-
-def _read_answers(vec: torch.Tensor, sca: torch.Tensor, rows: torch.Tensor, mask: torch.Tensor,
-                  focus: torch.Tensor, no_focus: torch.Tensor) -> tuple:
-    """``(log_probs, log_complement, candidate_mask, focus)`` read as :func:`answer_reading` says."""
-    log_probs, log_complement = sca[:, 0][rows], sca[:, 1][rows]
+    vec, sca = vec.rows, sca.rows
     if vec.shape[0]:
         focused = vec[focus].masked_fill(no_focus[:, None], NEG_INF)
     else:  # yes/no questions of no attention at all
-        focused = vec.new_full((focus.shape[0], vec.shape[1]), NEG_INF)
-    return log_probs, log_complement, mask.clone(), focused  # the user's to edit, not the plan's
+        focused = vec.new_full((focus.shape[0], n), NEG_INF)
+    # the candidate mask is the user's to edit, not the plan's
+    return sca[:, 0][answer_rows], sca[:, 1][answer_rows], candidates.clone(), focused, object_mask[program_scene]
 
 
 def run_fixed(layout: Layout, index: list, unary: Optional[torch.Tensor], binary: Optional[torch.Tensor],
@@ -172,13 +158,12 @@ def run_fixed(layout: Layout, index: list, unary: Optional[torch.Tensor], binary
     """The level loop over a padded batch at the shapes ``layout`` fixes, tensor operations alone
     (what ``torch.compile(mode="reduce-overhead")`` records once per layout and replays).
     ``index``: the tensors of :func:`~nablafol.engine.fixed_shapes.layout_of`'s arrays."""
-    (v_scene, v_program, v_step, program_scene, *reading), levels = layout_levels(layout, index)
     dtype = unary.dtype if unary is not None else binary.dtype if binary is not None else torch.get_default_dtype()
-    tables = Tables(unary, binary, object_mask, dtype, True, neutral=False).with_neutral()
-    vec, sca = _run_levels(levels, tables, v_scene, dense_q_product, calibration, (v_program, v_step))
+    tables = Tables(unary, binary, object_mask, dtype, True, neutral=False)
+    log_probs, log_complement, candidate_mask, focus, objects = _run(*layout_levels(layout, index), tables,
+                                                                     dense_q_product, calibration)
     p = layout.programs  # a padded entry writes into the row after the programs'
-    log_probs, log_complement, candidate_mask, focused = _read_answers(vec, sca, *reading)
-    return log_probs[:p], log_complement[:p], candidate_mask[:p], focused, object_mask[program_scene]
+    return log_probs[:p], log_complement[:p], candidate_mask[:p], focus, objects
 
 
 class CompiledQProduct:
@@ -241,8 +226,7 @@ class Engine(torch.nn.Module):
         if (exact or bounds) and calibration is not None:
             raise ProgramStructureError(f"{'exact inference' if exact else 'bounds'} computes probabilities of the "
                                         "formulas; a calibrator changes them: use one or the other")
-        self.calibration = calibration
-        self.validate = validate
+        self.calibration, self.validate = calibration, validate
         self.exact, self.exact_budget, self.bounds = bool(exact), exact_budget, bool(bounds)
         self.registry = Registry()
         self.circuits = CircuitCache()
@@ -293,10 +277,18 @@ class Engine(torch.nn.Module):
 
     def plan_for(self, programs: Sequence[Program], oracle: Oracle, scenes=None) -> BatchPlan:
         """The plan :meth:`forward` runs for these arguments (host work alone)."""
-        programs = list(programs)
-        if scenes is None and len(programs) == 1 and scene_sizes(oracle.num_objects).shape[0] == 1:
-            return self.plan(programs)  # one question: no scenes array made
-        return self.plan(programs, self._scenes(programs, oracle, scenes))
+        programs, n_scenes = list(programs), int(scene_sizes(oracle.num_objects).shape[0])
+        if scenes is None:
+            if n_scenes not in (1, len(programs)):
+                raise ShapeError(f"{len(programs)} programs over {n_scenes} scenes: pass scenes= to say which is which")
+            return self.plan(programs, None if n_scenes == 1 else np.arange(len(programs)))
+        scenes = np.asarray(scenes.cpu() if torch.is_tensor(scenes) else scenes, dtype=np.int64).reshape(-1)
+        if scenes.shape[0] != len(programs):
+            raise ShapeError(f"scenes has {scenes.shape[0]} entries for {len(programs)} programs")
+        if scenes.size and (scenes.min() < 0 or scenes.max() >= n_scenes):
+            raise ShapeError(f"scene index {int(scenes.max() if scenes.max() >= n_scenes else scenes.min())} "
+                             f"out of range for an oracle of {n_scenes} scenes")
+        return self.plan(programs, scenes)
 
     def _fixed(self, plan: BatchPlan, oracle: Oracle) -> tuple[Answers, Tables]:
         """The fast path at bucketed shapes, trimmed back to the batch, and its tables."""
@@ -330,51 +322,25 @@ class Engine(torch.nn.Module):
         with torch.no_grad():
             return shared_atom_counts(self, programs, plan, self.tables(plan, oracle).with_neutral())
 
-    @staticmethod
-    def _scenes(programs: list, oracle: Oracle, scenes) -> np.ndarray:
-        n_scenes = int(scene_sizes(oracle.num_objects).shape[0])
-        if scenes is None:
-            if n_scenes == len(programs):
-                return np.arange(len(programs), dtype=np.int64)
-            if n_scenes == 1:
-                return np.zeros(len(programs), dtype=np.int64)
-            raise ShapeError(f"{len(programs)} programs over {n_scenes} scenes: pass scenes= to say which is which")
-        scenes = np.asarray(scenes.cpu() if torch.is_tensor(scenes) else scenes, dtype=np.int64).reshape(-1)
-        if scenes.shape[0] != len(programs):
-            raise ShapeError(f"scenes has {scenes.shape[0]} entries for {len(programs)} programs")
-        if scenes.size and (scenes.min() < 0 or scenes.max() >= n_scenes):
-            raise ShapeError(f"scene index {int(scenes.max() if scenes.max() >= n_scenes else scenes.min())} "
-                             f"out of range for an oracle of {n_scenes} scenes")
-        return scenes
-
     def _ask(self, oracle, requests: Requests, arity: int, n: int, object_mask: torch.Tensor,
-             padded: bool) -> torch.Tensor:
-        table = asked_table(oracle, requests, arity, object_mask.device, n)
+             padded: bool) -> Optional[torch.Tensor]:
         if not len(requests):
-            return table
+            return None
+        table = asked_table(oracle, requests, arity, object_mask.device, n)
         # one pass finds a table with no NaN and nothing above log 1: nothing to name
         suspect = self.validate and table.numel() and not bool(table.detach().max() <= 0)
         # an oracle that pads with exact zeros is not masked again, unless its table is suspect
-        masking = padded and (suspect or not getattr(oracle, "pads_with_zeros", False))
-        if not (masking or suspect):
-            return table
-        valid = None
-        if padded:
-            valid = object_mask[requests.scene]
-            if arity == 2:
-                valid = valid[:, :, None] & valid[:, None, :]
-        if suspect:
-            bad = torch.isnan(table) | (table > 0)
-            bad = bad if valid is None else bad & valid
-            if bool(bad.any()):
-                r = int(bad.flatten(1).any(1).nonzero()[0])
-                pred = requests.predicates[int(requests.predicate[r])]
-                idx = tuple(int(i) for i in bad[r].nonzero()[0])
-                value = float(table[r][idx].detach().exp()) if not torch.isnan(table[r][idx]) else float("nan")
-                raise ProbabilityError(f"{type(oracle).__name__}: predicate {pred.name!r} (scene "
-                                       f"{int(requests.scene[r])}, objects {idx}) has probability {value!r}, "
-                                       f"outside [0, 1]")
-        return table if not masking else table.masked_fill(~valid, NEG_INF)  # padding: an exact 0
+        if padded and (suspect or not getattr(oracle, "pads_with_zeros", False)):
+            table = masked_table(table, requests, object_mask)  # before the check: padding is no entry
+        bad = not_probabilities(table) if suspect else None
+        if bad is not None and bool(bad.any()):  # named: its predicate, scene and objects
+            r = int(bad.flatten(1).any(1).nonzero()[0])
+            pred = requests.predicates[int(requests.predicate[r])]
+            idx = tuple(int(i) for i in bad[r].nonzero()[0])
+            value = float(table[r][idx].detach().exp()) if not torch.isnan(table[r][idx]) else float("nan")
+            raise ProbabilityError(f"{type(oracle).__name__}: predicate {pred.name!r} (scene {int(requests.scene[r])}, "
+                                   f"objects {idx}) has probability {value!r}, outside [0, 1]")
+        return table
 
     def run(self, plan: BatchPlan, oracle: Oracle) -> Answers:
         """:meth:`execute` over the oracle's tables."""
@@ -384,16 +350,14 @@ class Engine(torch.nn.Module):
         """What the oracle says about every ``(scene, predicate)`` pair the plan needs."""
         num_objects = scene_sizes(oracle.num_objects)
         device, sizes = num_objects.device, num_objects.tolist()
-        n, least = max(sizes, default=0), min(sizes, default=0)
-        padded = num_objects.shape[0] > 1 and least != n
+        n = max(sizes, default=0)
+        padded = min(sizes, default=0) != n
         if padded:
             object_mask = torch.arange(n, device=device)[None, :] < num_objects[:, None]  # (B, N)
         else:
             object_mask = torch.ones((num_objects.shape[0], n), dtype=torch.bool, device=device)
-        u_req = _requests(plan, plan.unary_keys, device)
-        b_req = _requests(plan, plan.binary_keys, device)
-        unary = self._ask(oracle, u_req, 1, n, object_mask, padded) if len(u_req) else None
-        binary = self._ask(oracle, b_req, 2, n, object_mask, padded) if len(b_req) else None
+        unary, binary = (self._ask(oracle, _requests(plan, keys, arity, device), arity, n, object_mask, padded)
+                         for arity, keys in ((1, plan.unary_keys), (2, plan.binary_keys)))
         dtype = unary.dtype if unary is not None else binary.dtype if binary is not None else torch.get_default_dtype()
         return Tables(unary, binary, object_mask, dtype, padded, neutral=False)
 
@@ -405,13 +369,7 @@ class Engine(torch.nn.Module):
             steps = steps_of(plan)
             if steps is not None:
                 return run_rows(steps, plan, tables, self._q_product)
-        tables = tables.with_neutral()
-        idx = lambda a: _tensor(plan, a, tables.object_mask.device)  # noqa: E731
-        v_program_step = () if self.calibration is None else (idx(plan.v_program), idx(plan.v_step))
-        vec, sca = _run_levels(_levels(plan, tables.object_mask.device), tables, idx(plan.v_scene), self._q_product,
-                              self.calibration, v_program_step)
-        reading = _kept_on_plan(plan, "answers", plan.candidate_rows, tables.object_mask.device, lambda: [
-            torch.as_tensor(a, device=tables.object_mask.device) for a in answer_reading(plan, plan.n_programs)])
-        log_probs, log_complement, candidate_mask, focus = _read_answers(vec, sca, *reading)
-        return Answers(log_probs, candidate_mask, plan.labels, focus, tables.object_mask[idx(plan.program_scene)],
-                       log_complement)
+        device = tables.object_mask.device
+        log_probs, log_complement, candidate_mask, focus, objects = _run(
+            *plan.kept(("batched", device), lambda: _batched(plan, device)), tables, self._q_product, self.calibration)
+        return Answers(log_probs, candidate_mask, plan.labels, focus, objects, log_complement)

@@ -35,7 +35,8 @@ import numpy as np
 import torch
 
 from nablafol import operators as ops
-from nablafol.engine.answers import ANSWER_READING, Tables, answer_reading, asked_table
+from nablafol.engine.answers import (ANSWER_READING, Tables, answer_reading, asked_table, masked_table,
+                                     not_probabilities)
 from nablafol.engine.lowering import OPERATORS
 from nablafol.engine.planning import BatchPlan, Group, split_key
 from nablafol.errors import ProgramStructureError
@@ -242,15 +243,11 @@ def fixed_tables(oracle, requests: dict, validate: bool, scenes: int) -> tuple:
     for arity, table in tables.items():
         if table is None:
             continue
-        req = requests[arity]
-        valid = object_mask[req.scene]
-        if arity == 2:
-            valid = valid[:, :, None] & valid[:, None, :]
         table = torch.nn.functional.pad(table, (0, n - table.shape[-1]) * arity, value=NEG_INF)
+        tables[arity] = masked_table(table, requests[arity], object_mask)  # padding: an exact 0
         if validate:
-            bad = ((torch.isnan(table) | (table > 0)) & valid).any()
+            bad = not_probabilities(tables[arity]).any()
             invalid = bad if invalid is None else invalid | bad
-        tables[arity] = table.masked_fill(~valid, NEG_INF)  # padding: an exact 0
     dtype = next((t.dtype for t in tables.values() if t is not None), torch.get_default_dtype())
     return Tables(tables[1], tables[2], object_mask, dtype, True, neutral=False), invalid, n_objects
 

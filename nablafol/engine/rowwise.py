@@ -1,7 +1,6 @@
 """One small program's plan run row by row, each row's inputs Python references (no store, index
-tensors or gathers). Scalar steps keep their group's argument width (its padding too), so the
-answers are the batched executor's, bit for bit. Plans of more than :data:`MAX_ROWS` rows, calls
-with a calibrator, padded scenes or ``Engine(compile=True)`` run batched.
+tensors or gathers), unless calibrated, over padded scenes or compiled; scalar steps keep their
+group's padding, so the answers are the batched executor's, bit for bit.
 
 Example (:mod:`~nablafol.engine.execution`'s example runs so too):
     >>> from nablafol.engine import Engine

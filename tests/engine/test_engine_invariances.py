@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 import pytest
 
 from engine_helpers import run_engine
-from nablafol.ir import Aggregate, Conjoin, Filter, Neg, Not, Predicate, Program, Quantifier, Top
+from nablafol.ir import Aggregate, Conjoin, Filter, Neg, Not, Predicate, Program, Quantifier, Relate, Top
 from nablafol.testing.strategies import attentions, default_vocabulary, scenes_and_programs, tables_for
 
 UNARY, BINARY = default_vocabulary()
@@ -137,27 +137,30 @@ def test_a_kept_one_program_plan_answers_as_a_fresh_one(a, b):
     assert torch.equal(kept.log_probs, fresh.log_probs) and torch.equal(kept.focus, fresh.focus)
 
 
-def test_what_a_plan_keeps_is_found_by_the_array_itself_never_by_a_reused_id():
-    from nablafol.engine.execution import _kept_on_plan
-    from nablafol.engine.planning import Registry, build_batch_plan
-    program = Program.yes_no(Aggregate(Quantifier.EXISTS, Filter(Predicate("p0"), Top())))
-    plan = build_batch_plan([program], np.array([0]), Registry())
-    made = []
+def test_what_a_plan_keeps_is_kept_per_arity_and_device():
+    """A plan keeps the oracle requests and index tensors it made, one set per arity and device:
+    the binary requests are never the unary ones, and a second call asks with the same objects."""
+    from nablafol.engine import Engine
+    from nablafol.oracle import TableOracle
+    red, left = Predicate("red"), Predicate("left", arity=2)
+    program = Program.yes_no(Aggregate(Quantifier.EXISTS, Filter(red, Relate.of(left, Quantifier.EXISTS, Top()))))
+    asked = []
 
-    def make(a):
-        made.append(a)
-        return len(made)
-    held = np.arange(3)
-    assert _kept_on_plan(plan, "t", held, "cpu", lambda: make(held)) == _kept_on_plan(plan, "t", held, "cpu",
-                                                                                     lambda: make(held)) == 1
-    assert _kept_on_plan(plan, "other kind", held, "cpu", lambda: make(held)) == 2
-    # a new array is never answered with what another one made, even when it reuses a freed id
-    # (temporaries of one shape are allocated at the address the last one freed)
-    seen = set()
-    for _ in range(50):
-        value = _kept_on_plan(plan, "t", np.arange(3) + 1, "cpu", object)
-        assert id(value) not in seen
-        seen.add(id(value))
+    class Recording(TableOracle):
+        def unary(self, requests):
+            asked.append(requests)
+            return super().unary(requests)
+
+        def binary(self, requests):
+            asked.append(requests)
+            return super().binary(requests)
+    oracle = Recording([{red: torch.tensor([0.5, 0.25]), left: torch.tensor([[0.0, 1.0], [0.5, 0.0]])}])
+    engine = Engine()
+    plan = engine.plan([program, program], [0, 0])
+    first, again = engine.run(plan, oracle), engine.run(plan, oracle)
+    assert [r.predicates for r in asked] == [(red,), (left,), (red,), (left,)]
+    assert asked[0] is asked[2] and asked[1] is asked[3] and asked[0] is not asked[1]
+    assert torch.equal(first.log_probs, again.log_probs)
 
 
 @pytest.mark.slow
@@ -176,7 +179,7 @@ def test_scenes_of_one_size_skip_the_masks_and_answer_the_same(a, two_scenes):
     engine = Engine()
     oracle = TableOracle(tables)
     with torch.no_grad():
-        plan = engine.plan(programs, engine._scenes(programs, oracle, scenes))
+        plan = engine.plan_for(programs, oracle, scenes)
         unmasked = engine.tables(plan, oracle)
         assert unmasked.padded is False
         fast = engine.execute(plan, unmasked)
