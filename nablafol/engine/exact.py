@@ -24,7 +24,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from nablafol.engine.answers import Answers, Tables
+from nablafol.engine.answers import Answers, Tables, answer_reading
 from nablafol.engine.circuits import CircuitJobs, answer_by_circuits, padded
 from nablafol.engine.grounding import RepeatedAtoms, repeated_atoms
 from nablafol.engine.planning import BatchPlan, build_batch_plan, request_key, split_key
@@ -33,8 +33,7 @@ from nablafol.numerics import log1mexp, log_sum_exp
 
 NEG_INF = float("-inf")
 
-__all__ = ["exact_flags", "exact_answers", "shared_atom_counts", "circuit_preferred",
-           "WORLDS_PER_RUN", "COMPILE_WORLDS"]
+__all__ = ["exact_answers", "shared_atoms", "circuit_preferred", "WORLDS_PER_RUN", "COMPILE_WORLDS"]
 
 #: What compiling a question's circuit costs, in worlds of Shannon expansion (a fast-path run each)
 COMPILE_WORLDS = 64
@@ -42,18 +41,9 @@ COMPILE_WORLDS = 64
 WORLDS_PER_RUN = 1 << 12
 
 
-def exact_flags(engine, programs: Sequence[Program], plan: BatchPlan, tables) -> torch.Tensor:
-    """``(P,)`` bool: which answers of the fast path are exact (read-once, or no uncertain atom
-    repeated in that scene)."""
-    return torch.as_tensor(shared_atom_counts(engine, programs, plan, tables) == 0)
-
-
-def shared_atom_counts(engine, programs: Sequence[Program], plan: BatchPlan, tables) -> np.ndarray:
-    """``(P,)``: the number of uncertain ground atoms each program repeats in its scene."""
-    return _shared_atoms(engine, programs, plan, tables).count
-
-
-def _shared_atoms(engine, programs, plan: BatchPlan, tables) -> RepeatedAtoms:
+def shared_atoms(engine, programs: Sequence[Program], plan: BatchPlan, tables) -> RepeatedAtoms:
+    """The uncertain ground atoms each program repeats in its scene (``count``: how many; 0 where
+    the fast path's answer is exact)."""
     need = np.array([i for i, p in enumerate(programs) if not p.read_once], dtype=np.int64)
     if need.size:  # what a program repeats may be certain in its scene (plain scene graphs)
         need = need[~_certain_repeats(programs, need, plan, tables)]
@@ -97,7 +87,7 @@ def exact_answers(engine, programs: Sequence[Program], plan: BatchPlan, tables) 
         if _by_circuits(engine, answers, jobs).size == n_jobs:  # else one is past its node budget
             answers._exact = torch.ones(plan.n_programs, dtype=torch.bool)
             return answers
-    atoms = _shared_atoms(engine, programs, plan, tables)
+    atoms = shared_atoms(engine, programs, plan, tables)
     count = atoms.count
     answers = engine.execute(plan, tables)  # the fast path: exact where nothing uncertain repeats
     compiled = np.zeros(len(programs), dtype=bool)
@@ -128,14 +118,11 @@ def _known_jobs(engine, programs, plan: BatchPlan, tables) -> CircuitJobs | None
 
 def _unanswered(plan: BatchPlan, tables) -> Answers:
     """Answers of the plan's shape with nothing written: probabilities 0, no focus."""
-    device, shape = tables.object_mask.device, (plan.n_programs, plan.candidate_width)
-    mask = torch.zeros(shape, dtype=torch.bool, device=device)
-    at = (plan.candidate_program, plan.candidate_position)
-    mask[tuple(torch.as_tensor(a, device=device) for a in at)] = True
-    log_probs = torch.full(shape, NEG_INF, dtype=tables.dtype, device=device)
+    device = tables.object_mask.device
+    mask = torch.as_tensor(answer_reading(plan, plan.n_programs)[1], device=device)
+    log_probs = torch.full(mask.shape, NEG_INF, dtype=tables.dtype, device=device)
     focus = log_probs.new_full((plan.n_programs, tables.object_mask.shape[1]), NEG_INF)
-    scenes = torch.as_tensor(plan.program_scene, dtype=torch.long, device=device)
-    masks = tables.object_mask[scenes]
+    masks = tables.object_mask[torch.as_tensor(plan.program_scene, device=device)]
     return Answers(log_probs, mask, plan.labels, focus, masks, torch.zeros_like(log_probs))
 
 

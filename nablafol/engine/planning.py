@@ -53,24 +53,20 @@ class PlanBuilder:
         numbers = number_predicates(self.unary_index, predicates)
         return np.fromiter(numbers, dtype=np.int64, count=len(numbers))
 
-    def vector(self, operator: Operator, node, first=-1, second=-1, predicate=-1, atoms=()) -> int:
-        """Add one vector row computing ``node`` from rows ``first``, ``second`` and a unary
-        predicate's local number (-1: none); ``atoms``: a relate's (binary predicate, reversed)."""
-        levels = self.v_rows.levels
-        level = 0 if first < 0 else 1 + max(levels[first], levels[second] if second >= 0 else 0)
-        i = self.v_rows.add((operator.id, level, first, second, predicate))
-        self.steps.append(node)
-        self.atoms.extend((i, p, reverse) for p, reverse in atoms)
-        return i
+    def vector(self, operator: Operator, node, first=-1, second=-1, predicate=-1, atoms=()):
+        """Add the vector row computing ``node`` from rows ``first``, ``second`` and a unary
+        predicate's local number (-1: none); ``atoms``: a relate's (binary predicate, reversed).
+        Where one of them is an array, a row per truth of ``node`` (their range)."""
+        many = any(isinstance(x, np.ndarray) for x in (first, second, predicate))
+        inputs = (int(np.min(x)) if many else x for x in (first, second))  # a block's: one level
+        level = 1 + max((self.v_rows.levels[i] for i in inputs if i >= 0), default=-1)
+        k = len(node.predicates) if many else 1
+        rows = self.v_rows.add(_block(k, operator.id, level, first, second, predicate), level)
+        self.steps.append((node,) if many else node)  # (node,): a row per predicate, expanded later
+        self.atoms.extend((rows.start, p, reverse) for p, reverse in atoms)
+        return rows if many else rows.start
 
-    def vector_block(self, operator: Operator, node, first, second=-1, predicate=-1) -> range:
-        """Add one vector row per truth of ``node``: ``first``, ``second``, ``predicate`` are
-        numbers or arrays (a row each)."""
-        k = len(node.predicates)
-        levels = self.v_rows.levels
-        level = 1 + max(levels[int(np.min(first))], levels[int(np.min(second))] if np.min(second) >= 0 else 0)
-        self.steps.append((node,))  # its rows, one per predicate: expanded when asked for
-        return self.v_rows.add_block(_block(k, operator.id, level, first, second, predicate), level)
+    vector_block = vector
 
     def scalar(self, row: ScalarRow):
         """Add ``row``'s truth rows: its row, or a range of them where it stands for many."""
@@ -78,7 +74,7 @@ class PlanBuilder:
         sizes = [len(truths)] if row.sizes is None else row.sizes
         level = 1 + max(map(self.s_rows.levels.__getitem__, truths.tolist())) if len(truths) else 0
         n = len(sizes) if len(truths) else np.size(row.attention)
-        rows = self.s_rows.add_block(_block(n, row.operator.id, level, row.attention), level)
+        rows = self.s_rows.add(_block(n, row.operator.id, level, row.attention), level)
         if len(truths):
             owners = np.repeat(np.arange(rows.start, rows.stop), sizes)
             self.edges.append(np.stack([owners, truths], 1))
@@ -175,26 +171,18 @@ class GroundingRows:
 
 
 class _Rows:
-    """Rows of a plan table, numbered in order: runs of single rows (lists) and numpy blocks."""
+    """Rows of a plan table, numbered in order, added in blocks."""
 
     def __init__(self, width: int):
         self.width, self.parts, self.levels = width, [], []
 
-    def add(self, row: tuple) -> int:
-        if not self.parts or isinstance(self.parts[-1], np.ndarray):
-            self.parts.append([])
-        self.parts[-1].append(row)
-        self.levels.append(row[1])
-        return len(self.levels) - 1
-
-    def add_block(self, block: np.ndarray, level: int) -> range:
+    def add(self, block: np.ndarray, level: int) -> range:
         self.parts.append(block)
         self.levels.extend([level] * len(block))
         return range(len(self.levels) - len(block), len(self.levels))
 
     def array(self) -> np.ndarray:
-        parts = [np.array(p, dtype=np.int64).reshape(-1, self.width) for p in self.parts]
-        return np.concatenate(parts) if parts else np.zeros((0, self.width), dtype=np.int64)
+        return np.concatenate(self.parts) if self.parts else np.zeros((0, self.width), dtype=np.int64)
 
 
 def _block(k: int, *columns) -> np.ndarray:
