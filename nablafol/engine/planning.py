@@ -278,8 +278,7 @@ def _padded(owner: np.ndarray, values: np.ndarray, a: int, b: int, fill: int) ->
     order = np.argsort(owner, kind="stable")
     owner, values = owner[order], values[order]
     counts = np.bincount(owner, minlength=n_rows)
-    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
-    pos = np.arange(owner.size) - starts[owner]
+    pos = np.arange(owner.size) - (np.cumsum(counts) - counts)[owner]
     out = np.full((n_rows, max(1, int(counts.max()))), fill, dtype=np.int64)
     out[owner, pos] = values
     return out
@@ -350,8 +349,7 @@ def split_key(keys, n_predicates: int) -> tuple:
 
 
 def _distinct(keys: np.ndarray, bound: int) -> np.ndarray:
-    """``np.unique(keys)`` of keys in ``[0, bound)``: marked in ``bound`` flags where that is
-    not much larger than the keys (cheaper than sorting), else sorted."""
+    """``np.unique(keys)`` of keys in ``[0, bound)``, by flags where cheaper than sorting."""
     if bound > 8 * keys.size + 4096:
         return np.unique(keys)
     seen = np.zeros(bound, dtype=bool)
@@ -359,19 +357,15 @@ def _distinct(keys: np.ndarray, bound: int) -> np.ndarray:
     return np.flatnonzero(seen)
 
 
-def build_batch_plan(programs: Sequence[Program], scenes: np.ndarray, registry: Registry) -> BatchPlan:
-    """The plan of ``programs``, program ``k`` on scene ``scenes[k]``."""
+def build_batch_plan(programs: Sequence[Program], scenes: np.ndarray, registry: Registry,
+                     predicates: Optional[list] = None) -> BatchPlan:
+    """The plan of ``programs``, program ``k`` on scene ``scenes[k]``, numbering ``predicates``
+    (those of a batch they came from) or their own."""
     if scenes.size and scenes.min() < 0:
         raise ShapeError(f"scene index {int(scenes.min())} is negative")
     # a program object met again (a compiler hands out one per question text) is looked up once
-    by_object: dict = {}  # id -> (the program, its pack): holding the program keeps its id its own
-    packs, ids = [], []
-    for p in programs:
-        entry = by_object.get(id(p))
-        if entry is None:
-            entry = by_object[id(p)] = (p, registry.packed(p))
-        packs.append(entry[1].plan)
-        ids.append(entry[1].ids)
+    by_object = {i: registry.packed(p) for i, p in {id(p): p for p in programs}.items()}
+    packs, ids = [by_object[id(p)].plan for p in programs], [by_object[id(p)].ids for p in programs]
     n_prog = len(packs)
     v, v_off, v_program = _stacked([p.v for p in packs], 5)
     a, _, a_program = _stacked([p.a for p in packs], 3)
@@ -384,13 +378,12 @@ def build_batch_plan(programs: Sequence[Program], scenes: np.ndarray, registry: 
     # predicates renumbered in a canonical order: what the oracle is asked depends on this batch
     # alone, not on what the engine met before (a resumed training run equals an uninterrupted one)
     ids, ids_off, _ = _stacked(ids, 0)
-    canonical = sorted(_distinct(ids, len(registry.predicates)).tolist(),
-                       key=lambda i: (registry.predicates[i].kind, registry.predicates[i].name,
-                                      registry.predicates[i].arity))
+    if predicates is None:
+        found = [registry.predicates[i] for i in _distinct(ids, len(registry.predicates)).tolist()]
+        predicates = sorted(found, key=lambda p: (p.kind, p.name, p.arity))
     rank = np.zeros(len(registry.predicates), dtype=np.int64)
-    rank[canonical] = np.arange(len(canonical))
+    rank[[registry.ids[p] for p in predicates]] = np.arange(len(predicates))
     ids = rank[ids]
-    predicates = [registry.predicates[i] for i in canonical]
     v_pred = v[:, 4].copy()
     has = v_pred >= 0
     v_pred[has] = ids[v_pred[has] + ids_off[v_program[has]]]
