@@ -363,7 +363,9 @@ def build_batch_plan(programs: Sequence[Program], scenes: np.ndarray, registry: 
     (those of a batch they came from) or their own."""
     if scenes.size and scenes.min() < 0:
         raise ShapeError(f"scene index {int(scenes.min())} is negative")
-    # a program object met again (a compiler hands out one per question text) is looked up once
+    # a program object met again (a compiler hands out one per question text) is looked up once;
+    # the list holds them all, so no id comes back for another (a sequence may make its items)
+    programs = list(programs)
     by_object = {i: registry.packed(p) for i, p in {id(p): p for p in programs}.items()}
     packs, ids = [by_object[id(p)].plan for p in programs], [by_object[id(p)].ids for p in programs]
     n_prog = len(packs)
