@@ -58,10 +58,9 @@ class PlanBuilder:
         predicate's local number (-1: none); ``atoms``: a relate's (binary predicate, reversed).
         Where one of them is an array, a row per truth of ``node`` (their range)."""
         many = any(isinstance(x, np.ndarray) for x in (first, second, predicate))
-        inputs = (int(np.min(x)) if many else x for x in (first, second))  # a block's: one level
-        level = 1 + max((self.v_rows.levels[i] for i in inputs if i >= 0), default=-1)
-        k = len(node.predicates) if many else 1
-        rows = self.v_rows.add(_block(k, operator.id, level, first, second, predicate), level)
+        inputs = [i for i in ((int(np.min(x)) if many else x) for x in (first, second)) if i >= 0]
+        k = len(node.predicates) if many else 1  # a block's inputs: rows of one level
+        rows = self.v_rows.add(k, inputs, operator.id, first, second, predicate)
         self.steps.append((node,) if many else node)  # (node,): a row per predicate, expanded later
         self.atoms.extend((rows.start, p, reverse) for p, reverse in atoms)
         return rows if many else rows.start
@@ -72,9 +71,8 @@ class PlanBuilder:
         """Add ``row``'s truth rows: its row, or a range of them where it stands for many."""
         truths = np.asarray(row.truths, dtype=np.int64)
         sizes = [len(truths)] if row.sizes is None else row.sizes
-        level = 1 + max(map(self.s_rows.levels.__getitem__, truths.tolist())) if len(truths) else 0
         n = len(sizes) if len(truths) else np.size(row.attention)
-        rows = self.s_rows.add(_block(n, row.operator.id, level, row.attention), level)
+        rows = self.s_rows.add(n, truths.tolist(), row.operator.id, row.attention)
         if len(truths):
             owners = np.repeat(np.arange(rows.start, rows.stop), sizes)
             self.edges.append(np.stack([owners, truths], 1))
@@ -171,18 +169,19 @@ class GroundingRows:
 
 
 class _Rows:
-    """Rows of a plan table, numbered in order, added in blocks."""
+    """Rows of a plan table, numbered in order, added in blocks, each one level past its inputs."""
 
     def __init__(self, width: int):
         self.width, self.parts, self.levels = width, [], []
 
-    def add(self, block: np.ndarray, level: int) -> range:
-        self.parts.append(block)
-        self.levels.extend([level] * len(block))
-        return range(len(self.levels) - len(block), len(self.levels))
+    def add(self, k: int, inputs: list, operator: int, *columns) -> range:
+        level = 1 + max(map(self.levels.__getitem__, inputs), default=-1)
+        self.parts.append(_block(k, operator, level, *columns))
+        self.levels.extend([level] * k)
+        return range(len(self.levels) - k, len(self.levels))
 
     def array(self) -> np.ndarray:
-        return np.concatenate(self.parts) if self.parts else np.zeros((0, self.width), dtype=np.int64)
+        return np.concatenate(self.parts) if self.parts else np.zeros((0, self.width), np.int64)
 
 
 def _block(k: int, *columns) -> np.ndarray:
