@@ -105,30 +105,27 @@ def q_product(log_r: torch.Tensor, log_y: torch.Tensor, mask_x: torch.Tensor | N
         # summed in one layout: a reversed atom's table is a transposed view, and a sum along
         # strided memory adds in another order (last bits would depend on the batch's other rows)
         return _pad(log_r.contiguous().sum(-1) + masked_sum(log_y, mask_y)[:, None], mask_x)
+    tracked = torch.is_grad_enabled() and (log_r.requires_grad or log_y.requires_grad)
+    complement = log1mexp_nonpositive
     if block_elements is None:  # contiguous: the sums' order is the blocks' whatever log_r's layout
-        none_true = log1mexp(log_r.contiguous() + log_y[:, None, :]).sum(-1)
-    elif torch.is_grad_enabled() and (log_r.requires_grad or log_y.requires_grad):
+        complement = log1mexp if tracked else _two_branches
+        none_true = complement(log_r.contiguous() + log_y[:, None, :]).sum(-1)
+    elif tracked:
         none_true = _NoneTrue.apply(log_r, log_y, block_elements)
     else:  # the same blocks without autograd's bookkeeping (a small call's main cost)
         none_true = _none_true_blocks(log_r, log_y, _row_blocks(log_r, block_elements))
-    out = none_true if quantifier is Quantifier.NOT_EXISTS else log1mexp_nonpositive(none_true)
+    out = none_true if quantifier is Quantifier.NOT_EXISTS else complement(none_true)
     return _pad(out, mask_x)
 
 
 def q_product_fused(log_r, log_y, mask_x, mask_y, quantifier: Quantifier) -> torch.Tensor:
-    """:func:`q_product` as plain operations for ``torch.compile``, ``log(1 - e^t)`` in branches."""
-    tracked = torch.is_grad_enabled() and (log_r.requires_grad or log_y.requires_grad)
-    if quantifier is Quantifier.FORALL or tracked:
-        return q_product(log_r, log_y, mask_x, mask_y, quantifier, block_elements=None)
-    if mask_y is not None:
-        log_y = log_y.masked_fill(~mask_y, NEG_INF)
-    none_true = _two_branches(log_r.contiguous() + log_y[:, None, :]).sum(-1)
-    out = none_true if quantifier is Quantifier.NOT_EXISTS else _two_branches(none_true)
-    return _pad(out, mask_x)
+    """:func:`q_product` in one block of plain operations, the form ``torch.compile`` fuses."""
+    return q_product(log_r, log_y, mask_x, mask_y, quantifier, block_elements=None)
 
 
 def _two_branches(t: torch.Tensor) -> torch.Tensor:
-    # out of place, the threshold a Python float: a constant in the fused loop
+    # log1mexp out of place, the threshold a Python float: a constant in the fused loop
+    t = t.clamp(max=0.0)
     return torch.where(t > LOG_HALF, torch.log(-torch.expm1(t)), torch.log1p(-torch.exp(t)))
 
 

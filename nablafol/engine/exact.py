@@ -23,8 +23,9 @@ from typing import Sequence
 
 import numpy as np
 import torch
+from torch.nn.utils.rnn import pad_sequence
 
-from nablafol.engine.answers import Answers, Tables
+from nablafol.engine.answers import Answers, Tables, answer_reading
 from nablafol.engine.circuits import CircuitJobs, answer_by_circuits, padded
 from nablafol.engine.grounding import RepeatedAtoms, repeated_atoms
 from nablafol.engine.planning import BatchPlan, build_batch_plan, request_key, split_key
@@ -33,8 +34,7 @@ from nablafol.numerics import log1mexp, log_sum_exp
 
 NEG_INF = float("-inf")
 
-__all__ = ["exact_flags", "exact_answers", "shared_atom_counts", "circuit_preferred",
-           "WORLDS_PER_RUN", "COMPILE_WORLDS"]
+__all__ = ["exact_answers", "shared_atoms", "circuit_preferred", "WORLDS_PER_RUN", "COMPILE_WORLDS"]
 
 #: What compiling a question's circuit costs, in worlds of Shannon expansion (a fast-path run each)
 COMPILE_WORLDS = 64
@@ -42,18 +42,9 @@ COMPILE_WORLDS = 64
 WORLDS_PER_RUN = 1 << 12
 
 
-def exact_flags(engine, programs: Sequence[Program], plan: BatchPlan, tables) -> torch.Tensor:
-    """``(P,)`` bool: which answers of the fast path are exact (read-once, or no uncertain atom
-    repeated in that scene)."""
-    return torch.as_tensor(shared_atom_counts(engine, programs, plan, tables) == 0)
-
-
-def shared_atom_counts(engine, programs: Sequence[Program], plan: BatchPlan, tables) -> np.ndarray:
-    """``(P,)``: the number of uncertain ground atoms each program repeats in its scene."""
-    return _shared_atoms(engine, programs, plan, tables).count
-
-
-def _shared_atoms(engine, programs, plan: BatchPlan, tables) -> RepeatedAtoms:
+def shared_atoms(engine, programs: Sequence[Program], plan: BatchPlan, tables) -> RepeatedAtoms:
+    """The uncertain ground atoms each program repeats in its scene (``count``: how many; 0 where
+    the fast path's answer is exact)."""
     need = np.array([i for i, p in enumerate(programs) if not p.read_once], dtype=np.int64)
     if need.size:  # what a program repeats may be certain in its scene (plain scene graphs)
         need = need[~_certain_repeats(programs, need, plan, tables)]
@@ -89,27 +80,38 @@ def _certain_repeats(programs, need: np.ndarray, plan: BatchPlan, tables) -> np.
 def exact_answers(engine, programs: Sequence[Program], plan: BatchPlan, tables) -> Answers:
     """The batch's answers, exact for every program that repeats at most ``engine.exact_budget``
     uncertain atoms (``Answers.exact`` says which)."""
-    jobs = _known_jobs(engine, programs, plan, tables)
+    jobs, rows = None, np.array([i for i, p in enumerate(programs) if not p.read_once], np.int64)
+    repeating = {id(programs[i]): programs[i] for i in rows}.values()  # a program object asked once
+    if rows.size and all(engine.circuits.knows(p) for p in repeating):  # each had a circuit lately
+        jobs = CircuitJobs(programs, plan, tables, rows)
     if jobs is not None and all(engine.circuits.holds(k) for k in jobs.keys):  # no atoms to find
         n_jobs = sum(len(m) for m in jobs.members)
-        some_fast = n_jobs < len(programs)
-        answers = engine.execute(plan, tables) if some_fast else _unanswered(plan, tables)
+        fast = n_jobs < len(programs)
+        answers = engine.execute(plan, tables) if fast else _unanswered(plan, tables)
         if _by_circuits(engine, answers, jobs).size == n_jobs:  # else one is past its node budget
             answers._exact = torch.ones(plan.n_programs, dtype=torch.bool)
             return answers
-    atoms = _shared_atoms(engine, programs, plan, tables)
+    atoms = shared_atoms(engine, programs, plan, tables)
     count = atoms.count
     answers = engine.execute(plan, tables)  # the fast path: exact where nothing uncertain repeats
     compiled = np.zeros(len(programs), dtype=bool)
-    if (count > 0).any():
-        jobs = _preferred_jobs(engine, programs, plan, tables, count, jobs)
+    if (count > 0).any():  # the jobs circuits answer (circuit_preferred)
+        if jobs is None:
+            jobs = CircuitJobs(programs, plan, tables, np.nonzero(count > 0)[0])
+        k = [int(count[members[0]]) for members in jobs.members]  # the same for a job's programs
+        jobs = jobs.keeping([j for j, key in enumerate(jobs.keys) if k[j] > 0 and circuit_preferred(
+            engine.circuits, key, k[j], len(jobs.members[j]), engine.exact_budget)])
         compiled[_by_circuits(engine, answers, jobs)] = True
     answers._exact = torch.as_tensor((count <= engine.exact_budget) | compiled)
     expand = np.nonzero((count > 0) & (count <= engine.exact_budget) & ~compiled)[0]
     if not expand.size:
         return answers
-    parts, owner = [], []
-    for program, world in _runs(expand, count):  # a program's worlds may span runs: a part per run
+    worlds, parts, owner = 1 << count[expand], [], []
+    ends = np.cumsum(worlds)
+    for start in range(0, int(ends[-1]), WORLDS_PER_RUN):  # a program's worlds may span runs
+        at = np.arange(start, min(start + WORLDS_PER_RUN, int(ends[-1])))  # across programs
+        i = np.searchsorted(ends, at, side="right")
+        program, world = expand[i], at - (ends[i] - worlds[i])
         parts.append(_worlds(engine, programs, plan, tables, atoms, program, world, answers))
         owner.append(np.unique(program))
     owner = np.concatenate(owner)
@@ -117,25 +119,13 @@ def exact_answers(engine, programs: Sequence[Program], plan: BatchPlan, tables) 
     return answers
 
 
-def _known_jobs(engine, programs, plan: BatchPlan, tables) -> CircuitJobs | None:
-    """The jobs of the programs that can repeat atoms if each had a circuit lately, else None."""
-    rows = np.array([i for i, p in enumerate(programs) if not p.read_once], dtype=np.int64)
-    repeating = {id(programs[i]): programs[i] for i in rows}.values()
-    if not rows.size or not all(engine.circuits.knows(p) for p in repeating):
-        return None
-    return CircuitJobs(programs, plan, tables, rows)
-
-
 def _unanswered(plan: BatchPlan, tables) -> Answers:
     """Answers of the plan's shape with nothing written: probabilities 0, no focus."""
-    device, shape = tables.object_mask.device, (plan.n_programs, plan.candidate_width)
-    mask = torch.zeros(shape, dtype=torch.bool, device=device)
-    at = (plan.candidate_program, plan.candidate_position)
-    mask[tuple(torch.as_tensor(a, device=device) for a in at)] = True
-    log_probs = torch.full(shape, NEG_INF, dtype=tables.dtype, device=device)
+    device = tables.object_mask.device
+    mask = torch.as_tensor(answer_reading(plan, plan.n_programs)[1], device=device)
+    log_probs = torch.full(mask.shape, NEG_INF, dtype=tables.dtype, device=device)
     focus = log_probs.new_full((plan.n_programs, tables.object_mask.shape[1]), NEG_INF)
-    scenes = torch.as_tensor(plan.program_scene, dtype=torch.long, device=device)
-    masks = tables.object_mask[scenes]
+    masks = tables.object_mask[torch.as_tensor(plan.program_scene, device=device)]
     return Answers(log_probs, mask, plan.labels, focus, masks, torch.zeros_like(log_probs))
 
 
@@ -148,15 +138,6 @@ def _write(answers: Answers, rows: np.ndarray, log_p, log_c, focus) -> None:
     log_c = answers.log_complement.index_copy(0, at, log_c)
     answers.log_complement = log_c.masked_fill(absent, 0.0)
     answers.focus = answers.focus.index_copy(0, at, focus)
-
-
-def _preferred_jobs(engine, programs, plan: BatchPlan, tables, count, jobs) -> CircuitJobs:
-    """The jobs circuits answer (:func:`circuit_preferred`); ``jobs``: the batch's, when made."""
-    if jobs is None:
-        jobs = CircuitJobs(programs, plan, tables, np.nonzero(count > 0)[0])
-    k = [int(count[members[0]]) for members in jobs.members]  # the same for a job's programs
-    return jobs.keeping([j for j, key in enumerate(jobs.keys) if k[j] > 0 and circuit_preferred(
-        engine.circuits, key, k[j], len(jobs.members[j]), engine.exact_budget)])
 
 
 def _by_circuits(engine, answers: Answers, jobs: CircuitJobs) -> np.ndarray:
@@ -178,27 +159,9 @@ def circuit_preferred(cache, key: tuple, k: int, copies: int, budget: int) -> bo
 
 
 def _log_sum_by(owner: np.ndarray, values: torch.Tensor) -> torch.Tensor:
-    """``log Σ e^values`` over the rows of each owner, in order: a row per owner, ascending."""
-    per = np.unique(owner, return_counts=True)[1]
-    grid = np.full((len(per), int(per.max())), owner.size, dtype=np.int64)  # past the last: padding
-    grid[np.repeat(np.arange(len(per)), per), _within(per)] = np.argsort(owner, kind="stable")
-    padded = torch.cat([values, values.new_full((1, values.shape[1]), NEG_INF)])
-    return log_sum_exp(padded[torch.as_tensor(grid, device=values.device)], dim=1)
-
-
-def _within(counts: np.ndarray) -> np.ndarray:
-    """Each item's place in its group, for groups of ``counts`` items in turn."""
-    return np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
-
-
-def _runs(expand: np.ndarray, count: np.ndarray):
-    """Each world's program and number, in runs of at most WORLDS_PER_RUN worlds."""
-    worlds = 1 << count[expand]
-    ends = np.cumsum(worlds)
-    for start in range(0, int(ends[-1]), WORLDS_PER_RUN):
-        at = np.arange(start, min(start + WORLDS_PER_RUN, int(ends[-1])))  # numbered across programs
-        i = np.searchsorted(ends, at, side="right")
-        yield expand[i], at - (ends[i] - worlds[i])
+    """``log Σ e^values`` over the rows of each owner (``owner`` sorted): a row per owner."""
+    rows = torch.split(values, np.unique(owner, return_counts=True)[1].tolist())
+    return log_sum_exp(pad_sequence(rows, batch_first=True, padding_value=NEG_INF), dim=1)
 
 
 def _worlds(engine, programs, plan: BatchPlan, tables, atoms: RepeatedAtoms, program, world,
@@ -207,9 +170,9 @@ def _worlds(engine, programs, plan: BatchPlan, tables, atoms: RepeatedAtoms, pro
     device = tables.object_mask.device
     chunk, owner = np.unique(program, return_inverse=True)  # world -> its row of the run
     n_scenes = tables.object_mask.shape[0]
-    # each world a scene of its own, after the batch's
-    world_plan = build_batch_plan([programs[chunk[o]] for o in owner],
-                                  n_scenes + np.arange(owner.size), engine.registry)
+    worlds = [programs[chunk[o]] for o in owner]  # each world a scene of its own, after the batch's
+    world_plan = build_batch_plan(worlds, n_scenes + np.arange(owner.size), engine.registry,
+                                  plan.predicates)
     base_scene = np.concatenate([np.arange(n_scenes), plan.program_scene[chunk[owner]]])
     place = np.full(len(programs), -1, dtype=np.int64)
     place[chunk] = np.arange(len(chunk))
@@ -251,7 +214,7 @@ def _settings(mine: np.ndarray, place, owner, world, first_bit: np.ndarray):
     bit = np.arange(len(mine)) - first[prog] + first_bit[prog]
     n = per[owner]  # atoms per world
     w = np.repeat(np.arange(owner.size), n)
-    atom = first[owner[w]] + _within(n)
+    atom = first[owner[w]] + np.arange(w.size) - np.repeat(np.cumsum(n) - n, n)
     return w, atom, ((world[w] >> bit[atom]) & 1).astype(bool)
 
 
@@ -261,16 +224,11 @@ def _retabled(arity: int, table, plan, world_plan, base_scene, setting, set_scen
                        else (plan.binary_keys, world_plan.binary_keys))
     if table is None or not len(keys):
         return table, np.zeros(1, dtype=np.int64)
-    n_world_ids, n_plan_ids = len(world_plan.predicates), len(plan.predicates)
-    pid = {p: i for i, p in enumerate(plan.predicates)}
-    to_plan = np.array([pid[p] for p in world_plan.predicates], dtype=np.int64)
-    to_world = np.full(max(1, n_plan_ids), -1, dtype=np.int64)
-    to_world[to_plan] = np.arange(len(to_plan))
-    scene, wpid = split_key(keys, n_world_ids)
-    source = np.searchsorted(plan_keys, request_key(base_scene[scene], to_plan[wpid], n_plan_ids))
-    _, set_pid = split_key(plan_keys[setting[:, 1]], n_plan_ids)
-    set_key = request_key(set_scene, to_world[set_pid], n_world_ids)
-    request = np.searchsorted(keys, set_key)
+    n = len(plan.predicates)  # the world plan's numbering too
+    scene, pid = split_key(keys, n)
+    source = np.searchsorted(plan_keys, request_key(base_scene[scene], pid, n))
+    _, set_pid = split_key(plan_keys[setting[:, 1]], n)
+    request = np.searchsorted(keys, request_key(set_scene, set_pid, n))
     changed, slot = np.unique(request, return_inverse=True)
     device = table.device
     copies = table[torch.as_tensor(source[changed], dtype=torch.long, device=device)].clone()

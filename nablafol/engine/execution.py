@@ -31,7 +31,7 @@ from nablafol.engine.answers import (Answers, GroupReader, Tables, answer_readin
                                      not_probabilities)
 from nablafol.engine.bounds import answer_bounds
 from nablafol.engine.circuits import CircuitCache
-from nablafol.engine.exact import exact_answers, exact_flags, shared_atom_counts
+from nablafol.engine.exact import exact_answers, shared_atoms
 from nablafol.engine.fixed_shapes import (PLAN_ARRAYS, Layout, ShapeFloors, dense_q_product, fixed_tables,
                                           layout_levels, layout_of, padded_plan, padded_requests, trimmed, upload)
 from nablafol.engine.lowering import TOP
@@ -269,7 +269,8 @@ class Engine(torch.nn.Module):
                        else self.execute(plan, tables))
         if self.calibration is None and not self.exact:  # computed when first asked
             detached = tables.detached()
-            answers._exact = lambda: exact_flags(self, programs, plan, detached.with_neutral())
+            answers._exact = lambda: torch.as_tensor(
+                shared_atoms(self, programs, plan, detached.with_neutral()).count == 0)
         if self.bounds:
             answers.bounds = answer_bounds(programs, plan, tables.detached(), answers,
                                            self.exact_budget)
@@ -320,7 +321,7 @@ class Engine(torch.nn.Module):
         programs = list(programs)
         plan = self.plan_for(programs, oracle, scenes)
         with torch.no_grad():
-            return shared_atom_counts(self, programs, plan, self.tables(plan, oracle).with_neutral())
+            return shared_atoms(self, programs, plan, self.tables(plan, oracle).with_neutral()).count
 
     def _ask(self, oracle, requests: Requests, arity: int, n: int, object_mask: torch.Tensor,
              padded: bool) -> Optional[torch.Tensor]:

@@ -322,12 +322,12 @@ def _lower_aggregate_each(node: AggregateEach, plan) -> range:
     # K rows per operator on the shared input, then K aggregations: blocks, as K may be large
     vin, predicates = plan.row(node.input), plan.unary_block(node.predicates)
     if not node.negate:  # A_q(Filter_π[α])
-        last = plan.vector_block(FILTER, node, vin, predicate=predicates)
+        last = plan.vector(FILTER, node, vin, predicate=predicates)
     else:  # A_q(α ⊙ Neg[Filter_π[1]])
         top = plan.rows[_TOP] if _TOP in plan.rows else plan.vector(TOP, _TOP)
-        values = plan.vector_block(FILTER, node, top, predicate=predicates)
-        negs = plan.vector_block(NEG, node, _indices(values))
-        last = plan.vector_block(CONJOIN, node, vin, _indices(negs))
+        values = plan.vector(FILTER, node, top, predicate=predicates)
+        negs = plan.vector(NEG, node, _indices(values))
+        last = plan.vector(CONJOIN, node, vin, _indices(negs))
     plan.last_vector_rows[node] = last
     return plan.scalar(AGGREGATE[node.quantifier], attention=_indices(last))
 

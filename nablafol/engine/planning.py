@@ -53,24 +53,17 @@ class PlanBuilder:
         numbers = number_predicates(self.unary_index, predicates)
         return np.fromiter(numbers, dtype=np.int64, count=len(numbers))
 
-    def vector(self, operator: Operator, node, first=-1, second=-1, predicate=-1, atoms=()) -> int:
-        """Add one vector row computing ``node`` from rows ``first``, ``second`` and a unary
-        predicate's local number (-1: none); ``atoms``: a relate's (binary predicate, reversed)."""
-        levels = self.v_rows.levels
-        level = 0 if first < 0 else 1 + max(levels[first], levels[second] if second >= 0 else 0)
-        i = self.v_rows.add((operator.id, level, first, second, predicate))
-        self.steps.append(node)
-        self.atoms.extend((i, p, reverse) for p, reverse in atoms)
-        return i
-
-    def vector_block(self, operator: Operator, node, first, second=-1, predicate=-1) -> range:
-        """Add one vector row per truth of ``node``: ``first``, ``second``, ``predicate`` are
-        numbers or arrays (a row each)."""
-        k = len(node.predicates)
-        levels = self.v_rows.levels
-        level = 1 + max(levels[int(np.min(first))], levels[int(np.min(second))] if np.min(second) >= 0 else 0)
-        self.steps.append((node,))  # its rows, one per predicate: expanded when asked for
-        return self.v_rows.add_block(_block(k, operator.id, level, first, second, predicate), level)
+    def vector(self, operator: Operator, node, first=-1, second=-1, predicate=-1, atoms=()):
+        """Add the vector row computing ``node`` from rows ``first``, ``second`` and a unary
+        predicate's local number (-1: none); ``atoms``: a relate's (binary predicate, reversed).
+        Where one of them is an array, a row per truth of ``node`` (their range)."""
+        many = any(isinstance(x, np.ndarray) for x in (first, second, predicate))
+        inputs = [i for i in ((int(np.min(x)) if many else x) for x in (first, second)) if i >= 0]
+        k = len(node.predicates) if many else 1  # a block's inputs: rows of one level
+        rows = self.v_rows.add(k, inputs, operator.id, first, second, predicate)
+        self.steps.append((node,) if many else node)  # (node,): a row per predicate, expanded later
+        self.atoms.extend((rows.start, p, reverse) for p, reverse in atoms)
+        return rows if many else rows.start
 
     def scalar(self, operator: Operator, attention=-1, truths=(), sizes=None):
         """Add truth rows of ``operator``: one reading the attention row ``attention`` (-1: none)
@@ -78,9 +71,8 @@ class PlanBuilder:
         per group of ``sizes`` consecutive ``truths``. Returns its row, or the range of them."""
         truths = np.asarray(truths, dtype=np.int64)
         counts = [len(truths)] if sizes is None else sizes
-        level = 1 + max(map(self.s_rows.levels.__getitem__, truths.tolist())) if len(truths) else 0
         n = len(counts) if len(truths) else np.size(attention)
-        rows = self.s_rows.add_block(_block(n, operator.id, level, attention), level)
+        rows = self.s_rows.add(n, truths.tolist(), operator.id, attention)
         if len(truths):
             owners = np.repeat(np.arange(rows.start, rows.stop), counts)
             self.edges.append(np.stack([owners, truths], 1))
@@ -177,26 +169,19 @@ class GroundingRows:
 
 
 class _Rows:
-    """Rows of a plan table, numbered in order: runs of single rows (lists) and numpy blocks."""
+    """Rows of a plan table, numbered in order, added in blocks, each one level past its inputs."""
 
     def __init__(self, width: int):
         self.width, self.parts, self.levels = width, [], []
 
-    def add(self, row: tuple) -> int:
-        if not self.parts or isinstance(self.parts[-1], np.ndarray):
-            self.parts.append([])
-        self.parts[-1].append(row)
-        self.levels.append(row[1])
-        return len(self.levels) - 1
-
-    def add_block(self, block: np.ndarray, level: int) -> range:
-        self.parts.append(block)
-        self.levels.extend([level] * len(block))
-        return range(len(self.levels) - len(block), len(self.levels))
+    def add(self, k: int, inputs: list, operator: int, *columns) -> range:
+        level = 1 + max(map(self.levels.__getitem__, inputs), default=-1)
+        self.parts.append(_block(k, operator, level, *columns))
+        self.levels.extend([level] * k)
+        return range(len(self.levels) - k, len(self.levels))
 
     def array(self) -> np.ndarray:
-        parts = [np.array(p, dtype=np.int64).reshape(-1, self.width) for p in self.parts]
-        return np.concatenate(parts) if parts else np.zeros((0, self.width), dtype=np.int64)
+        return np.concatenate(self.parts) if self.parts else np.zeros((0, self.width), np.int64)
 
 
 def _block(k: int, *columns) -> np.ndarray:
@@ -292,8 +277,7 @@ def _padded(owner: np.ndarray, values: np.ndarray, a: int, b: int, fill: int) ->
     order = np.argsort(owner, kind="stable")
     owner, values = owner[order], values[order]
     counts = np.bincount(owner, minlength=n_rows)
-    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
-    pos = np.arange(owner.size) - starts[owner]
+    pos = np.arange(owner.size) - (np.cumsum(counts) - counts)[owner]
     out = np.full((n_rows, max(1, int(counts.max()))), fill, dtype=np.int64)
     out[owner, pos] = values
     return out
@@ -364,8 +348,7 @@ def split_key(keys, n_predicates: int) -> tuple:
 
 
 def _distinct(keys: np.ndarray, bound: int) -> np.ndarray:
-    """``np.unique(keys)`` of keys in ``[0, bound)``: marked in ``bound`` flags where that is
-    not much larger than the keys (cheaper than sorting), else sorted."""
+    """``np.unique(keys)`` of keys in ``[0, bound)``, by flags where cheaper than sorting."""
     if bound > 8 * keys.size + 4096:
         return np.unique(keys)
     seen = np.zeros(bound, dtype=bool)
@@ -373,19 +356,17 @@ def _distinct(keys: np.ndarray, bound: int) -> np.ndarray:
     return np.flatnonzero(seen)
 
 
-def build_batch_plan(programs: Sequence[Program], scenes: np.ndarray, registry: Registry) -> BatchPlan:
-    """The plan of ``programs``, program ``k`` on scene ``scenes[k]``."""
+def build_batch_plan(programs: Sequence[Program], scenes: np.ndarray, registry: Registry,
+                     predicates: Optional[list] = None) -> BatchPlan:
+    """The plan of ``programs``, program ``k`` on scene ``scenes[k]``, numbering ``predicates``
+    (those of a batch they came from) or their own."""
     if scenes.size and scenes.min() < 0:
         raise ShapeError(f"scene index {int(scenes.min())} is negative")
-    # a program object met again (a compiler hands out one per question text) is looked up once
-    by_object: dict = {}  # id -> (the program, its pack): holding the program keeps its id its own
-    packs, ids = [], []
-    for p in programs:
-        entry = by_object.get(id(p))
-        if entry is None:
-            entry = by_object[id(p)] = (p, registry.packed(p))
-        packs.append(entry[1].plan)
-        ids.append(entry[1].ids)
+    # a program object met again (a compiler hands out one per question text) is looked up once;
+    # the list holds them all, so no id comes back for another (a sequence may make its items)
+    programs = list(programs)
+    by_object = {i: registry.packed(p) for i, p in {id(p): p for p in programs}.items()}
+    packs, ids = [by_object[id(p)].plan for p in programs], [by_object[id(p)].ids for p in programs]
     n_prog = len(packs)
     v, v_off, v_program = _stacked([p.v for p in packs], 5)
     a, _, a_program = _stacked([p.a for p in packs], 3)
@@ -398,13 +379,12 @@ def build_batch_plan(programs: Sequence[Program], scenes: np.ndarray, registry: 
     # predicates renumbered in a canonical order: what the oracle is asked depends on this batch
     # alone, not on what the engine met before (a resumed training run equals an uninterrupted one)
     ids, ids_off, _ = _stacked(ids, 0)
-    canonical = sorted(_distinct(ids, len(registry.predicates)).tolist(),
-                       key=lambda i: (registry.predicates[i].kind, registry.predicates[i].name,
-                                      registry.predicates[i].arity))
+    if predicates is None:
+        found = [registry.predicates[i] for i in _distinct(ids, len(registry.predicates)).tolist()]
+        predicates = sorted(found, key=lambda p: (p.kind, p.name, p.arity))
     rank = np.zeros(len(registry.predicates), dtype=np.int64)
-    rank[canonical] = np.arange(len(canonical))
+    rank[[registry.ids[p] for p in predicates]] = np.arange(len(predicates))
     ids = rank[ids]
-    predicates = [registry.predicates[i] for i in canonical]
     v_pred = v[:, 4].copy()
     has = v_pred >= 0
     v_pred[has] = ids[v_pred[has] + ids_off[v_program[has]]]
