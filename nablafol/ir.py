@@ -17,7 +17,6 @@ Nodes are frozen dataclasses, compared structurally and hashed once.
 """
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, fields
 from itertools import accumulate, chain, count, filterfalse
 from operator import itemgetter
@@ -284,11 +283,7 @@ class Truths(Node):
         """The truths this node stands for, as separate nodes (for printing and testing)."""
         return tuple(map(self._one, self.predicates))
 
-    def generic(self) -> Truth:
-        """The k-th truth with the predicate written as ``π`` (for printing)."""
-        return self._one(_PI)
-
-    def _one(self, p: Predicate) -> Truth:
+    def _one(self, p: Predicate) -> Truth:  # the truth of predicate p (of _PI: for printing)
         raise NotImplementedError
 
 
@@ -307,7 +302,7 @@ class AggregateEach(Truths):
         return Aggregate(self.quantifier, body)
 
     def term(self) -> str:
-        return self.generic().term()
+        return self._one(_PI).term()
 
 
 @_node
@@ -371,8 +366,8 @@ class AnyOfGroups(Truths):
         inner, ends = self.each.truths(), accumulate(self.sizes)
         return tuple(Or(inner[end - k:end]) for k, end in zip(self.sizes, ends))
 
-    def generic(self) -> Truth:
-        return self.each.generic()
+    def _one(self, p: Predicate) -> Truth:
+        return self.each._one(p)
 
 
 @_node
@@ -446,7 +441,7 @@ class AllOf(_OfEach):
 class AllSame(Shorthand):
     """``∃π ∈ T: ∀X: F(X) → π(X)``: every attended object has one same value ``π`` of
     ``predicates`` (true when no object is attended); GQA's one-input ``same``. The engine computes
-    ``1 - e · Π_π (s_π / e)`` from ``e`` = :attr:`nonempty` and ``s_π`` = :attr:`each`, the values
+    ``1 - e · Π_π (s_π / e)`` from ``e = A_∃(α)`` and ``s_π`` = :attr:`each`, the values
     independent given that someone is attended (``docs/exactness.md``).
 
         >>> same = AllSame((Predicate("red"), Predicate("blue")), Filter(Predicate("cup"), Top()))
@@ -457,11 +452,6 @@ class AllSame(Shorthand):
     predicates: tuple[Predicate, ...]
     input: Attention
     _term = "AllSame_{{π ∈ {predicates}}}[{input}]"
-
-    @property
-    def nonempty(self) -> "Aggregate":
-        """``A_∃(α)``: someone is attended."""
-        return self.children()[0]
 
     @property
     def each(self) -> AggregateEach:
@@ -598,7 +588,7 @@ class Program(_Hashed):
             >>> sorted(p.name for p in hop.repeated_predicates()), hop.read_once
             (['chair'], False)
         """
-        return memo(self, "_repeated", lambda: frozenset(_structural_repeats(self)))
+        return self._walked().repeated
 
     @property
     def read_once(self) -> bool:
@@ -653,22 +643,27 @@ class FilledProgram(Program):
 
     def _walked(self) -> "_Walk":
         return memo(self, "_walk", lambda: _Walk(_rebuilt(self._shape, self._like.nodes, self._unary, self._binary),
-                                                 self.predicates(), self._shape))
+                                                 self.predicates(), self._shape, self.repeated_predicates()))
 
     def shape(self) -> "Shape":
         return self._shape
 
     def predicates(self) -> tuple[Predicate, ...]:
-        return memo(self, "_predicates", self._replaced_predicates)
+        find = self._like.predicates.index  # a scan in C: a few replaced among up to 1,232
+        return memo(self, "_predicates", lambda: _replaced(self._like.predicates, {
+            find(old): new for old, new in self._swapped().items()}))
 
-    def _replaced_predicates(self) -> tuple:
-        like, predicates = self._like, list(self._like.predicates)
-        find = like.predicates.index  # a scan in C: a few replaced among up to 1,232
-        for i, p in self._unary.items():
-            predicates[find(like.shape.unary[i])] = p
-        for i, p in self._binary.items():
-            predicates[find(like.shape.binary[i])] = p
-        return tuple(predicates)
+    def repeated_predicates(self) -> frozenset[Predicate]:
+        return memo(self, "_repeated", self._renamed_repeats)
+
+    def _renamed_repeats(self) -> frozenset:
+        swapped = self._swapped()  # the skeleton's, renamed: one shape repeats the same atoms
+        return frozenset(swapped.get(p, p) for p in self._like.repeated)
+
+    def _swapped(self) -> dict:
+        like = self._like.shape
+        return {**{like.unary[i]: p for i, p in self._unary.items()},
+                **{like.binary[j]: p for j, p in self._binary.items()}}
 
     def refilled(self, unary: dict[int, Predicate], binary: dict[int, Predicate]) -> "Program":
         # the skeleton's local numbers: filled into the skeleton at once, nothing made
@@ -706,6 +701,7 @@ class _Walk(NamedTuple):
     nodes: tuple
     predicates: tuple
     shape: "Shape | None"
+    repeated: frozenset
 
 
 def number_predicates(index: dict, predicates: tuple) -> range | tuple[int, ...]:
@@ -731,6 +727,8 @@ def _walk(program: "Program") -> _Walk:
     unary: dict = {}
     binary: dict = {}
     used: dict = {}  # every predicate, in order of first use
+    uses: list[dict] = []  # per position: how often each predicate is used under that node
+    of = lambda node: uses[position[id(node)]]  # noqa: E731
     known = True
     for root in program.candidates + ((program.focus,) if program.focus is not None else ()):
         # depth first, each node after its inputs, a node met again (by identity) not walked again;
@@ -754,9 +752,9 @@ def _walk(program: "Program") -> _Walk:
             if spec is None or kind is Relate and any(type(a) is not Atom for a in node.atoms):
                 known = False  # a class the walk does not know: merged by its own equality
                 used.update(dict.fromkeys(_own_predicates(node, (_UNARY, _UNARIES, _ATOMS))))
-                entry = (None, node)
+                entry, own = (None, node), _own_predicates(node, (_UNARY, _ATOMS))
             else:
-                entry = [kind]
+                entry, own = [kind], []
                 values = node.__dict__
                 for name, role in spec:
                     value = values[name]
@@ -768,12 +766,15 @@ def _walk(program: "Program") -> _Walk:
                         value = tuple([position[id(c)] for c in value])
                     elif role is _UNARY:
                         used[value] = None
+                        own.append(value)
                         value = unary.setdefault(value, len(unary))
                     elif role is _UNARIES:
                         used.update(dict.fromkeys(value))
                         value = number_predicates(unary, value)
                     elif role is _ATOMS:
-                        used.update(dict.fromkeys(a.predicate for a in value))
+                        predicates = [a.predicate for a in value]
+                        used.update(dict.fromkeys(predicates))
+                        own += predicates
                         value = tuple([(binary.setdefault(a.predicate, len(binary)), a.reverse)
                                        for a in value])
                     entry.append(value)
@@ -783,12 +784,59 @@ def _walk(program: "Program") -> _Walk:
                 at = merged[entry] = len(order)
                 order.append(node)
                 key.append(entry)
+                uses.append(_uses(node, own, of))
             position[id(node)] = at
+    repeated = _repeated(program, of)
     if not known:
-        return _Walk(tuple(order), tuple(used), None)
+        return _Walk(tuple(order), tuple(used), None, repeated)
     key.append((tuple([position[id(c)] for c in program.candidates]),
                 position[id(program.focus)] if program.focus is not None else -1))
-    return _Walk(tuple(order), tuple(used), Shape(tuple(key), tuple(unary), tuple(binary)))
+    return _Walk(tuple(order), tuple(used), Shape(tuple(key), tuple(unary), tuple(binary)), repeated)
+
+
+# How often each predicate is used in one candidate's grounding, capped at 2, node by node: a
+# relate's input counts twice (once per object of its variable), the shared inputs of a
+# per-predicate node's truths once per truth, and a predicate listed twice among them twice.
+
+def _add(parts: list, own=()) -> dict:
+    """The uses of ``parts``, ``(uses, times)`` pairs, and one of each of ``own``, added (capped at 2)."""
+    out: dict = {}
+    for uses, k in parts:
+        for p, n in uses.items():
+            out[p] = min(2, out.get(p, 0) + n * k)
+    for p in own:
+        out[p] = min(2, out.get(p, 0) + 1)
+    return out
+
+
+def _in_truths(each, predicates, truths: int, of) -> dict:
+    """The uses of one formula of ``truths`` of ``each``'s truths over ``predicates``, per side."""
+    sides = 1 if isinstance(each, AggregateEach) else 2  # a Pairwise's truth reads its own on both
+    return _add([(of(each), truths)], list(predicates) * sides)
+
+
+def _uses(node, own: list, of) -> dict:
+    """The uses under ``node``: its ``own`` predicates' and those under each input (``of``)."""
+    if isinstance(node, (AnyOf, AllOf, AllSame)):  # a per-predicate node's truths in one formula
+        return _in_truths(node.each, node.each.predicates, node.each.n_truths, of)
+    # all below a kind of its own counted twice: the engine decides
+    times = 2 if isinstance(node, Relate) or _base(node) is None else 1
+    return _add([(of(c), times) for c in node.children()], own)
+
+
+def _repeated(program: "Program", of) -> frozenset:
+    """The predicates used twice in one candidate's formula (one per truth or group of truths)."""
+    found: list[dict] = []
+    for entry in program.candidates:
+        if isinstance(entry, AnyOfGroups):  # one candidate per group: a disjunction of its truths
+            ends = [0, *accumulate(entry.sizes)]
+            found += [_in_truths(entry.each, entry.each.predicates[a:b], b - a, of)
+                      for a, b in zip(ends, ends[1:])]
+        elif isinstance(entry, Truths):  # one candidate per truth, alike but for its own predicate
+            found.append(_in_truths(entry, set(entry.predicates), 1, of))
+        else:
+            found.append(of(entry))
+    return frozenset(p for uses in found for p, n in uses.items() if n > 1)
 
 
 def _base(node):
@@ -829,49 +877,6 @@ def _rebuilt(shape: Shape, like: tuple, unary: dict, binary: dict) -> tuple:
         new.append(again)
     return tuple(nodes)
 
-
-# --- structural read-once analysis ------------------------------------------------------
-# How often each predicate is used in one candidate's grounding, capped at 2, node by node: a
-# relate's input counts twice (once per object of its variable), the shared inputs of a
-# per-predicate node's truths once per truth, and a predicate listed twice among them twice.
-
-
-def _add(parts) -> dict:
-    """The uses of ``parts``, ``(uses, times)`` pairs, added (each capped at 2)."""
-    out: dict = {}
-    for uses, k in parts:
-        for p, n in uses.items():
-            out[p] = min(2, out.get(p, 0) + n * k)
-    return out
-
-
-def _in_truths(each, predicates: tuple, truths: int, of: dict) -> dict:
-    """The uses of one formula of ``truths`` of ``each``'s truths over ``predicates``, per side."""
-    sides = 1 if isinstance(each, AggregateEach) else 2  # a Pairwise's truth reads its own on both
-    return _add([(of[each], truths), (Counter(predicates), sides)])
-
-
-def _structural_repeats(program: "Program") -> set:
-    of: dict = {}  # the uses under each node
-    for node in program.nodes():
-        if isinstance(node, (AnyOf, AllOf, AllSame)):  # a per-predicate node's truths in one formula
-            of[node] = _in_truths(node.each, node.each.predicates, node.each.n_truths, of)
-            continue
-        base = _base(node)  # all below a kind of its own counted twice: the engine decides
-        times = 2 if base is None or base is Relate else 1
-        own = Counter(_own_predicates(node, (_UNARY, _ATOMS)))
-        of[node] = _add([(of[c], times) for c in node.children()] + [(own, 1)])
-    found: list[dict] = []  # the uses of each candidate formula
-    for entry in program.candidates:
-        if isinstance(entry, AnyOfGroups):  # one candidate per group: a disjunction of its truths
-            ends = [0, *accumulate(entry.sizes)]
-            found += [_in_truths(entry.each, entry.each.predicates[a:b], b - a, of)
-                      for a, b in zip(ends, ends[1:])]
-        elif isinstance(entry, Truths):  # one candidate per truth, alike but for its own predicate
-            found.append(_in_truths(entry, set(entry.predicates), 1, of))
-        else:
-            found.append(of[entry])
-    return {p for uses in found for p, n in uses.items() if n > 1}
 
 # --- FOL rendering -------------------------------------------------------------------
 # ∃ and ∀ are pulled to the front (prenex form: Q X (A ∧ Q' Y B) = Q X Q' Y (A ∧ B) over a
@@ -920,11 +925,11 @@ def _truth(node: Truth, names: Iterator[str]) -> str:
         parts = [_truth(t, names) for t in node.inputs]
         return parts[0] if len(parts) == 1 else f" {node.symbol} ".join(f"({p})" for p in parts)
     if isinstance(node, (AnyOf, AllOf, AllSame)):
-        one = node._one(_PI) if isinstance(node, AllSame) else node.each.generic()
+        one = node._one(_PI) if isinstance(node, AllSame) else node.each._one(_PI)
         q = "∀" if isinstance(node, AllOf) else "∃"
         return f"{q}π ∈ {_shown(node.each.predicates)}: {_truth(one, names)}"
     if isinstance(node, Truths):  # its k-th truth, the predicate written as π (in a group T)
-        inner = _truth(node.generic(), names)
+        inner = _truth(node._one(_PI), names)
         return f"∃π ∈ T: {inner}" if isinstance(node, AnyOfGroups) else inner
     raise ProgramStructureError(f"not a truth node: {node!r:.60}")
 
