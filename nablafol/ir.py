@@ -184,8 +184,6 @@ def _node(cls):
 def _inputs_of(spec: tuple):
     """``children`` of a node class of fields ``spec`` (one input, the usual case, with no loop)."""
     inputs = [(name, role is _NODES) for name, role in spec if role is _NODE or role is _NODES]
-    if not inputs:
-        return Node.children
     if len(inputs) == 1:  # a walk asks every node: one input field read with no loop
         (name, many), = inputs
         return (lambda self: self.__dict__[name]) if many else (lambda self: (self.__dict__[name],))
@@ -504,8 +502,6 @@ class Program(_Hashed):
 
     def __eq__(self, other) -> bool:
         # by shape and labels, which make it again: no node read (a filled program's stay unmade)
-        if other is self:
-            return True
         if not isinstance(other, Program):
             return NotImplemented
         if self.labels != other.labels:
@@ -609,13 +605,11 @@ class Program(_Hashed):
             return render(self.candidates[0])
         parts, k = [], 0
         for c in self.candidates:
-            if isinstance(c, Truths):
-                index = "T" if isinstance(c, AnyOfGroups) else "π"  # a label names a group T of values π
-                parts.append(f"{index} ∈ {_shown(self.labels[k:k + c.n_truths])}: {render(c)}")
-                k += c.n_truths
-            else:
-                parts.append(f"{self.labels[k]}: {render(c)}")
-                k += 1
+            n = c.n_truths if isinstance(c, Truths) else 1
+            index = "T" if isinstance(c, AnyOfGroups) else "π"  # a label names a group T of values π
+            named = f"{index} ∈ {_shown(self.labels[k:k + n])}" if isinstance(c, Truths) else self.labels[k]
+            parts.append(f"{named}: {render(c)}")
+            k += n
         return "[" + ", ".join(parts) + "]"
 
     def __str__(self) -> str:
@@ -893,23 +887,21 @@ def _attention(node: Attention, var: str, names: Iterator[str]) -> tuple[list[st
     if isinstance(node, Top):
         return [], []
     if isinstance(node, Conjoin):
-        p1, c1 = _attention(node.left, var, names)
-        p2, c2 = _attention(node.right, var, names)
+        (p1, c1), (p2, c2) = _attention(node.left, var, names), _attention(node.right, var, names)
         return p1 + p2, c1 + c2
-    if isinstance(node, Relate):
-        y = next(names)
-        prefix, conj = _attention(node.input, y, names)
-        atoms = [f"{a.predicate}({y}, {var})" if a.reverse else f"{a.predicate}({var}, {y})"
-                 for a in node.atoms]
-        prefix, conj = [f"{node.quantifier.symbol}{y}"] + prefix, atoms + conj
-        if node.quantifier is Quantifier.NOT_EXISTS:
-            return [], [f"({_render(prefix, conj)})"]
-        return prefix, conj
-    if not isinstance(node, (Filter, Neg)):
+    if not isinstance(node, (Filter, Neg, Relate)):
         raise ProgramStructureError(f"not an attention node: {node!r:.60}")
-    prefix, conj = _attention(node.input, var, names)
+    y = next(names) if isinstance(node, Relate) else var  # a relate's input is on a variable of its own
+    prefix, conj = _attention(node.input, y, names)
     if isinstance(node, Filter):
         return prefix, [f"{node.predicate}({var})"] + conj
+    if isinstance(node, Relate):
+        prefix = [f"{node.quantifier.symbol}{y}"] + prefix
+        conj = [f"{a.predicate}({y}, {var})" if a.reverse else f"{a.predicate}({var}, {y})"
+                for a in node.atoms] + conj
+        if node.quantifier is not Quantifier.NOT_EXISTS:
+            return prefix, conj
+        return [], [f"({_render(prefix, conj)})"]  # ∄ keeps its scope
     inner = _render(prefix, conj)
     return [], [f"¬{inner}" if not prefix and len(conj) == 1 else f"¬({inner})"]
 
@@ -921,7 +913,7 @@ def _truth(node: Truth, names: Iterator[str]) -> str:
         return _render([f"{node.quantifier.symbol}{x}"] + prefix, conj)
     if isinstance(node, Not):
         return f"¬({_truth(node.input, names)})"
-    if isinstance(node, (And, Or)):
+    if isinstance(node, _Junction):
         parts = [_truth(t, names) for t in node.inputs]
         return parts[0] if len(parts) == 1 else f" {node.symbol} ".join(f"({p})" for p in parts)
     if isinstance(node, (AnyOf, AllOf, AllSame)):
