@@ -567,10 +567,9 @@ class Program(_Hashed):
             >>> print(one.refilled({one.shape().unary.index(red): blue}, {}).term())
             A_∃(Filter_blue[Filter_cup[1]])
         """
-        walk = self._walked()
-        if walk.shape is None:
+        if self.shape() is None:
             raise ProgramStructureError("a program with a node of a kind its shape does not know cannot be refilled")
-        return FilledProgram(walk, unary, binary, self.labels)
+        return FilledProgram(self, unary, binary, self.labels)
 
     def _walked(self) -> "_Walk":
         return memo(self, "_walk", lambda: _walk(self))
@@ -584,7 +583,7 @@ class Program(_Hashed):
             >>> sorted(p.name for p in hop.repeated_predicates()), hop.read_once
             (['chair'], False)
         """
-        return self._walked().repeated
+        return memo(self, "_repeated", lambda: _structural_repeats(self))
 
     @property
     def read_once(self) -> bool:
@@ -620,10 +619,11 @@ class FilledProgram(Program):
     """A program filled into another's shape (:meth:`Program.refilled`): its shape, predicates and
     labels (all that planning reads) known at once, its nodes made when first asked for."""
 
-    def __init__(self, like: "_Walk", unary: dict, binary: dict, labels):
+    def __init__(self, like: Program, unary: dict, binary: dict, labels):
         # frozen: written once, here, as the dataclass's own __init__ would
+        shape = like.shape()
         self.__dict__.update(labels=labels, _like=like, _unary=unary, _binary=binary, _shape=Shape(
-            like.shape.key, _replaced(like.shape.unary, unary), _replaced(like.shape.binary, binary)))
+            shape.key, _replaced(shape.unary, unary), _replaced(shape.binary, binary)))
 
     @property
     def candidates(self) -> tuple:
@@ -636,26 +636,26 @@ class FilledProgram(Program):
         return self._walked().nodes[focus] if focus >= 0 else None
 
     def _walked(self) -> "_Walk":
-        return memo(self, "_walk", lambda: _Walk(_rebuilt(self._shape, self._like.nodes, self._unary, self._binary),
-                                                 self.predicates(), self._shape, self.repeated_predicates()))
+        return memo(self, "_walk", lambda: _Walk(_rebuilt(self._shape, self._like._walked().nodes, self._unary,
+                                                          self._binary), self.predicates(), self._shape))
 
     def shape(self) -> "Shape":
         return self._shape
 
     def predicates(self) -> tuple[Predicate, ...]:
-        find = self._like.predicates.index  # a scan in C: a few replaced among up to 1,232
-        return memo(self, "_predicates", lambda: _replaced(self._like.predicates, {
-            find(old): new for old, new in self._swapped().items()}))
+        like = self._like.predicates()  # a scan in C for each replaced one: a few among up to 1,232
+        return memo(self, "_predicates", lambda: _replaced(like, {
+            like.index(old): new for old, new in self._swapped().items()}))
 
     def repeated_predicates(self) -> frozenset[Predicate]:
         return memo(self, "_repeated", self._renamed_repeats)
 
     def _renamed_repeats(self) -> frozenset:
         swapped = self._swapped()  # the skeleton's, renamed: one shape repeats the same atoms
-        return frozenset(swapped.get(p, p) for p in self._like.repeated)
+        return frozenset(swapped.get(p, p) for p in self._like.repeated_predicates())
 
     def _swapped(self) -> dict:
-        like = self._like.shape
+        like = self._like.shape()
         return {**{like.unary[i]: p for i, p in self._unary.items()},
                 **{like.binary[j]: p for j, p in self._binary.items()}}
 
@@ -695,7 +695,6 @@ class _Walk(NamedTuple):
     nodes: tuple
     predicates: tuple
     shape: "Shape | None"
-    repeated: frozenset
 
 
 def number_predicates(index: dict, predicates: tuple) -> range | tuple[int, ...]:
@@ -721,8 +720,6 @@ def _walk(program: "Program") -> _Walk:
     unary: dict = {}
     binary: dict = {}
     used: dict = {}  # every predicate, in order of first use
-    uses: list[dict] = []  # per position: how often each predicate is used under that node
-    of = lambda node: uses[position[id(node)]]  # noqa: E731
     known = True
     for root in program.candidates + ((program.focus,) if program.focus is not None else ()):
         # depth first, each node after its inputs, a node met again (by identity) not walked again;
@@ -746,9 +743,9 @@ def _walk(program: "Program") -> _Walk:
             if spec is None or kind is Relate and any(type(a) is not Atom for a in node.atoms):
                 known = False  # a class the walk does not know: merged by its own equality
                 used.update(dict.fromkeys(_own_predicates(node, (_UNARY, _UNARIES, _ATOMS))))
-                entry, own = (None, node), _own_predicates(node, (_UNARY, _ATOMS))
+                entry = (None, node)
             else:
-                entry, own = [kind], []
+                entry = [kind]
                 values = node.__dict__
                 for name, role in spec:
                     value = values[name]
@@ -760,15 +757,12 @@ def _walk(program: "Program") -> _Walk:
                         value = tuple([position[id(c)] for c in value])
                     elif role is _UNARY:
                         used[value] = None
-                        own.append(value)
                         value = unary.setdefault(value, len(unary))
                     elif role is _UNARIES:
                         used.update(dict.fromkeys(value))
                         value = number_predicates(unary, value)
                     elif role is _ATOMS:
-                        predicates = [a.predicate for a in value]
-                        used.update(dict.fromkeys(predicates))
-                        own += predicates
+                        used.update(dict.fromkeys(a.predicate for a in value))
                         value = tuple([(binary.setdefault(a.predicate, len(binary)), a.reverse)
                                        for a in value])
                     entry.append(value)
@@ -778,59 +772,12 @@ def _walk(program: "Program") -> _Walk:
                 at = merged[entry] = len(order)
                 order.append(node)
                 key.append(entry)
-                uses.append(_uses(node, own, of))
             position[id(node)] = at
-    repeated = _repeated(program, of)
     if not known:
-        return _Walk(tuple(order), tuple(used), None, repeated)
+        return _Walk(tuple(order), tuple(used), None)
     key.append((tuple([position[id(c)] for c in program.candidates]),
                 position[id(program.focus)] if program.focus is not None else -1))
-    return _Walk(tuple(order), tuple(used), Shape(tuple(key), tuple(unary), tuple(binary)), repeated)
-
-
-# How often each predicate is used in one candidate's grounding, capped at 2, node by node: a
-# relate's input counts twice (once per object of its variable), the shared inputs of a
-# per-predicate node's truths once per truth, and a predicate listed twice among them twice.
-
-def _add(parts: list, own=()) -> dict:
-    """The uses of ``parts``, ``(uses, times)`` pairs, and one of each of ``own``, added (capped at 2)."""
-    out: dict = {}
-    for uses, k in parts:
-        for p, n in uses.items():
-            out[p] = min(2, out.get(p, 0) + n * k)
-    for p in own:
-        out[p] = min(2, out.get(p, 0) + 1)
-    return out
-
-
-def _in_truths(each, predicates, truths: int, of) -> dict:
-    """The uses of one formula of ``truths`` of ``each``'s truths over ``predicates``, per side."""
-    sides = 1 if isinstance(each, AggregateEach) else 2  # a Pairwise's truth reads its own on both
-    return _add([(of(each), truths)], list(predicates) * sides)
-
-
-def _uses(node, own: list, of) -> dict:
-    """The uses under ``node``: its ``own`` predicates' and those under each input (``of``)."""
-    if isinstance(node, (AnyOf, AllOf, AllSame)):  # a per-predicate node's truths in one formula
-        return _in_truths(node.each, node.each.predicates, node.each.n_truths, of)
-    # all below a kind of its own counted twice: the engine decides
-    times = 2 if isinstance(node, Relate) or _base(node) is None else 1
-    return _add([(of(c), times) for c in node.children()], own)
-
-
-def _repeated(program: "Program", of) -> frozenset:
-    """The predicates used twice in one candidate's formula (one per truth or group of truths)."""
-    found: list[dict] = []
-    for entry in program.candidates:
-        if isinstance(entry, AnyOfGroups):  # one candidate per group: a disjunction of its truths
-            ends = [0, *accumulate(entry.sizes)]
-            found += [_in_truths(entry.each, entry.each.predicates[a:b], b - a, of)
-                      for a, b in zip(ends, ends[1:])]
-        elif isinstance(entry, Truths):  # one candidate per truth, alike but for its own predicate
-            found.append(_in_truths(entry, set(entry.predicates), 1, of))
-        else:
-            found.append(of(entry))
-    return frozenset(p for uses in found for p, n in uses.items() if n > 1)
+    return _Walk(tuple(order), tuple(used), Shape(tuple(key), tuple(unary), tuple(binary)))
 
 
 def _base(node):
@@ -871,6 +818,50 @@ def _rebuilt(shape: Shape, like: tuple, unary: dict, binary: dict) -> tuple:
         new.append(again)
     return tuple(nodes)
 
+
+# --- structural read-once analysis ------------------------------------------------------
+# How often each predicate is used in one candidate's grounding, capped at 2, node by node: a
+# relate's input counts twice (once per object of its variable), the shared inputs of a
+# per-predicate node's truths once per truth, and a predicate listed twice among them twice.
+
+
+def _add(parts: list, own=()) -> dict:
+    """The uses of ``parts``, ``(uses, times)`` pairs, and one of each of ``own``, added (capped at 2)."""
+    out: dict = {}
+    for uses, k in parts:
+        for p, n in uses.items():
+            out[p] = min(2, out.get(p, 0) + n * k)
+    for p in own:
+        out[p] = min(2, out.get(p, 0) + 1)
+    return out
+
+
+def _in_truths(each, predicates, truths: int, of: dict) -> dict:
+    """The uses of one formula of ``truths`` of ``each``'s truths over ``predicates``, per side."""
+    sides = 1 if isinstance(each, AggregateEach) else 2  # a Pairwise's truth reads its own on both
+    return _add([(of[each], truths)], list(predicates) * sides)
+
+
+def _structural_repeats(program: "Program") -> frozenset:
+    of: dict = {}  # the uses under each node
+    for node in program.nodes():
+        if isinstance(node, (AnyOf, AllOf, AllSame)):  # a per-predicate node's truths in one formula
+            of[node] = _in_truths(node.each, node.each.predicates, node.each.n_truths, of)
+            continue
+        base = _base(node)  # all below a kind of its own counted twice: the engine decides
+        times = 2 if base is None or base is Relate else 1
+        of[node] = _add([(of[c], times) for c in node.children()], _own_predicates(node, (_UNARY, _ATOMS)))
+    found: list[dict] = []  # the uses of each candidate formula
+    for entry in program.candidates:
+        if isinstance(entry, AnyOfGroups):  # one candidate per group: a disjunction of its truths
+            ends = [0, *accumulate(entry.sizes)]
+            found += [_in_truths(entry.each, entry.each.predicates[a:b], b - a, of)
+                      for a, b in zip(ends, ends[1:])]
+        elif isinstance(entry, Truths):  # one candidate per truth, alike but for its own predicate
+            found.append(_in_truths(entry, set(entry.predicates), 1, of))
+        else:
+            found.append(of[entry])
+    return frozenset(p for uses in found for p, n in uses.items() if n > 1)
 
 # --- FOL rendering -------------------------------------------------------------------
 # ∃ and ∀ are pulled to the front (prenex form: Q X (A ∧ Q' Y B) = Q X Q' Y (A ∧ B) over a
