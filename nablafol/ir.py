@@ -616,8 +616,9 @@ class Program(_Hashed):
 
 
 class FilledProgram(Program):
-    """A program filled into another's shape (:meth:`Program.refilled`): its shape, predicates and
-    labels (all that planning reads) known at once, its nodes made when first asked for."""
+    """A program filled into another's shape (:meth:`Program.refilled`): its shape, predicates, labels
+    (all that planning reads) and repeated predicates (the other's, renamed) known at once, its
+    nodes made when first asked for."""
 
     def __init__(self, like: Program, unary: dict, binary: dict, labels):
         # frozen: written once, here, as the dataclass's own __init__ would
