@@ -49,13 +49,7 @@ class _Hashed:
         return hash((type(self).__name__,) + tuple(getattr(self, f.name) for f in fields(self)))
 
 
-class _PredicateFields(NamedTuple):
-    name: str
-    arity: int = 1
-    kind: str = ""
-
-
-class Predicate(_PredicateFields):
+class Predicate(NamedTuple("_PredicateFields", [("name", str), ("arity", int), ("kind", str)])):
     """A unary (``arity=1``) or binary (``arity=2``) predicate, by name. ``kind`` is a namespace
     the program's author chooses (the GQA compiler uses ``name``, ``attr``, ``rel``, ...)."""
 
