@@ -17,7 +17,6 @@ Nodes are frozen dataclasses, compared structurally and hashed once.
 """
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, fields
 from itertools import accumulate, chain, count, filterfalse
 from operator import itemgetter
@@ -50,13 +49,7 @@ class _Hashed:
         return hash((type(self).__name__,) + tuple(getattr(self, f.name) for f in fields(self)))
 
 
-class _PredicateFields(NamedTuple):
-    name: str
-    arity: int = 1
-    kind: str = ""
-
-
-class Predicate(_PredicateFields):
+class Predicate(NamedTuple("_PredicateFields", [("name", str), ("arity", int), ("kind", str)])):
     """A unary (``arity=1``) or binary (``arity=2``) predicate, by name. ``kind`` is a namespace
     the program's author chooses (the GQA compiler uses ``name``, ``attr``, ``rel``, ...)."""
 
@@ -185,8 +178,6 @@ def _node(cls):
 def _inputs_of(spec: tuple):
     """``children`` of a node class of fields ``spec`` (one input, the usual case, with no loop)."""
     inputs = [(name, role is _NODES) for name, role in spec if role is _NODE or role is _NODES]
-    if not inputs:
-        return Node.children
     if len(inputs) == 1:  # a walk asks every node: one input field read with no loop
         (name, many), = inputs
         return (lambda self: self.__dict__[name]) if many else (lambda self: (self.__dict__[name],))
@@ -284,11 +275,7 @@ class Truths(Node):
         """The truths this node stands for, as separate nodes (for printing and testing)."""
         return tuple(map(self._one, self.predicates))
 
-    def generic(self) -> Truth:
-        """The k-th truth with the predicate written as ``π`` (for printing)."""
-        return self._one(_PI)
-
-    def _one(self, p: Predicate) -> Truth:
+    def _one(self, p: Predicate) -> Truth:  # the truth of predicate p (of _PI: for printing)
         raise NotImplementedError
 
 
@@ -307,7 +294,7 @@ class AggregateEach(Truths):
         return Aggregate(self.quantifier, body)
 
     def term(self) -> str:
-        return self.generic().term()
+        return self._one(_PI).term()
 
 
 @_node
@@ -371,8 +358,8 @@ class AnyOfGroups(Truths):
         inner, ends = self.each.truths(), accumulate(self.sizes)
         return tuple(Or(inner[end - k:end]) for k, end in zip(self.sizes, ends))
 
-    def generic(self) -> Truth:
-        return self.each.generic()
+    def _one(self, p: Predicate) -> Truth:
+        return self.each._one(p)
 
 
 @_node
@@ -446,7 +433,7 @@ class AllOf(_OfEach):
 class AllSame(Shorthand):
     """``∃π ∈ T: ∀X: F(X) → π(X)``: every attended object has one same value ``π`` of
     ``predicates`` (true when no object is attended); GQA's one-input ``same``. The engine computes
-    ``1 - e · Π_π (s_π / e)`` from ``e`` = :attr:`nonempty` and ``s_π`` = :attr:`each`, the values
+    ``1 - e · Π_π (s_π / e)`` from ``e = A_∃(α)`` and ``s_π`` = :attr:`each`, the values
     independent given that someone is attended (``docs/exactness.md``).
 
         >>> same = AllSame((Predicate("red"), Predicate("blue")), Filter(Predicate("cup"), Top()))
@@ -457,11 +444,6 @@ class AllSame(Shorthand):
     predicates: tuple[Predicate, ...]
     input: Attention
     _term = "AllSame_{{π ∈ {predicates}}}[{input}]"
-
-    @property
-    def nonempty(self) -> "Aggregate":
-        """``A_∃(α)``: someone is attended."""
-        return self.children()[0]
 
     @property
     def each(self) -> AggregateEach:
@@ -514,8 +496,6 @@ class Program(_Hashed):
 
     def __eq__(self, other) -> bool:
         # by shape and labels, which make it again: no node read (a filled program's stay unmade)
-        if other is self:
-            return True
         if not isinstance(other, Program):
             return NotImplemented
         if self.labels != other.labels:
@@ -581,10 +561,9 @@ class Program(_Hashed):
             >>> print(one.refilled({one.shape().unary.index(red): blue}, {}).term())
             A_∃(Filter_blue[Filter_cup[1]])
         """
-        walk = self._walked()
-        if walk.shape is None:
+        if self.shape() is None:
             raise ProgramStructureError("a program with a node of a kind its shape does not know cannot be refilled")
-        return FilledProgram(walk, unary, binary, self.labels)
+        return FilledProgram(self, unary, binary, self.labels)
 
     def _walked(self) -> "_Walk":
         return memo(self, "_walk", lambda: _walk(self))
@@ -598,7 +577,7 @@ class Program(_Hashed):
             >>> sorted(p.name for p in hop.repeated_predicates()), hop.read_once
             (['chair'], False)
         """
-        return memo(self, "_repeated", lambda: frozenset(_structural_repeats(self)))
+        return memo(self, "_repeated", lambda: _structural_repeats(self))
 
     @property
     def read_once(self) -> bool:
@@ -619,13 +598,11 @@ class Program(_Hashed):
             return render(self.candidates[0])
         parts, k = [], 0
         for c in self.candidates:
-            if isinstance(c, Truths):
-                index = "T" if isinstance(c, AnyOfGroups) else "π"  # a label names a group T of values π
-                parts.append(f"{index} ∈ {_shown(self.labels[k:k + c.n_truths])}: {render(c)}")
-                k += c.n_truths
-            else:
-                parts.append(f"{self.labels[k]}: {render(c)}")
-                k += 1
+            n = c.n_truths if isinstance(c, Truths) else 1
+            index = "T" if isinstance(c, AnyOfGroups) else "π"  # a label names a group T of values π
+            named = f"{index} ∈ {_shown(self.labels[k:k + n])}" if isinstance(c, Truths) else self.labels[k]
+            parts.append(f"{named}: {render(c)}")
+            k += n
         return "[" + ", ".join(parts) + "]"
 
     def __str__(self) -> str:
@@ -633,13 +610,15 @@ class Program(_Hashed):
 
 
 class FilledProgram(Program):
-    """A program filled into another's shape (:meth:`Program.refilled`): its shape, predicates and
-    labels (all that planning reads) known at once, its nodes made when first asked for."""
+    """A program filled into another's shape (:meth:`Program.refilled`): its shape, predicates, labels
+    (all that planning reads) and repeated predicates (the other's, renamed) known at once, its
+    nodes made when first asked for."""
 
-    def __init__(self, like: "_Walk", unary: dict, binary: dict, labels):
+    def __init__(self, like: Program, unary: dict, binary: dict, labels):
         # frozen: written once, here, as the dataclass's own __init__ would
+        shape = like.shape()
         self.__dict__.update(labels=labels, _like=like, _unary=unary, _binary=binary, _shape=Shape(
-            like.shape.key, _replaced(like.shape.unary, unary), _replaced(like.shape.binary, binary)))
+            shape.key, _replaced(shape.unary, unary), _replaced(shape.binary, binary)))
 
     @property
     def candidates(self) -> tuple:
@@ -652,23 +631,28 @@ class FilledProgram(Program):
         return self._walked().nodes[focus] if focus >= 0 else None
 
     def _walked(self) -> "_Walk":
-        return memo(self, "_walk", lambda: _Walk(_rebuilt(self._shape, self._like.nodes, self._unary, self._binary),
-                                                 self.predicates(), self._shape))
+        return memo(self, "_walk", lambda: _Walk(_rebuilt(self._shape, self._like._walked().nodes, self._unary,
+                                                          self._binary), self.predicates(), self._shape))
 
     def shape(self) -> "Shape":
         return self._shape
 
     def predicates(self) -> tuple[Predicate, ...]:
-        return memo(self, "_predicates", self._replaced_predicates)
+        like = self._like.predicates()  # a scan in C for each replaced one: a few among up to 1,232
+        return memo(self, "_predicates", lambda: _replaced(like, {
+            like.index(old): new for old, new in self._swapped().items()}))
 
-    def _replaced_predicates(self) -> tuple:
-        like, predicates = self._like, list(self._like.predicates)
-        find = like.predicates.index  # a scan in C: a few replaced among up to 1,232
-        for i, p in self._unary.items():
-            predicates[find(like.shape.unary[i])] = p
-        for i, p in self._binary.items():
-            predicates[find(like.shape.binary[i])] = p
-        return tuple(predicates)
+    def repeated_predicates(self) -> frozenset[Predicate]:
+        return memo(self, "_repeated", self._renamed_repeats)
+
+    def _renamed_repeats(self) -> frozenset:
+        swapped = self._swapped()  # the skeleton's, renamed: one shape repeats the same atoms
+        return frozenset(swapped.get(p, p) for p in self._like.repeated_predicates())
+
+    def _swapped(self) -> dict:
+        like = self._like.shape()
+        return {**{like.unary[i]: p for i, p in self._unary.items()},
+                **{like.binary[j]: p for j, p in self._binary.items()}}
 
     def refilled(self, unary: dict[int, Predicate], binary: dict[int, Predicate]) -> "Program":
         # the skeleton's local numbers: filled into the skeleton at once, nothing made
@@ -836,22 +820,24 @@ def _rebuilt(shape: Shape, like: tuple, unary: dict, binary: dict) -> tuple:
 # per-predicate node's truths once per truth, and a predicate listed twice among them twice.
 
 
-def _add(parts) -> dict:
-    """The uses of ``parts``, ``(uses, times)`` pairs, added (each capped at 2)."""
+def _add(parts: list, own=()) -> dict:
+    """The uses of ``parts``, ``(uses, times)`` pairs, and one of each of ``own``, added (capped at 2)."""
     out: dict = {}
     for uses, k in parts:
         for p, n in uses.items():
             out[p] = min(2, out.get(p, 0) + n * k)
+    for p in own:
+        out[p] = min(2, out.get(p, 0) + 1)
     return out
 
 
-def _in_truths(each, predicates: tuple, truths: int, of: dict) -> dict:
+def _in_truths(each, predicates, truths: int, of: dict) -> dict:
     """The uses of one formula of ``truths`` of ``each``'s truths over ``predicates``, per side."""
     sides = 1 if isinstance(each, AggregateEach) else 2  # a Pairwise's truth reads its own on both
-    return _add([(of[each], truths), (Counter(predicates), sides)])
+    return _add([(of[each], truths)], list(predicates) * sides)
 
 
-def _structural_repeats(program: "Program") -> set:
+def _structural_repeats(program: "Program") -> frozenset:
     of: dict = {}  # the uses under each node
     for node in program.nodes():
         if isinstance(node, (AnyOf, AllOf, AllSame)):  # a per-predicate node's truths in one formula
@@ -859,8 +845,7 @@ def _structural_repeats(program: "Program") -> set:
             continue
         base = _base(node)  # all below a kind of its own counted twice: the engine decides
         times = 2 if base is None or base is Relate else 1
-        own = Counter(_own_predicates(node, (_UNARY, _ATOMS)))
-        of[node] = _add([(of[c], times) for c in node.children()] + [(own, 1)])
+        of[node] = _add([(of[c], times) for c in node.children()], _own_predicates(node, (_UNARY, _ATOMS)))
     found: list[dict] = []  # the uses of each candidate formula
     for entry in program.candidates:
         if isinstance(entry, AnyOfGroups):  # one candidate per group: a disjunction of its truths
@@ -871,7 +856,7 @@ def _structural_repeats(program: "Program") -> set:
             found.append(_in_truths(entry, set(entry.predicates), 1, of))
         else:
             found.append(of[entry])
-    return {p for uses in found for p, n in uses.items() if n > 1}
+    return frozenset(p for uses in found for p, n in uses.items() if n > 1)
 
 # --- FOL rendering -------------------------------------------------------------------
 # ∃ and ∀ are pulled to the front (prenex form: Q X (A ∧ Q' Y B) = Q X Q' Y (A ∧ B) over a
@@ -888,23 +873,21 @@ def _attention(node: Attention, var: str, names: Iterator[str]) -> tuple[list[st
     if isinstance(node, Top):
         return [], []
     if isinstance(node, Conjoin):
-        p1, c1 = _attention(node.left, var, names)
-        p2, c2 = _attention(node.right, var, names)
+        (p1, c1), (p2, c2) = _attention(node.left, var, names), _attention(node.right, var, names)
         return p1 + p2, c1 + c2
-    if isinstance(node, Relate):
-        y = next(names)
-        prefix, conj = _attention(node.input, y, names)
-        atoms = [f"{a.predicate}({y}, {var})" if a.reverse else f"{a.predicate}({var}, {y})"
-                 for a in node.atoms]
-        prefix, conj = [f"{node.quantifier.symbol}{y}"] + prefix, atoms + conj
-        if node.quantifier is Quantifier.NOT_EXISTS:
-            return [], [f"({_render(prefix, conj)})"]
-        return prefix, conj
-    if not isinstance(node, (Filter, Neg)):
+    if not isinstance(node, (Filter, Neg, Relate)):
         raise ProgramStructureError(f"not an attention node: {node!r:.60}")
-    prefix, conj = _attention(node.input, var, names)
+    y = next(names) if isinstance(node, Relate) else var  # a relate's input is on a variable of its own
+    prefix, conj = _attention(node.input, y, names)
     if isinstance(node, Filter):
         return prefix, [f"{node.predicate}({var})"] + conj
+    if isinstance(node, Relate):
+        prefix = [f"{node.quantifier.symbol}{y}"] + prefix
+        conj = [f"{a.predicate}({y}, {var})" if a.reverse else f"{a.predicate}({var}, {y})"
+                for a in node.atoms] + conj
+        if node.quantifier is not Quantifier.NOT_EXISTS:
+            return prefix, conj
+        return [], [f"({_render(prefix, conj)})"]  # ∄ keeps its scope
     inner = _render(prefix, conj)
     return [], [f"¬{inner}" if not prefix and len(conj) == 1 else f"¬({inner})"]
 
@@ -916,15 +899,15 @@ def _truth(node: Truth, names: Iterator[str]) -> str:
         return _render([f"{node.quantifier.symbol}{x}"] + prefix, conj)
     if isinstance(node, Not):
         return f"¬({_truth(node.input, names)})"
-    if isinstance(node, (And, Or)):
+    if isinstance(node, _Junction):
         parts = [_truth(t, names) for t in node.inputs]
         return parts[0] if len(parts) == 1 else f" {node.symbol} ".join(f"({p})" for p in parts)
     if isinstance(node, (AnyOf, AllOf, AllSame)):
-        one = node._one(_PI) if isinstance(node, AllSame) else node.each.generic()
+        one = node._one(_PI) if isinstance(node, AllSame) else node.each._one(_PI)
         q = "∀" if isinstance(node, AllOf) else "∃"
         return f"{q}π ∈ {_shown(node.each.predicates)}: {_truth(one, names)}"
     if isinstance(node, Truths):  # its k-th truth, the predicate written as π (in a group T)
-        inner = _truth(node.generic(), names)
+        inner = _truth(node._one(_PI), names)
         return f"∃π ∈ T: {inner}" if isinstance(node, AnyOfGroups) else inner
     raise ProgramStructureError(f"not a truth node: {node!r:.60}")
 

@@ -207,10 +207,12 @@ def test_a_refilled_program_is_the_program_with_those_predicates_without_a_walk(
     with pytest.MonkeyPatch.context() as patch:
         walked = walks_counted(patch)
         got = program.refilled(unary, binary)
+        repeated = got.repeated_predicates()
+        assert "_walk" not in vars(got)  # the skeleton's count, renamed: no node made
         made = tuple(got.nodes()), got.predicates(), got.shape()
         assert walked == []
     fresh = copy.deepcopy(expected)
-    assert got == expected and hash(got) == hash(fresh)
+    assert got == expected and hash(got) == hash(fresh) and repeated == fresh.repeated_predicates()
     assert made == (tuple(fresh.nodes()), fresh.predicates(), fresh.shape())
     if not unary and not binary:  # nothing replaced: the program's own nodes
         assert all(a is b for a, b in zip(made[0], program.nodes()))
