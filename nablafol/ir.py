@@ -646,6 +646,9 @@ class FilledProgram(Program):
         return memo(self, "_repeated", self._renamed_repeats)
 
     def _renamed_repeats(self) -> frozenset:
+        predicates = self.predicates()
+        if len(set(predicates)) < len(predicates):  # two made one: not the skeleton's shape
+            return _structural_repeats(self)
         swapped = self._swapped()  # the skeleton's, renamed: one shape repeats the same atoms
         return frozenset(swapped.get(p, p) for p in self._like.repeated_predicates())
 

@@ -216,3 +216,15 @@ def test_a_refilled_program_is_the_program_with_those_predicates_without_a_walk(
     assert made == (tuple(fresh.nodes()), fresh.predicates(), fresh.shape())
     if not unary and not binary:  # nothing replaced: the program's own nodes
         assert all(a is b for a, b in zip(made[0], program.nodes()))
+
+
+def test_a_fill_that_makes_two_predicates_one_counts_its_repeats_from_its_nodes():
+    # outside the refill contract, yet the read-once count stays the program's own (exact mode reads it)
+    from nablafol.ir import Aggregate, And, Filter, Predicate, Program, Quantifier, Top
+    red, blue = Predicate("red"), Predicate("blue")
+    skeleton = Program.yes_no(And((Aggregate(Quantifier.EXISTS, Filter(red, Top())),
+                                   Aggregate(Quantifier.EXISTS, Filter(blue, Top())))))
+    filled = skeleton.refilled({skeleton.shape().unary.index(blue): red}, {})
+    fresh = Program(filled.candidates, filled.labels, filled.focus)
+    assert filled.repeated_predicates() == fresh.repeated_predicates() == frozenset({red})
+    assert not filled.read_once
