@@ -153,7 +153,10 @@ def _block_none_true(log_r: torch.Tensor, log_y: torch.Tensor, crisp: bool) -> t
     if sums is not None:
         return sums
     # the terms a contiguous tensor of their own: the sums' order is theirs whatever the layout
-    t = torch.add(log_r, log_y[:, None, :], out=log_r.new_empty(log_r.shape))
+    if log_r.is_contiguous() and log_r.dtype == log_y.dtype:  # laid out as log_r, a new tensor already
+        t = log_r + (log_y if log_r.shape[0] == 1 else log_y[:, None, :])  # one row: (1, M) broadcasts
+    else:
+        t = torch.add(log_r, log_y[:, None, :], out=log_r.new_empty(log_r.shape))
     terms = _sparse_log1mexp(t, out=t, guard=False)
     return (log1mexp_nonpositive(t) if terms is None else terms).sum(-1)
 
