@@ -157,8 +157,8 @@ def log_sum_exp(x: torch.Tensor, dim: int) -> torch.Tensor:
     return torch.logsumexp(x, dim)
 
 
-def masked_sum(x: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+def masked_sum(x: torch.Tensor, mask: torch.Tensor | None, keepdim: bool = False) -> torch.Tensor:
     """Sum of log-space terms over the last dimension where ``mask`` holds: padding adds log 1 = 0."""
     if mask is not None:
         x = x.masked_fill(~mask, 0.0)
-    return x.sum(-1)
+    return x.sum(-1, keepdim=keepdim)

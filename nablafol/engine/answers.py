@@ -148,6 +148,8 @@ class GroupReader:
         return self.mask
 
     def all_objects(self) -> torch.Tensor:
+        if self.like is not self.vec:  # one row: its kept zeros (no step writes into what it reads)
+            return self.like
         top = self.like.new_zeros((self.size, self.like.shape[1]))
         return top if self.mask is None else top.masked_fill(~self.mask, NEG_INF)
 
