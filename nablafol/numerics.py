@@ -31,15 +31,11 @@ def log_half(dtype: torch.dtype) -> torch.Tensor:
 
 def _log1mexp_forward(x: torch.Tensor, guard: bool = True) -> torch.Tensor:
     # log(-expm1(x)) above -log 2, log1p(-exp(x)) below, each in place on a tensor of its own
-    if guard:
-        x = x.clamp(max=0.0)  # log-probabilities are <= 0; guard against round-off above 0
-    # one number on the CPU (an aggregate's, a truth's): reading it costs less than computing the
-    # branch `where` would drop; the same operations on the same tensor, so bit for bit
-    one = x.is_cpu and x.numel() == 1
-    if one and not float(x) > float(log_half(x.dtype)):  # NaN compares False: `where`'s far branch
-        return torch.exp(x).neg_().log1p_()
+    x = x.clamp(max=0.0) if guard else x  # log-probabilities are <= 0; guard against round-off above 0
+    if x.is_cpu and x.numel() == 1:  # one number: reading it costs less than the branch `where` drops (NaN: far)
+        return torch.expm1(x).neg_().log_() if float(x) > float(log_half(x.dtype)) else torch.exp(x).neg_().log1p_()
     near = torch.expm1(x).neg_().log_()
-    return near if one else torch.where(x > log_half(x.dtype), near, torch.exp(x).neg_().log1p_(), out=near)
+    return torch.where(x > log_half(x.dtype), near, torch.exp(x).neg_().log1p_(), out=near)
 
 
 def log1mexp_derivative(x: torch.Tensor, guard: bool = True) -> torch.Tensor:

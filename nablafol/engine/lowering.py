@@ -183,8 +183,7 @@ class _Aggregate(_Quantified):
     def run(self, rows):
         return torch.cat(self.pair(rows), dim=-1)
 
-    def pair(self, rows) -> tuple:
-        """The rows' ``(log p, log(1 - p))``, ``(G, 1)`` each."""
+    def pair(self, rows) -> tuple:  # the rows' (log p, log(1 - p)), (G, 1) each
         return ops.aggregate_pair(rows.vector("vin"), rows.objects(), self.quantifier, keepdim=True)
 
     def kleene(self, rows):

@@ -6,7 +6,7 @@ Example (:mod:`~nablafol.engine.execution`'s example runs so too):
     >>> from nablafol.engine import Engine
     >>> from nablafol.ir import Aggregate, Filter, Predicate, Program, Quantifier, Top
     >>> program = Program.yes_no(Aggregate(Quantifier.EXISTS, Filter(Predicate("Chair"), Top())))
-    >>> len(steps_of(Engine().plan([program])))  # one program of three rows: run row by row
+    >>> len(steps_of(Engine().plan([program]))[0])  # one program of three rows: run row by row
     3
 """
 from __future__ import annotations
@@ -25,10 +25,9 @@ MAX_ROWS = 48
 
 
 def steps_of(plan: BatchPlan) -> Optional[tuple]:
-    """The plan's rows to run one by one, or None when it is not one program of at most
-    :data:`MAX_ROWS` rows: each its operator's method, whether it writes an attention, its row in
-    its store, and its :class:`~nablafol.engine.answers.GroupReader` index and relate columns, in
-    Python numbers; then the stores' sizes, the candidate rows and the focus row."""
+    """The plan's rows to run one by one (None: not one program of at most :data:`MAX_ROWS` rows),
+    each its operator's method, whether it writes an attention, its row and its reader's index and
+    relate columns, in Python numbers; then the stores' sizes, the candidate rows, the focus row."""
     return plan.kept("rowwise", lambda: _steps(plan))
 
 
@@ -49,8 +48,7 @@ def _steps(plan: BatchPlan) -> Optional[tuple]:
                         index["args"], index["pad"] = tuple(map(int, a["args"][i])), a["pad"][i:i + 1]
                         read.update(index["args"])
                     atoms = zip(a["tables"][i], a["reverse"][i]) if "tables" in a else ()
-                    columns = [(slice(int(t), int(t) + 1), True if r else None)
-                               for t, r in atoms if t != neutral]
+                    columns = [(slice(int(t), int(t) + 1), True if r else None) for t, r in atoms if t != neutral]
                     steps.append([g.operator.run, g.operator.vector, first + g.start + i, index, columns])
     candidates = plan.candidate_rows.tolist()
     for step in steps:  # a yes/no answer no truth reads, of an operator giving its two halves: not joined
@@ -64,27 +62,19 @@ def run_rows(steps: tuple, plan: BatchPlan, tables: Tables, q_product: Callable)
     program_steps, n_vec, n_sca, candidates, focus = steps
     dtype, device, n = tables.dtype, tables.object_mask.device, tables.object_mask.shape[1]
     vec, sca = [None] * n_vec, [None] * n_sca
-
-    def constants():  # rows 0 and 1, log 1 and log 0, and the row Top gives: never written into
-        true = torch.tensor([[0.0, NEG_INF]], dtype=dtype, device=device)
-        return true, true.flip(-1), torch.zeros((1, n), dtype=dtype, device=device)
-    sca[0], sca[1], like = plan.kept(("constants", dtype, device, n), constants)
+    # rows 0 and 1, log 1 and log 0, and the row Top gives: kept, never written into
+    sca[0], sca[1], like = plan.kept(("constants", dtype, device, n), lambda: (
+        true := torch.tensor([[0.0, NEG_INF]], dtype=dtype, device=device), true.flip(-1), true.new_zeros((1, n))))
     row = GroupReader(None, None, 1, vec, sca, tables.unary, tables.binary, None, q_product, like)
     for run, vector, out, row.index, row.columns in program_steps:
         (vec if vector else sca)[out] = run(row)
-    if len(candidates) == 1:  # a yes/no question: its row's two halves, no stack
-        picked = sca[candidates[0]]
-        if type(picked) is tuple:  # copies where autograd may have saved them, as the focus
-            log_probs, log_complement = (t.clone() for t in picked) if picked[0].requires_grad else picked
-        else:
-            log_probs, log_complement = picked[:, :1], picked[:, 1:]
-    else:
-        picked = torch.stack([sca[r] for r in candidates], dim=2)  # (1, 2, K)
-        log_probs, log_complement = picked[:, 0], picked[:, 1]
-    if focus < 0:
-        focus = torch.full((1, n), NEG_INF, dtype=dtype, device=device)
-    else:  # the user gets a row to edit: a copy where autograd may have saved it, or Top's kept one
-        focus = vec[focus].clone() if vec[focus].requires_grad or vec[focus] is like else vec[focus]
-    cand_mask = torch.ones((1, len(candidates)), dtype=torch.bool, device=device)
-    object_mask = torch.ones((1, n), dtype=torch.bool, device=device)
-    return Answers(log_probs, cand_mask, plan.labels, focus, object_mask, log_complement)
+    picked = sca[candidates[0]] if len(candidates) == 1 else torch.stack([sca[r] for r in candidates], dim=2)
+    if type(picked) is tuple:  # an aggregate's two halves: copies where autograd may have saved them
+        log_probs, log_complement = (t.clone() for t in picked) if picked[0].requires_grad else picked
+    else:  # one truth's (1, 2), no stack, or the candidates' (1, 2, K)
+        log_probs, log_complement = (picked[:, :1], picked[:, 1:]) if picked.dim() == 2 else picked.unbind(1)
+    focus = vec[focus] if focus >= 0 else torch.full((1, n), NEG_INF, dtype=dtype, device=device)
+    if focus.requires_grad or focus is like:  # the user gets a row to edit: not one autograd saved, nor Top's kept one
+        focus = focus.clone()
+    return Answers(log_probs, torch.ones((1, len(candidates)), dtype=torch.bool, device=device), plan.labels, focus,
+                   torch.ones((1, n), dtype=torch.bool, device=device), log_complement)
