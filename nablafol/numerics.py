@@ -32,8 +32,6 @@ def log_half(dtype: torch.dtype) -> torch.Tensor:
 def _log1mexp_forward(x: torch.Tensor, guard: bool = True) -> torch.Tensor:
     # log(-expm1(x)) above -log 2, log1p(-exp(x)) below, each in place on a tensor of its own
     x = x.clamp(max=0.0) if guard else x  # log-probabilities are <= 0; guard against round-off above 0
-    if x.is_cpu and x.numel() == 1:  # one number: reading it costs less than the branch `where` drops (NaN: far)
-        return torch.expm1(x).neg_().log_() if float(x) > float(log_half(x.dtype)) else torch.exp(x).neg_().log1p_()
     near = torch.expm1(x).neg_().log_()
     return torch.where(x > log_half(x.dtype), near, torch.exp(x).neg_().log1p_(), out=near)
 

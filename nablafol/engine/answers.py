@@ -147,8 +147,8 @@ class GroupReader:
     def objects(self) -> Optional[torch.Tensor]:
         return self.mask
 
-    def all_objects(self) -> torch.Tensor:  # one row: its kept zeros (no step writes into what it reads)
-        top = self.like if self.like is not self.vec else self.like.new_zeros((self.size, self.like.shape[1]))
+    def all_objects(self) -> torch.Tensor:
+        top = self.like.new_zeros((self.size, self.like.shape[1]))
         return top if self.mask is None else top.masked_fill(~self.mask, NEG_INF)
 
 

@@ -62,7 +62,7 @@ def run_rows(steps: tuple, plan: BatchPlan, tables: Tables, q_product: Callable)
     program_steps, n_vec, n_sca, candidates, focus = steps
     dtype, device, n = tables.dtype, tables.object_mask.device, tables.object_mask.shape[1]
     vec, sca = [None] * n_vec, [None] * n_sca
-    # rows 0 and 1, log 1 and log 0, and the row Top gives: kept, never written into
+    # rows 0 and 1, log 1 and log 0 (never written into), and a row's dtype and size
     sca[0], sca[1], like = plan.kept(("constants", dtype, device, n), lambda: (
         true := torch.tensor([[0.0, NEG_INF]], dtype=dtype, device=device), true.flip(-1), true.new_zeros((1, n))))
     row = GroupReader(None, None, 1, vec, sca, tables.unary, tables.binary, None, q_product, like)
@@ -74,7 +74,7 @@ def run_rows(steps: tuple, plan: BatchPlan, tables: Tables, q_product: Callable)
     else:  # one truth's (1, 2), no stack, or the candidates' (1, 2, K)
         log_probs, log_complement = (picked[:, :1], picked[:, 1:]) if picked.dim() == 2 else picked.unbind(1)
     focus = vec[focus] if focus >= 0 else torch.full((1, n), NEG_INF, dtype=dtype, device=device)
-    if focus.requires_grad or focus is like:  # the user gets a row to edit: not one autograd saved, nor Top's kept one
+    if focus.requires_grad:  # the user gets a row to edit: a copy where autograd may have saved it
         focus = focus.clone()
     return Answers(log_probs, torch.ones((1, len(candidates)), dtype=torch.bool, device=device), plan.labels, focus,
                    torch.ones((1, n), dtype=torch.bool, device=device), log_complement)
