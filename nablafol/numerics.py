@@ -31,8 +31,7 @@ def log_half(dtype: torch.dtype) -> torch.Tensor:
 
 def _log1mexp_forward(x: torch.Tensor, guard: bool = True) -> torch.Tensor:
     # log(-expm1(x)) above -log 2, log1p(-exp(x)) below, each in place on a tensor of its own
-    if guard:
-        x = x.clamp(max=0.0)  # log-probabilities are <= 0; guard against round-off above 0
+    x = x.clamp(max=0.0) if guard else x  # log-probabilities are <= 0; guard against round-off above 0
     near = torch.expm1(x).neg_().log_()
     return torch.where(x > log_half(x.dtype), near, torch.exp(x).neg_().log1p_(), out=near)
 
@@ -152,8 +151,8 @@ def log_sum_exp(x: torch.Tensor, dim: int) -> torch.Tensor:
     return torch.logsumexp(x, dim)
 
 
-def masked_sum(x: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+def masked_sum(x: torch.Tensor, mask: torch.Tensor | None, keepdim: bool = False) -> torch.Tensor:
     """Sum of log-space terms over the last dimension where ``mask`` holds: padding adds log 1 = 0."""
     if mask is not None:
         x = x.masked_fill(~mask, 0.0)
-    return x.sum(-1)
+    return x.sum(-1, keepdim=keepdim)

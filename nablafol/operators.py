@@ -153,7 +153,10 @@ def _block_none_true(log_r: torch.Tensor, log_y: torch.Tensor, crisp: bool) -> t
     if sums is not None:
         return sums
     # the terms a contiguous tensor of their own: the sums' order is theirs whatever the layout
-    t = torch.add(log_r, log_y[:, None, :], out=log_r.new_empty(log_r.shape))
+    if log_r.is_contiguous() and log_r.dtype == log_y.dtype:  # laid out as log_r, a new tensor already
+        t = log_r + (log_y if log_r.shape[0] == 1 else log_y[:, None, :])  # one row: (1, M) broadcasts
+    else:
+        t = torch.add(log_r, log_y[:, None, :], out=log_r.new_empty(log_r.shape))
     terms = _sparse_log1mexp(t, out=t, guard=False)
     return (log1mexp_nonpositive(t) if terms is None else terms).sum(-1)
 
@@ -235,18 +238,18 @@ def aggregate(log_a: torch.Tensor, mask: torch.Tensor | None, quantifier: Quanti
     return aggregate_pair(log_a, mask, quantifier)[0]
 
 
-def aggregate_pair(log_a: torch.Tensor, mask: torch.Tensor | None,
-                   quantifier: Quantifier) -> tuple[torch.Tensor, torch.Tensor]:
+def aggregate_pair(log_a: torch.Tensor, mask: torch.Tensor | None, quantifier: Quantifier,
+                   keepdim: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
     """``(log A_q(α), log(1 - A_q(α)))``, each from the side where it is accurate (``(R,)`` each):
     ``A_∃``'s complement ``Π(1 - a_i)`` is a plain sum of logs, kept exactly (a confidently wrong
     "yes" still has a finite, informative ``log P(no)``)."""
     if quantifier is Quantifier.FORALL:
-        log_p = masked_sum(log_a, mask)
+        log_p = masked_sum(log_a, mask, keepdim)
         return log_p, log1mexp(log_p)
     tracked = torch.is_grad_enabled() and log_a.requires_grad
     # from the finite terms alone where most are -inf (an open question's candidate rows)
     terms = None if tracked else _sparse_log1mexp(log_a, None, guard=True)
-    none_true = masked_sum(log1mexp(log_a) if terms is None else terms, mask)  # never above 0
+    none_true = masked_sum(log1mexp(log_a) if terms is None else terms, mask, keepdim)  # never above 0
     if quantifier is Quantifier.NOT_EXISTS:
         return none_true, log1mexp_nonpositive(none_true)
     return log1mexp_nonpositive(none_true), none_true

@@ -268,8 +268,7 @@ class Engine(torch.nn.Module):
             answers = (exact_answers(self, programs, plan, tables.with_neutral()) if self.exact
                        else self.execute(plan, tables))
         if self.calibration is None and not self.exact:  # computed when first asked
-            detached = tables.detached()
-            answers._exact = lambda: torch.as_tensor(
+            answers._exact = lambda detached=tables.detached(): torch.as_tensor(
                 shared_atoms(self, programs, plan, detached.with_neutral()).count == 0)
         if self.bounds:
             answers.bounds = answer_bounds(programs, plan, tables.detached(), answers,
@@ -366,10 +365,8 @@ class Engine(torch.nn.Module):
         """Run a plan's operators, level by level, over its tables (the fast path)."""
         # row by row reads tables with no all-ones relation: it leaves a relate's padding out
         if (self.calibration is None and not tables.padded and not tables.neutral
-                and not isinstance(self._q_product, CompiledQProduct)):
-            steps = steps_of(plan)
-            if steps is not None:
-                return run_rows(steps, plan, tables, self._q_product)
+                and not isinstance(self._q_product, CompiledQProduct) and (steps := steps_of(plan)) is not None):
+            return run_rows(steps, plan, tables, self._q_product)
         device = tables.object_mask.device
         log_probs, log_complement, candidate_mask, focus, objects = _run(
             *plan.kept(("batched", device), lambda: _batched(plan, device)), tables, self._q_product, self.calibration)

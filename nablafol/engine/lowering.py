@@ -181,8 +181,10 @@ class _Aggregate(_Quantified):
     vector = False
 
     def run(self, rows):
-        pair = ops.aggregate_pair(rows.vector("vin"), rows.objects(), self.quantifier)
-        return torch.stack(pair, dim=-1)
+        return torch.cat(self.pair(rows), dim=-1)
+
+    def pair(self, rows) -> tuple:  # the rows' (log p, log(1 - p)), (G, 1) each
+        return ops.aggregate_pair(rows.vector("vin"), rows.objects(), self.quantifier, keepdim=True)
 
     def kleene(self, rows):
         return self.quantify(rows.vector("vin"), rows.objects())

@@ -6,7 +6,7 @@ Example (:mod:`~nablafol.engine.execution`'s example runs so too):
     >>> from nablafol.engine import Engine
     >>> from nablafol.ir import Aggregate, Filter, Predicate, Program, Quantifier, Top
     >>> program = Program.yes_no(Aggregate(Quantifier.EXISTS, Filter(Predicate("Chair"), Top())))
-    >>> len(steps_of(Engine().plan([program])))  # one program of three rows: run row by row
+    >>> len(steps_of(Engine().plan([program]))[0])  # one program of three rows: run row by row
     3
 """
 from __future__ import annotations
@@ -25,9 +25,9 @@ MAX_ROWS = 48
 
 
 def steps_of(plan: BatchPlan) -> Optional[tuple]:
-    """The plan's rows to run one by one, or None when it is not one program of at most
-    :data:`MAX_ROWS` rows: each its operator, its row in its store, and its
-    :class:`~nablafol.engine.answers.GroupReader` index and relate columns, in Python numbers."""
+    """The plan's rows to run one by one (None: not one program of at most :data:`MAX_ROWS` rows),
+    each its operator's method, whether it writes an attention, its row and its reader's index and
+    relate columns, in Python numbers; then the stores' sizes, the candidate rows, the focus row."""
     return plan.kept("rowwise", lambda: _steps(plan))
 
 
@@ -35,7 +35,7 @@ def _steps(plan: BatchPlan) -> Optional[tuple]:
     if plan.n_programs != 1 or len(plan.v_scene) + plan.n_scalars > MAX_ROWS:
         return None
     neutral = len(plan.binary_keys)  # the relates' padding table adds log 1: left out
-    steps = []
+    steps, read = [], set()
     for vgroups, sgroups in plan.levels:
         for groups, first in ((vgroups, 0), (sgroups, SCALAR_CONSTANTS)):
             for g in groups:
@@ -46,38 +46,35 @@ def _steps(plan: BatchPlan) -> Optional[tuple]:
                         index["table"] = slice(int(a["table"][i]), int(a["table"][i]) + 1)
                     if "args" in a:
                         index["args"], index["pad"] = tuple(map(int, a["args"][i])), a["pad"][i:i + 1]
+                        read.update(index["args"])
                     atoms = zip(a["tables"][i], a["reverse"][i]) if "tables" in a else ()
-                    columns = [(slice(int(t), int(t) + 1), True if r else None)
-                               for t, r in atoms if t != neutral]
-                    steps.append((g.operator, first + g.start + i, index, columns))
-    return tuple(steps)
+                    columns = [(slice(int(t), int(t) + 1), True if r else None) for t, r in atoms if t != neutral]
+                    steps.append([g.operator.run, g.operator.vector, first + g.start + i, index, columns])
+    candidates = plan.candidate_rows.tolist()
+    for step in steps:  # a yes/no answer no truth reads, of an operator giving its two halves: not joined
+        if len(candidates) == 1 and step[1:3] == [False, candidates[0]] and candidates[0] not in read:
+            step[0] = getattr(step[0].__self__, "pair", step[0])
+    return tuple(map(tuple, steps)), len(plan.v_scene), SCALAR_CONSTANTS + plan.n_scalars, candidates, int(plan.focus[0])
 
 
 def run_rows(steps: tuple, plan: BatchPlan, tables: Tables, q_product: Callable) -> Answers:
     """Run ``steps`` (from :func:`steps_of`) over ``tables``; the batched executor's answers."""
+    program_steps, n_vec, n_sca, candidates, focus = steps
     dtype, device, n = tables.dtype, tables.object_mask.device, tables.object_mask.shape[1]
-    vec: list = [None] * len(plan.v_scene)
-    sca: list = [None] * (SCALAR_CONSTANTS + plan.n_scalars)
-    # rows 0 and 1: log 1 and log 0, shared (no step writes into what it reads)
-    true = plan.kept(("true", dtype, device),
-                     lambda: torch.tensor([[0.0, NEG_INF]], dtype=dtype, device=device))
-    sca[0], sca[1] = true, plan.kept(("false", dtype, device), lambda: true.flip(-1))
-    like = plan.kept(("zeros", dtype, device, n), lambda: torch.zeros((1, n), dtype=dtype, device=device))
+    vec, sca = [None] * n_vec, [None] * n_sca
+    # rows 0 and 1, log 1 and log 0 (never written into), and a row's dtype and size
+    sca[0], sca[1], like = plan.kept(("constants", dtype, device, n), lambda: (
+        true := torch.tensor([[0.0, NEG_INF]], dtype=dtype, device=device), true.flip(-1), true.new_zeros((1, n))))
     row = GroupReader(None, None, 1, vec, sca, tables.unary, tables.binary, None, q_product, like)
-    for operator, out, index, columns in steps:
-        row.index, row.columns = index, columns
-        (vec if operator.vector else sca)[out] = operator.run(row)
-    candidates = plan.kept("candidate rows", plan.candidate_rows.tolist)
-    if len(candidates) == 1:  # a yes/no question: its row's two halves, no stack
-        log_probs, log_complement = sca[candidates[0]][:, :1], sca[candidates[0]][:, 1:]
-    else:
-        picked = torch.stack([sca[r] for r in candidates], dim=2)  # (1, 2, K)
-        log_probs, log_complement = picked[:, 0], picked[:, 1]
-    focus = int(plan.focus[0])
-    if focus < 0:
-        focus = torch.full((1, n), NEG_INF, dtype=dtype, device=device)
-    else:  # the user gets a row to edit: a copy where autograd may have saved it
-        focus = vec[focus].clone() if vec[focus].requires_grad else vec[focus]
-    cand_mask = torch.ones((1, len(candidates)), dtype=torch.bool, device=device)
-    object_mask = torch.ones((1, n), dtype=torch.bool, device=device)
-    return Answers(log_probs, cand_mask, plan.labels, focus, object_mask, log_complement)
+    for run, vector, out, row.index, row.columns in program_steps:
+        (vec if vector else sca)[out] = run(row)
+    picked = sca[candidates[0]] if len(candidates) == 1 else torch.stack([sca[r] for r in candidates], dim=2)
+    if type(picked) is tuple:  # an aggregate's two halves: copies where autograd may have saved them
+        log_probs, log_complement = (t.clone() for t in picked) if picked[0].requires_grad else picked
+    else:  # one truth's (1, 2), no stack, or the candidates' (1, 2, K)
+        log_probs, log_complement = (picked[:, :1], picked[:, 1:]) if picked.dim() == 2 else picked.unbind(1)
+    focus = vec[focus] if focus >= 0 else torch.full((1, n), NEG_INF, dtype=dtype, device=device)
+    if focus.requires_grad:  # the user gets a row to edit: a copy where autograd may have saved it
+        focus = focus.clone()
+    return Answers(log_probs, torch.ones((1, len(candidates)), dtype=torch.bool, device=device), plan.labels, focus,
+                   torch.ones((1, n), dtype=torch.bool, device=device), log_complement)
