@@ -48,13 +48,15 @@ def _steps(plan: BatchPlan) -> Optional[tuple]:
                         index["args"], index["pad"] = tuple(map(int, a["args"][i])), a["pad"][i:i + 1]
                         read.update(index["args"])
                     atoms = zip(a["tables"][i], a["reverse"][i]) if "tables" in a else ()
-                    columns = [(slice(int(t), int(t) + 1), True if r else None) for t, r in atoms if t != neutral]
-                    steps.append([g.operator.run, g.operator.vector, first + g.start + i, index, columns])
+                    columns = [(slice(int(t), int(t) + 1), True if r else None)
+                               for t, r in atoms if t != neutral]
+                    steps.append([g.operator, g.operator.vector, first + g.start + i, index, columns])
     candidates = plan.candidate_rows.tolist()
     for step in steps:  # a yes/no answer no truth reads, of an operator giving its two halves: not joined
-        if len(candidates) == 1 and step[1:3] == [False, candidates[0]] and candidates[0] not in read:
-            step[0] = getattr(step[0].__self__, "pair", step[0])
-    return tuple(map(tuple, steps)), len(plan.v_scene), SCALAR_CONSTANTS + plan.n_scalars, candidates, int(plan.focus[0])
+        alone = len(candidates) == 1 and step[1:3] == [False, candidates[0]] and candidates[0] not in read
+        step[0] = step[0].pair if alone and hasattr(step[0], "pair") else step[0].run
+    sizes = len(plan.v_scene), SCALAR_CONSTANTS + plan.n_scalars
+    return tuple(map(tuple, steps)), *sizes, candidates, int(plan.focus[0])
 
 
 def run_rows(steps: tuple, plan: BatchPlan, tables: Tables, q_product: Callable) -> Answers:
@@ -62,9 +64,7 @@ def run_rows(steps: tuple, plan: BatchPlan, tables: Tables, q_product: Callable)
     program_steps, n_vec, n_sca, candidates, focus = steps
     dtype, device, n = tables.dtype, tables.object_mask.device, tables.object_mask.shape[1]
     vec, sca = [None] * n_vec, [None] * n_sca
-    # rows 0 and 1, log 1 and log 0 (never written into), and a row's dtype and size
-    sca[0], sca[1], like = plan.kept(("constants", dtype, device, n), lambda: (
-        true := torch.tensor([[0.0, NEG_INF]], dtype=dtype, device=device), true.flip(-1), true.new_zeros((1, n))))
+    sca[0], sca[1], like = plan.kept(("constants", dtype, device, n), lambda: _constants(dtype, device, n))
     row = GroupReader(None, None, 1, vec, sca, tables.unary, tables.binary, None, q_product, like)
     for run, vector, out, row.index, row.columns in program_steps:
         (vec if vector else sca)[out] = run(row)
@@ -76,5 +76,12 @@ def run_rows(steps: tuple, plan: BatchPlan, tables: Tables, q_product: Callable)
     focus = vec[focus] if focus >= 0 else torch.full((1, n), NEG_INF, dtype=dtype, device=device)
     if focus.requires_grad:  # the user gets a row to edit: a copy where autograd may have saved it
         focus = focus.clone()
-    return Answers(log_probs, torch.ones((1, len(candidates)), dtype=torch.bool, device=device), plan.labels, focus,
-                   torch.ones((1, n), dtype=torch.bool, device=device), log_complement)
+    candidate_mask = torch.ones((1, len(candidates)), dtype=torch.bool, device=device)
+    object_mask = torch.ones((1, n), dtype=torch.bool, device=device)
+    return Answers(log_probs, candidate_mask, plan.labels, focus, object_mask, log_complement)
+
+
+def _constants(dtype, device, n: int) -> tuple:
+    """Rows 0 and 1, log 1 and log 0 (never written into), and a row of the stores' dtype and size."""
+    true = torch.tensor([[0.0, NEG_INF]], dtype=dtype, device=device)
+    return true, true.flip(-1), true.new_zeros((1, n))
